@@ -1,0 +1,2 @@
+//! ARC record -> capture record, and its output profiles (`ukvs`, `cdxj`,
+//! `cdx11`).

@@ -1,0 +1,7 @@
+//! The `ukvs` command line: see `ukvs --help`.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

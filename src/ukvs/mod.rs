@@ -1,0 +1,2 @@
+//! The UKVS line model: headers, fields, quoted values, OSLJ; writer and
+//! validation.
