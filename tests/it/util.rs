@@ -1,0 +1,74 @@
+//! Shared harness: run the `ukvs` binary, find fixtures and the shared corpus.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Path of the `ukvs` binary built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ukvs"))
+}
+
+/// Directory of the repository's own fixtures (`tests/data`).
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+}
+
+/// The shared corpus beside the repository (`../shared/corpus`), or `None`
+/// with a message naming the test that skips because it is absent.
+pub fn shared_corpus(test: &str) -> Option<PathBuf> {
+    shared_dir("corpus", test)
+}
+
+/// A directory under `../shared`, or `None` with a skip message.
+pub fn shared_dir(name: &str, test: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared")
+        .join(name);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED {test}: {} is absent (it sits beside the repository in CI)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Runs `ukvs ARGS` with `stdin` as standard input and returns its output.
+pub fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ukvs");
+    let mut input = child.stdin.take().expect("stdin");
+    let stdin = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let out = child.wait_with_output().expect("wait for ukvs");
+    writer.join().expect("stdin writer");
+    out
+}
+
+/// Whether `python3 -c "import MODULE"` works; prints a skip message if not.
+pub fn has_python_module(module: &str, test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: python3 module `{module}` is not installed (pip install -r scripts/requirements.txt)");
+    }
+    ok
+}
