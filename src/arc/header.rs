@@ -451,3 +451,319 @@ pub(crate) const KNOWN_SCHEMES: &[&[u8]] = &[
     b"whois",
     b"urn",
 ];
+
+#[cfg(test)]
+mod tests {
+    //! Header lines taken from real files (source in each comment; the
+    //! CDX-Writer lines are from `tests/small_warcs/*.arc.gz`, named after
+    //! the file), plus the v2 example of the IA ARC format description and
+    //! a rev-3.0 line built from its field list.
+    use super::*;
+
+    fn v(line: &[u8]) -> HeaderView<'_> {
+        HeaderView::parse(line).expect("parses")
+    }
+
+    /// (url, ip, date, mime, length_raw) of a parsed line.
+    fn fields(line: &[u8]) -> (&[u8], &[u8], &[u8], &[u8], &[u8]) {
+        let h = v(line);
+        (h.url, h.ip, h.date, h.mime, h.length_raw)
+    }
+
+    #[test]
+    fn v1_plain() {
+        // warcio example.arc
+        let line = b"http://example.com/ 93.184.216.119 20140216050221 text/html 1591";
+        let h = v(line);
+        assert_eq!((h.kind, h.form), (HeaderKind::V1, Form::Exact));
+        assert_eq!(
+            fields(line),
+            (
+                &b"http://example.com/"[..],
+                &b"93.184.216.119"[..],
+                &b"20140216050221"[..],
+                &b"text/html"[..],
+                &b"1591"[..]
+            )
+        );
+        assert_eq!(h.length(), Some(1591));
+        assert!(h.is_plausible());
+    }
+
+    #[test]
+    fn filedesc_and_dns_lines() {
+        let h = v(b"filedesc://IAH-20080430204825-00000-blackbook.arc 0.0.0.0 20080430204825 text/plain 1300");
+        assert_eq!(h.url, b"filedesc://IAH-20080430204825-00000-blackbook.arc");
+        assert_eq!(h.length(), Some(1300));
+        let h = v(b"dns:www.archive.org 68.87.76.178 20080430204825 text/dns 56");
+        assert_eq!(
+            (h.url, h.mime),
+            (&b"dns:www.archive.org"[..], &b"text/dns"[..])
+        );
+        assert!(h.is_plausible());
+    }
+
+    #[test]
+    fn v2_ten_fields() {
+        // The v2 example of the IA ARC file format description.
+        let line = b"http://www.dryswamp.edu:80/index.html 127.10.100.2 19961104142103 text/html 200 fac069150613fe55599cc7fa88aa089d - 209 IA-001102.arc 202";
+        let h = v(line);
+        assert_eq!(h.kind, HeaderKind::V2);
+        assert_eq!(h.url, b"http://www.dryswamp.edu:80/index.html");
+        assert_eq!(h.result_code, b"200");
+        assert_eq!(h.checksum, b"fac069150613fe55599cc7fa88aa089d");
+        assert_eq!(h.location, b"-");
+        assert_eq!(h.offset, b"209");
+        assert_eq!(h.filename, b"IA-001102.arc");
+        assert_eq!(h.length(), Some(202));
+        assert!(h.is_plausible());
+    }
+
+    #[test]
+    fn rev3_seven_fields() {
+        let line = b"http://example.com/a b 192.0.2.1 20080430204825 text/html 3 urn:sha1:B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A 1591";
+        let h = v(line);
+        assert_eq!(h.kind, HeaderKind::Rev3);
+        assert_eq!(h.url, b"http://example.com/a b");
+        assert_eq!(h.offset, b"3");
+        assert_eq!(h.checksum, b"urn:sha1:B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A");
+        assert_eq!(h.length(), Some(1591));
+    }
+
+    #[test]
+    fn odd_date_lengths_are_dates() {
+        for (line, date) in [
+            // 10_digit_date (and `None` as the IP)
+            (&b"https://www.facebook.com/Vanishing-Ireland-110498185666457/ None 2016020900 text/html 408966"[..], &b"2016020900"[..]),
+            // arc_v1_with_v2_header: 12 digits
+            (b"http://www.cdnow.com:80/cgi-bin/mserver/pagename=/RP/CDN/FIND/discography.html/artistid=HENDERSON*JOE/select=music 209.83.166.84 200011101120 text/html 85623", b"200011101120"),
+            // 14_digit_plus_text_date
+            (b"https://scontent-cdg2-1.xx.fbcdn.net/300261_10150266886136400_4821326_n. None 20160211000000jpg text/html 1238", b"20160211000000jpg"),
+            // 15_digit_date (8-digit length: not taken for the date)
+            (b"http://twitter.com/unesco_fr.xml None 201512000000000 text/xml 17327214", b"201512000000000"),
+            // 16_digit_date
+            (b"http://www.afp.com:80/home/img/es.gif 158.50.204.10 2000082305410049 image/gif 881", b"2000082305410049"),
+            // 18_digit_date
+            (b"http://mars.spaceports.com:80/~jddp/images/links_off.gif 216.234.161.73 200009180023002953 image/gif 1055", b"200009180023002953"),
+            // hex_instead_of_date
+            (b"http://www.cbt.ki.se:80/wwwCNT/Staff/bergman.jan/ 130.237.109.120 a0d1fdddf3165d0447b1f7a285c61c1c9 text/html 3016", b"a0d1fdddf3165d0447b1f7a285c61c1c9"),
+            // aut badexample.arc.gz: `null`
+            (b"http://www.archive.org/ 207.241.229.39 null text/html 680", b"null"),
+        ] {
+            let h = v(line);
+            assert_eq!(h.date, date, "{}", String::from_utf8_lossy(line));
+            assert_eq!(h.form, Form::Exact);
+            assert!(h.length().is_some());
+            assert!(h.is_plausible(), "{}", String::from_utf8_lossy(line));
+        }
+        assert_eq!(
+            v(b"https://www.facebook.com/Vanishing-Ireland-110498185666457/ None 2016020900 text/html 408966").ip,
+            b"None"
+        );
+    }
+
+    #[test]
+    fn ip_and_date_transposed() {
+        // transposed_header
+        let line = b"http://play.mp3.com/cgi-bin/play/play.cgi/AAIAQo93MQDABG5vcm1QBAAAAFJ88QUAUQEAAABDNyyxP6SbRY55RYa.wO2ewL.61xo-/Losing_Time.mp3 20031219215023 63.241.16.130 text/plain 285";
+        let h = v(line);
+        assert!(h.transposed);
+        assert_eq!(
+            (h.ip, h.date),
+            (&b"63.241.16.130"[..], &b"20031219215023"[..])
+        );
+        assert!(h.url.ends_with(b"Losing_Time.mp3"));
+        assert_eq!((h.mime, h.length()), (&b"text/plain"[..], Some(285)));
+    }
+
+    #[test]
+    fn spaces_in_url() {
+        // warcio example-space-in-url.arc
+        let line = b"http://example.com/index.cfm?FuseAction=Email&EmailTitle=Examples From The Live Web&IsPopUp=False 93.184.216.119 20140216050221 text/html 1591";
+        let h = v(line);
+        assert_eq!(
+            h.url,
+            b"http://example.com/index.cfm?FuseAction=Email&EmailTitle=Examples From The Live Web&IsPopUp=False"
+        );
+        assert_eq!((h.ip, h.length()), (&b"93.184.216.119"[..], Some(1591)));
+        // spaces_in_url: 67 fields, runs of spaces (more tokens than the
+        // parser splits off: the rest is URL).
+        let line = b"http://www3.fdic.gov/Call_tfr_rpts/toccallreport1.asp?pCert=16445&pDocket=0&pcmbQtrEnd=09%2F30%2F2002&paddr=MAIN STREET                                                             &pCity=CHENEYVILLE+++++++++++++++++++&pStalp=LA&pzip5=71325&pInstitution=The+Farmers+Bank+%26+Trust+of+Cheneyville+++++++++++++++++++++++++++++++++ 192.147.69.47 20041018000129 text/html 224";
+        let h = v(line);
+        assert!(h
+            .url
+            .starts_with(b"http://www3.fdic.gov/Call_tfr_rpts/toccallreport1.asp?pCert=16445"));
+        assert!(h
+            .url
+            .ends_with(b"Cheneyville+++++++++++++++++++++++++++++++++"));
+        assert_eq!(
+            h.url.len(),
+            line.len() - b" 192.147.69.47 20041018000129 text/html 224".len()
+        );
+        assert_eq!((h.date, h.length()), (&b"20041018000129"[..], Some(224)));
+        assert!(h.is_plausible());
+    }
+
+    #[test]
+    fn space_inside_mime() {
+        // alexa_charset_in_header
+        let line = b"http://free.allocine.fr:80/tv/cineaction.asp 195.68.112.49 20000824015105 text/html; Charset=iso-8859-1 20567";
+        let h = v(line);
+        assert_eq!(h.form, Form::MimeWithSpaces);
+        assert_eq!(h.url, b"http://free.allocine.fr:80/tv/cineaction.asp");
+        assert_eq!(h.mime, b"text/html; Charset=iso-8859-1");
+        assert_eq!(h.length(), Some(20567));
+        assert!(h.is_plausible());
+    }
+
+    #[test]
+    fn empty_mime() {
+        // alexa_short_header: two spaces between date and length.
+        let line = b"http://www.killerjo.net:80/robots.txt 211.111.217.29 20110804181142  39";
+        assert_eq!(
+            fields(line),
+            (
+                &b"http://www.killerjo.net:80/robots.txt"[..],
+                &b"211.111.217.29"[..],
+                &b"20110804181142"[..],
+                &b""[..],
+                &b"39"[..]
+            )
+        );
+        assert!(v(line).is_plausible());
+    }
+
+    #[test]
+    fn odd_mime_values() {
+        // bad_mime_type (U+FFFD in the mime), empty_payload_header_ending_with_lf
+        let h = v(b"http://cafethumb.naver.net/20101223_84/qkrgns3_129303386816936xUq_jpg/imag0030_qkrgns3.jpg 128.241.220.80 20120407152447 imag\xef\xbf\xbdm) 3507");
+        assert_eq!(
+            (h.mime, h.length()),
+            (&b"imag\xef\xbf\xbdm)"[..], Some(3507))
+        );
+        let h = v(b"http://210.179.120.1/test 210.179.120.1 20030801004548 no-type 188");
+        assert_eq!(h.mime, b"no-type");
+    }
+
+    #[test]
+    fn control_and_non_utf8_bytes_in_url_kept_raw() {
+        // carriage_return_in_url
+        let h = v(b"http://cheapchicks.org/cgi-\x0dbin/count/slcnt.cgi?c=3 204.13.160.129 20070216134117 text/html 1269");
+        assert_eq!(
+            h.url,
+            b"http://cheapchicks.org/cgi-\rbin/count/slcnt.cgi?c=3"
+        );
+        // formfeed_in_url (and raw high bytes)
+        let line = b"http://www.megaclick.com:80/notf!\xca\x9d\xf5\x99s\x19\xf1d\xef\x96\x03X\x92\x8d\xa7\x1d\x99\xf9!\xd7\x97/\x8c\x1c52\xfa\xf9\xf2b\xe2\x89u\xdc\xad2#l\x8a\xae\xd9\xdf\xbd\x05;2z\x91\x10r\x0c\xcf9\xbe 69.5.88.77 20070519230830 text/html 403";
+        let h = v(line);
+        assert!(h.url.contains(&0x0c) && h.url.ends_with(b"\x0c\xcf9\xbe"));
+        assert_eq!(h.length(), Some(403));
+        // chardet_failure_url, non_ascii_url
+        let h = v(b"http://guide.pconline.com.cn:80/gamecomment/post.jsp?column=netgame&topic=\xce\xd2\xc3\xc7\xd7\xf6 61.145.113.112 20040711214255 text/html 414");
+        assert!(h.url.ends_with(b"\xd7\xf6"));
+        let h = v(b"http://arevebebe.free.fr/php3/selcateg.php3?selec=\xe9cole 212.27.35.40 20021108114510 text/html 10371");
+        assert_eq!(
+            h.url,
+            b"http://arevebebe.free.fr/php3/selcateg.php3?selec=\xe9cole"
+        );
+        // A NUL byte
+        let h = v(b"http://a/\x00b 1.2.3.4 20010101000000 text/html 0");
+        assert_eq!(h.url, b"http://a/\x00b");
+    }
+
+    #[test]
+    fn bad_lengths() {
+        // negative_content_length
+        let h = v(b"http://www.utv.hu//swfs/153.swf?rnd=6102 217.20.138.173 20120420130223 application/x-shockwave-flash -2046788874");
+        assert_eq!((h.length_raw, h.length()), (&b"-2046788874"[..], None));
+        assert!(h.is_plausible(), "a negative length still marks a header");
+        // bad.arc (warcio): -1 and abc, 18-digit dates
+        let h = v(b"http://example.com/ 93.184.216.119 201404010000000000 text/html -1");
+        assert_eq!(h.length(), None);
+        let h = v(b"http://example.com/ 93.184.216.119 201404010000000000 text/html abc");
+        assert_eq!((h.length_raw, h.length()), (&b"abc"[..], None));
+        assert!(
+            !h.is_plausible(),
+            "not found by scanning, only at a boundary"
+        );
+        assert!(h.is_acceptable());
+        assert_eq!(parse_length(b"99999999999999999999"), None);
+        assert_eq!(parse_length(b"+5"), None);
+        assert_eq!(parse_length(b"0"), Some(0));
+    }
+
+    #[test]
+    fn dashed_and_invalid_fields() {
+        // jwat test-arc-1.0-dashed-fields.arc (CRLF line end)
+        let h = v(b"filedesc:// - - - 76\r");
+        assert_eq!(
+            (h.url, h.ip, h.date, h.mime, h.length()),
+            (
+                &b"filedesc://"[..],
+                &b"-"[..],
+                &b"-"[..],
+                &b"-"[..],
+                Some(76)
+            )
+        );
+        // jwat test-arc-1.0-invalid-fields.arc
+        let h = v(b"filedesc://horsy|\\hello a.b.c.d blue_monday gif\\image one");
+        assert_eq!(h.form, Form::Fallback);
+        assert_eq!(h.url, b"filedesc://horsy|\\hello");
+        assert_eq!(h.length(), None);
+        assert!(h.is_acceptable() && !h.is_plausible());
+    }
+
+    #[test]
+    fn short_lines() {
+        // gen_arc_corpus.py short-header damage: `URL IP date`
+        let h = v(b"http://news.example.org/x?start=a 192.0.2.7 20110112103931");
+        assert_eq!(
+            (h.form, h.mime, h.length_raw),
+            (Form::Short, &b""[..], &b""[..])
+        );
+        let h = v(b"http://x/ 192.0.2.7 20110112103931 text/html");
+        assert_eq!(
+            (h.form, h.mime, h.length()),
+            (Form::Short, &b"text/html"[..], None)
+        );
+        assert!(!h.is_plausible());
+    }
+
+    #[test]
+    fn not_headers() {
+        for line in [
+            &b""[..],
+            b"1 1 InternetArchive",
+            b"URL IP-address Archive-date Content-type Archive-length",
+            b"HTTP/1.1 200 OK",
+            b"http://www.bt.dk/node/100",
+            b"This file is not an arc file.",
+        ] {
+            let h = HeaderView::parse(line);
+            assert!(
+                !h.is_some_and(|h| h.is_acceptable()),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        // A NetarchiveSuite CDX line inside a payload is not a record start.
+        let cdx = b"http://www.fyens.dk/a.php?pictureid=379 194.255.126.118 20040511211322 image/jpeg 3144 fyensdk.arc 16519 8d7dd2e8eb8a8f5d8bd3a5c1c0c1b0d3";
+        assert!(!HeaderView::parse(cdx).is_some_and(|h| h.is_plausible()));
+    }
+
+    #[test]
+    fn parse_into_reuses_and_reports() {
+        let mut h = Header::default();
+        h.parse_into(b"http://a/ 1.2.3.4 20010101000000 text/html 5", 0)
+            .unwrap();
+        assert_eq!((h.kind, h.length), (HeaderKind::V1, Some(5)));
+        let err = h.parse_into(b"junk", 77).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("offset 77: not an ARC header line"));
+        assert_eq!(h, Header::default());
+        let h = Header::parse(b"dns:x 1.2.3.4 20010101000000 text/dns 3", 0).unwrap();
+        assert_eq!(h.url, b"dns:x");
+    }
+}

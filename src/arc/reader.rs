@@ -371,7 +371,7 @@ impl<R: Read> Reader<R> {
                 if multi(body) {
                     return self.multi_member(rec, offset, length);
                 }
-                let actual = trim_trailing_newlines(&data[body..]).len();
+                let actual = strip_one_lf(&data[body..]).len();
                 self.pending.push_back(Error::InvalidLength {
                     offset,
                     declared: String::from_utf8_lossy(&rec.header.length_raw).into_owned(),
@@ -446,7 +446,7 @@ impl<R: Read> Reader<R> {
                         });
                     }
                 } else if !self.at_boundary()? {
-                    if let Some(k) = find_plausible_header(&rec.block) {
+                    if let Some(k) = self.header_in_block(&rec.block)? {
                         self.cut_block(rec, k);
                         self.pending.push_back(Error::LengthMismatch {
                             offset: start,
@@ -478,7 +478,7 @@ impl<R: Read> Reader<R> {
             }
             None => {
                 self.scan(Some(&mut rec.block))?;
-                let n = trim_trailing_newlines(&rec.block).len();
+                let n = strip_one_lf(&rec.block).len();
                 rec.block.truncate(n);
                 self.pending.push_back(Error::InvalidLength {
                     offset: start,
@@ -507,6 +507,28 @@ impl<R: Read> Reader<R> {
             length,
         });
         Ok(false)
+    }
+
+    /// Where a plausible header line starts inside `block`, including a
+    /// last line that runs past the end of the block into unread bytes (a
+    /// declared length that ends inside the next header line).
+    fn header_in_block(&mut self, block: &[u8]) -> io::Result<Option<usize>> {
+        let last = memchr::memrchr(b'\n', block).map_or(0, |i| i + 1);
+        if let Some(k) = find_plausible_header(&block[..last]) {
+            return Ok(Some(k));
+        }
+        let tail = &block[last..];
+        if tail.len() >= MAX_LINE || super::header::scheme_len(tail).is_none() {
+            return Ok(None);
+        }
+        let Some(n) = self.src.peek_line(MAX_LINE - tail.len())? else {
+            return Ok(None);
+        };
+        let mut line = tail.to_vec();
+        line.extend_from_slice(&self.src.avail()[..n - 1]);
+        Ok(HeaderView::parse(&line)
+            .is_some_and(|v| v.is_plausible())
+            .then_some(last))
     }
 
     /// Gives back the bytes of `rec.block` from `k` on: they start the next
@@ -635,35 +657,35 @@ impl<R: Read> Reader<R> {
     /// scheme of a header: returns where that header starts if its line is
     /// a plausible header.
     fn header_candidate(&mut self, h: usize) -> io::Result<Option<usize>> {
-        let a = self.src.avail();
-        let mut s = h;
-        while s > 0 && h - s < 16 && is_scheme_byte(a[s - 1]) {
-            s -= 1;
-        }
-        if s == h {
-            return Ok(None);
-        }
-        // Prefer a known scheme that ends at the colon (the header may be
-        // glued to preceding letters), else the first letter.
-        let word = &a[s..h];
-        let start = KNOWN_SCHEMES
-            .iter()
-            .filter(|k| {
-                word.len() >= k.len() && word[word.len() - k.len()..].eq_ignore_ascii_case(k)
-            })
-            .map(|k| h - k.len())
-            .next()
-            .or_else(|| (s..h).find(|&p| a[p].is_ascii_alphabetic()));
-        let Some(start) = start else {
+        let Some(start) = known_scheme_start(self.src.avail(), h) else {
             return Ok(None);
         };
         let Some(n) = self.src.peek_line_at(start, MAX_LINE)? else {
             return Ok(None);
         };
         let line = &self.src.avail()[start..start + n - 1];
-        Ok(HeaderView::parse(line)
-            .is_some_and(|v| v.is_plausible())
-            .then_some(start))
+        let Some(view) = HeaderView::parse(line).filter(HeaderView::is_plausible) else {
+            return Ok(None);
+        };
+        // A header glued to junk on the same line: junk that happens to hold
+        // a scheme makes a "URL" of junk + real URL. Take the last known
+        // scheme in the URL that follows a byte no URL writer emits.
+        let glued = start > 0 && self.src.avail()[start - 1] != b'\n';
+        if glued {
+            let url = view.url;
+            let later = (1..url.len())
+                .rev()
+                .filter(|&c| url[c] == b':')
+                .filter_map(|c| known_scheme_start(url, c))
+                .find(|&q| q > 0 && !(0x21..0x7f).contains(&url[q - 1]));
+            if let Some(q) = later {
+                let rest = &line[q..];
+                if HeaderView::parse(rest).is_some_and(|v| v.is_plausible()) {
+                    return Ok(Some(start + q));
+                }
+            }
+        }
+        Ok(Some(start))
     }
 
     /// Whether a gzip member starting at `h` decodes to a header line.
@@ -694,6 +716,20 @@ impl<R: Read> Reader<R> {
     }
 }
 
+/// Start of a known scheme that ends at the colon `b[colon]`, allowing
+/// other scheme bytes glued in front of it (`xQhttp:` gives the `h`).
+fn known_scheme_start(b: &[u8], colon: usize) -> Option<usize> {
+    let mut s = colon;
+    while s > 0 && colon - s < 16 && is_scheme_byte(b[s - 1]) {
+        s -= 1;
+    }
+    let word = &b[s..colon];
+    KNOWN_SCHEMES
+        .iter()
+        .find(|k| word.len() >= k.len() && word[word.len() - k.len()..].eq_ignore_ascii_case(k))
+        .map(|k| colon - k.len())
+}
+
 /// `1f 8b 08` with no reserved flag bits set.
 fn is_gzip_start(b: &[u8]) -> bool {
     b.len() >= 3
@@ -714,13 +750,6 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// Without the single LF that writers put after a block.
 fn strip_one_lf(b: &[u8]) -> &[u8] {
     b.strip_suffix(b"\n").unwrap_or(b)
-}
-
-fn trim_trailing_newlines(mut b: &[u8]) -> &[u8] {
-    while let [rest @ .., b'\n' | b'\r'] = b {
-        b = rest;
-    }
-    b
 }
 
 /// Whether `b` starts with an acceptable header line.
