@@ -464,8 +464,10 @@ mod tests {
         HeaderView::parse(line).expect("parses")
     }
 
+    type Fields<'a> = (&'a [u8], &'a [u8], &'a [u8], &'a [u8], &'a [u8]);
+
     /// (url, ip, date, mime, length_raw) of a parsed line.
-    fn fields(line: &[u8]) -> (&[u8], &[u8], &[u8], &[u8], &[u8]) {
+    fn fields(line: &[u8]) -> Fields<'_> {
         let h = v(line);
         (h.url, h.ip, h.date, h.mime, h.length_raw)
     }
