@@ -27,8 +27,9 @@
 //! * a plausible header line inside the block: the declared length was too
 //!   long; the block is cut there and the rest is read again as the next
 //!   record ([`Error::LengthMismatch`]);
-//! * else, when the block ends at a line end, the bytes up to the next
-//!   plausible header or gzip member are junk between records
+//! * else, when the block ends at a line end and what follows (past
+//!   whitespace) starts with a control or non-ASCII byte, the bytes up to
+//!   the next plausible header or gzip member are junk between records
 //!   ([`Error::Garbage`]);
 //! * else the declared length was too short: the block is extended to the
 //!   next record ([`Error::LengthMismatch`]).
@@ -453,8 +454,9 @@ impl<R: Read> Reader<R> {
                             declared: l,
                             actual: rec.block.len() as u64,
                         });
-                    } else if self.src.avail().first() == Some(&b'\n') {
-                        // The block ends at a line end: what follows is junk.
+                    } else if self.junk_follows()? {
+                        // The block ends at a line end and binary bytes
+                        // follow: junk between records.
                         self.skip_separators()?;
                         let from = self.src.pos();
                         self.scan(None)?;
@@ -529,6 +531,33 @@ impl<R: Read> Reader<R> {
         Ok(HeaderView::parse(&line)
             .is_some_and(|v| v.is_plausible())
             .then_some(last))
+    }
+
+    /// After a block that is not followed by a record: whether the bytes
+    /// there look like junk between records (the block ended with its line,
+    /// then, past whitespace, a control or non-ASCII byte) rather than the
+    /// rest of a block whose declared length was too short (text going on
+    /// in mid-line, or a next line of text).
+    fn junk_follows(&mut self) -> io::Result<bool> {
+        let mut i = 0;
+        loop {
+            let n = self.src.fill(i + 1)?;
+            if n <= i {
+                return Ok(true);
+            }
+            let a = self.src.avail();
+            if i == 0 && a[0] != b'\n' {
+                return Ok(false);
+            }
+            i += a[i..].iter().take_while(|&&b| is_ws(b)).count();
+            if i < a.len() {
+                let b = a[i];
+                return Ok(b < 0x20 || b >= 0x7f);
+            }
+            if i > MAX_LINE {
+                return Ok(true);
+            }
+        }
     }
 
     /// Gives back the bytes of `rec.block` from `k` on: they start the next
