@@ -552,7 +552,7 @@ impl<R: Read> Reader<R> {
             i += a[i..].iter().take_while(|&&b| is_ws(b)).count();
             if i < a.len() {
                 let b = a[i];
-                return Ok(b < 0x20 || b >= 0x7f);
+                return Ok(!(0x20..0x7f).contains(&b));
             }
             if i > MAX_LINE {
                 return Ok(true);
