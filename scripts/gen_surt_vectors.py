@@ -259,9 +259,60 @@ def combos(rng):
     return v
 
 
+# Unicode blocks for random IDN hosts: Latin, combining marks, Greek,
+# Cyrillic, Hebrew, Arabic, Indic, Thai, Hangul jamo and syllables,
+# Balinese, Greek extended, punctuation/format, letterlike and enclosed
+# symbols, Glagolitic, CJK and compatibility forms, presentation forms,
+# variation selectors, fullwidth, math alphanumerics, emoji, plane 1-2
+# compatibility ideographs, tags.
+BLOCKS = [(0x41, 0x7a), (0xc0, 0x24f), (0x300, 0x36f), (0x370, 0x3ff), (0x400, 0x4ff),
+          (0x591, 0x5f4), (0x600, 0x6ff), (0x900, 0x97f), (0xe00, 0xe7f), (0x1100, 0x11ff),
+          (0x1b00, 0x1b7f), (0x1e00, 0x1fff), (0x2000, 0x206f), (0x2100, 0x24ff),
+          (0x2c00, 0x2c5f), (0x3000, 0x30ff), (0x3130, 0x318f), (0x3200, 0x33ff),
+          (0x4e00, 0x4e80), (0xac00, 0xac40), (0xf900, 0xfaff), (0xfb00, 0xfdff),
+          (0xfe00, 0xfe6f), (0xff00, 0xffef), (0x1d400, 0x1d7ff), (0x1f000, 0x1faff),
+          (0x10000, 0x100ff), (0x2f800, 0x2fa1d), (0xe0000, 0xe007f)]
+MARKS = "ae\u0301\u0323\u0308\u1100\u1161\u11a8\u0627\u05d0.-9"
+
+
+def idn_random(rng):
+    v = []
+    for _ in range(900):
+        chars = []
+        for _ in range(rng.randint(1, 6)):
+            if rng.random() < 0.3:
+                chars.append(rng.choice(MARKS))
+            else:
+                lo, hi = rng.choice(BLOCKS)
+                chars.append(chr(rng.randint(lo, hi)))
+        host = "".join(chars)
+        if "\n" in host or "\r" in host:
+            continue
+        v.append(("http://" + host + "/").encode("utf-8"))
+    return v
+
+
+PIECES = [b"http://", b"https://", b"HTTP:", b"//", b"/", b":", b"::", b"@", b"?", b"#", b"&",
+          b"=", b"%", b"%2", b"%25", b"%2F", b"%2E", b"%2e%2E", b"%3F", b"%26", b"%3D", b"%41",
+          b"%C3%A9", b"%FF", b"%00", b"www.", b"www1.", b"WWW.", b".", b"..", b"...", b"[", b"]",
+          b"::1", b"1", b"0", b"01", b"8", b"255", b"256", b"4294967296", b"0x1", b".1",
+          b"1.2.3.4", b"a", b"B", b"com", b"example", b"xn--", b"\xc3\xa9", b"\xc3\x9f",
+          b"\xe2\x98\x83", b"\xff", b"\x80", b" ", b"\t", b"\x0b", b"\x00", b"\\", b"+",
+          b";", b"(", b")", b"jsessionid=", b"sid=", ID32.encode(), b"cfid=1", b"&cftoken=2",
+          b"aspsessionidabcdefgh=", b"abcdefghijklmnopqrstuvwx", b"(s(",
+          b"4hqa0555fwsecu455xqckv45", b"))/", b".aspx", b":80", b":443", b":0", b":8080",
+          b"dns:", b"mailto:", b"urn:", b"filedesc", b"ftp://", b"https:", b"http:"]
+
+
+def piece_random(rng):
+    return [b"".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12)))
+            for _ in range(1200)]
+
+
 def main():
     rng = random.Random(20241121)
-    inputs = systematic() + garbage(rng) + combos(rng)
+    inputs = (systematic() + garbage(rng) + combos(rng) + idn_random(rng)
+              + piece_random(rng))
     seen = set()
     out = sys.stdout
     out.write("\t".join(["input"] + [name for name, _ in PROFILES]) + "\n")
