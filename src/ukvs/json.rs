@@ -16,7 +16,18 @@ pub fn parse_json5(text: &[u8]) -> Result<Value, String> {
         return Ok(v);
     }
     let s = std::str::from_utf8(text).map_err(|e| format!("not UTF-8: {e}"))?;
-    json5::from_str::<Value>(s).map_err(|e| e.to_string().replace('\n', " "))
+    json5::from_str::<Value>(s).map_err(|e| json5_message(&e))
+}
+
+/// A one-line message from a json5 error: its parser renders a multi-line
+/// picture of the input whose last part says what was expected.
+fn json5_message(e: &json5::Error) -> String {
+    let json5::Error::Message { msg, location } = e;
+    let what = msg.rsplit("= ").next().unwrap_or(msg).trim();
+    match location {
+        Some(l) => format!("at column {} of the JSON: {what}", l.column),
+        None => what.to_owned(),
+    }
 }
 
 /// Checks that `text` is one JSON(5) value without building it: the strict
@@ -69,7 +80,13 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        assert!(parse_json5(b"{a: }").is_err());
+        assert_eq!(
+            parse_json5(b"{a: }"),
+            Err(
+                "at column 5 of the JSON: expected array, boolean, null, number, object, or string"
+                    .into()
+            )
+        );
         assert!(check_json5(b"{\"a\":1} x").is_err());
         assert!(check_json5(b"{\"a\":1}").is_ok());
         assert!(check_json5(b"{a:1,}").is_ok());

@@ -16,12 +16,14 @@
 //! | [`expand`] | one record -> one JSON object |
 //! | [`Validator`], [`Problem`], [`Summary`] | everything `ukvs validate` checks |
 //! | [`LineReader`] | lines out of any `Read` with one reused buffer |
+//! | [`convert`] | classic CDX and CDXJ lines -> capture-index records |
 //! | [`frequency`] | MementoMap frequency and datetime-key syntax |
 //!
 //! Reading is forgiving (runs of spaces, JSON5 in header values and the
 //! OSLJ); writing is strict (one space, compact strict JSON). The grammar
 //! is in `FORMATS.md`, section 1.
 
+pub mod convert;
 mod expand;
 pub mod frequency;
 mod header;

@@ -163,6 +163,12 @@ impl<W: Write> Writer<W> {
         r
     }
 
+    /// The inner writer, for output that bypasses the UKVS rules (NDJSON
+    /// expansion writes objects, not lines of this file).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.wtr
+    }
+
     /// Number of lines written, headers included.
     pub fn lines_written(&self) -> u64 {
         self.line
