@@ -27,6 +27,7 @@ pub enum Source {
 /// (` CDX ...`), a header (`!`), or a line shaped like CDXJ (three tokens,
 /// the second all digits, the third a JSON object). Anything else is UKVS.
 pub fn sniff(first: &[u8]) -> Source {
+    // The legend test comes first: it is the only unambiguous signature.
     if let Some(legend) = CdxLegend::parse(first) {
         return Source::Cdx(legend);
     }
@@ -59,9 +60,13 @@ impl CdxLegend {
     pub fn parse(line: &[u8]) -> Option<CdxLegend> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let (&delimiter, rest) = line.split_first()?;
+        // The delimiter is whatever byte precedes `CDX` (a space in every
+        // file seen in practice); a letter or digit there means data.
         if delimiter.is_ascii_alphanumeric() {
             return None;
         }
+        // Legends are hand-written often enough to carry doubled spaces;
+        // empty parts are ignored here (data lines are split strictly).
         let mut parts = rest.split(|&b| b == delimiter).filter(|p| !p.is_empty());
         if parts.next()? != b"CDX" {
             return None;
@@ -204,6 +209,9 @@ impl Capture {
 /// runs: an empty column is an error, as CDX writes `-` for unknown).
 pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture, Error> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Columns are split on every delimiter: CDX has no quoting and writes
+    // `-` for empty values, so a run of delimiters is a broken line that
+    // must not be silently realigned.
     let cols: Vec<&[u8]> = line.split(|&b| b == legend.delimiter).collect();
     if cols.len() != legend.letters.len() {
         return Err(Error::Convert {
@@ -223,6 +231,8 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
     let mut digest = None;
     let mut extra = Map::new();
     for (&letter, &col) in legend.letters.iter().zip(&cols) {
+        // `-` is CDX for "unknown": the member is left out rather than
+        // stored as the string "-".
         if col == b"-" {
             continue;
         }
@@ -250,6 +260,8 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
             typed("uncompressed_offset", v),
         );
     }
+    // Old CDX files (` CDX A b e a m s c k r V v D d g M n`) key on the
+    // canonized URL instead of a SURT; it is the best key they have.
     let surt = surt.or(canon).ok_or_else(|| Error::Convert {
         line: line_no,
         what: "no key: the legend has neither N (massaged url) nor A (canonized url), or it is `-`"
@@ -299,6 +311,8 @@ pub fn from_cdxj(line: &[u8], line_no: u64) -> Result<Capture, Error> {
     else {
         return Err(bad("the JSON block is not an object"));
     };
+    // pywb and cdxj-indexer write offsets as strings, others as numbers;
+    // fields are text either way.
     let text = |v: Value| match v {
         Value::String(s) => s.into_bytes(),
         other => other.to_string().into_bytes(),
@@ -309,6 +323,8 @@ pub fn from_cdxj(line: &[u8], line_no: u64) -> Result<Capture, Error> {
         .map(text)
         .filter(|v| v != b"-")
         .map(|d| prefixed_digest(&d));
+    // The capture-index schema types these as numbers (CDXJ writers
+    // disagree); values that are not plain digits are kept as written.
     for name in ["status", "length"] {
         if let Some(Value::String(s)) = obj.get(name) {
             let v = typed(name, s.as_bytes());

@@ -19,6 +19,8 @@ pub fn expand(
     schema: &Schema,
     line: u64,
 ) -> Result<Map<String, Value>, Error> {
+    // Field names come first and in schema order, then the OSLJ members in
+    // their own order (serde_json keeps insertion order in this crate).
     let mut obj = Map::new();
     let mut n = 0;
     let mut oslj = None;
@@ -31,6 +33,8 @@ pub fn expand(
             Token::Field(f) => {
                 let name = schema.name(n).into_owned();
                 let value = field_value(&f);
+                // Only possible without `!fields` when an undeclared name
+                // repeats; declared names are unique (Schema checks).
                 if obj.insert(name.clone(), value).is_some() {
                     return Err(Error::Clash { line, name });
                 }

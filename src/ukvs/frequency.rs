@@ -38,6 +38,8 @@ pub struct Frequency {
 /// left out when only the URI-M count is given (`200` = `200/`). `/` alone
 /// means both unknown; the empty string is not a frequency.
 pub fn parse(text: &[u8]) -> Result<Frequency, &'static str> {
+    // Split at the first slash; a second slash ends up in the URI-R part
+    // and fails the digit check there.
     let (m, r) = match memchr::memchr(b'/', text) {
         Some(i) => (&text[..i], Some(&text[i + 1..])),
         None => (text, None),
@@ -67,6 +69,8 @@ fn count(text: &[u8]) -> Result<Count, &'static str> {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return Err("a count is digits with an optional `+`, `-` or `~`");
     }
+    // Counts are u64: an overflowing count is a syntax error rather than a
+    // silently clamped number.
     let value = std::str::from_utf8(digits)
         .ok()
         .and_then(|s| s.parse().ok())

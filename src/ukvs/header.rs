@@ -7,7 +7,7 @@ use super::{Error, Header};
 
 /// The field names a `!fields {keys: [...], values: [...]}` header
 /// declares, keys first. Without `!fields` a file has one key and any
-/// number of values ([`Schema::default_for`]).
+/// number of values ([`Schema::undeclared`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
     /// Names of the key fields, in order.
@@ -56,6 +56,8 @@ impl Schema {
     /// (only possible without `!fields`) the name is `value<n>` counting
     /// value fields from 1.
     pub fn name(&self, i: usize) -> std::borrow::Cow<'_, str> {
+        // Borrowed for declared names, which is every field of a file with
+        // `!fields`; only undeclared extra columns allocate a name.
         let nk = self.keys.len();
         if let Some(k) = self.keys.get(i) {
             k.into()
@@ -109,6 +111,8 @@ impl Schema {
         if schema.keys.is_empty() {
             return Err("`keys` is empty; a record needs at least one key".into());
         }
+        // A repeated name would make expansion ambiguous (which value does
+        // the name map to?), so it is refused where the schema is read.
         let mut all: Vec<&String> = schema.keys.iter().chain(schema.values.iter()).collect();
         all.sort();
         if let Some(w) = all.windows(2).find(|w| w[0] == w[1]) {
@@ -145,6 +149,8 @@ impl Headers {
     /// shards repeat them).
     pub fn add(&mut self, h: &Header<'_>, line: u64) -> Result<(), Error> {
         let json = || h.json().map_err(|message| Error::Json { line, message });
+        // Only the headers whose meaning we use are parsed; unknown ones are
+        // copied byte for byte so that a rewrite cannot change them.
         match h.name {
             b"fields" => {
                 let s = Schema::from_header(h.value, line)?;
@@ -208,6 +214,8 @@ impl Headers {
     /// The header lines in the order we write them: `!context`, `!id`,
     /// `!fields`, each `!meta`, then the others. Values are strict JSON.
     pub fn lines(&self) -> Vec<Vec<u8>> {
+        // A fixed order makes `cat` output of the same headers identical
+        // whatever order the input had them in.
         let mut out = Vec::new();
         let mut push = |name: &str, v: &Value| {
             out.push(format!("!{name} {}", super::to_compact(v)).into_bytes());

@@ -44,6 +44,8 @@ pub struct Header<'a> {
 }
 
 impl<'a> Header<'a> {
+    /// Splits `!name value`; `line` starts with `!` (checked by
+    /// [`classify`]).
     fn parse(line: &'a [u8]) -> Header<'a> {
         let rest = line.get(1..).unwrap_or_default();
         let (name, value) = match memchr(b' ', rest) {
@@ -88,6 +90,9 @@ impl<'a> Record<'a> {
 
     /// Splits the record into its fields (appended to `fields`, which is
     /// cleared first so callers can reuse it) and its OSLJ bytes.
+    ///
+    /// The error is the 0-based byte position and what is wrong, as the
+    /// tokenizer reports it; callers add the line number.
     pub fn split_into(
         &self,
         fields: &mut Vec<Field<'a>>,
@@ -150,7 +155,10 @@ impl<'a> Field<'a> {
 #[derive(Debug, Clone)]
 pub struct Tokens<'a> {
     line: &'a [u8],
+    /// Where the next token search starts: just after the previous token.
     pos: usize,
+    /// Set after the OSLJ, the end of the line, or an error: nothing can
+    /// follow any of them.
     done: bool,
 }
 
@@ -190,6 +198,8 @@ impl<'a> Iterator for Tokens<'a> {
             }
             b'"' => match scan_quoted(line, start + 1) {
                 Ok(close) => {
+                    // `"a"b` is neither one value nor two: refuse it rather
+                    // than guess where the field ends.
                     let after = close + 1;
                     if after < line.len() && line[after] != b' ' {
                         self.done = true;
@@ -204,6 +214,8 @@ impl<'a> Iterator for Tokens<'a> {
                 }
             },
             _ => {
+                // A plain field ends at the next space; quotes and braces
+                // inside it are ordinary bytes (`a"b` is the value a"b).
                 let end = memchr(b' ', &line[start..]).map_or(line.len(), |i| start + i);
                 self.pos = end;
                 let raw = &line[start..end];
@@ -221,6 +233,8 @@ impl<'a> Iterator for Tokens<'a> {
 /// checks the escapes on the way so that [`unescape`] cannot fail later.
 fn scan_quoted(line: &[u8], from: usize) -> Result<usize, (usize, &'static str)> {
     let mut i = from;
+    // memchr2 jumps to the next quote or backslash, so a long quoted value
+    // without escapes is scanned at memchr speed.
     loop {
         let rest = line.get(i..).unwrap_or_default();
         let Some(j) = memchr2(b'"', b'\\', rest) else {
@@ -294,6 +308,7 @@ pub fn unescape(quoted: &[u8]) -> Result<Vec<u8>, (usize, &'static str)> {
     Ok(out)
 }
 
+/// The four hex digits of a `\u` escape at `at`, if they are there.
 fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
     let hex = bytes.get(at..at + 4)?;
     let s = std::str::from_utf8(hex).ok()?;
@@ -303,6 +318,7 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
     u16::from_str_radix(s, 16).ok()
 }
 
+/// Trims spaces (only spaces: tabs are field bytes in UKVS) at both ends.
 pub(crate) fn trim_spaces(mut b: &[u8]) -> &[u8] {
     while let [b' ', rest @ ..] = b {
         b = rest;

@@ -16,7 +16,10 @@ const BLOCK: usize = 1 << 20;
 /// Splits a byte stream into lines (terminator `\n` removed; a last line
 /// without terminator is returned too).
 pub struct LineReader<R> {
+    /// The underlying stream; read in blocks of the buffer's free space.
     rdr: R,
+    /// Holds at least one whole line between `pos` and `end` after a
+    /// refill, or the partial last line at the end of the stream.
     buf: Vec<u8>,
     /// Start of the unread part of `buf`.
     pos: usize,
@@ -94,6 +97,7 @@ impl<R: Read> LineReader<R> {
                         self.end += n;
                         break;
                     }
+                    // A signal interrupted the read; nothing was lost.
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 }

@@ -127,11 +127,20 @@ pub struct Validator {
     datetime_at: Option<usize>,
     mementomap: bool,
     seen_data: bool,
+    /// Number of the line being checked (1-based).
     line: u64,
+    /// Copy of the previous data line: the order check and the duplicate
+    /// count compare against it. One reused buffer, so no allocation per
+    /// line once it has grown to the longest line.
     previous: Vec<u8>,
+    /// Length of the key fields of `previous` (bytes, separators
+    /// included), so duplicate keys are found with one slice comparison.
     previous_key_len: usize,
+    /// Line number of `previous`, for messages that name both lines.
     previous_line: u64,
     summary: Summary,
+    /// Problems of the current line; cleared at each call and handed out
+    /// as a slice, so a clean line costs no allocation.
     problems: Vec<Problem>,
 }
 
@@ -174,6 +183,8 @@ impl Validator {
         self.problems.clear();
         self.line += 1;
         self.summary.lines += 1;
+        // Readers tolerate CRLF (classify strips the `\r`), but a file we
+        // call valid must be what our writers produce, so report it.
         if raw.last() == Some(&b'\r') {
             self.report(ProblemKind::CarriageReturn);
         }
@@ -191,6 +202,8 @@ impl Validator {
                         what: "`!` without a name".into(),
                     });
                 } else if let Err(e) = self.headers.add(&h, self.line) {
+                    // The line number is already on the problem; keep only
+                    // what is wrong.
                     let what = match e {
                         Error::Json { message, .. } => format!("invalid JSON: {message}"),
                         Error::BadFields { what, .. } => format!("`!fields`: {what}"),
@@ -199,6 +212,8 @@ impl Validator {
                     };
                     self.report(ProblemKind::Header { what });
                 }
+                // Headers may come in any order, so what the records mean
+                // (arity, MementoMap checks) is recomputed after each one.
                 self.refresh_schema();
             }
             Line::Data(r) => {
@@ -216,6 +231,9 @@ impl Validator {
         self.summary
     }
 
+    /// Derives from the headers what the data lines are checked against:
+    /// the schema, whether this is a MementoMap, and where its
+    /// `frequency` and datetime key columns are.
     fn refresh_schema(&mut self) {
         self.schema = self.headers.schema();
         self.mementomap = self.headers.is_mementomap();
@@ -232,6 +250,7 @@ impl Validator {
         }
     }
 
+    /// Records a problem on the current line.
     fn report(&mut self, kind: ProblemKind) {
         self.problems.push(Problem {
             line: self.line,
@@ -239,7 +258,12 @@ impl Validator {
         });
     }
 
+    /// Checks one data line: one tokenizer pass that also validates the
+    /// MementoMap columns it passes, then arity, the OSLJ and the order.
     fn data(&mut self, line: &[u8]) {
+        // The tokenizer would skip the leading spaces and read the line
+        // fine, but a line starting with a space is a CDX legend or a lost
+        // first key, and it breaks the "key is a prefix" order argument.
         if line.first() == Some(&b' ') {
             self.report(ProblemKind::LeadingSpace);
         }
@@ -257,6 +281,8 @@ impl Validator {
                         self.check_datetime_key(&f);
                     }
                     n += 1;
+                    // The key is the line prefix up to the end of the last
+                    // key field; remember where that is for duplicates.
                     if n <= nkeys {
                         key_end = tokens.position();
                     }
@@ -273,6 +299,7 @@ impl Validator {
                 }
             }
         }
+        // Arity only means something when the line could be split.
         if n != usize::MAX {
             if n == 0 {
                 self.report(ProblemKind::NoKey);
@@ -286,12 +313,18 @@ impl Validator {
         if let Some(j) = oslj {
             self.check_oslj(j);
         }
+        // A line that could not be split (or had fewer fields than keys)
+        // counts as its own key: it still takes part in the order check.
         if n == usize::MAX || key_end == 0 {
             key_end = line.len();
         }
         self.order(line, key_end);
     }
 
+    /// Byte order against the previous data line, and the key counts.
+    /// Whole lines are compared (as `LC_ALL=C sort` does), not keys: two
+    /// lines with equal keys must still be in order by their values, so
+    /// that any sorted merge of the same lines gives the same bytes.
     fn order(&mut self, line: &[u8], key_end: usize) {
         if self.summary.records > 1 {
             let prev = self.previous.as_slice();
@@ -300,6 +333,8 @@ impl Validator {
                 let previous_line = self.previous_line;
                 self.report(ProblemKind::OutOfOrder { previous_line });
             }
+            // Equal keys are adjacent in a sorted file (see FORMATS.md
+            // 1.4), so comparing with the previous line finds them all.
             let prev = self.previous.as_slice();
             if line.get(..key_end) == prev.get(..self.previous_key_len) {
                 self.summary.duplicate_keys += 1;
@@ -322,6 +357,7 @@ impl Validator {
         self.previous_line = self.line;
     }
 
+    /// Checks a `frequency` column value.
     fn check_frequency(&mut self, f: &Field<'_>) {
         let Some(v) = f.value() else {
             return; // `-`: unknown is allowed anywhere.
@@ -334,6 +370,8 @@ impl Validator {
         }
     }
 
+    /// Checks a `datetime` key column value (MementoMaps only: in a
+    /// capture index the datetime is 14 digits, checked by its producer).
     fn check_datetime_key(&mut self, f: &Field<'_>) {
         let Some(v) = f.value() else { return };
         if let Err(what) = frequency::check_datetime_key(&v) {
@@ -344,6 +382,9 @@ impl Validator {
         }
     }
 
+    /// Checks the OSLJ. Outside MementoMaps only validity matters, so the
+    /// cheap non-allocating skim is enough; MementoMap breakdowns need the
+    /// parsed value to look at their keys and frequencies.
     fn check_oslj(&mut self, j: &[u8]) {
         if !self.mementomap {
             if let Err(message) = super::json::check_json5(j) {
@@ -375,6 +416,8 @@ impl Validator {
                         });
                     }
                 }
+                // Counts written as JSON numbers (`{"2014": 20}`) are read
+                // as the exact count they denote.
                 let text = match freq {
                     Value::String(s) => s.clone(),
                     Value::Number(n) => n.to_string(),

@@ -108,12 +108,16 @@ impl<W: Write> Writer<W> {
     pub fn write_line(&mut self, line: &[u8]) -> Result<(), Error> {
         let next = self.line + 1;
         check_one_line(line, next)?;
+        // A data line starting with `!` would be read back as a header
+        // (format_field quotes such a first field; raw lines are checked).
         if line.first() == Some(&b'!') {
             return Err(Error::InvalidLine {
                 line: next,
                 what: "a data line cannot start with `!` (quote the first field)".into(),
             });
         }
+        // Nothing is written before the check passes, so a refused line
+        // leaves the output a valid sorted prefix.
         if self.check_order && self.has_data && line < self.previous.as_slice() {
             return Err(Error::OutOfOrder {
                 previous: String::from_utf8_lossy(&self.previous).into_owned(),
@@ -156,6 +160,8 @@ impl<W: Write> Writer<W> {
                 message: "the OSLJ must be a JSON object".into(),
             });
         }
+        // The scratch buffer is taken out for the call and put back, so
+        // records are formatted without allocating once it has grown.
         let mut buf = std::mem::take(&mut self.buf);
         format_record(&mut buf, fields, oslj);
         let r = self.write_line(&buf);
@@ -181,6 +187,8 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// Refuses a line with an embedded newline: it would become two lines, the
+/// second one unchecked.
 fn check_one_line(line: &[u8], at: u64) -> Result<(), Error> {
     if memchr::memchr(b'\n', line).is_some() {
         return Err(Error::InvalidLine {
@@ -221,6 +229,8 @@ pub fn format_record(buf: &mut Vec<u8>, fields: &[Option<&[u8]>], oslj: Option<&
 /// `\` are escaped, as are control bytes (`\n`, `\r`, `\t`, `\u00XX`);
 /// all other bytes, UTF-8 or not, are copied.
 pub fn format_field(buf: &mut Vec<u8>, v: &[u8]) {
+    // Quote only when needed: most values (SURTs, digests, offsets) are
+    // plain tokens and stay as short and as greppable as possible.
     let needs = match v.first() {
         None => true,
         Some(b'"' | b'{' | b'!') => true,
