@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cat;
 mod surt;
+mod validate;
 
 /// Index web archives into sorted UKVS, CDXJ and CDX capture indexes.
 #[derive(Debug, Parser)]
@@ -24,6 +26,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Surt(surt::Args),
+    Validate(validate::Args),
+    Cat(cat::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -31,6 +35,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Surt(args) => surt::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Cat(args) => cat::run(args),
     };
     match result {
         Ok(code) => code,
