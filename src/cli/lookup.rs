@@ -162,7 +162,7 @@ enum Source {
     Cluster {
         name: String,
         cluster: Cluster<Bytes>,
-        shards: HashMap<String, PathBuf>,
+        shards: HashMap<String, Vec<PathBuf>>,
     },
 }
 
@@ -229,15 +229,11 @@ impl Source {
                 cluster,
                 shards,
             } => {
-                let fetch = |shard: &str, offset: u64, length: u64| -> std::io::Result<Vec<u8>> {
-                    let path = shards.get(shard).ok_or_else(|| {
+                let fetch = |shard: &str, offset: u64, length: u64| {
+                    let paths = shards.get(shard).ok_or_else(|| {
                         std::io::Error::other(format!("shard {shard:?} is not in the .loc file"))
                     })?;
-                    let mut f = File::open(path)?;
-                    f.seek(SeekFrom::Start(offset))?;
-                    let mut buf = vec![0; usize::try_from(length).map_err(std::io::Error::other)?];
-                    f.read_exact(&mut buf)?;
-                    Ok(buf)
+                    fetch_block(paths, offset, length)
                 };
                 let found = cluster
                     .range(range, fetch)
@@ -253,19 +249,41 @@ impl Source {
 }
 
 /// Reads a `.loc` file: `shard<TAB>path[<TAB>path...]`, paths relative to
-/// the `.loc` file's directory; the first path of each shard is used.
-fn read_loc(path: &Path) -> anyhow::Result<HashMap<String, PathBuf>> {
+/// the `.loc` file's directory. Like pywb, a shard's paths are tried in
+/// order and the first that opens is read.
+fn read_loc(path: &Path) -> anyhow::Result<HashMap<String, Vec<PathBuf>>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the ZipNum location file {}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut map = HashMap::new();
+    let mut map: HashMap<String, Vec<PathBuf>> = HashMap::new();
     for line in text.lines() {
         let mut parts = line.trim_end().split('\t');
-        if let (Some(shard), Some(p)) = (parts.next(), parts.next()) {
-            map.entry(shard.to_string()).or_insert_with(|| dir.join(p));
+        if let Some(shard) = parts.next() {
+            map.entry(shard.to_string())
+                .or_default()
+                .extend(parts.filter(|p| !p.is_empty()).map(|p| dir.join(p)));
         }
     }
     Ok(map)
+}
+
+/// Reads `length` bytes at `offset` of the first path of a shard that opens.
+fn fetch_block(paths: &[PathBuf], offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+    let mut last = std::io::Error::other("the .loc file gives no path for this shard");
+    for path in paths {
+        let mut f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                last = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        f.seek(SeekFrom::Start(offset))?;
+        let mut buf = vec![0; usize::try_from(length).map_err(std::io::Error::other)?];
+        f.read_exact(&mut buf)?;
+        return Ok(buf);
+    }
+    Err(last)
 }
 
 /// A query after canonicalisation: the key range, and the URL it came from.

@@ -199,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     // The filling run plus one run per sorting thread share the bound.
-    let usable = args.mem.saturating_sub(RESERVE).max(1 << 20);
+    let usable = args.mem.saturating_sub(RESERVE.min(args.mem / 2)).max(4096);
     let slots = if threads > 1 { threads + 1 } else { 1 };
     let budget = usize::try_from(usable / slots as u64).unwrap_or(usize::MAX);
     let tmp_dir = args.tmp_dir.as_deref();
