@@ -3,4 +3,5 @@
 mod sorted;
 mod surt;
 mod ukvs;
+mod arc;
 mod util;
