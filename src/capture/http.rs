@@ -32,6 +32,8 @@ pub struct Head<'a> {
     pub location: Option<Cow<'a, [u8]>>,
     /// Where the payload starts in the block.
     pub payload_start: usize,
+    /// At least one `name: value` line was read.
+    pub has_fields: bool,
 }
 
 /// Python's `str.isspace` on the code points an ASCII or Latin-1 header can
@@ -111,6 +113,7 @@ impl<'a> Head<'a> {
                 pos = after;
             }
             if let Some(v) = value {
+                head.has_fields = true;
                 let v = match folded {
                     Some(f) => Cow::Owned(f),
                     None => Cow::Borrowed(v),
@@ -125,6 +128,14 @@ impl<'a> Head<'a> {
         }
         head.payload_start = pos.min(block.len());
         Some(head)
+    }
+
+    /// Whether warcio counts this head as present: a status text or at
+    /// least one header field. A block whose first line is a single token
+    /// (`XXXX`, a bare `HTTP/1.0`) with no field after it is no HTTP head,
+    /// and cdxj-indexer then prints neither status nor mime.
+    pub fn is_present(&self) -> bool {
+        !self.status.is_empty() || self.has_fields
     }
 
     /// The media type as cdxj-indexer prints it: the Content-Type value up
@@ -318,6 +329,11 @@ mod tests {
         assert!(Head::parse(b"").is_none());
         let h = Head::parse(b"\nrest").unwrap();
         assert_eq!((h.status, h.payload_start), (&b""[..], 1));
+        assert!(!h.is_present());
+        let h = Head::parse(b"XXXX\nXX\n\nrest").unwrap();
+        assert!(!h.is_present());
+        assert_eq!(h.payload_start, 9);
+        assert!(Head::parse(b"HTTP/1.0\nA: b\n\n").unwrap().is_present());
     }
 
     #[test]

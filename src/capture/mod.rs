@@ -526,7 +526,7 @@ impl Indexer {
         }
         out.extend_from_slice(b" {\"url\": ");
         json::write_str(out, &url, line_utf8, Escape::Ascii);
-        if let Some(hd) = &head {
+        if let Some(hd) = head.as_ref().filter(|hd| hd.is_present()) {
             if let Some(m) = hd.mime() {
                 out.extend_from_slice(b", \"mime\": ");
                 json::write_str(out, m, true, Escape::Ascii);

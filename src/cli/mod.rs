@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod index;
 mod surt;
 
 /// Index web archives into sorted UKVS, CDXJ and CDX capture indexes.
@@ -23,6 +24,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Index(index::Args),
     Surt(surt::Args),
 }
 
@@ -30,6 +32,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Index(args) => index::run(args),
         Command::Surt(args) => surt::run(args),
     };
     match result {
