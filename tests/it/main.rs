@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area.
 
+mod index;
 mod sorted;
 mod surt;
 mod ukvs;
