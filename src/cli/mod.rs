@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod mementomap;
 mod surt;
 
 /// Index web archives into sorted UKVS, CDXJ and CDX capture indexes.
@@ -24,6 +25,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Surt(surt::Args),
+    Mementomap(mementomap::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -31,6 +33,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Surt(args) => surt::run(args),
+        Command::Mementomap(args) => mementomap::run(args),
     };
     match result {
         Ok(code) => code,

@@ -131,8 +131,8 @@ pub struct Stats {
     /// Wildcard lines written by rollups (including ones later rolled up
     /// again).
     pub rollups: u64,
-    /// Sum of all non-zero frequencies read.
-    pub total: Frequency,
+    /// Sum of all non-zero frequencies read (`None` before the first).
+    pub total: Option<Frequency>,
 }
 
 const HOST: usize = 0;
@@ -198,7 +198,7 @@ impl<S: Spool> Compactor<S> {
         self.last_key = Some(rec.key.clone());
         let zero = rec.freq.is_zero();
         if !zero {
-            self.stats.total = self.stats.total.plus(rec.freq);
+            self.stats.total = add_opt(self.stats.total, Some(rec.freq));
         }
         let k = trim(&rec.key);
         if memchr::memchr(b',', k).is_none() {
