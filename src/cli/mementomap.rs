@@ -18,8 +18,8 @@ use ukvs::mementomap::evaluate::{evaluate, Evaluation};
 use ukvs::mementomap::generate::{
     exclusion_key, Dimension, GenStats, Generator, Options, Orderer, Routed,
 };
-use ukvs::mementomap::key::map_key;
 use ukvs::mementomap::header::{iso8601, Header};
+use ukvs::mementomap::key::map_key;
 use ukvs::mementomap::lookup::Map;
 use ukvs::mementomap::merge::{Merger, Source};
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
@@ -591,7 +591,11 @@ fn compact_with_quota(
         return everything_line(raw, base, tmp);
     };
     for _ in 0..8 {
-        let mid = if lo == 0.0 { hi / 2.0 } else { (lo * hi).sqrt() };
+        let mid = if lo == 0.0 {
+            hi / 2.0
+        } else {
+            (lo * hi).sqrt()
+        };
         let c = run(base.with_factor(mid))?;
         if fits(&c) {
             lo = mid;
@@ -697,7 +701,11 @@ fn finish_map(
         .insert("compaction".into(), params_json(&compacted.params));
     let stats = compacted.stats;
     let body = compacted.spool.into_reader()?;
-    write_output(out, &header.to_bytes(), BufReader::with_capacity(1 << 20, body))?;
+    write_output(
+        out,
+        &header.to_bytes(),
+        BufReader::with_capacity(1 << 20, body),
+    )?;
     Ok(stats)
 }
 
@@ -708,7 +716,10 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut exclude = Vec::new();
     if let Some(p) = &a.exclude {
         let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-        exclude = text.split(|&b| b == b'\n').filter_map(exclusion_key).collect();
+        exclude = text
+            .split(|&b| b == b'\n')
+            .filter_map(exclusion_key)
+            .collect();
     }
     let opts = Options {
         keep_query: a.keep_query,
@@ -717,7 +728,10 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     // Late records (keys that the query cut moved backwards) are sorted
     // with bounded memory.
-    let sorter = Rc::new(RefCell::new(ExternalSorter::new(256 << 20, Some(tmp.clone()))));
+    let sorter = Rc::new(RefCell::new(ExternalSorter::new(
+        256 << 20,
+        Some(tmp.clone()),
+    )));
     let sink_sorter = Rc::clone(&sorter);
     let main_file = tempfile::tempfile_in(&tmp)
         .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
@@ -765,17 +779,18 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let params = a.rollup.params(f64::INFINITY);
     let mut header = header_for(&a.out, &a.inputs, None);
     if !a.by.is_empty() {
-        let dims: Vec<&str> = a
-            .by
-            .iter()
-            .map(|d| match d {
-                Dimension::Year => "datetime:year",
-                Dimension::Month => "datetime:month",
-                Dimension::Status => "status",
-                Dimension::Mime => "mime",
-            })
-            .collect();
-        header.extra.insert("decompositions".into(), serde_json::json!(dims));
+        let dims: Vec<&str> =
+            a.by.iter()
+                .map(|d| match d {
+                    Dimension::Year => "datetime:year",
+                    Dimension::Month => "datetime:month",
+                    Dimension::Status => "status",
+                    Dimension::Mime => "mime",
+                })
+                .collect();
+        header
+            .extra
+            .insert("decompositions".into(), serde_json::json!(dims));
     }
     let stats = finish_map(merged, &a.rollup, params, &a.out, header)?;
     if !a.out.quiet {
