@@ -35,11 +35,11 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
-    Generate(GenerateArgs),
-    Compact(CompactArgs),
-    Merge(MergeArgs),
-    Lookup(LookupArgs),
-    Evaluate(EvaluateArgs),
+    Generate(Box<GenerateArgs>),
+    Compact(Box<CompactArgs>),
+    Merge(Box<MergeArgs>),
+    Lookup(Box<LookupArgs>),
+    Evaluate(Box<EvaluateArgs>),
 }
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
@@ -226,11 +226,11 @@ fn parse_dimension(s: &str) -> Result<Dimension, String> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        Sub::Generate(a) => generate(a),
-        Sub::Compact(a) => compact(a),
-        Sub::Merge(a) => merge(a),
-        Sub::Lookup(a) => lookup(a),
-        Sub::Evaluate(a) => run_evaluate(a),
+        Sub::Generate(a) => generate(*a),
+        Sub::Compact(a) => compact(*a),
+        Sub::Merge(a) => merge(*a),
+        Sub::Lookup(a) => lookup(*a),
+        Sub::Evaluate(a) => run_evaluate(*a),
     }
 }
 
