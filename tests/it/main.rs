@@ -5,4 +5,5 @@ mod sorted;
 mod surt;
 mod ukvs;
 mod arc;
+mod mementomap;
 mod util;
