@@ -230,10 +230,10 @@ impl<'a> HeaderView<'a> {
 
     /// Strict enough to be taken as the start of a record found by scanning
     /// damaged or unknown-length data, where a false positive would cut a
-    /// good record in two: a recognised layout with all of URL scheme, IP,
-    /// date and a numeric (possibly negative) length.
+    /// good record in two: a recognised layout with all of a known URL
+    /// scheme, IP, date and a numeric (possibly negative) length.
     pub fn is_plausible(&self) -> bool {
-        self.has_scheme()
+        self.has_known_scheme()
             && matches!(self.form, Form::Exact | Form::MimeWithSpaces)
             && is_ip_like(self.ip)
             && is_date_like(self.date)

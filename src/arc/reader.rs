@@ -340,7 +340,7 @@ impl<R: Read> Reader<R> {
                         if starts_with_header(rest) || multi(e + k) {
                             return self.multi_member(rec, offset, length);
                         }
-                        let actual = strip_one_lf(data).len();
+                        let actual = strip_one_lf(data).len().max(body);
                         if !truncated {
                             self.pending.push_back(Error::LengthMismatch {
                                 offset,
@@ -359,7 +359,7 @@ impl<R: Read> Reader<R> {
                 if truncated {
                     total
                 } else {
-                    let actual = strip_one_lf(data).len();
+                    let actual = strip_one_lf(data).len().max(body);
                     self.pending.push_back(Error::LengthMismatch {
                         offset,
                         declared: l,
@@ -1029,11 +1029,141 @@ mod tests {
         }
 
         #[test]
+        fn records_with_wrong_lengths_never_panic(
+            parts in proptest::collection::vec(
+                (
+                    0u64..700,
+                    proptest::collection::vec(any::<u8>(), 0..400),
+                    any::<bool>(),
+                    prop_oneof![Just("-1"), Just("abc"), Just(""), Just("99999999999999999999")],
+                    any::<bool>(),
+                ),
+                0..8,
+            ),
+            buffer_size in 64usize..600,
+        ) {
+            let mut data = Vec::new();
+            for (n, body, as_member, bad, use_bad) in parts {
+                let len = if use_bad { bad.to_string() } else { n.to_string() };
+                let mut rec = format!("http://a.com/ 1.2.3.4 20010101000000 text/html {len}\n").into_bytes();
+                rec.extend_from_slice(&body);
+                if as_member {
+                    data.extend_from_slice(&member(&rec));
+                } else {
+                    data.extend_from_slice(&rec);
+                }
+            }
+            let (recs, _, _) = read_all(&data, buffer_size);
+            // Every header written starts a record or lies inside one.
+            prop_assert!(recs.len() <= 8);
+        }
+
+        #[test]
         fn header_lines_never_panic(line in proptest::collection::vec(any::<u8>(), 0..300)) {
             if let Some(v) = HeaderView::parse(&line) {
                 let _ = (v.is_plausible(), v.is_acceptable(), v.length());
             }
         }
+    }
+
+    fn member(data: &[u8]) -> Vec<u8> {
+        let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    #[test]
+    fn member_shorter_than_declared() {
+        // Header only, declares 5: the record is kept, empty, with a warning.
+        for body in [&b""[..], b"\n", b"ab\n"] {
+            let mut rec = b"http://a/ 1.2.3.4 20010101000000 text/html 5\n".to_vec();
+            rec.extend_from_slice(body);
+            let data = member(&rec);
+            let (recs, errors, _) = read_all(&data, 64);
+            assert_eq!(errors, 1);
+            assert_eq!(recs.len(), 1);
+            assert_eq!(recs[0].3, body.strip_suffix(b"\n").unwrap_or(body));
+        }
+    }
+
+    #[test]
+    fn member_cases() {
+        // Empty members are skipped silently; a member that is not a record
+        // is reported; two records in a member give none.
+        let mut data = member(b"");
+        data.extend(member(b"no header here\n"));
+        let two = b"dns:a 1.2.3.4 20010101000000 text/dns 1\nx\ndns:b 1.2.3.4 20010101000000 text/dns 1\ny\n";
+        data.extend(member(two));
+        data.extend(member(b"dns:c 1.2.3.4 20010101000000 text/dns 1\nz\n"));
+        let mut rdr = Reader::with_options(
+            &data[..],
+            Options {
+                buffer_size: 64,
+                ..Options::default()
+            },
+        );
+        let mut rec = Record::default();
+        let mut out = vec![];
+        loop {
+            match rdr.read_record(&mut rec) {
+                Ok(true) => out.push(format!(
+                    "{} {}",
+                    rec.offset,
+                    String::from_utf8_lossy(&rec.header.url)
+                )),
+                Ok(false) => break,
+                Err(e) => out.push(e.to_string().split(':').next().unwrap_or("").to_string()),
+            }
+        }
+        let m0 = member(b"").len();
+        let m1 = member(b"no header here\n").len();
+        let m2 = member(two).len();
+        assert_eq!(
+            out,
+            [
+                format!("offset {m0}"),
+                format!("offset {}", m0 + m1),
+                format!("{} dns:c", m0 + m1 + m2)
+            ]
+        );
+        let st = rdr.stats();
+        assert_eq!(
+            (st.members, st.empty_members, st.records, st.skipped_records),
+            (4, 1, 1, 1)
+        );
+        assert_eq!(st.skipped_bytes, (m1 + m2) as u64);
+    }
+
+    #[test]
+    fn oversized_blocks_are_skipped() {
+        let (data, at) = build(
+            &[
+                ("http://a.com/".into(), vec![b'x'; 100], b"\n"),
+                ("http://b.com/".into(), vec![b'y'; 10], b"\n"),
+            ],
+            false,
+        );
+        let opts = Options {
+            max_block: 50,
+            buffer_size: 64,
+        };
+        let mut rdr = Reader::with_options(&data[..], opts);
+        let mut rec = Record::default();
+        let err = rdr.read_record(&mut rec).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::RecordTooLarge {
+                    offset: 0,
+                    declared: 100,
+                    limit: 50
+                }
+            ),
+            "{err}"
+        );
+        assert!(rdr.read_record(&mut rec).unwrap());
+        assert_eq!((rec.offset, rec.length), at[1]);
+        assert_eq!(rdr.stats().skipped_records, 1);
     }
 
     #[test]
