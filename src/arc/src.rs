@@ -17,7 +17,7 @@ use std::io::{self, BufRead, Read};
 
 /// Bytes kept behind a mark at most; past that the mark is dropped (a
 /// corrupt member is then re-scanned from where decoding stopped).
-const MAX_MARK: usize = 64 << 20;
+const MAX_MARK: usize = 16 << 20;
 
 pub(crate) struct Src<R> {
     inner: R,
@@ -178,6 +178,11 @@ impl<R: Read> Src<R> {
             self.buf.copy_within(keep_from..self.end, 0);
             self.start -= keep_from;
             self.end -= keep_from;
+        }
+        // Give back memory grown for one large lookahead or mark.
+        if self.buf.len() > 4 * self.chunk && self.end + need_more <= self.chunk {
+            self.buf.truncate(self.chunk);
+            self.buf.shrink_to_fit();
         }
         if self.buf.len() - self.end < need_more {
             let len = (self.end + need_more).max(self.chunk);

@@ -656,3 +656,99 @@ fn generated_corrupt_seeds_from_env() {
         check_corrupt("generated_corrupt_seeds_from_env", "--plain", seed);
     }
 }
+
+/// Everything a read gives, for comparing two reads of one file.
+fn read_full(data: &[u8], buffer_size: usize) -> Vec<String> {
+    let opts = ukvs::arc::Options {
+        buffer_size,
+        ..ukvs::arc::Options::default()
+    };
+    let mut rdr = Reader::with_options(data, opts);
+    let mut rec = Record::default();
+    let mut out = vec![];
+    loop {
+        match rdr.read_record(&mut rec) {
+            Ok(true) => out.push(format!(
+                "{} {} {} {:?} {} {}",
+                rec.offset,
+                rec.length,
+                rec.truncated,
+                rec.header,
+                rec.block.len(),
+                b32sha1(&rec.block)
+            )),
+            Ok(false) => break,
+            Err(e) => out.push(e.to_string()),
+        }
+    }
+    out.push(format!("{:?}", rdr.stats()));
+    out
+}
+
+/// Tiny buffers hit every refill and lookahead boundary: the result must
+/// not depend on the buffer size.
+#[test]
+fn buffer_size_does_not_change_results() {
+    let Some(corpus) = crate::util::shared_corpus("buffer_size_does_not_change_results") else {
+        return;
+    };
+    for &(path, _, _) in CORPUS {
+        let data = std::fs::read(corpus.join(path)).unwrap();
+        if data.len() > 3_000_000 {
+            continue;
+        }
+        let big = read_full(&data, 1 << 20);
+        for size in [64, 100, 4096] {
+            assert_eq!(
+                read_full(&data, size),
+                big,
+                "{path} with a {size}-byte buffer"
+            );
+        }
+    }
+}
+
+#[test]
+fn filedesc_metadata_of_real_files() {
+    // warcio example.arc: v1.0, no XML.
+    let data = std::fs::read(fixture("example.arc")).unwrap();
+    let mut rdr = Reader::new(&data[..]);
+    let mut rec = Record::default();
+    assert!(rdr.read_record(&mut rec).unwrap() && rec.is_filedesc());
+    let fd = ukvs::arc::FileDesc::parse(&rec.block);
+    assert_eq!(
+        (fd.version.as_str(), fd.origin.as_str()),
+        ("1.0", "LiveWeb Capture")
+    );
+    assert!(fd.metadata.is_empty());
+    // webarchive-commons blackbook ARC: v1.1 with Heritrix <arcmetadata>.
+    let data = std::fs::read(fixture("IAH-20080430204825-00000-blackbook-truncated.arc")).unwrap();
+    let mut rdr = Reader::new(&data[..]);
+    assert!(rdr.read_record(&mut rec).unwrap() && rec.is_filedesc());
+    let fd = ukvs::arc::FileDesc::parse(&rec.block);
+    assert_eq!(
+        (fd.version.as_str(), fd.origin.as_str()),
+        ("1.1", "InternetArchive")
+    );
+    assert_eq!(
+        fd.fields,
+        "URL IP-address Archive-date Content-type Archive-length"
+    );
+    let get = |k: &str| {
+        fd.metadata
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    assert!(
+        get("software").is_some_and(|s| s.starts_with("Heritrix")),
+        "{:?}",
+        fd.metadata
+    );
+    assert!(
+        get("format").is_some_and(|s| s.contains("ARC file version 1.1")),
+        "{:?}",
+        fd.metadata
+    );
+    assert!(fd.metadata.len() >= 8, "{:?}", fd.metadata);
+}
