@@ -29,6 +29,8 @@ impl FileDesc {
     /// Reads the block of a `filedesc://` record. Never fails; fields that
     /// are absent stay empty.
     pub fn parse(block: &[u8]) -> FileDesc {
+        // Version line and field-names line end with LF (CRLF in some
+        // files); the XML, when present, is everything after them.
         let mut lines = block.splitn(3, |&b| b == b'\n');
         let version_line = lines.next().unwrap_or(b"");
         let fields = lines.next().unwrap_or(b"");
@@ -63,6 +65,12 @@ fn strip_cr(b: &[u8]) -> &[u8] {
 }
 
 /// Leaf elements inside `<arcmetadata ...> ... </arcmetadata>`.
+///
+/// Heritrix writes a flat list of elements with text content; only those
+/// are wanted, so a tag followed by text and its own closing tag is a
+/// field and everything else (declarations, comments, containers,
+/// attributes) is stepped over. Malformed XML yields fewer fields, never
+/// an error: the metadata is informative, the records are what matter.
 fn arcmetadata(xml: &[u8]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let Some(open) = memchr::memmem::find(xml, b"<arcmetadata") else {

@@ -92,6 +92,11 @@ impl<'a> HeaderView<'a> {
             transposed: false,
         };
 
+        // The order matters: each layout is tried where its evidence is
+        // strongest, so that a line of one layout is not misread as another
+        // with shifted fields (a v2 line's 8-digit offset looks like a date
+        // in v1 position; a mime with a space looks like a spaced URL).
+        //
         // v2: strong evidence only (a real IP before a real date, numeric
         // offset), because a v2 tail also matches looser v1 readings.
         if n >= 10
@@ -312,6 +317,11 @@ impl Header {
 /// Token spans of a line split on single spaces, counted from the right,
 /// at most [`MAX_TOKENS`]; the rest of the line on the left is one more
 /// token (always part of the URL). Stack only.
+///
+/// Splitting on single spaces (not runs) keeps empty tokens: an empty mime
+/// field (`date  39`) stays a field, and joining a span of tokens gives
+/// back the exact bytes of the line, so a spaced URL or mime is a plain
+/// subslice.
 struct Tokens {
     /// (start, end) of each token, left to right, in `spans[..n]`.
     spans: [(usize, usize); MAX_TOKENS],

@@ -203,11 +203,16 @@ impl<R: Read> Reader<R> {
     /// something was skipped (errors pending) or the end was reached.
     fn step(&mut self, rec: &mut Record) -> io::Result<bool> {
         rec.clear();
+        // Writers put zero to two LF (sometimes CRLF or a whitespace-only
+        // line) after a block; none of it belongs to any record, and no
+        // header or gzip member starts with whitespace.
         self.skip_separators()?;
         if self.src.fill(4)? == 0 {
             self.done = true;
             return Ok(false);
         }
+        // Decided per unit, not per file: a record written without gzip in
+        // an `.arc.gz` (or the reverse) is read like any other.
         if is_gzip_start(self.src.avail()) {
             self.read_member(rec)
         } else {
@@ -233,9 +238,19 @@ impl<R: Read> Reader<R> {
 
     fn read_member(&mut self, rec: &mut Record) -> io::Result<bool> {
         let start = self.src.pos();
+        // Keep the compressed bytes: if the member turns out corrupt, the
+        // next record may start anywhere inside it, so scanning must begin
+        // just after `start`, not where the decoder gave up.
         self.src.set_mark();
+        // The decoded member is header line + block (+ separator): allow
+        // one maximal header line on top of the block limit.
         let limit = self.opts.max_block.saturating_add(MAX_LINE as u64 + 2);
         let (res, too_large) = {
+            // A fresh decoder per member: its state (and the CRC-32 and size
+            // check of the trailer) covers exactly one member, and it
+            // consumes exactly the member's bytes from `src`. Decoding
+            // straight into `rec.block` saves a copy; the header line is
+            // moved out of it afterwards.
             let mut dec = GzDecoder::new(&mut self.src);
             let res = (&mut dec).take(limit).read_to_end(&mut rec.block);
             match res {
@@ -248,6 +263,8 @@ impl<R: Read> Reader<R> {
         self.stats.members += 1;
         let end = self.src.pos();
         if let Err(e) = res {
+            // The decoder passes on errors of the underlying reader; those
+            // are I/O failures, not damage, and end the read.
             if self.src.failed() {
                 return Err(e);
             }
@@ -304,6 +321,13 @@ impl<R: Read> Reader<R> {
 
     /// Splits the decoded member in `rec.block` into header line and block.
     /// Returns false (with an error pending) when it is not one record.
+    ///
+    /// The member is authoritative for where the record ends (it is what a
+    /// replay tool seeks to), so the declared length only decides how much
+    /// of the member is block: trailing whitespace is separator, anything
+    /// else after the declared block is either another record (then the
+    /// member is refused as a whole) or block bytes the header did not
+    /// count (then the block runs to the member end, minus one LF).
     fn split_member(
         &mut self,
         rec: &mut Record,
@@ -402,6 +426,13 @@ impl<R: Read> Reader<R> {
     // ----------------------------------------------------------------
     // plain records
 
+    /// Reads a plain record (header line + declared length) at the current
+    /// position, or skips what is not one.
+    ///
+    /// Plain records have nothing but the declared length to say where they
+    /// end, so the length is checked against what follows it (see the
+    /// module docs for the order of the checks) and the block is cut or
+    /// extended, with an error saying so, when they disagree.
     fn read_plain(&mut self, rec: &mut Record) -> io::Result<bool> {
         let start = self.src.pos();
         let line_len = match self.src.peek_line(MAX_LINE)? {
@@ -613,6 +644,11 @@ impl<R: Read> Reader<R> {
     /// Whether the current position is a record boundary: optional
     /// whitespace, then the end of the file, a gzip member or an acceptable
     /// header line. Consumes nothing.
+    ///
+    /// The lenient test (acceptable, not plausible) is right here: the
+    /// declared length says a record starts at this very spot, so odd but
+    /// real headers (bad length, unknown scheme) must not be taken for
+    /// damage; only a line that is no header at all contradicts it.
     fn at_boundary(&mut self) -> io::Result<bool> {
         let mut i = 0;
         loop {
@@ -648,6 +684,12 @@ impl<R: Read> Reader<R> {
     /// decoded line is a header; or to the end of the file. The current
     /// position counts. Bytes passed over are appended to `sink` (up to the
     /// block limit) when given.
+    ///
+    /// Only two bytes can start a record: the colon of a header's scheme
+    /// (headers may be glued to the bytes before them, so line starts are
+    /// not enough) and the first byte of a gzip member. `memchr2` finds
+    /// both; `LOOKBACK` bytes are kept unconsumed so that the scheme before
+    /// a colon can still be read.
     fn scan(&mut self, mut sink: Option<&mut Vec<u8>>) -> io::Result<()> {
         let mut i = 0usize;
         loop {
@@ -728,6 +770,11 @@ impl<R: Read> Reader<R> {
     }
 
     /// Whether a gzip member starting at `h` decodes to a header line.
+    ///
+    /// `1f 8b 08` occurs by chance in binary payloads (and a captured
+    /// `.gz` file holds a real member), so the magic alone would cut a
+    /// block of unknown length short; a member is a record start only if
+    /// its first decoded line is a header. Decodes at most 8 KiB.
     fn gzip_candidate(&mut self, h: usize) -> io::Result<bool> {
         self.src.fill(h + MAX_LINE)?;
         let a = &self.src.avail()[h..];

@@ -155,6 +155,11 @@ impl<R: Read> Src<R> {
 
     /// Ensures free space after `end` for at least `want` unconsumed bytes
     /// in total, moving kept bytes to the front or growing the buffer.
+    ///
+    /// Policy: read into the free tail while it holds at least a quarter
+    /// chunk (few, large reads); otherwise slide the kept bytes to the
+    /// front (a memmove of at most one chunk, rare); grow only when the
+    /// caller needs more lookahead than a chunk, or a mark keeps bytes.
     fn make_room(&mut self, want: usize) -> io::Result<()> {
         // Keep bytes from the mark when it is near enough, else from start.
         let keep_from = match self.mark {
