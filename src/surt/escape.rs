@@ -51,24 +51,40 @@ pub(super) fn unescape_repeatedly(src: &[u8], out: &mut Vec<u8>) {
 /// space, DEL, every non-ASCII byte, `#` and `%`. All other printable ASCII
 /// (including `?`, `&`, `=`, `/`, `\`) is left alone.
 pub(super) fn needs_escape(b: u8) -> bool {
-    b <= 0x20 || b >= 0x7f || b == b'#' || b == b'%'
+    ESCAPE[usize::from(b)]
 }
+
+/// [`needs_escape`] as a table: this test runs on every byte of every key.
+static ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b <= 0x20 || b >= 0x7f || b == b'#' as usize || b == b'%' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// Appends `src` to `out`, percent-encoding the bytes of [`needs_escape`]
 /// with upper-case hex.
 pub(super) fn escape_once(src: &[u8], out: &mut Vec<u8>) {
     out.reserve(src.len());
-    for &b in src {
-        if needs_escape(b) {
-            out.extend_from_slice(&[
-                b'%',
-                HEX_UPPER[usize::from(b >> 4)],
-                HEX_UPPER[usize::from(b & 0x0f)],
-            ]);
-        } else {
-            out.push(b);
-        }
+    let mut rest = src;
+    // Copy runs of safe bytes whole; URLs are mostly safe bytes.
+    while let Some(i) = rest.iter().position(|&b| needs_escape(b)) {
+        let (plain, tail) = rest.split_at(i);
+        out.extend_from_slice(plain);
+        let Some((&b, tail)) = tail.split_first() else {
+            break;
+        };
+        out.extend_from_slice(&[
+            b'%',
+            HEX_UPPER[usize::from(b >> 4)],
+            HEX_UPPER[usize::from(b & 0x0f)],
+        ]);
+        rest = tail;
     }
+    out.extend_from_slice(rest);
 }
 
 #[cfg(test)]

@@ -144,6 +144,8 @@ struct Scratch {
     query: Vec<u8>,
     sorted: Vec<u8>,
     ranges: Vec<(usize, usize)>,
+    pieces: Vec<(usize, usize, usize)>,
+    eqs: Vec<usize>,
 }
 
 thread_local! {
@@ -209,10 +211,13 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
     // Path: decode, normalise (only with a host), escape, then the IA
     // steps: lowercase, ASP.NET session ids, trailing slash.
     s.path.clear();
-    let mut has_path = false;
-    if has_host || parts.path.is_some() {
+    let raw_path = parts.path.unwrap_or_default();
+    if has_host && memchr::memchr(b'%', raw_path).is_none() && path::is_normal(raw_path) {
+        // Fast path for the common case: nothing to decode or normalise.
+        escape::escape_once(raw_path, &mut s.path);
+    } else if has_host || parts.path.is_some() {
         s.decoded.clear();
-        escape::unescape_repeatedly(parts.path.unwrap_or_default(), &mut s.decoded);
+        escape::unescape_repeatedly(raw_path, &mut s.decoded);
         if has_host {
             s.sorted.clear();
             path::normalize(&s.decoded, &mut s.ranges, &mut s.sorted);
@@ -220,13 +225,13 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         } else {
             escape::escape_once(&s.decoded, &mut s.path);
         }
-        if !s.path.is_empty() {
-            has_path = true;
-            s.path.make_ascii_lowercase();
-            path::strip_session_id(&mut s.path);
-            if s.path.len() > 1 && s.path.last() == Some(&b'/') {
-                s.path.pop();
-            }
+    }
+    let has_path = !s.path.is_empty();
+    if has_path {
+        s.path.make_ascii_lowercase();
+        path::strip_session_id(&mut s.path);
+        if s.path.len() > 1 && s.path.last() == Some(&b'/') {
+            s.path.pop();
         }
     }
 
@@ -238,9 +243,9 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         escape::unescape_repeatedly(raw, &mut s.decoded);
         s.sorted.clear();
         escape::escape_once(&s.decoded, &mut s.sorted);
-        query::strip_session_ids(&mut s.sorted);
+        query::strip_session_ids(&mut s.sorted, &mut s.eqs);
         s.sorted.make_ascii_lowercase();
-        query::sort(&s.sorted, &mut s.ranges, &mut s.query);
+        query::sort(&s.sorted, &mut s.pieces, &mut s.query);
         has_query = !s.query.is_empty();
     }
 

@@ -60,11 +60,12 @@ pub(super) fn clean(url: &[u8], clean: &mut Vec<u8>) -> Result<usize, Error> {
     if trimmed.is_empty() {
         return Err(Error::Blank);
     }
-    clean.extend(
-        trimmed
-            .iter()
-            .filter(|&&b| !matches!(b, b'\t' | b'\r' | b'\n')),
-    );
+    let mut rest = trimmed;
+    while let Some(i) = memchr::memchr3(b'\t', b'\r', b'\n', rest) {
+        clean.extend_from_slice(rest.get(..i).unwrap_or_default());
+        rest = rest.get(i + 1..).unwrap_or_default();
+    }
+    clean.extend_from_slice(rest);
     if !has_scheme(clean) {
         clean.splice(0..0, b"http://".iter().copied());
     }

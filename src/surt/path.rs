@@ -44,11 +44,32 @@ pub(super) fn normalize(path: &[u8], kept: &mut Vec<(usize, usize)>, out: &mut V
     }
 }
 
+/// Whether [`normalize`] would return `path` unchanged: it starts with
+/// `/` and has no empty, `.` or `..` segment except an empty last one.
+pub(super) fn is_normal(path: &[u8]) -> bool {
+    if path.first() != Some(&b'/') {
+        return false;
+    }
+    let mut segments = path.split(|&b| b == b'/').skip(1).peekable();
+    while let Some(seg) = segments.next() {
+        let last = segments.peek().is_none();
+        match seg {
+            b"." | b".." => return false,
+            b"" if !last => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
 /// Removes an ASP.NET cookieless session segment, `(S(<24>))/` style or
 /// `(<24>)/`, when a later name ends in `.aspx` (before any `?`). Works on
 /// the lowercased path; the rightmost qualifying segment goes, first for
 /// the nested form, then for the plain one.
 pub(super) fn strip_session_id(path: &mut Vec<u8>) {
+    if memchr::memmem::find(path, b".aspx").is_none() {
+        return;
+    }
     for nested in [true, false] {
         if let Some((start, end)) = find_session_segment(path, nested) {
             path.drain(start..end);
@@ -147,6 +168,17 @@ mod tests {
         assert_eq!(norm("/./../c"), "/../c");
         assert_eq!(norm("//a//b/"), "/a/b/");
         assert_eq!(norm(""), "/");
+    }
+
+    #[test]
+    fn is_normal_agrees_with_normalize() {
+        for p in [
+            "/", "/a", "/a/", "/a/b", "//", "/a//b", "/.", "/..", "/a/.", "/a/..", "/./a", "/.a",
+            "/a.", "/...", "a", "", "/a/b/", "/a/../",
+        ] {
+            // `is_normal` may be conservative, never wrong.
+            assert!(!is_normal(p.as_bytes()) || norm(p) == p, "{p:?}");
+        }
     }
 
     #[test]
