@@ -11,7 +11,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cat;
+mod lookup;
+mod merge;
+mod sort;
 mod surt;
+mod validate;
+mod zipnum;
 
 /// Index web archives into sorted UKVS, CDXJ and CDX capture indexes.
 #[derive(Debug, Parser)]
@@ -24,6 +30,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Surt(surt::Args),
+    Validate(validate::Args),
+    Cat(cat::Args),
+    Sort(sort::Args),
+    Merge(merge::Args),
+    Lookup(lookup::Args),
+    #[command(subcommand)]
+    Zipnum(zipnum::Command),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -31,6 +44,12 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Surt(args) => surt::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Cat(args) => cat::run(args),
+        Command::Sort(args) => sort::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Lookup(args) => lookup::run(args),
+        Command::Zipnum(cmd) => zipnum::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,6 @@
 //! Integration tests: one binary, one module per area.
 
+mod sorted;
 mod surt;
+mod ukvs;
 mod util;
