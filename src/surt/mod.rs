@@ -190,6 +190,8 @@ pub fn key_into(url: &[u8], opts: &Options, out: &mut Vec<u8>) -> Result<(), Err
 /// The whole pipeline: parse, Google canonicaliser, IA canonicaliser,
 /// output formatting.
 fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Result<(), Error> {
+    // Both tests run on the raw input, before any trimming: ` filedesc:x`
+    // is an ordinary URL, and only a truly empty input is `-`.
     if url.is_empty() {
         out.push(b'-');
         return Ok(());
@@ -206,6 +208,8 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
     if let Some(raw) = parts.host {
         host::canonicalize(raw, &mut s.host, &mut s.host_scratch)?;
     }
+    // A host can vanish (`http://.../x`): everything below then treats the
+    // URL as host-less, including skipping dot-segment resolution.
     let has_host = !s.host.is_empty();
 
     // Path: decode, normalise (only with a host), escape, then the IA
@@ -249,11 +253,13 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         has_query = !s.query.is_empty();
     }
 
+    // The massage looks at the exact scheme bytes: `DNS:` is massaged.
     let host_bytes: &[u8] = if has_host && opts.host_massage && parts.scheme != b"dns" {
         host::massage(&s.host)
     } else {
         &s.host
     };
+    // Only http:80 and https:443 are defaults; `ftp:21` stays.
     let port = match parts.port {
         Some(p) if is_default_port(parts.scheme, p) => None,
         other => other,
@@ -285,6 +291,8 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         }
         out.push(b')');
     }
+    // A query needs a path before it; a host-less URL with no path and no
+    // query ends at `scheme:`.
     if has_path {
         out.extend_from_slice(&s.path);
     } else if has_query {

@@ -12,18 +12,24 @@ pub(super) fn normalize(path: &[u8], kept: &mut Vec<(usize, usize)>, out: &mut V
         out.push(b'/');
         return;
     }
+    // Kept segments are ranges into `path`, reused across calls, so the
+    // rebuild needs no per-segment allocation.
     kept.clear();
     let mut pos = 0;
     let mut first = true;
     for seg in path.split(|&b| b == b'/') {
         let range = (pos, pos + seg.len());
         pos += seg.len() + 1;
+        // The piece before the first `/` is dropped: with a host the path
+        // starts with `/` anyway, and the reference splits this way.
         if first {
             first = false;
             continue;
         }
         match seg {
             b"." => {}
+            // Unlike RFC 3986, a `..` at the root is kept, and the kept
+            // `..` is itself a segment a later `..` may pop.
             b".." => {
                 if kept.pop().is_none() {
                     kept.push(range);
@@ -32,6 +38,8 @@ pub(super) fn normalize(path: &[u8], kept: &mut Vec<(usize, usize)>, out: &mut V
             _ => kept.push(range),
         }
     }
+    // Empty segments are skipped except the last one, which keeps a
+    // trailing slash for the IA step to remove.
     out.push(b'/');
     if let Some((&last, init)) = kept.split_last() {
         for &(a, b) in init {
@@ -67,6 +75,7 @@ pub(super) fn is_normal(path: &[u8]) -> bool {
 /// the lowercased path; the rightmost qualifying segment goes, first for
 /// the nested form, then for the plain one.
 pub(super) fn strip_session_id(path: &mut Vec<u8>) {
+    // Both patterns need `.aspx`; almost no path has it, so test first.
     if memchr::memmem::find(path, b".aspx").is_none() {
         return;
     }
@@ -111,6 +120,9 @@ fn is_alnum24(s: &[u8]) -> bool {
 }
 
 /// Length of `(` (`letter(24 alnum)`)+ `)/` at the start of `s`.
+///
+/// The groups are unambiguous (each starts with a letter and ends with
+/// `)`), so no backtracking is needed to match the regular expression.
 fn nested_segment_len(s: &[u8]) -> Option<usize> {
     let mut rest = s.strip_prefix(b"(")?;
     let mut groups = 0;

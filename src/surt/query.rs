@@ -71,6 +71,8 @@ impl SessionId {
                 12 + 9 + 24
             }
             SessionId::ColdFusion => {
+                // Both values are runs without `&`, so each ends exactly
+                // at the next `&` (or the end): no backtracking choices.
                 if !starts_with_ci(s, b"cfid=") {
                     return None;
                 }
@@ -86,6 +88,8 @@ impl SessionId {
                 5 + id + 9 + token
             }
         };
+        // `(?:&(.*))?$`: the id must end the query or be followed by `&`;
+        // a longer run of id characters is therefore no match at all.
         match s.get(len) {
             None | Some(b'&') => Some(len),
             Some(_) => None,
@@ -132,6 +136,9 @@ pub(super) fn sort(query: &[u8], pieces: &mut Vec<(usize, usize, usize)>, out: &
         out.extend_from_slice(query);
         return;
     }
+    // Pieces are ranges into `query` (reused vector): no allocation per
+    // parameter. Python compares `(key,)` < `(key, value)`, i.e. a piece
+    // without `=` before the same key with any value, even an empty one.
     pieces.clear();
     let mut pos = 0;
     for piece in query.split(|&b| b == b'&') {
