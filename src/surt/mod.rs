@@ -176,11 +176,14 @@ pub fn key(url: &[u8], opts: &Options) -> (Vec<u8>, Option<Error>) {
 /// URL itself.
 pub fn key_into(url: &[u8], opts: &Options, out: &mut Vec<u8>) -> Result<(), Error> {
     let mark = out.len();
-    let result = SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => build(url, opts, out, &mut scratch),
-        // Only reachable through re-entrancy; fall back to fresh buffers.
-        Err(_) => build(url, opts, out, &mut Scratch::default()),
-    });
+    let result = SCRATCH
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => build(url, opts, out, &mut scratch),
+            // Only reachable through re-entrancy; use fresh buffers.
+            Err(_) => build(url, opts, out, &mut Scratch::default()),
+        })
+        // The thread-local is gone only during thread teardown.
+        .unwrap_or_else(|_| build(url, opts, out, &mut Scratch::default()));
     if result.is_err() {
         out.truncate(mark);
     }

@@ -89,14 +89,25 @@ pub(super) fn strip_session_id(path: &mut Vec<u8>) {
 /// The range of the session segment (after its preceding `/`, through its
 /// trailing `/`) of the rightmost match, if any.
 fn find_session_segment(path: &[u8], nested: bool) -> Option<(usize, usize)> {
+    // Where `?` and `.aspx` occur, so that each candidate's tail test is a
+    // binary search rather than a scan (a long path of many id-shaped
+    // segments would otherwise be quadratic). Only reached for the rare
+    // paths that contain `.aspx`.
+    let questions: Vec<usize> = memchr::memchr_iter(b'?', path).collect();
+    let aspx: Vec<usize> = memchr::memmem::find_iter(path, b".aspx").collect();
+    // `[^?]+\.aspx.*` after the segment ending at `end`: some `.aspx`
+    // starting at `end + 1` or later, before the first `?` from `end`.
+    let has_aspx_name = |end: usize| {
+        let q = questions
+            .get(questions.partition_point(|&p| p < end))
+            .copied()
+            .unwrap_or(path.len());
+        aspx.get(aspx.partition_point(|&p| p < end + 1))
+            .is_some_and(|&a| a < q)
+    };
     // Candidate starts right after a `/`, tried from the right as a greedy
     // `^(.*/)` would.
-    let mut i = path.len();
-    while i > 0 {
-        i -= 1;
-        if path.get(i) != Some(&b'/') {
-            continue;
-        }
+    for i in memchr::memrchr_iter(b'/', path) {
         let start = i + 1;
         let Some(rest) = path.get(start..) else {
             continue;
@@ -107,7 +118,7 @@ fn find_session_segment(path: &[u8], nested: bool) -> Option<(usize, usize)> {
             plain_segment_len(rest)
         };
         if let Some(len) = len {
-            if has_aspx_name(rest.get(len..).unwrap_or_default()) {
+            if has_aspx_name(start + len) {
                 return Some((start, start + len));
             }
         }
@@ -154,13 +165,6 @@ fn plain_segment_len(s: &[u8]) -> Option<usize> {
     }
 }
 
-/// `[^?]+\.aspx.*`: a non-empty run without `?` followed by `.aspx`.
-fn has_aspx_name(s: &[u8]) -> bool {
-    let end = memchr::memchr(b'?', s).unwrap_or(s.len());
-    let head = s.get(..end).unwrap_or_default();
-    memchr::memmem::find_iter(head, b".aspx").any(|i| i >= 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +195,26 @@ mod tests {
             // `is_normal` may be conservative, never wrong.
             assert!(!is_normal(p.as_bytes()) || norm(p) == p, "{p:?}");
         }
+    }
+
+    #[test]
+    fn aspx_must_follow_the_segment_before_any_question_mark() {
+        let id = "(4hqa0555fwsecu455xqckv45)";
+        for (path, stripped) in [
+            (format!("/{id}/.aspx"), false),
+            (format!("/{id}/a.aspx"), true),
+            (format!("/{id}/a?b.aspx"), false),
+            (format!("/x.aspx/{id}/a"), false),
+            (format!("/{id}/{id}/{id}/m.aspx?q"), true),
+        ] {
+            let mut p = path.clone().into_bytes();
+            strip_session_id(&mut p);
+            assert_eq!(p != path.as_bytes(), stripped, "{path}");
+        }
+        // Only the rightmost qualifying segment goes (each pattern once).
+        let mut p = format!("/{id}/a/{id}/m.aspx").into_bytes();
+        strip_session_id(&mut p);
+        assert_eq!(p, format!("/{id}/a/m.aspx").into_bytes());
     }
 
     #[test]
