@@ -26,7 +26,7 @@ pub(super) struct EncodeError;
 pub(super) struct Scratch {
     label: Vec<char>,
     mapped: Vec<char>,
-    used: Vec<usize>,
+    used: Vec<bool>,
 }
 
 /// Appends the IDNA encoding of `host` to `out` (`str.encode("idna")`).
@@ -197,21 +197,24 @@ fn ccc(c: char) -> u8 {
     }
 }
 
-/// Stable sort of every run of non-starters by combining class.
+/// Stable sort of every run of non-starters by combining class (what
+/// CPython's pairwise swapping amounts to, without its quadratic worst
+/// case on long runs of marks).
 fn canonical_reorder(s: &mut [char]) {
-    for i in 1..s.len() {
-        let cur = ccc(s[i]);
-        if cur == 0 {
+    let mut i = 0;
+    while i < s.len() {
+        if ccc(s[i]) == 0 {
+            i += 1;
             continue;
         }
-        let mut j = i;
-        while j > 0 {
-            let prev = ccc(s[j - 1]);
-            if prev == 0 || prev <= cur {
-                break;
+        let start = i;
+        while i < s.len() && ccc(s[i]) != 0 {
+            i += 1;
+        }
+        if let Some(run) = s.get_mut(start..i) {
+            if run.len() > 1 {
+                run.sort_by_key(|&c| ccc(c));
             }
-            s.swap(j - 1, j);
-            j -= 1;
         }
     }
 }
@@ -229,13 +232,14 @@ fn compose_pair(first: char, second: char) -> Option<char> {
 /// Canonical composition of a decomposed, reordered string into `out`,
 /// following the steps of CPython's `nfc_nfkc` (Hangul first, then the
 /// pair table with the usual blocking rule).
-fn compose(s: &[char], out: &mut Vec<char>, used: &mut Vec<usize>) {
+fn compose(s: &[char], out: &mut Vec<char>, used: &mut Vec<bool>) {
     out.clear();
-    // Positions consumed by a composition; few, so a linear scan will do.
+    // Marks positions consumed by a composition.
     used.clear();
+    used.resize(s.len(), false);
     let mut i = 0;
     while i < s.len() {
-        if used.contains(&i) {
+        if used.get(i) == Some(&true) {
             i += 1;
             continue;
         }
@@ -283,7 +287,9 @@ fn compose(s: &[char], out: &mut Vec<char>, used: &mut Vec<usize>) {
             match compose_pair(code, next) {
                 Some(composite) => {
                     code = composite;
-                    used.push(j);
+                    if let Some(u) = used.get_mut(j) {
+                        *u = true;
+                    }
                 }
                 None => {
                     if class == 0 {
