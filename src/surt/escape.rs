@@ -18,6 +18,25 @@ fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
+/// First position of `b`: a plain loop for the short slices URL parts
+/// usually are (where `memchr`'s set-up costs more than it saves).
+pub(super) fn find_byte(b: u8, s: &[u8]) -> Option<usize> {
+    if s.len() < 32 {
+        s.iter().position(|&x| x == b)
+    } else {
+        memchr::memchr(b, s)
+    }
+}
+
+/// Last position of `b`, as [`find_byte`].
+pub(super) fn rfind_byte(b: u8, s: &[u8]) -> Option<usize> {
+    if s.len() < 32 {
+        s.iter().rposition(|&x| x == b)
+    } else {
+        memchr::memrchr(b, s)
+    }
+}
+
 /// Appends `src` to `out`, percent-decoded until no `%HH` is left.
 ///
 /// Repeated decoding passes reach a unique fixed point: a `%HH` triple can
@@ -28,7 +47,7 @@ fn hex_value(b: u8) -> Option<u8> {
 /// triple ending at that byte can appear, and decoding it can only create
 /// another triple ending at the same place.
 pub(super) fn unescape_repeatedly(src: &[u8], out: &mut Vec<u8>) {
-    if memchr::memchr(b'%', src).is_none() {
+    if find_byte(b'%', src).is_none() {
         out.extend_from_slice(src);
         return;
     }

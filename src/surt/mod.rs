@@ -219,7 +219,7 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
     // steps: lowercase, ASP.NET session ids, trailing slash.
     s.path.clear();
     let raw_path = parts.path.unwrap_or_default();
-    if has_host && memchr::memchr(b'%', raw_path).is_none() && path::is_normal(raw_path) {
+    if has_host && escape::find_byte(b'%', raw_path).is_none() && path::is_normal(raw_path) {
         // Fast path for the common case: nothing to decode or normalise.
         escape::escape_once(raw_path, &mut s.path);
     } else if has_host || parts.path.is_some() {

@@ -5,6 +5,7 @@
 //! re-implemented here step by step rather than delegated to the `url`
 //! crate, whose answers differ on almost every degenerate input.
 
+use super::escape::{find_byte, rfind_byte};
 use super::host::MAX_INT_DIGITS;
 use super::Error;
 
@@ -103,7 +104,7 @@ pub(super) fn clean(url: &[u8], clean: &mut Vec<u8>) -> Result<usize, Error> {
 pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
     // A scheme is always present after cleaning, and it ends at the first
     // colon because scheme characters exclude `:`.
-    let colon = memchr::memchr(b':', url).unwrap_or(0);
+    let colon = find_byte(b':', url).unwrap_or(0);
     let scheme = url.get(..colon).unwrap_or_default();
     let mut rest = url.get(colon + 1..).unwrap_or_default();
 
@@ -127,7 +128,7 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
     rest = rest.get(n..).unwrap_or_default();
     let mut query: &[u8] = b"";
     if let Some(after) = rest.strip_prefix(b"?") {
-        let n = memchr::memchr(b'#', after).unwrap_or(after.len());
+        let n = find_byte(b'#', after).unwrap_or(after.len());
         query = after.get(..n).unwrap_or_default();
     }
 
@@ -140,17 +141,17 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
     while let [head @ .., b':'] = netloc {
         netloc = head;
     }
-    let hostinfo = match memchr::memrchr(b'@', netloc) {
+    let hostinfo = match rfind_byte(b'@', netloc) {
         Some(i) => netloc.get(i + 1..).unwrap_or_default(),
         None => netloc,
     };
-    let (hostname, port) = match memchr::memchr(b'[', hostinfo) {
+    let (hostname, port) = match find_byte(b'[', hostinfo) {
         Some(i) => {
             let bracketed = hostinfo.get(i + 1..).unwrap_or_default();
-            match memchr::memchr(b']', bracketed) {
+            match find_byte(b']', bracketed) {
                 Some(j) => {
                     let after = bracketed.get(j + 1..).unwrap_or_default();
-                    let port = match memchr::memchr(b':', after) {
+                    let port = match find_byte(b':', after) {
                         Some(k) => after.get(k + 1..).unwrap_or_default(),
                         None => b"",
                     };
@@ -159,7 +160,7 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
                 None => (bracketed, &b""[..]),
             }
         }
-        None => match memchr::memchr(b':', hostinfo) {
+        None => match find_byte(b':', hostinfo) {
             Some(i) => (
                 hostinfo.get(..i).unwrap_or_default(),
                 hostinfo.get(i + 1..).unwrap_or_default(),
@@ -180,7 +181,7 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
             let p = p
                 .get(p.iter().take_while(|&&b| b == b'/').count()..)
                 .unwrap_or_default();
-            match memchr::memchr(b'/', p) {
+            match find_byte(b'/', p) {
                 Some(k) => {
                     host = Some(p.get(..k).unwrap_or_default());
                     path = p.get(k..);

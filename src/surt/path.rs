@@ -75,8 +75,9 @@ pub(super) fn is_normal(path: &[u8]) -> bool {
 /// the lowercased path; the rightmost qualifying segment goes, first for
 /// the nested form, then for the plain one.
 pub(super) fn strip_session_id(path: &mut Vec<u8>) {
-    // Both patterns need `.aspx`; almost no path has it, so test first.
-    if memchr::memmem::find(path, b".aspx").is_none() {
+    // Both patterns need a `(` and `.aspx`; almost no path has both, so
+    // test that first (the cheap byte test before the substring one).
+    if memchr::memchr(b'(', path).is_none() || memchr::memmem::find(path, b".aspx").is_none() {
         return;
     }
     for nested in [true, false] {

@@ -143,7 +143,7 @@ pub(super) fn sort(query: &[u8], pieces: &mut Vec<(usize, usize, usize)>, out: &
     let mut pos = 0;
     for piece in query.split(|&b| b == b'&') {
         // (start, end of key, end); a value exists when end > key end.
-        let key_end = memchr::memchr(b'=', piece).map_or(pos + piece.len(), |i| pos + i);
+        let key_end = super::escape::find_byte(b'=', piece).map_or(pos + piece.len(), |i| pos + i);
         pieces.push((pos, key_end, pos + piece.len()));
         pos += piece.len() + 1;
     }
