@@ -98,6 +98,46 @@ struct Out<W: Write> {
     schema: Option<Schema>,
     buf: Vec<u8>,
     bad: u64,
+    /// Converted captures that share `surt datetime`, held back and sorted
+    /// before writing: CDX and CDXJ order such ties by URL or JSON text,
+    /// UKVS by offset, so sorted input stays sorted only if ties are
+    /// re-sorted.
+    pending: Vec<Vec<u8>>,
+    /// Length of the `surt datetime` prefix of `pending[0]`.
+    pending_key_len: usize,
+}
+
+/// Most ties are a handful of records; past this many the group is written
+/// as it is, so memory stays bounded on pathological input.
+const MAX_PENDING: usize = 100_000;
+
+impl<W: Write> Out<W> {
+    /// Queues one converted line (non-JSON output), flushing the previous
+    /// group when the key changes.
+    fn push_converted(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        let mut tokens = Record::new(line).tokens();
+        let _ = (tokens.next(), tokens.next());
+        let key_len = tokens.position();
+        let same = self
+            .pending
+            .first()
+            .is_some_and(|p| p.get(..self.pending_key_len) == line.get(..key_len));
+        if !same || self.pending.len() >= MAX_PENDING {
+            self.flush_pending()?;
+            self.pending_key_len = key_len;
+        }
+        self.pending.push(line.to_vec());
+        Ok(())
+    }
+
+    /// Writes the held-back group in byte order.
+    fn flush_pending(&mut self) -> anyhow::Result<()> {
+        self.pending.sort_unstable();
+        for l in self.pending.drain(..) {
+            self.writer.write_line(&l).map_err(lib_err)?;
+        }
+        Ok(())
+    }
 }
 
 fn cat_all<W: Write>(args: &Args, wtr: W) -> anyhow::Result<(W, u64)> {
@@ -107,6 +147,8 @@ fn cat_all<W: Write>(args: &Args, wtr: W) -> anyhow::Result<(W, u64)> {
         schema: None,
         buf: Vec::new(),
         bad: 0,
+        pending: Vec::new(),
+        pending_key_len: 0,
     };
     for path in &args.files {
         let name = path.display().to_string();
@@ -183,7 +225,7 @@ fn cat_one<R: io::Read, W: Write>(
     if out.schema.is_none() && st.source.is_some() {
         start_records(&mut st, out)?;
     }
-    Ok(())
+    out.flush_pending()
 }
 
 fn cat_line<W: Write>(
@@ -250,8 +292,12 @@ fn cat_line<W: Write>(
             .map_err(lib_err)?;
             let mut buf = std::mem::take(&mut out.buf);
             cap.format(&mut buf);
-            let schema = convert::capture_schema();
-            let res = emit_ukvs(Record::new(&buf), &schema, n, out);
+            let res = if out.json {
+                emit_ukvs(Record::new(&buf), &convert::capture_schema(), n, out)
+            } else {
+                // Capture::format writes the strict form already.
+                out.push_converted(&buf)
+            };
             out.buf = buf;
             res
         }
