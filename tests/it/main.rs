@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one module per area.
 
+mod surt;
 mod ukvs;
 mod util;
