@@ -22,9 +22,10 @@ use super::validate::open_input;
 /// is normalised: headers first with strict JSON, one space between
 /// fields, compact strict JSON blocks. With several files the headers of
 /// the first are written and the others must declare the same `!fields`.
-/// Line order is kept (sorted input stays sorted, except that converted
-/// captures with equal surt and datetime may need `ukvs sort`). Bad lines
-/// are reported as `file:line: what` and skipped; exit status 2 if any.
+/// Line order is kept, except that converted captures with equal surt and
+/// datetime are re-sorted, so sorted CDX/CDXJ input gives a sorted index.
+/// Bad lines are reported as `file:line: what` and skipped; exit status 2
+/// if any. Memory O(longest line), plus the captures of one tie.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files to read (`-` for stdin; gzip content is decompressed).
