@@ -35,9 +35,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut all_valid = true;
+    let mut invalid = 0usize;
     for path in &args.files {
         match check_file(path, &args, &mut out) {
-            Ok(valid) => all_valid &= valid,
+            Ok(valid) => {
+                all_valid &= valid;
+                invalid += usize::from(!valid);
+            }
             Err(err) => {
                 // A broken pipe ends the run; other errors end this file.
                 if is_pipe(&err) {
@@ -46,8 +50,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 out.flush()?;
                 eprintln!("ukvs validate: {}: {err:#}", path.display());
                 all_valid = false;
+                invalid += 1;
             }
         }
+    }
+    if args.files.len() > 1 && !args.quiet {
+        writeln!(out, "{} files, {invalid} invalid", args.files.len())?;
     }
     out.flush()?;
     Ok(if all_valid {

@@ -341,6 +341,38 @@ fn json5_edge_cases_through_cat() {
 }
 
 #[test]
+fn unknown_headers_are_kept_and_headers_come_out_in_a_fixed_order() {
+    let input = concat!(
+        "!meta {type: 'MementoMap'}\n",
+        "!x-custom anything at all: not JSON\n",
+        "!fields {keys: ['surt'], values: ['frequency']}\n",
+        "!context ['https://oduwsdl.github.io/contexts/ukvs']\n",
+        "!meta {updated_at: '2026-11-21T00:00:00Z'}\n",
+        "com,a)/ 1\n",
+    );
+    let out = util::run(&["cat", "-"], input.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        concat!(
+            "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n",
+            "!fields {\"keys\":[\"surt\"],\"values\":[\"frequency\"]}\n",
+            "!meta {\"type\":\"MementoMap\"}\n",
+            "!meta {\"updated_at\":\"2026-11-21T00:00:00Z\"}\n",
+            "!x-custom anything at all: not JSON\n",
+            "com,a)/ 1\n",
+        )
+    );
+    let v = util::run(&["validate", "-"], input.as_bytes());
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}
+
+#[test]
 fn clash_between_field_and_oslj_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("clash.ukvs");
