@@ -190,6 +190,28 @@ impl Headers {
         Ok(())
     }
 
+    /// Reads the header block at the start of `data` (a whole file in
+    /// memory or a memory map) and returns the headers with the byte
+    /// offset of the first data line, where a binary search over the
+    /// records starts. Blank lines among the headers are skipped; a `\r`
+    /// before a newline is ignored.
+    pub fn read_block(data: &[u8]) -> Result<(Headers, usize), Error> {
+        let mut headers = Headers::default();
+        let mut pos = 0;
+        let mut line_no = 0;
+        while pos < data.len() {
+            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+            line_no += 1;
+            match super::classify(&data[pos..end]) {
+                super::Line::Header(h) => headers.add(&h, line_no)?,
+                super::Line::Blank => {}
+                super::Line::Data(_) => break,
+            }
+            pos = (end + 1).min(data.len());
+        }
+        Ok((headers, pos))
+    }
+
     /// The schema in force: `!fields` or the undeclared default.
     pub fn schema(&self) -> Schema {
         self.fields.clone().unwrap_or_else(Schema::undeclared)
@@ -261,6 +283,23 @@ mod tests {
         let u = Schema::undeclared();
         assert_eq!(u.name(0), "key");
         assert_eq!(u.name(2), "value2");
+    }
+
+    #[test]
+    fn header_block_of_a_slice() {
+        let data =
+            b"!fields {keys: [\"surt\"]}\r\n\n!meta {type: \"MementoMap\"}\ncom,a)/ 1\n!meta {}\n";
+        let (h, at) = Headers::read_block(data).unwrap();
+        assert_eq!(&data[at..at + 9], b"com,a)/ 1");
+        assert!(h.is_mementomap());
+        assert_eq!(h.schema().keys, ["surt"]);
+        let (h, at) = Headers::read_block(b"!meta {}").unwrap();
+        assert_eq!((h.meta.len(), at), (1, 8));
+        assert_eq!(Headers::read_block(b"").unwrap().1, 0);
+        assert!(matches!(
+            Headers::read_block(b"!meta {\n"),
+            Err(Error::Json { line: 1, .. })
+        ));
     }
 
     #[test]
