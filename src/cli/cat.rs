@@ -223,8 +223,10 @@ fn cat_one<R: io::Read, W: Write>(
         }
     }
     // Headers of a file without records (only the first file's count).
-    if out.schema.is_none() && st.source.is_some() {
-        start_records(&mut st, out)?;
+    if out.schema.is_none() {
+        if let Some(source) = st.source.take() {
+            start_records(&source, &mut st, out)?;
+        }
     }
     out.flush_pending()
 }
@@ -250,8 +252,23 @@ fn cat_line<W: Write>(
             return Ok(()); // The legend line itself.
         }
     }
-    let source = st.source.clone().unwrap_or(Source::Ukvs);
-    match (&source, classify(line)) {
+    // The source is taken out for the call so `st` can be borrowed
+    // mutably below without cloning the CDX legend per line.
+    let source = st.source.take().unwrap_or(Source::Ukvs);
+    let result = cat_classified(line, n, &source, st, out);
+    st.source = Some(source);
+    result
+}
+
+/// Handles one line of a file whose format is known.
+fn cat_classified<W: Write>(
+    line: &[u8],
+    n: u64,
+    source: &Source,
+    st: &mut FileState,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    match (source, classify(line)) {
         (_, Line::Blank) => Ok(()),
         (Source::Ukvs, Line::Header(h)) => {
             if st.schema.is_some() {
@@ -269,7 +286,7 @@ fn cat_line<W: Write>(
         }
         (Source::Ukvs, Line::Data(r)) => {
             if st.schema.is_none() {
-                start_records(st, out)?;
+                start_records(source, st, out)?;
             }
             if st.skip {
                 return Ok(());
@@ -281,12 +298,12 @@ fn cat_line<W: Write>(
         }
         (Source::Cdxj | Source::Cdx(_), Line::Data(r)) => {
             if st.schema.is_none() {
-                start_records(st, out)?;
+                start_records(source, st, out)?;
             }
             if st.skip {
                 return Ok(());
             }
-            let cap = match &source {
+            let cap = match source {
                 Source::Cdx(legend) => convert::from_cdx(legend, r.as_bytes(), n),
                 _ => convert::from_cdxj(r.as_bytes(), n),
             }
@@ -307,10 +324,14 @@ fn cat_line<W: Write>(
 
 /// At the first record of a file: fix its schema, write the output headers
 /// if this is the first file, or check that `!fields` agree.
-fn start_records<W: Write>(st: &mut FileState, out: &mut Out<W>) -> anyhow::Result<()> {
-    let headers = match &st.source {
-        Some(Source::Ukvs) | None => std::mem::take(&mut st.headers),
-        Some(s) => convert::capture_headers(s),
+fn start_records<W: Write>(
+    source: &Source,
+    st: &mut FileState,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    let headers = match source {
+        Source::Ukvs => std::mem::take(&mut st.headers),
+        s => convert::capture_headers(s),
     };
     let schema = headers.schema();
     match &out.schema {
