@@ -373,6 +373,33 @@ fn unknown_headers_are_kept_and_headers_come_out_in_a_fixed_order() {
 }
 
 #[test]
+fn index_and_mementomap_outputs_validate_and_match_the_schemas() {
+    // The sample index written by `ukvs index` and a MementoMap generated
+    // from it: the formats other modules write are the ones checked here.
+    let index = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/expected.ukvs");
+    if !index.exists() {
+        eprintln!("SKIPPED index_and_mementomap_outputs_validate: no samples/expected.ukvs");
+        return;
+    }
+    let (code, stdout, _) = run(&["validate", index.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.ukvs");
+    let out = util::run(&["mementomap", "generate", index.to_str().unwrap()], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&map, &out.stdout).unwrap();
+    let (code, stdout, _) = run(&["validate", map.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("MementoMap, 0 problems: valid"), "{stdout}");
+    assert!(check_file_against_schemas(&map) >= 3);
+}
+
+#[test]
 fn clash_between_field_and_oslj_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("clash.ukvs");
