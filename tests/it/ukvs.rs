@@ -626,6 +626,68 @@ fn json_object() -> impl Strategy<Value = Value> {
         .prop_map(|m| Value::Object(m.into_iter().collect()))
 }
 
+/// Writes `v` in JSON5 style; the bits of `style` pick, element by element,
+/// between the forms JSON5 allows.
+fn write_json5(v: &Value, style: u64, out: &mut String) {
+    let pick = |salt: usize| style.rotate_left((salt % 64) as u32) & 1 == 1;
+    let string = |s: &str, salt: usize, out: &mut String| {
+        let q = if pick(salt) { '\'' } else { '"' };
+        out.push(q);
+        for (i, c) in s.chars().enumerate() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c == q => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                // Some non-ASCII characters as `\u` escapes (a surrogate
+                // pair above the BMP).
+                c if !c.is_ascii() && pick(salt + i + 7) => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push(q);
+    };
+    match v {
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                let ident = k.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !k.is_empty();
+                if ident && pick(i + 3) {
+                    out.push_str(k);
+                } else {
+                    string(k, i + 5, out);
+                }
+                out.push_str(if pick(i + 11) { ": " } else { ":" });
+                write_json5(x, style.rotate_left(7 + i as u32), out);
+                if i + 1 < m.len() || pick(i + 13) {
+                    out.push(',');
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                write_json5(x, style.rotate_left(3 + i as u32), out);
+                if i + 1 < a.len() || pick(i + 17) {
+                    out.push(',');
+                }
+            }
+            out.push(']');
+        }
+        Value::String(s) => string(s, 19, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -709,6 +771,18 @@ proptest! {
             }
             prop_assert_eq!(first, Some(i as u64 + 2));
         }
+    }
+
+    /// Any JSON object written in JSON5 style (unquoted identifier keys,
+    /// single-quoted strings, `\u` escapes, trailing commas) reads back
+    /// as the same value, and is written back as compact strict JSON.
+    #[test]
+    fn json5_forms_read_back(v in json_object(), style in any::<u64>()) {
+        let mut text = String::new();
+        write_json5(&v, style, &mut text);
+        let back = parse_json5(text.as_bytes()).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &v, "{}", text);
+        prop_assert_eq!(ukvs::ukvs::to_compact(&back), serde_json::to_string(&v).unwrap());
     }
 
     /// The tokenizer never panics and never reads past the line.
