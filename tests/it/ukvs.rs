@@ -275,6 +275,40 @@ fn malformed_files_are_rejected_on_the_right_line() {
 }
 
 #[test]
+fn mapped_streamed_and_stdin_reads_report_the_same() {
+    // The map is the fast path; streaming (`--no-mmap`, stdin) is its
+    // naive twin. Same problems, same summary, on every fixture.
+    let mut files = Vec::new();
+    for dir in ["ukvs", "ukvs-bad"] {
+        for e in std::fs::read_dir(util::data_dir().join(dir)).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("one-byte.ukvs", &b"a"[..]),
+        ("no-newline.ukvs", b"b 1\na 2"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        files.push(p);
+    }
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "ukvs"))
+    {
+        let p = f.to_str().unwrap();
+        let mapped = util::run(&["validate", p], b"");
+        let streamed = util::run(&["validate", "--no-mmap", p], b"");
+        assert_eq!(mapped.stdout, streamed.stdout, "{p}");
+        assert_eq!(mapped.status.code(), streamed.status.code(), "{p}");
+        let stdin = util::run(&["validate", "-"], &std::fs::read(f).unwrap());
+        let relabel = String::from_utf8_lossy(&stdin.stdout).replace("-:", &format!("{p}:"));
+        assert_eq!(String::from_utf8_lossy(&mapped.stdout), relabel, "{p}");
+    }
+}
+
+#[test]
 fn validate_reads_gzip_and_stdin_and_goes_on_after_a_bad_file() {
     let text = std::fs::read(good("spec-mementomap.ukvs")).unwrap();
     let dir = tempfile::tempdir().unwrap();
