@@ -184,7 +184,18 @@ impl Headers {
                     _ => *slot = Some(v),
                 }
             }
-            b"meta" => self.meta.push(json()?),
+            b"meta" => {
+                // `!meta` members are looked up by name (`type`), and the
+                // schema and FORMATS.md define it as an object.
+                let v = json()?;
+                if !v.is_object() {
+                    return Err(Error::InvalidLine {
+                        line,
+                        what: format!("`!meta` must be a JSON object, not {v}"),
+                    });
+                }
+                self.meta.push(v);
+            }
             _ => self.other.push((h.name.to_vec(), h.value.to_vec())),
         }
         Ok(())
@@ -318,6 +329,14 @@ mod tests {
         assert!(matches!(
             h.add(&g, 3),
             Err(Error::BadFields { line: 3, .. })
+        ));
+        let m = Header {
+            name: b"meta",
+            value: b"[1]",
+        };
+        assert!(matches!(
+            h.add(&m, 4),
+            Err(Error::InvalidLine { line: 4, .. })
         ));
     }
 }

@@ -245,6 +245,10 @@ fn malformed_files_are_rejected_on_the_right_line() {
             "empty-keys.ukvs",
             &[":1: bad header: `!fields`: `keys` is empty"],
         ),
+        (
+            "meta-not-object.ukvs",
+            &[":2: bad header: `!meta` must be a JSON object"],
+        ),
     ];
     for (name, wants) in cases {
         let p = bad(name);
