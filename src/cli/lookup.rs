@@ -379,9 +379,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .build()
             .context("starting threads")?;
         let mut any = false;
+        let mut sampled = false;
         // Queries are answered a chunk at a time in parallel; each chunk's
         // output is written in input order.
         const CHUNK: usize = 1 << 16;
+        // Sampling costs a page per step of each file: worth it from a few
+        // thousand queries on.
+        const SAMPLE_AFTER: usize = 4096;
+        const SAMPLE_STEP: usize = 4 << 10;
         let mut queries: Vec<String> = Vec::with_capacity(CHUNK);
         let mut line = String::new();
         loop {
@@ -396,6 +401,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if queries.is_empty() {
                 break;
             }
+            if !sampled && queries.len() >= SAMPLE_AFTER {
+                // Many queries: keep the top of every search in memory.
+                for source in &mut sources {
+                    if let Source::Plain { name, search } = source {
+                        search
+                            .sample(SAMPLE_STEP)
+                            .with_context(|| format!("reading {name}"))?;
+                    }
+                }
+            }
+            sampled = true;
             let results: Vec<anyhow::Result<(Vec<u8>, bool)>> = pool.install(|| {
                 queries
                     .par_chunks(1024)
