@@ -189,10 +189,20 @@ impl Source {
             None
         };
         match idx {
-            None => Ok(Source::Plain {
-                search: Search::new(open_bytes(path, no_mmap)?),
-                name,
-            }),
+            None => {
+                let bytes = open_bytes(path, no_mmap)?;
+                // Bisecting compressed bytes would only report disorder.
+                if bytes.as_ref().starts_with(&[0x1f, 0x8b]) {
+                    bail!(
+                        "{name} is gzip-compressed: a binary search needs a plain file \
+                         (gunzip it, or build a cluster with `ukvs zipnum build`)"
+                    );
+                }
+                Ok(Source::Plain {
+                    search: Search::new(bytes),
+                    name,
+                })
+            }
             Some(idx) => {
                 let shards = read_loc(&idx.with_extension("loc"))?;
                 Ok(Source::Cluster {
@@ -452,7 +462,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.flush()?;
         let n = uncanonical.load(Ordering::Relaxed);
         if n > 0 {
-            eprintln!("ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given");
+            eprintln!(
+                "ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given"
+            );
         }
         return Ok(if any {
             ExitCode::SUCCESS

@@ -121,6 +121,11 @@ impl<D: AsRef<[u8]>> Search<D> {
         self.data.as_ref()
     }
 
+    /// Offset of the first data line (after the headers).
+    pub fn body_start(&self) -> usize {
+        self.body
+    }
+
     /// The header lines above the data.
     pub fn headers(&self) -> impl Iterator<Item = &[u8]> {
         let buf = self.data.as_ref();
@@ -129,6 +134,13 @@ impl<D: AsRef<[u8]>> Search<D> {
 
     /// Offset of the first data line that is `>= key` in byte order
     /// (the file length when every line is smaller).
+    ///
+    /// Headers never take part: the window starts at the body. An empty
+    /// file, a file of headers only and a key beyond the last line all
+    /// return the end of the file, which the range scan then reads as "no
+    /// line". The comparison is of the whole line with the key, so
+    /// `lower_bound(b"com,a)/")` lands on `com,a)/ 2014...` (a longer line
+    /// with the key as prefix sorts after the key).
     pub fn lower_bound(&self, key: &[u8]) -> Result<usize, Error> {
         let buf = self.data.as_ref();
         // Invariant: lines starting in [body, lo) are < key, lines starting
@@ -174,6 +186,9 @@ impl<D: AsRef<[u8]>> Search<D> {
             // below the window.
             let start = line_start(buf, mid).max(lo);
             let (line, next) = line_at(buf, start);
+            // In a sorted file every line between two probes lies between
+            // them; a probe outside its bounds proves the file unsorted
+            // here, at the cost of two comparisons.
             if below.is_some_and(|b| line < b) || above.is_some_and(|a| line > a) {
                 return Err(Error::Unsorted {
                     offset: start as u64,
@@ -211,6 +226,8 @@ impl<D: AsRef<[u8]>> Search<D> {
         } else {
             None
         };
+        // The scan keeps checking order line by line, so the answer is
+        // either right or an error, also where the bisection never looked.
         Ok(Range {
             lines: Lines::new(buf, pos),
             range,
@@ -263,6 +280,8 @@ impl<'s> Iterator for Range<'s, '_> {
             }));
         }
         self.prev = Some(line);
+        // The first line past the range ends the scan; it has been checked
+        // against the line before it, which closes the last gap.
         if self.range.is_past(line) {
             self.done = true;
             return None;
