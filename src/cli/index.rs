@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .sum();
     let progress = progress_bar(args.quiet, total_bytes);
 
-    let mut out = Output::open(args.output.as_deref())?;
+    let mut out = Output::open(args.output.as_deref(), profile, !args.no_sort)?;
     let abort = AtomicBool::new(false);
     let (tx, rx) = sync_channel::<Msg>(threads * 4);
     let mut sink = Sink::new(&args, profile, &paths);
@@ -490,7 +490,7 @@ impl Sink {
         if !self.headers_written {
             self.headers_written = true;
             for line in capture::header_lines(self.profile, &Default::default(), metas) {
-                out.write_line(&line)?;
+                out.header(&line)?;
             }
         }
         Ok(())
@@ -502,7 +502,7 @@ impl Sink {
         self.write_headers(out, &[])?;
         while let Some((chunks, done)) = self.pending.get_mut(&self.next_file) {
             for chunk in chunks.drain(..) {
-                out.write_all(&chunk)?;
+                out.chunk(&chunk)?;
             }
             if !*done {
                 break;
@@ -519,7 +519,7 @@ impl Sink {
             self.write_headers(out, &metas)?;
             for line in sorter.finish().context("cannot sort index lines")? {
                 let line = line.context("cannot sort index lines")?;
-                out.write_line(&line)?;
+                out.line(&line)?;
             }
         } else {
             self.write_headers(out, &[])?;
@@ -529,7 +529,7 @@ impl Sink {
 }
 
 /// Standard output, or a temporary file renamed over the target at the end.
-enum Output {
+enum Dest {
     Stdout(io::BufWriter<io::StdoutLock<'static>>),
     File {
         wtr: io::BufWriter<tempfile::NamedTempFile>,
@@ -537,17 +537,12 @@ enum Output {
     },
 }
 
-impl Output {
-    fn open(path: Option<&Path>) -> anyhow::Result<Output> {
+impl Dest {
+    fn open(path: Option<&Path>) -> anyhow::Result<Dest> {
+        let stdout = || Dest::Stdout(io::BufWriter::with_capacity(1 << 20, io::stdout().lock()));
         match path {
-            None => Ok(Output::Stdout(io::BufWriter::with_capacity(
-                1 << 20,
-                io::stdout().lock(),
-            ))),
-            Some(p) if p.as_os_str() == "-" => Ok(Output::Stdout(io::BufWriter::with_capacity(
-                1 << 20,
-                io::stdout().lock(),
-            ))),
+            None => Ok(stdout()),
+            Some(p) if p.as_os_str() == "-" => Ok(stdout()),
             Some(p) => {
                 let dir = match p.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d,
@@ -559,7 +554,7 @@ impl Output {
                     .with_context(|| {
                         format!("cannot create a temporary file in {}", dir.display())
                     })?;
-                Ok(Output::File {
+                Ok(Dest::File {
                     wtr: io::BufWriter::with_capacity(1 << 20, tmp),
                     target: p.to_path_buf(),
                 })
@@ -567,26 +562,19 @@ impl Output {
         }
     }
 
-    fn write_all(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+    fn name(&self) -> String {
         match self {
-            Output::Stdout(w) => w.write_all(bytes).context("cannot write to stdout"),
-            Output::File { wtr, target } => wtr
-                .write_all(bytes)
-                .with_context(|| format!("cannot write {}", target.display())),
+            Dest::Stdout(_) => "stdout".into(),
+            Dest::File { target, .. } => target.display().to_string(),
         }
-    }
-
-    fn write_line(&mut self, line: &[u8]) -> anyhow::Result<()> {
-        self.write_all(line)?;
-        self.write_all(b"\n")
     }
 
     /// Flushes, and for a file renames the finished temporary file over
     /// the target.
     fn commit(self) -> anyhow::Result<()> {
         match self {
-            Output::Stdout(mut w) => w.flush().context("cannot write to stdout"),
-            Output::File { wtr, target } => {
+            Dest::Stdout(mut w) => w.flush().context("cannot write to stdout"),
+            Dest::File { wtr, target } => {
                 let tmp = wtr
                     .into_inner()
                     .map_err(|e| e.into_error())
@@ -601,6 +589,90 @@ impl Output {
             }
         }
     }
+}
+
+impl Write for Dest {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Dest::Stdout(w) => w.write(buf),
+            Dest::File { wtr, .. } => wtr.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Dest::Stdout(w) => w.write_all(buf),
+            Dest::File { wtr, .. } => wtr.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Dest::Stdout(w) => w.flush(),
+            Dest::File { wtr, .. } => wtr.flush(),
+        }
+    }
+}
+
+/// Where index lines go: UKVS output passes through `ukvs::Writer`, which
+/// checks each line (and, when sorted, the byte order) as it goes out;
+/// CDXJ and CDX lines are written as they are.
+enum Output {
+    Ukvs(ukvs::ukvs::Writer<Dest>),
+    Plain(Dest),
+}
+
+impl Output {
+    fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> anyhow::Result<Output> {
+        let dest = Dest::open(path)?;
+        Ok(match (profile, sorted) {
+            (Profile::Ukvs, true) => Output::Ukvs(ukvs::ukvs::Writer::new(dest)),
+            (Profile::Ukvs, false) => Output::Ukvs(ukvs::ukvs::Writer::unsorted(dest)),
+            _ => Output::Plain(dest),
+        })
+    }
+
+    fn header(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.raw_header(line).context("cannot write the index header"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.write_line(line).context("cannot write an index line"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    /// Lines each ending in `\n`.
+    fn chunk(&mut self, chunk: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(_) => {
+                for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    self.line(line)?;
+                }
+                Ok(())
+            }
+            Output::Plain(d) => d
+                .write_all(chunk)
+                .with_context(|| format!("cannot write {}", d.name())),
+        }
+    }
+
+    fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.finish().context("cannot write the index")?.commit(),
+            Output::Plain(d) => d.commit(),
+        }
+    }
+}
+
+fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
+    d.write_all(line)
+        .and_then(|()| d.write_all(b"\n"))
+        .with_context(|| format!("cannot write {}", d.name()))
 }
 
 /// Interim whole-file reader used until `arc::Reader` is available.
