@@ -22,11 +22,13 @@
 //! | [`arc`] | ARC v1/v2 reader, plain and per-record gzip, with damage recovery |
 //! | [`capture`] | ARC record -> capture record in the `ukvs`, `cdxj` and `cdx11` profiles |
 //! | [`sorted`] | line helpers, binary search, k-way merge, external sort |
+//! | [`mementomap`] | MementoMaps: generate, compact, merge, look up, evaluate |
 
 #![forbid(unsafe_code)]
 
 pub mod arc;
 pub mod capture;
+pub mod mementomap;
 pub mod sorted;
 pub mod surt;
 pub mod ukvs;

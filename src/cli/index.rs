@@ -760,6 +760,7 @@ mod arc_shim {
                     ..Header::default()
                 },
                 block: content[bstart..bend].to_vec(),
+                ..Record::default()
             };
             self.pos = if len > 0 { start + len } else { start + bend };
             Ok(true)

@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 mod cat;
 mod index;
 mod lookup;
+mod mementomap;
 mod merge;
 mod sort;
 mod surt;
@@ -39,6 +40,7 @@ enum Command {
     Lookup(lookup::Args),
     #[command(subcommand)]
     Zipnum(zipnum::Command),
+    Mementomap(mementomap::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -53,6 +55,7 @@ pub fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args),
         Command::Lookup(args) => lookup::run(args),
         Command::Zipnum(cmd) => zipnum::run(cmd),
+        Command::Mementomap(args) => mementomap::run(args),
     };
     match result {
         Ok(code) => code,

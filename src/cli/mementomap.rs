@@ -1,0 +1,1074 @@
+//! `ukvs mementomap generate|compact|merge|lookup|evaluate`.
+//!
+//! Wiring only: the algorithms live in `ukvs::mementomap`. This module owns
+//! the files: memory maps of inputs, the temporary spools that let the
+//! compactor rewind without holding a subtree in memory, gzip readers and
+//! atomic outputs (temp file + rename).
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use anyhow::{bail, Context};
+use ukvs::mementomap::compact::{Compactor, Params, Spool, Stats};
+use ukvs::mementomap::evaluate::{evaluate, Evaluation};
+use ukvs::mementomap::generate::{
+    exclusion_key, Dimension, GenStats, Generator, Options, Orderer, Routed,
+};
+use ukvs::mementomap::header::{iso8601, Header};
+use ukvs::mementomap::key::map_key;
+use ukvs::mementomap::lookup::Map;
+use ukvs::mementomap::merge::{Merger, Source};
+use ukvs::mementomap::{Error as MapError, Frequency, Record};
+use ukvs::sorted::ExternalSorter;
+
+/// Build, compact, merge, query and evaluate MementoMaps (archive holdings
+/// summaries for routing lookups).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    Generate(Box<GenerateArgs>),
+    Compact(Box<CompactArgs>),
+    Merge(Box<MergeArgs>),
+    Lookup(Box<LookupArgs>),
+    Evaluate(Box<EvaluateArgs>),
+}
+
+/// Power-law rollup parameters (the reference tool's names and defaults).
+#[derive(Debug, Clone, clap::Args)]
+struct RollupArgs {
+    /// Host compaction factor: smaller rolls up harder ("inf" = never).
+    #[arg(long)]
+    hcf: Option<f64>,
+    /// Path compaction factor: smaller rolls up harder ("inf" = never).
+    #[arg(long)]
+    pcf: Option<f64>,
+    /// Host power-law alpha.
+    #[arg(long, default_value_t = 16.329)]
+    ha: f64,
+    /// Host power-law k.
+    #[arg(long, default_value_t = 0.714)]
+    hk: f64,
+    /// Path power-law alpha.
+    #[arg(long, default_value_t = 24.546)]
+    pa: f64,
+    /// Path power-law k.
+    #[arg(long, default_value_t = 1.429)]
+    pk: f64,
+    /// Host levels tracked.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    hdepth: u16,
+    /// Path levels tracked.
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u16).range(1..))]
+    pdepth: u16,
+    /// Compact until the map has at most N data lines (100 % recall kept).
+    #[arg(long, value_name = "N")]
+    max_lines: Option<u64>,
+    /// Compact until the map file has at most N bytes (100 % recall kept).
+    #[arg(long, value_name = "N")]
+    max_bytes: Option<u64>,
+}
+
+impl RollupArgs {
+    fn params(&self, default_factor: f64) -> Params {
+        Params {
+            hcf: self.hcf.unwrap_or(default_factor),
+            pcf: self.pcf.unwrap_or(default_factor),
+            ha: self.ha,
+            hk: self.hk,
+            pa: self.pa,
+            pk: self.pk,
+            hdepth: usize::from(self.hdepth),
+            pdepth: usize::from(self.pdepth),
+        }
+    }
+}
+
+/// Options shared by the commands that write a map.
+#[derive(Debug, Clone, clap::Args)]
+struct OutputArgs {
+    /// Output map ("-" = stdout).
+    #[arg(short, long, default_value = "-")]
+    output: PathBuf,
+    /// URI of the archive, written as `!id {"uri": ...}`.
+    #[arg(long, value_name = "URI")]
+    id: Option<String>,
+    /// Name written into `!meta`.
+    #[arg(long)]
+    name: Option<String>,
+    /// Directory for temporary files (default: beside the output, or the
+    /// system's).
+    #[arg(long)]
+    tmp_dir: Option<PathBuf>,
+    /// No summary on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// Build a MementoMap from sorted capture indexes.
+///
+/// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
+/// or gzipped, files or "-" for stdin; each must be sorted in byte order
+/// (LC_ALL=C). One streaming pass; memory O(key depth): rollups rewind a
+/// temporary file, never a buffer. Without rollup options every URI key
+/// gets its own line (the reference's `generate`); with --hcf/--pcf or a
+/// quota the power-law rollup of `compact` is applied on the way.
+#[derive(Debug, clap::Args)]
+struct GenerateArgs {
+    /// Sorted capture indexes ("-" = stdin).
+    #[arg(default_value = "-")]
+    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    rollup: RollupArgs,
+    /// Keep query strings in keys (the reference drops them).
+    #[arg(long)]
+    keep_query: bool,
+    /// Decompose counts in the OSLJ: datetime:year, datetime:month,
+    /// status, mime (repeatable).
+    #[arg(long, value_name = "DIM", value_parser = parse_dimension)]
+    by: Vec<Dimension>,
+    /// File of SURT prefixes the archive cannot serve: their captures are
+    /// not counted and `0/N` entries are written instead.
+    #[arg(long, value_name = "FILE")]
+    exclude: Option<PathBuf>,
+    /// Stop at the first bad input line instead of reporting and skipping.
+    #[arg(long)]
+    strict: bool,
+}
+
+/// Roll up an existing MementoMap with the power-law cut-offs.
+///
+/// Input must be sorted; output has the same headers with a fresh `!meta`.
+/// Memory O(depth); a smaller factor compacts harder, and a compacted map
+/// can be compacted again.
+#[derive(Debug, clap::Args)]
+struct CompactArgs {
+    /// Map to compact ("-" = stdin; .gz accepted).
+    input: PathBuf,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    rollup: RollupArgs,
+}
+
+/// Merge sorted MementoMaps (e.g. of shards) into one.
+///
+/// A k-way streaming merge; equal keys are summed with the frequency
+/// algebra. URI-R sums become upper bounds (`-`) unless --disjoint.
+#[derive(Debug, clap::Args)]
+struct MergeArgs {
+    /// Maps to merge (.gz accepted).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// The inputs share no URI (key-disjoint shards): URI-R sums stay exact.
+    #[arg(long)]
+    disjoint: bool,
+}
+
+/// Look URLs or SURTs up in a MementoMap.
+///
+/// Prints `key frequency steps query` for the most specific entry (steps =
+/// generalisations needed, 0 = exact), or `- - - query` when nothing
+/// covers it. A `0` entry means "not held". Exit 0 when at least one query
+/// is covered, 1 when none is. Binary search in a memory map: no loading.
+#[derive(Debug, clap::Args)]
+struct LookupArgs {
+    /// The map.
+    map: PathBuf,
+    /// URLs or SURTs; "-" or nothing = one per line from stdin.
+    queries: Vec<String>,
+    /// The map was generated with --keep-query.
+    #[arg(long)]
+    keep_query: bool,
+}
+
+/// Measure a map: relative cost and the presence decisions on queries
+/// (TP/FP/TN/FN, accuracy, precision, recall).
+///
+/// Builds the archive's uncompacted map from --index in memory as the
+/// truth. With --sweep, prints one row per compaction factor instead of
+/// evaluating MAP, so an archive can pick its size.
+#[derive(Debug, clap::Args)]
+struct EvaluateArgs {
+    /// The map to evaluate (not needed with --sweep).
+    map: Option<PathBuf>,
+    /// The archive's sorted capture index.
+    #[arg(long)]
+    index: PathBuf,
+    /// URLs or SURTs, one per line.
+    #[arg(long)]
+    queries: PathBuf,
+    /// Evaluate the index compacted at a range of factors.
+    #[arg(long)]
+    sweep: bool,
+    /// Factors for --sweep.
+    #[arg(long, value_delimiter = ',', default_values_t = [f64::INFINITY, 8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.125, 0.0625, 0.0])]
+    factors: Vec<f64>,
+}
+
+fn parse_dimension(s: &str) -> Result<Dimension, String> {
+    Dimension::parse(s).ok_or_else(|| {
+        format!("unknown dimension {s:?} (datetime:year, datetime:month, status, mime)")
+    })
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Sub::Generate(a) => generate(*a),
+        Sub::Compact(a) => compact(*a),
+        Sub::Merge(a) => merge(*a),
+        Sub::Lookup(a) => lookup(*a),
+        Sub::Evaluate(a) => run_evaluate(*a),
+    }
+}
+
+// ---------------------------------------------------------------- inputs
+
+/// An input: memory-mapped plain file, or a stream (stdin, gzip).
+enum Input {
+    Mapped(memmap2::Mmap),
+    Bytes(Vec<u8>),
+    Stream(Box<dyn BufRead>),
+}
+
+fn is_stdin(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+fn is_gz(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "gz")
+}
+
+// TODO(sorted): switch to the shared input opener once the sorted module
+// lands with one.
+fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+    if is_stdin(p) {
+        return Ok(Box::new(BufReader::with_capacity(1 << 20, io::stdin())));
+    }
+    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    if is_gz(p) {
+        Ok(Box::new(BufReader::with_capacity(
+            1 << 20,
+            flate2::read::MultiGzDecoder::new(BufReader::new(f)),
+        )))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
+    }
+}
+
+fn open_input(p: &Path) -> anyhow::Result<Input> {
+    if is_stdin(p) || is_gz(p) {
+        return Ok(Input::Stream(open_stream(p)?));
+    }
+    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len == 0 {
+        // Empty files cannot be mapped; they hold nothing anyway.
+        return Ok(Input::Bytes(Vec::new()));
+    }
+    Ok(Input::Mapped(map_file(&f, p)?))
+}
+
+/// Maps a file read-only.
+fn map_file(f: &File, p: &Path) -> anyhow::Result<memmap2::Mmap> {
+    // SAFETY: the map is only read. If another process truncates the file
+    // while it is mapped, reads past the new end fault (SIGBUS); indexes
+    // and maps are written atomically (temp + rename) by this tool, so a
+    // file it reads is never truncated in place by it. Writers that modify
+    // files in place must not run concurrently, as with any index reader.
+    unsafe { memmap2::Mmap::map(f) }.with_context(|| format!("mapping {}", p.display()))
+}
+
+/// Calls `f(line, line_no)` for each line of the input.
+fn for_each_line(
+    input: Input,
+    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut no = 0u64;
+    match input {
+        Input::Mapped(m) => each_slice_line(&m, &mut no, &mut f),
+        Input::Bytes(b) => each_slice_line(&b, &mut no, &mut f),
+        Input::Stream(mut r) => {
+            let mut buf = Vec::with_capacity(4096);
+            loop {
+                buf.clear();
+                if r.read_until(b'\n', &mut buf)? == 0 {
+                    return Ok(());
+                }
+                no += 1;
+                let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+                f(line, no)?;
+            }
+        }
+    }
+}
+
+fn each_slice_line(
+    data: &[u8],
+    no: &mut u64,
+    f: &mut impl FnMut(&[u8], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut pos = 0;
+    while pos < data.len() {
+        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+        *no += 1;
+        f(&data[pos..end], *no)?;
+        pos = end + 1;
+    }
+    Ok(())
+}
+
+/// Records of a sorted map file (headers skipped).
+fn map_source(p: &Path) -> anyhow::Result<Source> {
+    let mut r = open_stream(p)?;
+    let name = p.display().to_string();
+    let mut no = 0u64;
+    let mut buf = Vec::new();
+    Ok(Box::new(std::iter::from_fn(move || loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(MapError::Io(e))),
+        }
+        no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if line.is_empty() || line[0] == b'!' {
+            continue;
+        }
+        return Some(Record::parse(line, no).map_err(|e| match e {
+            MapError::Line {
+                line,
+                offset,
+                reason,
+            } => MapError::Line {
+                line,
+                offset,
+                reason: format!("{name}: {reason}"),
+            },
+            other => other,
+        }));
+    })))
+}
+
+/// Header lines of a map file (for compact to carry `!id` over).
+fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
+    if is_stdin(p) {
+        return Ok(Vec::new());
+    }
+    let mut r = open_stream(p)?;
+    let mut out = Vec::new();
+    let mut line = String::new();
+    while r.read_line(&mut line).unwrap_or(0) > 0 && line.starts_with('!') {
+        out.push(line.trim_end().to_string());
+        line.clear();
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- spools
+
+/// A [`Spool`] on a temporary file: the tail stays in memory, the rest is
+/// written out; rewinding past the buffer truncates the file.
+struct FileSpool {
+    file: File,
+    file_len: u64,
+    buf: Vec<u8>,
+}
+
+impl FileSpool {
+    fn new(tmp: &Path) -> anyhow::Result<FileSpool> {
+        Ok(FileSpool {
+            file: tempfile::tempfile_in(tmp)
+                .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
+            file_len: 0,
+            buf: Vec::with_capacity(1 << 20),
+        })
+    }
+
+    /// Flushes and returns the file positioned at its start.
+    fn into_reader(mut self) -> io::Result<File> {
+        self.flush_buf()?;
+        self.file.seek(SeekFrom::Start(0))?;
+        Ok(self.file)
+    }
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(self.file_len))?;
+        self.file.write_all(&self.buf)?;
+        self.file_len += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl Spool for FileSpool {
+    fn position(&self) -> u64 {
+        self.file_len + self.buf.len() as u64
+    }
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= 1 << 20 {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+    fn truncate(&mut self, pos: u64) -> io::Result<()> {
+        if pos >= self.file_len {
+            self.buf.truncate((pos - self.file_len) as usize);
+        } else {
+            self.buf.clear();
+            self.file.set_len(pos)?;
+            self.file_len = pos;
+        }
+        Ok(())
+    }
+}
+
+fn tmp_dir(out: &OutputArgs) -> PathBuf {
+    if let Some(d) = &out.tmp_dir {
+        return d.clone();
+    }
+    if !is_stdin(&out.output) {
+        if let Some(parent) = out.output.parent() {
+            if parent.as_os_str().is_empty() {
+                return PathBuf::from(".");
+            }
+            return parent.to_path_buf();
+        }
+    }
+    std::env::temp_dir()
+}
+
+/// Writes `header` then the spooled body to the output, atomically for
+/// files.
+fn write_output(out: &OutputArgs, header: &[u8], mut body: impl Read) -> anyhow::Result<()> {
+    if is_stdin(&out.output) {
+        let stdout = io::stdout();
+        let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
+        w.write_all(header)?;
+        io::copy(&mut body, &mut w)?;
+        w.flush()?;
+        return Ok(());
+    }
+    let dir = tmp_dir(out);
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    {
+        let mut w = BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        w.write_all(header)?;
+        io::copy(&mut body, &mut w)?;
+        w.flush()?;
+    }
+    tmp.persist(&out.output)
+        .with_context(|| format!("writing {}", out.output.display()))?;
+    Ok(())
+}
+
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    iso8601(secs)
+}
+
+fn header_for(out: &OutputArgs, sources: &[PathBuf], total: Option<Frequency>) -> Header {
+    Header {
+        id: out.id.clone(),
+        name: out.name.clone(),
+        source: sources.iter().map(|p| p.display().to_string()).collect(),
+        updated_at: Some(now()),
+        total,
+        ..Header::default()
+    }
+}
+
+fn params_json(p: &Params) -> serde_json::Value {
+    let f = |x: f64| {
+        if x.is_finite() {
+            serde_json::json!(x)
+        } else {
+            serde_json::json!("inf")
+        }
+    };
+    serde_json::json!({
+        "hcf": f(p.hcf), "pcf": f(p.pcf), "ha": p.ha, "hk": p.hk, "pa": p.pa, "pk": p.pk,
+        "hdepth": p.hdepth, "pdepth": p.pdepth,
+    })
+}
+
+// ---------------------------------------------------------------- compaction
+
+/// Result of compacting a record stream into a spool.
+struct Compacted {
+    spool: FileSpool,
+    stats: Stats,
+    params: Params,
+}
+
+/// Runs the compactor over `records`.
+fn compact_stream(
+    records: impl Iterator<Item = Result<Record, MapError>>,
+    params: Params,
+    tmp: &Path,
+) -> anyhow::Result<Compacted> {
+    let mut c = Compactor::new(params, FileSpool::new(tmp)?);
+    for r in records {
+        c.push(&r?)?;
+    }
+    let (spool, stats) = c.finish()?;
+    Ok(Compacted {
+        spool,
+        stats,
+        params,
+    })
+}
+
+/// Compaction honouring --max-lines / --max-bytes: the least compaction
+/// (largest factor) that meets the quota. Rollups only generalise, so every
+/// candidate keeps 100 % recall; if even factor 0 is too big, the map
+/// becomes the single line `*` (plus exclusion entries).
+fn compact_with_quota(
+    raw: &mut File,
+    rollup: &RollupArgs,
+    base: Params,
+    header_len: u64,
+    tmp: &Path,
+) -> anyhow::Result<Compacted> {
+    let fits = |c: &Compacted| {
+        rollup.max_lines.map_or(true, |n| c.stats.lines_out <= n)
+            && rollup
+                .max_bytes
+                .map_or(true, |n| header_len + c.spool.position() <= n)
+    };
+    let mut run = |params: Params| -> anyhow::Result<Compacted> {
+        raw.seek(SeekFrom::Start(0))?;
+        let src = map_lines(BufReader::with_capacity(1 << 20, raw.try_clone()?));
+        compact_stream(src, params, tmp)
+    };
+    let first = run(base)?;
+    if fits(&first) {
+        return Ok(first);
+    }
+    // Halve the factor until it fits, then bisect between the last two.
+    let start = if base.hcf.is_finite() {
+        base.hcf.min(base.pcf).max(1.0)
+    } else {
+        64.0
+    };
+    let mut hi = start; // does not fit
+    let mut f = start;
+    let mut best = None;
+    for _ in 0..40 {
+        f /= 2.0;
+        let c = run(base.with_factor(f))?;
+        if fits(&c) {
+            best = Some((f, c));
+            break;
+        }
+        hi = f;
+    }
+    if best.is_none() {
+        let c = run(base.with_factor(0.0))?;
+        if fits(&c) {
+            best = Some((0.0, c));
+        }
+    }
+    let Some((mut lo, mut good)) = best else {
+        return everything_line(raw, base, tmp);
+    };
+    for _ in 0..8 {
+        let mid = if lo == 0.0 {
+            hi / 2.0
+        } else {
+            (lo * hi).sqrt()
+        };
+        let c = run(base.with_factor(mid))?;
+        if fits(&c) {
+            lo = mid;
+            good = c;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(good)
+}
+
+/// The map that says "anything may be here": `*` with the total, plus the
+/// zero entries.
+fn everything_line(raw: &mut File, base: Params, tmp: &Path) -> anyhow::Result<Compacted> {
+    raw.seek(SeekFrom::Start(0))?;
+    let mut total: Option<Frequency> = None;
+    let mut zeros = Vec::new();
+    let mut lines_in = 0;
+    for r in map_lines(BufReader::new(raw.try_clone()?)) {
+        let r = r?;
+        lines_in += 1;
+        if r.freq.is_zero() {
+            zeros.push(r);
+        } else {
+            total = Some(total.map_or(r.freq, |t| t.plus(r.freq)));
+        }
+    }
+    let mut spool = FileSpool::new(tmp)?;
+    let mut stats = Stats {
+        lines_in,
+        rollups: 1,
+        ..Stats::default()
+    };
+    let mut line = Vec::new();
+    Record::new(b"*".to_vec(), total.unwrap_or_default()).write_to(&mut line);
+    for z in &zeros {
+        z.write_to(&mut line);
+    }
+    spool.append(&line)?;
+    stats.lines_out = 1 + zeros.len() as u64;
+    stats.total = total;
+    Ok(Compacted {
+        spool,
+        stats,
+        params: base.with_factor(0.0),
+    })
+}
+
+fn map_lines(r: impl BufRead + 'static) -> impl Iterator<Item = Result<Record, MapError>> {
+    let mut r = r;
+    let mut buf = Vec::new();
+    let mut no = 0;
+    std::iter::from_fn(move || loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(MapError::Io(e))),
+        }
+        no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if line.is_empty() || line[0] == b'!' {
+            continue;
+        }
+        return Some(Record::parse(line, no));
+    })
+}
+
+/// Compacts `records` per the rollup options (quota or plain) and writes
+/// the map with its headers.
+fn finish_map(
+    records: impl Iterator<Item = Result<Record, MapError>>,
+    rollup: &RollupArgs,
+    params: Params,
+    out: &OutputArgs,
+    mut header: Header,
+) -> anyhow::Result<Stats> {
+    let tmp = tmp_dir(out);
+    let quota = rollup.max_lines.is_some() || rollup.max_bytes.is_some();
+    let compacted = if quota {
+        // The quota search compacts several times: keep the uncompacted
+        // stream in a file to re-read.
+        let mut raw = FileSpool::new(&tmp)?;
+        let mut line = Vec::new();
+        for r in records {
+            line.clear();
+            r?.write_to(&mut line);
+            raw.append(&line)?;
+        }
+        let mut raw = raw.into_reader()?;
+        let probe = Header {
+            total: Some(Frequency::default()),
+            ..header.clone()
+        };
+        let header_len = probe.to_bytes().len() as u64 + 64;
+        compact_with_quota(&mut raw, rollup, params, header_len, &tmp)?
+    } else {
+        compact_stream(records, params, &tmp)?
+    };
+    header.total = compacted.stats.total;
+    header
+        .extra
+        .insert("compaction".into(), params_json(&compacted.params));
+    let stats = compacted.stats;
+    let body = compacted.spool.into_reader()?;
+    write_output(
+        out,
+        &header.to_bytes(),
+        BufReader::with_capacity(1 << 20, body),
+    )?;
+    Ok(stats)
+}
+
+// ---------------------------------------------------------------- commands
+
+fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    let tmp = tmp_dir(&a.out);
+    let mut exclude = Vec::new();
+    if let Some(p) = &a.exclude {
+        let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        exclude = text
+            .split(|&b| b == b'\n')
+            .filter_map(exclusion_key)
+            .collect();
+    }
+    let opts = Options {
+        keep_query: a.keep_query,
+        by: a.by.clone(),
+        exclude,
+    };
+    // Late records (keys that the query cut moved backwards) are sorted
+    // with bounded memory.
+    let sorter = Rc::new(RefCell::new(ExternalSorter::new(
+        256 << 20,
+        Some(tmp.clone()),
+    )));
+    let sink_sorter = Rc::clone(&sorter);
+    let main_file = tempfile::tempfile_in(&tmp)
+        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
+    let main = BufWriter::with_capacity(1 << 20, main_file);
+    let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
+        let line = r.to_line();
+        sink_sorter
+            .borrow_mut()
+            .push(line.strip_suffix(b"\n").unwrap_or(&line))
+    }));
+    let mut bad = 0u64;
+    for p in &a.inputs {
+        let name = p.display().to_string();
+        for_each_line(open_input(p)?, |line, no| match g.push_line(line, no) {
+            Ok(()) => Ok(()),
+            Err(e @ MapError::Line { .. }) => {
+                if a.strict {
+                    bail!("{name}: {e}");
+                }
+                bad += 1;
+                if bad <= 10 && !a.out.quiet {
+                    eprintln!("ukvs: {name}: {e} (skipped)");
+                }
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
+        })?;
+    }
+    let (main, _late_in_memory, gstats) = g.finish()?;
+    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    main.seek(SeekFrom::Start(0))?;
+    let sorter = Rc::try_unwrap(sorter)
+        .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
+        .into_inner();
+    let late = sorter.finish()?.enumerate().map(|(i, l)| match l {
+        Ok(l) => Record::parse(&l, i as u64 + 1),
+        Err(e) => Err(MapError::Io(e)),
+    });
+    let sources: Vec<Source> = vec![
+        Box::new(map_lines(BufReader::with_capacity(1 << 20, main))),
+        Box::new(late),
+    ];
+    // Late and in-order records come from disjoint URLs: sums stay exact.
+    let merged = Merger::new(sources, true);
+    let params = a.rollup.params(f64::INFINITY);
+    let mut header = header_for(&a.out, &a.inputs, None);
+    if !a.by.is_empty() {
+        let dims: Vec<&str> =
+            a.by.iter()
+                .map(|d| match d {
+                    Dimension::Year => "datetime:year",
+                    Dimension::Month => "datetime:month",
+                    Dimension::Status => "status",
+                    Dimension::Mime => "mime",
+                })
+                .collect();
+        header
+            .extra
+            .insert("decompositions".into(), serde_json::json!(dims));
+    }
+    let stats = finish_map(merged, &a.rollup, params, &a.out, header)?;
+    if !a.out.quiet {
+        report_generate(&gstats, &stats, bad);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_generate(g: &GenStats, s: &Stats, bad: u64) {
+    eprintln!(
+        "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {} bad lines skipped, total {}",
+        g.lines, g.captures, s.lines_out, s.rollups, g.excluded, bad, s.total.unwrap_or_default()
+    );
+    if g.capped > 0 {
+        eprintln!(
+            "ukvs: {} SURTs had more than {} URL variants: their URI-R counts are upper bounds",
+            g.capped,
+            ukvs::mementomap::generate::GROUP_URL_CAP
+        );
+    }
+}
+
+fn compact(a: CompactArgs) -> anyhow::Result<ExitCode> {
+    let params = a.rollup.params(1.0);
+    let mut header = header_for(&a.out, std::slice::from_ref(&a.input), None);
+    if header.id.is_none() {
+        // Keep the archive's identity across compactions.
+        for h in read_headers(&a.input)? {
+            if let Some(rest) = h.strip_prefix("!id ") {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(rest) {
+                    header.id = v.get("uri").and_then(|u| u.as_str()).map(String::from);
+                }
+            }
+        }
+    }
+    let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
+    let stats = finish_map(src, &a.rollup, params, &a.out, header)?;
+    if !a.out.quiet {
+        eprintln!(
+            "ukvs mementomap compact: {} lines in, {} lines out, {} rollups",
+            stats.lines_in, stats.lines_out, stats.rollups
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Map keys as the reference's `compact` reads them (query cut, trailing
+/// `/` and `,` stripped; our root form `host)/`), back in key order: keys
+/// moved backwards by the cut are sorted aside and merged in.
+fn normalized(
+    records: impl Iterator<Item = Result<Record, MapError>>,
+    tmp: &Path,
+) -> anyhow::Result<Merger> {
+    let main_file = tempfile::tempfile_in(tmp)
+        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
+    let mut main = BufWriter::with_capacity(1 << 20, main_file);
+    let mut late = ExternalSorter::new(256 << 20, Some(tmp.to_path_buf()));
+    let mut order = Orderer::default();
+    let mut line = Vec::new();
+    for r in records {
+        let mut r = r?;
+        if let Some(k) = map_key(&r.key, false) {
+            r.key = k;
+        }
+        line.clear();
+        match order.route(r) {
+            Routed::InOrder(r) => {
+                r.write_to(&mut line);
+                main.write_all(&line)?;
+            }
+            Routed::Late(r) => {
+                r.write_to(&mut line);
+                late.push(line.strip_suffix(b"\n").unwrap_or(&line))?;
+            }
+        }
+    }
+    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    main.seek(SeekFrom::Start(0))?;
+    let late = late.finish()?.enumerate().map(|(i, l)| match l {
+        Ok(l) => Record::parse(&l, i as u64 + 1),
+        Err(e) => Err(MapError::Io(e)),
+    });
+    let sources: Vec<Source> = vec![
+        Box::new(map_lines(BufReader::with_capacity(1 << 20, main))),
+        Box::new(late),
+    ];
+    // Keys that collapse into one came from different URIs of one map.
+    Ok(Merger::new(sources, true))
+}
+
+fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
+    let sources = a
+        .inputs
+        .iter()
+        .map(|p| map_source(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = Merger::new(sources, a.disjoint);
+    let tmp = tmp_dir(&a.out);
+    let mut spool = FileSpool::new(&tmp)?;
+    let mut total: Option<Frequency> = None;
+    let mut n = 0u64;
+    let mut line = Vec::new();
+    let mut last: Option<Vec<u8>> = None;
+    for r in merged {
+        let r = r?;
+        // Wildcards overlap the keys below them: only exact keys and the
+        // topmost entries would give a true total, so sum exact keys only.
+        if !r.freq.is_zero() && !r.key.ends_with(b"*") {
+            total = Some(match total {
+                None => r.freq,
+                Some(t) if a.disjoint => t.plus(r.freq),
+                Some(t) => t.add_overlapping(r.freq),
+            });
+        }
+        line.clear();
+        r.write_to(&mut line);
+        spool.append(&line)?;
+        n += 1;
+        last = Some(r.key);
+    }
+    let _ = last;
+    let header = header_for(&a.out, &a.inputs, total);
+    write_output(
+        &a.out,
+        &header.to_bytes(),
+        BufReader::new(spool.into_reader()?),
+    )?;
+    if !a.out.quiet {
+        eprintln!(
+            "ukvs mementomap merge: {} maps, {n} lines out",
+            a.inputs.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The SURT of a query: SURTs (with `)`) are used as given, URLs are
+/// canonicalised.
+fn query_surt(q: &str) -> Vec<u8> {
+    let q = q.trim();
+    if q.contains(')') && !q.contains("://") {
+        return q.as_bytes().to_vec();
+    }
+    ukvs::surt::key(q.as_bytes(), &ukvs::surt::Options::default()).0
+}
+
+fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
+    let f = File::open(&a.map).with_context(|| format!("opening {}", a.map.display()))?;
+    let empty = f.metadata().map(|m| m.len() == 0).unwrap_or(true);
+    let data: Box<dyn AsRef<[u8]>> = if empty {
+        Box::new(Vec::<u8>::new())
+    } else {
+        Box::new(map_file(&f, &a.map)?)
+    };
+    let map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    let stdout = io::stdout();
+    let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut any = false;
+    let mut one = |q: &str, w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
+        if q.trim().is_empty() {
+            return Ok(());
+        }
+        let surt = query_surt(q);
+        match map.lookup(&surt) {
+            Some(h) => {
+                any |= h.covered();
+                w.write_all(&h.key)?;
+                write!(w, " {} {} ", h.freq, h.steps)?;
+            }
+            None => w.write_all(b"- - - ")?,
+        }
+        w.write_all(q.trim().as_bytes())?;
+        w.write_all(b"\n")
+    };
+    let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
+    for q in a.queries.iter().filter(|q| *q != "-") {
+        one(q, &mut w)?;
+    }
+    if from_stdin {
+        let stdin = io::stdin();
+        let mut r = BufReader::with_capacity(1 << 16, stdin.lock());
+        let mut line = String::new();
+        while r.read_line(&mut line)? > 0 {
+            one(&line, &mut w)?;
+            line.clear();
+        }
+    }
+    w.flush()?;
+    Ok(if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
+    let index = read_all(&a.index)?;
+    let (records, _) = ukvs::mementomap::generate::records_of(&index, &Options::default())
+        .with_context(|| format!("reading {}", a.index.display()))?;
+    drop(index);
+    let mut truth = Vec::new();
+    let mut urirs = 0u64;
+    for r in &records {
+        r.write_to(&mut truth);
+        urirs += r.freq.urir.value.unwrap_or(0);
+    }
+    let truth_map = Map::new(truth.as_slice());
+    let queries_text = read_all(&a.queries)?;
+    let queries: Vec<Vec<u8>> = String::from_utf8_lossy(&queries_text)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(query_surt)
+        .collect();
+    let stdout = io::stdout();
+    let mut w = stdout.lock();
+    writeln!(
+        w,
+        "factor lines relative_cost tp fp tn fn accuracy precision recall"
+    )?;
+    let row = |label: String, e: Evaluation, w: &mut io::StdoutLock| -> io::Result<()> {
+        writeln!(
+            w,
+            "{label} {} {:.6} {} {} {} {} {:.4} {:.4} {:.4}",
+            e.map_lines,
+            e.relative_cost(),
+            e.tp,
+            e.fp,
+            e.tn,
+            e.fn_,
+            e.accuracy(),
+            e.precision(),
+            e.recall()
+        )
+    };
+    if a.sweep {
+        for &f in &a.factors {
+            let (body, stats) = ukvs::mementomap::compact::compact_records(
+                &records,
+                Params::COMPACT.with_factor(f),
+            )?;
+            let m = Map::new(body.as_slice());
+            let e = evaluate(
+                &m,
+                stats.lines_out,
+                &truth_map,
+                urirs,
+                false,
+                queries.iter().map(Vec::as_slice),
+            );
+            row(format!("{f}"), e, &mut w)?;
+        }
+    } else {
+        let Some(mp) = &a.map else {
+            bail!("give a MAP to evaluate, or --sweep");
+        };
+        let body = read_all(mp)?;
+        let lines = body
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty() && l[0] != b'!')
+            .count() as u64;
+        let m = Map::new(body.as_slice());
+        let e = evaluate(
+            &m,
+            lines,
+            &truth_map,
+            urirs,
+            false,
+            queries.iter().map(Vec::as_slice),
+        );
+        row(mp.display().to_string(), e, &mut w)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_all(p: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut r = open_stream(p)?;
+    let mut v = Vec::new();
+    r.read_to_end(&mut v)
+        .with_context(|| format!("reading {}", p.display()))?;
+    Ok(v)
+}

@@ -1,0 +1,707 @@
+//! Sorted capture lines -> MementoMap records, in one pass.
+//!
+//! Accepted input lines (detected per line, so concatenations work):
+//! * our capture index (UKVS): `surt datetime offset digest {OSLJ}`;
+//! * CDXJ: `surt datetime {OSLJ}`;
+//! * CDX: `surt datetime original mime status ...` (CDX 9/11 and kin);
+//! * a plain SURT list: `surt` (one per capture, or per URI).
+//!
+//! Header lines (`!...`, ` CDX ...`) and empty lines are skipped.
+//!
+//! Counting. URI-M = captures. URI-R = distinct original URLs, taken from
+//! the OSLJ `url` or the CDX `original` field (a SURT list has none, so its
+//! distinct SURTs count). Equal SURTs are adjacent in a sorted index and
+//! different SURTs never share a URL, so distinct URLs only need to be
+//! remembered within one run of equal SURTs: memory O(URL variants of one
+//! SURT), not O(archive). Past [`GROUP_URL_CAP`] variants the URI-R count
+//! becomes an upper bound (`-`) rather than grow memory.
+//!
+//! Ordering. Cutting the query and trailing slashes can move a key before
+//! keys already written (`/a`, `/a-b`, `/a?x` give `/a`, `/a-b`, `/a`).
+//! The [`Generator`] writes in-order records straight out and sends the
+//! others ("late" records) to an external sort; [`super::merge::Merger`]
+//! then folds the two sorted streams into one, summing equal keys (their
+//! URLs are disjoint, so the sums stay exact). The reference writes such
+//! keys twice and out of order instead.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+
+use serde_json::{Map, Value};
+
+use super::freq::{Bound, Count, Frequency};
+use super::key::{candidates, map_key};
+use super::record::Record;
+use super::Error;
+
+/// Distinct URLs remembered per SURT before the URI-R count turns into an
+/// upper bound.
+pub const GROUP_URL_CAP: usize = 4096;
+
+/// A decomposition of the counts, written into the OSLJ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dimension {
+    /// `datetime` by year (`2014`).
+    Year,
+    /// `datetime` by month (`201403`).
+    Month,
+    /// HTTP status (`200`, `-` when none).
+    Status,
+    /// MIME type (`text/html`).
+    Mime,
+}
+
+impl Dimension {
+    /// Parses `datetime:year`, `datetime:month`, `status` or `mime`.
+    pub fn parse(s: &str) -> Option<Dimension> {
+        match s {
+            "datetime:year" | "year" | "datetime" => Some(Dimension::Year),
+            "datetime:month" | "month" => Some(Dimension::Month),
+            "status" => Some(Dimension::Status),
+            "mime" => Some(Dimension::Mime),
+            _ => None,
+        }
+    }
+
+    /// The OSLJ member name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dimension::Year | Dimension::Month => "datetime",
+            Dimension::Status => "status",
+            Dimension::Mime => "mime",
+        }
+    }
+}
+
+/// What to generate.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Keep the query in keys (the reference always drops it).
+    pub keep_query: bool,
+    /// Decompositions to write into the OSLJ.
+    pub by: Vec<Dimension>,
+    /// Excluded subtrees, as map keys (see [`exclusion_key`]).
+    pub exclude: Vec<Vec<u8>>,
+}
+
+/// Counts of one generation pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GenStats {
+    /// Lines read.
+    pub lines: u64,
+    /// Captures counted (excluded ones included).
+    pub captures: u64,
+    /// Header and empty lines skipped.
+    pub headers: u64,
+    /// Lines skipped as unusable (reported one by one).
+    pub skipped: u64,
+    /// Captures under an excluded prefix.
+    pub excluded: u64,
+    /// Records that arrived out of order and went through the sort.
+    pub late: u64,
+    /// SURTs whose URL variants passed [`GROUP_URL_CAP`].
+    pub capped: u64,
+}
+
+/// The map key of an exclusion line: `com,example,` or `com,example`
+/// (host subtree) -> `com,example,*`; `com,example)/private` ->
+/// `com,example)/private/*`; `com,example)/` -> `com,example)/*`; keys
+/// already ending in `*` stay.
+pub fn exclusion_key(line: &[u8]) -> Option<Vec<u8>> {
+    let line = line.trim_ascii();
+    if line.is_empty() || line.starts_with(b"#") {
+        return None;
+    }
+    if line == b"*" || line.ends_with(b",*") || line.ends_with(b"/*") {
+        return Some(line.to_vec());
+    }
+    if line.ends_with(b",") {
+        let mut k = line.to_vec();
+        k.push(b'*');
+        return Some(k);
+    }
+    match map_key(line, false) {
+        Some(mut k) => {
+            if !k.ends_with(b"/") {
+                k.push(b'/');
+            }
+            k.push(b'*');
+            Some(k)
+        }
+        None => {
+            let mut k = line.to_vec();
+            k.extend_from_slice(b",*");
+            Some(k)
+        }
+    }
+}
+
+/// Folds sorted capture lines into one record per map key.
+pub struct Aggregator {
+    opts: Options,
+    exclude: HashMap<Vec<u8>, u64>,
+    run_key: Vec<u8>,
+    run_active: bool,
+    run_excluded: Option<Vec<u8>>,
+    run_urim: u64,
+    run_urir: u64,
+    run_capped: bool,
+    run_buckets: Vec<BTreeMap<Vec<u8>, (u64, u64)>>,
+    group_surt: Vec<u8>,
+    group_urls: Vec<Vec<u8>>,
+    group_capped: bool,
+    group_bucket_urls: HashSet<Vec<u8>>,
+    /// Counters.
+    pub stats: GenStats,
+}
+
+/// The parts of a capture line the map needs.
+struct Capture<'a> {
+    surt: &'a [u8],
+    datetime: &'a [u8],
+    url: Option<std::borrow::Cow<'a, [u8]>>,
+    json: Option<&'a [u8]>,
+    cdx_rest: &'a [u8],
+}
+
+fn split_capture(line: &[u8]) -> Capture<'_> {
+    let f_end = memchr::memchr(b' ', line).unwrap_or(line.len());
+    let surt = &line[..f_end];
+    let rest = line.get(f_end + 1..).unwrap_or(b"");
+    let d_end = memchr::memchr(b' ', rest).unwrap_or(rest.len());
+    let datetime = &rest[..d_end];
+    let rest = rest.get(d_end + 1..).unwrap_or(b"");
+    let json_at = if rest.first() == Some(&b'{') {
+        Some(0)
+    } else {
+        memchr::memmem::find(rest, b" {").map(|i| i + 1)
+    };
+    match json_at {
+        Some(j) => {
+            let json = &rest[j..];
+            Capture {
+                surt,
+                datetime,
+                url: json_string_member(json, b"url"),
+                json: Some(json),
+                cdx_rest: b"",
+            }
+        }
+        None => {
+            let u_end = memchr::memchr(b' ', rest).unwrap_or(rest.len());
+            let url = &rest[..u_end];
+            Capture {
+                surt,
+                datetime,
+                url: (!url.is_empty()).then_some(std::borrow::Cow::Borrowed(url)),
+                json: None,
+                cdx_rest: rest.get(u_end + 1..).unwrap_or(b""),
+            }
+        }
+    }
+}
+
+/// The value of a top-level string member `"name":"..."` of a JSON object,
+/// found without parsing the whole object (the hot path of generation).
+/// Falls back to a full parse when the fast scan is unsure.
+fn json_string_member<'a>(json: &'a [u8], name: &[u8]) -> Option<std::borrow::Cow<'a, [u8]>> {
+    let mut pat = Vec::with_capacity(name.len() + 2);
+    pat.push(b'"');
+    pat.extend_from_slice(name);
+    pat.push(b'"');
+    let mut from = 0;
+    while let Some(i) = memchr::memmem::find(&json[from..], &pat) {
+        let at = from + i;
+        from = at + pat.len();
+        // Must follow `{` or `,` (a member name), not `:` or `[`.
+        let before = json[..at].iter().rev().find(|b| !b.is_ascii_whitespace());
+        if !matches!(before, Some(b'{') | Some(b',')) {
+            continue;
+        }
+        let mut p = from;
+        while json.get(p).is_some_and(u8::is_ascii_whitespace) {
+            p += 1;
+        }
+        if json.get(p) != Some(&b':') {
+            continue;
+        }
+        p += 1;
+        while json.get(p).is_some_and(u8::is_ascii_whitespace) {
+            p += 1;
+        }
+        if json.get(p) != Some(&b'"') {
+            return None;
+        }
+        let start = p + 1;
+        let len = memchr::memchr2(b'"', b'\\', &json[start..])?;
+        if json[start + len] == b'"' {
+            return Some(std::borrow::Cow::Borrowed(&json[start..start + len]));
+        }
+        // An escape: let serde decode the string.
+        let mut de = serde_json::Deserializer::from_slice(&json[p..]).into_iter::<String>();
+        return de
+            .next()
+            .and_then(Result::ok)
+            .map(|s| std::borrow::Cow::Owned(s.into_bytes()));
+    }
+    None
+}
+
+impl Aggregator {
+    /// A fresh aggregator.
+    pub fn new(opts: Options) -> Aggregator {
+        let exclude = opts.exclude.iter().map(|k| (k.clone(), 0)).collect();
+        let buckets = vec![BTreeMap::new(); opts.by.len()];
+        Aggregator {
+            opts,
+            exclude,
+            run_key: Vec::new(),
+            run_active: false,
+            run_excluded: None,
+            run_urim: 0,
+            run_urir: 0,
+            run_capped: false,
+            run_buckets: buckets,
+            group_surt: Vec::new(),
+            group_urls: Vec::new(),
+            group_capped: false,
+            group_bucket_urls: HashSet::new(),
+            stats: GenStats::default(),
+        }
+    }
+
+    /// Reads one line (no terminator). Returns the record of the previous
+    /// key when this line starts a new one. A line that cannot be used is
+    /// an error naming it; the state is unchanged, so the caller can report
+    /// it and go on.
+    pub fn push_line(&mut self, line: &[u8], line_no: u64) -> Result<Option<Record>, Error> {
+        self.stats.lines += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() || line[0] == b'!' || line[0] == b' ' {
+            self.stats.headers += 1;
+            return Ok(None);
+        }
+        let cap = split_capture(line);
+        let Some(key) = map_key(cap.surt, self.opts.keep_query) else {
+            self.stats.skipped += 1;
+            return Err(Error::Line {
+                line: line_no,
+                offset: 0,
+                reason: format!(
+                    "first field {:?} is not a SURT (no `)`)",
+                    String::from_utf8_lossy(&cap.surt[..cap.surt.len().min(80)])
+                ),
+            });
+        };
+        self.stats.captures += 1;
+        let mut done = None;
+        if !self.run_active || key != self.run_key {
+            done = self.finish_run();
+            self.start_run(key);
+        }
+        if cap.surt != self.group_surt.as_slice() {
+            self.group_surt.clear();
+            self.group_surt.extend_from_slice(cap.surt);
+            self.group_urls.clear();
+            self.group_capped = false;
+            self.group_bucket_urls.clear();
+        }
+        let url: &[u8] = cap.url.as_deref().unwrap_or(cap.surt);
+        let new_url = if self.group_capped {
+            true
+        } else if self.group_urls.iter().any(|u| u.as_slice() == url) {
+            false
+        } else if self.group_urls.len() >= GROUP_URL_CAP {
+            self.group_capped = true;
+            self.run_capped = true;
+            self.stats.capped += 1;
+            true
+        } else {
+            self.group_urls.push(url.to_vec());
+            true
+        };
+        self.run_urim += 1;
+        self.run_urir += u64::from(new_url);
+        if self.run_excluded.is_some() {
+            self.stats.excluded += 1;
+        }
+        if !self.opts.by.is_empty() {
+            let parsed: Option<Map<String, Value>> = cap
+                .json
+                .and_then(|j| serde_json::from_slice::<Map<String, Value>>(j).ok());
+            let cdx: Vec<&[u8]> = cap.cdx_rest.split(|&b| b == b' ').collect();
+            for (d, dim) in self.opts.by.clone().into_iter().enumerate() {
+                let bucket = bucket_of(dim, &cap, parsed.as_ref(), &cdx);
+                let mut id = Vec::with_capacity(bucket.len() + url.len() + 2);
+                id.push(d as u8);
+                id.extend_from_slice(&bucket);
+                id.push(0);
+                id.extend_from_slice(url);
+                let fresh = self.group_bucket_urls.insert(id);
+                let e = self.run_buckets[d].entry(bucket).or_insert((0, 0));
+                e.0 += 1;
+                e.1 += u64::from(fresh);
+            }
+        }
+        Ok(done)
+    }
+
+    /// The record of the last key, once the input has ended.
+    pub fn finish(&mut self) -> Option<Record> {
+        let r = self.finish_run();
+        self.run_active = false;
+        r
+    }
+
+    /// The exclusion entries (`0` or `0/N`, N = distinct URI-Rs withheld),
+    /// in key order.
+    pub fn exclusions(&self) -> Vec<Record> {
+        let mut v: Vec<Record> = self
+            .exclude
+            .iter()
+            .map(|(k, &n)| {
+                let freq = Frequency {
+                    urim: Count::exact(0),
+                    urir: if n == 0 {
+                        Count::UNKNOWN
+                    } else {
+                        Count::exact(n)
+                    },
+                };
+                Record::new(k.clone(), freq)
+            })
+            .collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    }
+
+    fn start_run(&mut self, key: Vec<u8>) {
+        self.run_excluded = if self.exclude.is_empty() {
+            None
+        } else {
+            candidates(&key, self.opts.keep_query)
+                .into_iter()
+                .flatten()
+                .find(|c| self.exclude.contains_key(c))
+        };
+        self.run_key = key;
+        self.run_active = true;
+        self.run_urim = 0;
+        self.run_urir = 0;
+        self.run_capped = false;
+        for b in &mut self.run_buckets {
+            b.clear();
+        }
+        // A new key always means a new SURT group too.
+        self.group_surt.clear();
+    }
+
+    fn finish_run(&mut self) -> Option<Record> {
+        if !self.run_active {
+            return None;
+        }
+        if let Some(ex) = self.run_excluded.take() {
+            if let Some(n) = self.exclude.get_mut(&ex) {
+                *n += self.run_urir;
+            }
+            return None;
+        }
+        let urir_bound = if self.run_capped {
+            Bound::Upper
+        } else {
+            Bound::Exact
+        };
+        let freq = Frequency {
+            urim: Count::exact(self.run_urim),
+            urir: Count::new(self.run_urir, urir_bound),
+        };
+        let mut extra = None;
+        if !self.opts.by.is_empty() {
+            let mut m = Map::new();
+            for (d, dim) in self.opts.by.iter().enumerate() {
+                let obj: Map<String, Value> = self.run_buckets[d]
+                    .iter()
+                    .map(|(b, &(m, r))| {
+                        (
+                            String::from_utf8_lossy(b).into_owned(),
+                            Value::String(Frequency::exact(m, r).to_string()),
+                        )
+                    })
+                    .collect();
+                m.insert(dim.name().to_string(), Value::Object(obj));
+            }
+            extra = Some(m);
+        }
+        Some(Record {
+            key: std::mem::take(&mut self.run_key),
+            freq,
+            extra,
+        })
+    }
+}
+
+fn bucket_of(
+    dim: Dimension,
+    cap: &Capture<'_>,
+    json: Option<&Map<String, Value>>,
+    cdx: &[&[u8]],
+) -> Vec<u8> {
+    let dash = || b"-".to_vec();
+    match dim {
+        Dimension::Year | Dimension::Month => {
+            let n = if dim == Dimension::Year { 4 } else { 6 };
+            match cap.datetime.get(..n) {
+                Some(p) if p.iter().all(u8::is_ascii_digit) => p.to_vec(),
+                _ => dash(),
+            }
+        }
+        Dimension::Status | Dimension::Mime => {
+            let name = dim.name();
+            if let Some(j) = json {
+                match j.get(name) {
+                    Some(Value::String(s)) if !s.is_empty() => s.as_bytes().to_vec(),
+                    Some(Value::Number(n)) => n.to_string().into_bytes(),
+                    _ => dash(),
+                }
+            } else {
+                // CDX: original mime status ...; cdx holds mime, status, ...
+                let i = if dim == Dimension::Mime { 0 } else { 1 };
+                match cdx.get(i) {
+                    Some(v) if !v.is_empty() => v.to_vec(),
+                    _ => dash(),
+                }
+            }
+        }
+    }
+}
+
+/// Where a finished record goes.
+pub enum Routed {
+    /// After every record written so far: write it out.
+    InOrder(Record),
+    /// At or before the last written key: sort it in later.
+    Late(Record),
+}
+
+/// Splits records into the in-order stream and the late ones.
+#[derive(Default)]
+pub struct Orderer {
+    last: Option<Vec<u8>>,
+}
+
+impl Orderer {
+    /// Routes one record.
+    pub fn route(&mut self, rec: Record) -> Routed {
+        match &self.last {
+            Some(last) if rec.key <= *last => Routed::Late(rec),
+            _ => {
+                self.last = Some(rec.key.clone());
+                Routed::InOrder(rec)
+            }
+        }
+    }
+}
+
+/// Where late records go when they should not stay in memory.
+pub type LateSink = Box<dyn FnMut(&Record) -> std::io::Result<()>>;
+
+/// Aggregator + orderer: in-order records are written as map lines to
+/// `main`, late ones are returned by [`Generator::finish`] for sorting.
+pub struct Generator<W: Write> {
+    agg: Aggregator,
+    order: Orderer,
+    main: W,
+    late: Vec<Record>,
+    late_sink: Option<LateSink>,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Generator<W> {
+    /// A generator writing in-order records to `main`. Late records are
+    /// kept in memory unless [`Generator::with_late_sink`] is given.
+    pub fn new(opts: Options, main: W) -> Generator<W> {
+        Generator {
+            agg: Aggregator::new(opts),
+            order: Orderer::default(),
+            main,
+            late: Vec::new(),
+            late_sink: None,
+            buf: Vec::with_capacity(256),
+        }
+    }
+
+    /// Sends late records to `sink` (an external sorter) instead of memory.
+    pub fn with_late_sink(mut self, sink: LateSink) -> Self {
+        self.late_sink = Some(sink);
+        self
+    }
+
+    /// Reads one capture line; see [`Aggregator::push_line`].
+    pub fn push_line(&mut self, line: &[u8], line_no: u64) -> Result<(), Error> {
+        if let Some(rec) = self.agg.push_line(line, line_no)? {
+            self.route(rec)?;
+        }
+        Ok(())
+    }
+
+    fn route(&mut self, rec: Record) -> Result<(), Error> {
+        match self.order.route(rec) {
+            Routed::InOrder(r) => {
+                self.buf.clear();
+                r.write_to(&mut self.buf);
+                self.main.write_all(&self.buf)?;
+            }
+            Routed::Late(r) => {
+                self.agg.stats.late += 1;
+                match &mut self.late_sink {
+                    Some(sink) => sink(&r)?,
+                    None => self.late.push(r),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the input: returns the main sink, the late records kept in
+    /// memory (sorted by key; exclusion entries included) and the counters.
+    pub fn finish(mut self) -> Result<(W, Vec<Record>, GenStats), Error> {
+        if let Some(rec) = self.agg.finish() {
+            self.route(rec)?;
+        }
+        for r in self.agg.exclusions() {
+            self.agg.stats.late += 1;
+            match &mut self.late_sink {
+                Some(sink) => sink(&r)?,
+                None => self.late.push(r),
+            }
+        }
+        self.main.flush()?;
+        let mut late = self.late;
+        late.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok((self.main, late, self.agg.stats))
+    }
+}
+
+/// Generates the records of `input` (whole capture index in memory),
+/// sorted and with equal keys combined. Bad lines are skipped and counted
+/// in the stats. For tests, evaluation and small inputs.
+pub fn records_of(input: &[u8], opts: &Options) -> Result<(Vec<Record>, GenStats), Error> {
+    let mut g = Generator::new(opts.clone(), Vec::new());
+    for (i, line) in input.split(|&b| b == b'\n').enumerate() {
+        match g.push_line(line, i as u64 + 1) {
+            Ok(()) | Err(Error::Line { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let (main, late, stats) = g.finish()?;
+    let mut main_recs = Vec::new();
+    for (i, line) in main.split(|&b| b == b'\n').enumerate() {
+        if !line.is_empty() {
+            main_recs.push(Record::parse(line, i as u64 + 1)?);
+        }
+    }
+    let merged = super::merge::Merger::new(
+        vec![
+            Box::new(main_recs.into_iter().map(Ok)) as super::merge::Source,
+            Box::new(late.into_iter().map(Ok)),
+        ],
+        true,
+    )
+    .collect::<Result<Vec<_>, _>>()?;
+    Ok((merged, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(recs: &[Record]) -> String {
+        recs.iter()
+            .map(|r| String::from_utf8(r.to_line()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn cdxj_counts_urim_and_distinct_urls() {
+        let input = br#"!context ["x"]
+com,example)/ 20140101000000 {"url":"http://example.com/","status":"200"}
+com,example)/ 20150101000000 {"url":"https://example.com/","status":"200"}
+com,example)/ 20150201000000 {"url":"http://example.com/","status":"404"}
+com,example)/?a=1 20150201000000 {"url":"http://example.com/?a=1"}
+com,example)/a 20150201000000 {"url":"http://example.com/a"}
+com,example)/a-b 20150201000000 {"url":"http://example.com/a-b"}
+com,example)/a/ 20150201000000 {"url":"http://example.com/a/"}
+com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
+"#;
+        let (recs, stats) = records_of(input, &Options::default()).unwrap();
+        assert_eq!(
+            lines(&recs),
+            "com,example)/ 4/3\ncom,example)/a 3/3\ncom,example)/a-b 1/1\n"
+        );
+        assert_eq!(stats.late, 1);
+        assert_eq!(stats.headers, 2);
+    }
+
+    #[test]
+    fn cdx_and_surt_list() {
+        let cdx = b" CDX N b a m s k r M S V g\ncom,x)/ 2014 http://x.com/ text/html 200 - - - 1 0 f\ncom,x)/ 2015 http://www.x.com/ text/html 301 - - - 1 0 f\n";
+        let opts = Options {
+            by: vec![Dimension::Status, Dimension::Year],
+            ..Options::default()
+        };
+        let (recs, _) = records_of(cdx, &opts).unwrap();
+        assert_eq!(
+            lines(&recs),
+            "com,x)/ 2/2 {\"status\":{\"200\":\"1/1\",\"301\":\"1/1\"},\"datetime\":{\"2014\":\"1/1\",\"2015\":\"1/1\"}}\n"
+        );
+        let (recs, _) =
+            records_of(b"com,x)/a\ncom,x)/a\ncom,x)/a?b\n", &Options::default()).unwrap();
+        assert_eq!(lines(&recs), "com,x)/a 3/2\n");
+    }
+
+    #[test]
+    fn exclusions_write_zero_entries() {
+        let opts = Options {
+            exclude: vec![exclusion_key(b"com,x)/private").unwrap()],
+            ..Options::default()
+        };
+        let input = b"com,x)/a\ncom,x)/private\ncom,x)/private/b\ncom,x)/private/b\ncom,x)/z\n";
+        let (recs, stats) = records_of(input, &opts).unwrap();
+        assert_eq!(
+            lines(&recs),
+            "com,x)/a 1/1\ncom,x)/private/* 0/2\ncom,x)/z 1/1\n"
+        );
+        assert_eq!(stats.excluded, 3);
+    }
+
+    #[test]
+    fn exclusion_key_forms() {
+        for (i, o) in [
+            ("com,x,", "com,x,*"),
+            ("com,x", "com,x,*"),
+            ("com,x)/", "com,x)/*"),
+            ("com,x)/p/", "com,x)/p/*"),
+            ("com,x)/p/*", "com,x)/p/*"),
+            ("*", "*"),
+        ] {
+            assert_eq!(exclusion_key(i.as_bytes()).unwrap(), o.as_bytes(), "{i}");
+        }
+        assert_eq!(exclusion_key(b"# comment"), None);
+    }
+
+    #[test]
+    fn json_member_scan() {
+        let j = br#"{"note":"url","u":["url"],"url" : "http://a/\"b"}"#;
+        assert_eq!(
+            json_string_member(j, b"url").unwrap().as_ref(),
+            br#"http://a/"b"#
+        );
+        assert_eq!(
+            json_string_member(br#"{"url":"x"}"#, b"url")
+                .unwrap()
+                .as_ref(),
+            b"x"
+        );
+        assert!(json_string_member(br#"{"urlx":"x"}"#, b"url").is_none());
+    }
+}

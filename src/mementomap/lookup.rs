@@ -1,0 +1,199 @@
+//! Looking a URL up in a MementoMap: binary search for each candidate key,
+//! most specific first; the first entry found decides.
+//!
+//! The map is any `AsRef<[u8]>` (a memory map in production, a `Vec` in
+//! tests); nothing is loaded or parsed up front except the header lines.
+//! A `0` / `0/N` entry found before any wider entry means "not held", which
+//! is how archives publish exclusions under a positive wildcard.
+//!
+//! Unlike the reference, a key sorting after the last line is simply not
+//! found, and the search never needs the map to be a file.
+
+use super::freq::Frequency;
+use super::key::candidates;
+use super::record::Record;
+
+/// A map ready for lookups.
+pub struct Map<D: AsRef<[u8]>> {
+    data: D,
+    /// Offset of the first data line (after `!` headers).
+    start: usize,
+    keep_query: bool,
+}
+
+/// The entry that answered a lookup.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// The matched key.
+    pub key: Vec<u8>,
+    /// Its frequency.
+    pub freq: Frequency,
+    /// Generalisation steps: 0 = exact key, 1 = `key/*`, ...
+    pub steps: usize,
+    /// Byte offset of the matched line.
+    pub offset: usize,
+}
+
+impl Hit {
+    /// Whether the archive may hold the URL (a zero entry says no).
+    pub fn covered(&self) -> bool {
+        !self.freq.is_zero()
+    }
+}
+
+impl<D: AsRef<[u8]>> Map<D> {
+    /// Wraps map bytes; header lines at the top are skipped.
+    pub fn new(data: D) -> Map<D> {
+        let bytes = data.as_ref();
+        let mut start = 0;
+        while bytes.get(start) == Some(&b'!') {
+            start = match memchr::memchr(b'\n', &bytes[start..]) {
+                Some(i) => start + i + 1,
+                None => bytes.len(),
+            };
+        }
+        Map {
+            data,
+            start,
+            keep_query: false,
+        }
+    }
+
+    /// Looks keys up with their query kept (maps generated with
+    /// `--keep-query`).
+    pub fn keep_query(mut self, yes: bool) -> Self {
+        self.keep_query = yes;
+        self
+    }
+
+    /// The most specific entry for a SURT, if any.
+    pub fn lookup(&self, surt: &[u8]) -> Option<Hit> {
+        for (steps, alts) in candidates(surt, self.keep_query).iter().enumerate() {
+            for alt in alts {
+                if let Some(offset) = self.find(alt) {
+                    let line = line_at(self.data.as_ref(), offset);
+                    let freq = Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
+                    return Some(Hit {
+                        key: alt.clone(),
+                        freq,
+                        steps,
+                        offset,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Offset of the line whose key is exactly `key`.
+    pub fn find(&self, key: &[u8]) -> Option<usize> {
+        let data = self.data.as_ref();
+        let mut lo = self.start;
+        let mut hi = data.len();
+        // Invariant: lines starting before `lo` have smaller keys, the line
+        // at `hi` (if any) has a key >= `key`; both are line starts.
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let s = memchr::memrchr(b'\n', &data[lo..mid]).map_or(lo, |i| lo + i + 1);
+            let line = line_at(data, s);
+            if key_of(line) < key {
+                lo = s + line.len() + 1;
+            } else {
+                hi = s;
+            }
+        }
+        let lo = lo.min(data.len());
+        (lo < data.len() && key_of(line_at(data, lo)) == key).then_some(lo)
+    }
+}
+
+/// The line starting at `s`, without its newline.
+fn line_at(data: &[u8], s: usize) -> &[u8] {
+    let rest = &data[s..];
+    &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())]
+}
+
+fn key_of(line: &[u8]) -> &[u8] {
+    &line[..memchr::memchr(b' ', line).unwrap_or(line.len())]
+}
+
+/// The answer of a linear scan (the oracle of the binary search in tests).
+pub fn lookup_linear(map: &[u8], surt: &[u8], keep_query: bool) -> Option<(Vec<u8>, usize)> {
+    for (steps, alts) in candidates(surt, keep_query).iter().enumerate() {
+        for alt in alts {
+            for line in map.split(|&b| b == b'\n') {
+                if !line.starts_with(b"!") && key_of(line) == alt.as_slice() {
+                    return Some((alt.clone(), steps));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MAP: &str = "!context [\"x\"]\n!fields {}\ncom,cnn)/* 400\ncom,cnn)/world 0\ncom,example)/ 3\ncom,example)/a/* 5/2\ncom,news,* 7\norg,z)/last 1\n";
+
+    #[test]
+    fn most_specific_wins_and_zero_overrides() {
+        let m = Map::new(MAP.as_bytes());
+        let h = m.lookup(b"com,cnn)/world").unwrap();
+        assert_eq!(
+            (h.key.as_slice(), h.steps, h.covered()),
+            (&b"com,cnn)/world"[..], 0, false)
+        );
+        let h = m.lookup(b"com,cnn)/sport/x").unwrap();
+        assert_eq!(
+            (h.key.as_slice(), h.steps, h.covered()),
+            (&b"com,cnn)/*"[..], 3, true)
+        );
+        let h = m.lookup(b"com,example)/a/b/c?q").unwrap();
+        assert_eq!((h.key.as_slice(), h.steps), (&b"com,example)/a/*"[..], 3));
+        let h = m.lookup(b"com,news,www)/x").unwrap();
+        assert_eq!(h.key, b"com,news,*");
+        assert!(m.lookup(b"com,other)/").is_none());
+        // Past the last line: not found, no error.
+        assert!(m.lookup(b"zz,x)/").is_none());
+        assert!(m.lookup(b"org,z)/last").is_some());
+    }
+
+    #[test]
+    fn reference_root_form_matches() {
+        let m = Map::new(&b"com,cnn) 200\ncom,cnn)/images 100\n"[..]);
+        let h = m.lookup(b"com,cnn)/").unwrap();
+        assert_eq!((h.key.as_slice(), h.steps), (&b"com,cnn)"[..], 0));
+    }
+
+    #[test]
+    fn empty_and_header_only_maps() {
+        assert!(Map::new(&b""[..]).lookup(b"com,x)/").is_none());
+        assert!(Map::new(&b"!meta {}\n"[..]).lookup(b"com,x)/").is_none());
+        assert!(Map::new(&b"!meta {}"[..]).lookup(b"com,x)/").is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn binary_search_equals_linear_scan(
+            keys in proptest::collection::btree_set("(com|org),[a-c]{1,2}(,[a-c])?\\)/([a-c]{1,2}(/[a-c])?)?(/\\*)?", 0..30),
+            queries in proptest::collection::vec("(com|org),[a-c]{1,2}(,[a-c])?\\)/([a-c]{1,2}(/[a-c]){0,2})?", 1..20),
+            noeol in any::<bool>(),
+        ) {
+            let mut map = String::new();
+            for k in &keys {
+                map.push_str(k);
+                map.push_str(" 1\n");
+            }
+            if noeol { map.pop(); }
+            let m = Map::new(map.as_bytes());
+            for q in &queries {
+                let fast = m.lookup(q.as_bytes()).map(|h| (h.key, h.steps));
+                let slow = lookup_linear(map.as_bytes(), q.as_bytes(), false);
+                prop_assert_eq!(fast, slow, "query {}", q);
+            }
+        }
+    }
+}

@@ -1,0 +1,705 @@
+//! `ukvs mementomap`: parity with the reference `mementomap` tool on
+//! generated archives, the spec's examples, and properties (merge of
+//! split inputs, recall at every compaction level, lookup vs a scan).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util;
+
+/// A small deterministic PRNG (xorshift), so inputs are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Sorted CDXJ of a synthetic archive: hosts with sub-domains, paths with
+/// skewed fan-out (some nodes with many children, so rollups happen),
+/// several captures and URL variants per page. With `queries`, some pages
+/// get query strings and trailing slashes (which reorder keys).
+fn synth_cdxj(seed: u64, hosts: usize, queries: bool) -> String {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let tlds = ["com", "org", "edu", "uk,co", "pt"];
+    let words = [
+        "a",
+        "b",
+        "news",
+        "img",
+        "about",
+        "blog",
+        "x1",
+        "2014",
+        "index.html",
+        "p",
+        "q-r",
+        "z",
+    ];
+    let mut lines = BTreeSet::new();
+    for h in 0..hosts {
+        let tld = tlds[rng.below(tlds.len() as u64) as usize];
+        let mut host = format!("{tld},site{}", rng.below(hosts as u64 * 2));
+        if rng.below(3) == 0 {
+            host.push_str(&format!(",sub{}", rng.below(12)));
+        }
+        let pages = 1 + rng.below(if h % 7 == 0 { 120 } else { 15 });
+        for _ in 0..pages {
+            let depth = rng.below(5);
+            let mut path = String::new();
+            for d in 0..depth {
+                let fan = if d == 0 {
+                    words.len() as u64
+                } else {
+                    4 + rng.below(8)
+                };
+                let w = rng.below(fan);
+                match words.get(w as usize) {
+                    Some(word) if d == 0 || w < 4 => path.push_str(&format!("/{word}")),
+                    _ => path.push_str(&format!("/s{w}")),
+                }
+            }
+            if queries {
+                match rng.below(8) {
+                    0 => path.push_str(&format!("?id={}", rng.below(5))),
+                    1 => path.push('/'),
+                    _ => {}
+                }
+            }
+            let surt_path = if path.is_empty() {
+                "/".to_string()
+            } else {
+                path.clone()
+            };
+            let surt = format!("{host}){surt_path}");
+            let dotted: Vec<&str> = host.split(',').rev().collect();
+            for c in 0..(1 + rng.below(3)) {
+                let scheme = if rng.below(4) == 0 { "https" } else { "http" };
+                let url = format!("{scheme}://{}{surt_path}", dotted.join("."));
+                let year = 2005 + rng.below(15);
+                let status = if rng.below(10) == 0 { 404 } else { 200 };
+                lines.insert(format!(
+                    "{surt} {year}0{}01000000 {{\"url\":\"{url}\",\"mime\":\"text/html\",\"status\":\"{status}\"}}",
+                    1 + c
+                ));
+            }
+        }
+    }
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn ukvs(args: &[&str]) -> String {
+    let out = util::run(args, b"");
+    assert!(
+        out.status.success(),
+        "ukvs {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Data lines of one of our maps as the reference writes them: root key
+/// without its slash, URI-M count only.
+fn as_reference(map: &str) -> Vec<(String, u64)> {
+    map.lines()
+        .filter(|l| !l.starts_with('!'))
+        .map(|l| {
+            let mut f = l.split(' ');
+            let key = f.next().unwrap();
+            let key = key
+                .strip_suffix(")/")
+                .map_or(key.to_string(), |k| format!("{k})"));
+            let urim = f.next().unwrap().split('/').next().unwrap();
+            (key, urim.parse().unwrap())
+        })
+        .collect()
+}
+
+fn reference_lines(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .map(|l| {
+            let (k, c) = l.split_once(' ').unwrap();
+            (k.to_string(), c.parse().unwrap())
+        })
+        .collect()
+}
+
+fn reference(args: &[&str]) -> String {
+    let out = Command::new("python3")
+        .args(["-m", "mementomap"])
+        .args(args)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "reference {args:?} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn generate_matches_reference_keys_and_counts() {
+    if !util::has_python_module("mementomap", "generate_matches_reference_keys_and_counts") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 1..4 {
+        let input = write(dir.path(), "in.cdxj", &synth_cdxj(seed, 60, true));
+        let refout = dir.path().join("ref.txt");
+        reference(&[
+            "generate",
+            input.to_str().unwrap(),
+            refout.to_str().unwrap(),
+        ]);
+        // The reference writes a key twice (and out of order) when cutting
+        // the query moves it back; the counts of such keys add up.
+        let mut want: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, c) in reference_lines(&std::fs::read_to_string(&refout).unwrap()) {
+            *want.entry(k).or_default() += c;
+        }
+        let ours = ukvs(&["mementomap", "generate", input.to_str().unwrap(), "-q"]);
+        let got = as_reference(&ours);
+        let got_keys: Vec<&String> = got.iter().map(|(k, _)| k).collect();
+        let mut sorted = got_keys.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(got_keys, sorted, "our keys are unique and sorted");
+        assert_eq!(
+            got.into_iter().collect::<BTreeMap<_, _>>(),
+            want,
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn rollups_match_reference_at_every_factor() {
+    if !util::has_python_module("mementomap", "rollups_match_reference_at_every_factor") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", &synth_cdxj(7, 150, false));
+    let inp = input.to_str().unwrap();
+    let refout = dir.path().join("ref.txt");
+    let refout_s = refout.to_str().unwrap();
+    let mut rolled = 0;
+    for f in ["0", "0.05", "0.2", "0.5", "1", "3"] {
+        reference(&["generate", inp, refout_s, "--hcf", f, "--pcf", f]);
+        let want = reference_lines(&std::fs::read_to_string(&refout).unwrap());
+        let ours = ukvs(&["mementomap", "generate", inp, "-q", "--hcf", f, "--pcf", f]);
+        assert_eq!(as_reference(&ours), want, "generate --hcf {f} --pcf {f}");
+        rolled += want.iter().filter(|(k, _)| k.ends_with('*')).count();
+        // compact of an uncompacted map: our map vs the reference's.
+        let raw = write(
+            dir.path(),
+            "raw.ukvs",
+            &ukvs(&["mementomap", "generate", inp, "-q"]),
+        );
+        reference(&["generate", inp, dir.path().join("rawref").to_str().unwrap()]);
+        reference(&[
+            "compact",
+            dir.path().join("rawref").to_str().unwrap(),
+            refout_s,
+            "--hcf",
+            f,
+            "--pcf",
+            f,
+        ]);
+        let want = reference_lines(&std::fs::read_to_string(&refout).unwrap());
+        let ours = ukvs(&[
+            "mementomap",
+            "compact",
+            raw.to_str().unwrap(),
+            "-q",
+            "--hcf",
+            f,
+            "--pcf",
+            f,
+        ]);
+        assert_eq!(as_reference(&ours), want, "compact --hcf {f}");
+    }
+    assert!(rolled > 20, "the inputs exercise rollups ({rolled})");
+}
+
+#[test]
+fn host_and_path_parameters_match_reference() {
+    if !util::has_python_module("mementomap", "host_and_path_parameters_match_reference") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", &synth_cdxj(11, 120, false));
+    let inp = input.to_str().unwrap();
+    let refout = dir.path().join("ref.txt");
+    for args in [
+        &["--hcf", "0.3", "--pcf", "inf"][..],
+        &["--hcf", "inf", "--pcf", "0.3"],
+        &["--hcf", "1", "--pcf", "1", "--hdepth", "2", "--pdepth", "2"],
+        &[
+            "--hcf", "1", "--pcf", "1", "--ha", "3", "--hk", "0.2", "--pa", "4", "--pk", "0.5",
+        ],
+    ] {
+        let mut r = vec!["generate", inp, refout.to_str().unwrap()];
+        r.extend_from_slice(args);
+        reference(&r);
+        let want = reference_lines(&std::fs::read_to_string(&refout).unwrap());
+        let mut o = vec!["mementomap", "generate", inp, "-q"];
+        o.extend_from_slice(args);
+        assert_eq!(as_reference(&ukvs(&o)), want, "{args:?}");
+    }
+}
+
+#[test]
+fn lookup_matches_reference_batchlookup() {
+    if !util::has_python_module("mementomap", "lookup_matches_reference_batchlookup") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", &synth_cdxj(5, 80, false));
+    let inp = input.to_str().unwrap();
+    let refmap = dir.path().join("ref.map");
+    reference(&[
+        "generate",
+        inp,
+        refmap.to_str().unwrap(),
+        "--hcf",
+        "0.5",
+        "--pcf",
+        "0.5",
+    ]);
+    // The reference raises when its search probes inside the last line
+    // (any key sorting after the second-last line); give it two guard
+    // lines that no query reaches.
+    let mut text = std::fs::read_to_string(&refmap).unwrap();
+    text.push_str("~~~~ 0\n~~~~~ 0\n");
+    std::fs::write(&refmap, text).unwrap();
+    let ours = write(
+        dir.path(),
+        "our.map",
+        &ukvs(&[
+            "mementomap",
+            "generate",
+            inp,
+            "-q",
+            "--hcf",
+            "0.5",
+            "--pcf",
+            "0.5",
+        ]),
+    );
+    // Queries: every page of the archive plus pages it lacks.
+    let mut queries = String::new();
+    for l in synth_cdxj(5, 80, false).lines().step_by(3) {
+        let surt = l.split(' ').next().unwrap();
+        queries.push_str(surt);
+        queries.push('\n');
+        let sep = if surt.ends_with('/') { "" } else { "/" };
+        queries.push_str(&format!("{surt}{sep}missing\n"));
+    }
+    queries.push_str("com,nothere)/\norg,site1,zz)/a/b\n");
+    let qfile = write(dir.path(), "q.txt", &queries);
+    let want = reference(&[
+        "batchlookup",
+        refmap.to_str().unwrap(),
+        qfile.to_str().unwrap(),
+    ]);
+    let out = util::run(
+        &["mementomap", "lookup", ours.to_str().unwrap(), "-"],
+        queries.as_bytes(),
+    );
+    let got = String::from_utf8(out.stdout).unwrap();
+    let mut want_map = BTreeMap::new();
+    for l in want.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        want_map.insert(
+            f[3].to_string(),
+            (f[0].to_string(), f[1].to_string(), f[2].to_string()),
+        );
+    }
+    let mut compared = 0;
+    for l in got.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        let q = f[3].to_string();
+        match want_map.get(&q) {
+            Some((k, c, d)) => {
+                let key = f[0]
+                    .strip_suffix(")/")
+                    .map_or(f[0].to_string(), |k| format!("{k})"));
+                assert_eq!(&key, k, "{q}");
+                assert_eq!(f[1].split('/').next().unwrap(), c, "{q}");
+                assert_eq!(f[2], d, "{q}");
+                compared += 1;
+            }
+            // Not found by the reference: ours finds nothing or only `*`.
+            None => assert!(f[0] == "-" || f[0] == "*", "{l}"),
+        }
+    }
+    assert!(compared > 100, "{compared}");
+}
+
+/// Data lines of a map (headers dropped).
+fn data(map: &str) -> Vec<String> {
+    map.lines()
+        .filter(|l| !l.starts_with('!'))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn merge_of_split_inputs_equals_generate_of_the_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = synth_cdxj(3, 100, true);
+    let lines: Vec<&str> = text.lines().collect();
+    let whole = write(dir.path(), "whole.cdxj", &text);
+    let want = data(&ukvs(&[
+        "mementomap",
+        "generate",
+        whole.to_str().unwrap(),
+        "-q",
+    ]));
+    for cut in [1, lines.len() / 3, lines.len() / 2, lines.len() - 1] {
+        // Cut at a SURT boundary: no URL in both halves, so --disjoint holds.
+        let mut cut = cut;
+        let surt = |i: usize| lines[i].split(' ').next().unwrap();
+        while cut < lines.len() && surt(cut) == surt(cut - 1) {
+            cut += 1;
+        }
+        let a = write(dir.path(), "a.cdxj", &(lines[..cut].join("\n") + "\n"));
+        let b = write(dir.path(), "b.cdxj", &(lines[cut..].join("\n") + "\n"));
+        let ma = dir.path().join("a.map");
+        let mb = dir.path().join("b.map");
+        ukvs(&[
+            "mementomap",
+            "generate",
+            a.to_str().unwrap(),
+            "-q",
+            "-o",
+            ma.to_str().unwrap(),
+        ]);
+        ukvs(&[
+            "mementomap",
+            "generate",
+            b.to_str().unwrap(),
+            "-q",
+            "-o",
+            mb.to_str().unwrap(),
+        ]);
+        let merged = data(&ukvs(&[
+            "mementomap",
+            "merge",
+            "--disjoint",
+            "-q",
+            ma.to_str().unwrap(),
+            mb.to_str().unwrap(),
+        ]));
+        assert_eq!(merged, want, "cut at line {cut}");
+        // Without --disjoint the URI-M counts agree and a summed URI-R
+        // count is an upper bound.
+        let loose = data(&ukvs(&[
+            "mementomap",
+            "merge",
+            "-q",
+            ma.to_str().unwrap(),
+            mb.to_str().unwrap(),
+        ]));
+        assert_eq!(loose.len(), want.len());
+        for (l, w) in loose.iter().zip(&want) {
+            let (lk, lf) = l.split_once(' ').unwrap();
+            let (wk, wf) = w.split_once(' ').unwrap();
+            assert_eq!(lk, wk);
+            let (lm, lr) = lf.split_once('/').unwrap();
+            let (wm, wr) = wf.split_once('/').unwrap();
+            assert_eq!(lm, wm);
+            assert!(lr == wr || lr == format!("{wr}-"), "{l} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn recall_is_full_at_every_compaction_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = synth_cdxj(9, 150, true);
+    let index = write(dir.path(), "idx.cdxj", &text);
+    let mut queries = String::new();
+    for l in text.lines() {
+        queries.push_str(l.split(' ').next().unwrap());
+        queries.push('\n');
+    }
+    for l in synth_cdxj(99, 50, true).lines() {
+        queries.push_str(l.split(' ').next().unwrap());
+        queries.push('\n');
+    }
+    let q = write(dir.path(), "q.txt", &queries);
+    let out = ukvs(&[
+        "mementomap",
+        "evaluate",
+        "--index",
+        index.to_str().unwrap(),
+        "--queries",
+        q.to_str().unwrap(),
+        "--sweep",
+    ]);
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(' ').collect())
+        .collect();
+    assert!(rows.len() >= 8);
+    for r in &rows {
+        assert_eq!(r[6], "0", "no false negatives: {r:?}");
+        assert_eq!(r[9], "1.0000", "recall: {r:?}");
+    }
+    // No rollup: exact decisions; full rollup: smallest map.
+    assert_eq!(rows[0][0], "inf");
+    assert_eq!(rows[0][4], "0", "an uncompacted map has no false positives");
+    let lines: Vec<u64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+    assert!(lines.last() < lines.first(), "{lines:?}");
+    // Every level also through generate + lookup.
+    for f in ["inf", "1", "0.25", "0"] {
+        let map = dir.path().join("m.map");
+        ukvs(&[
+            "mementomap",
+            "generate",
+            index.to_str().unwrap(),
+            "-q",
+            "--hcf",
+            f,
+            "--pcf",
+            f,
+            "-o",
+            map.to_str().unwrap(),
+        ]);
+        let held: String = text
+            .lines()
+            .map(|l| format!("{}\n", l.split(' ').next().unwrap()))
+            .collect();
+        let out = util::run(
+            &["mementomap", "lookup", map.to_str().unwrap()],
+            held.as_bytes(),
+        );
+        let got = String::from_utf8(out.stdout).unwrap();
+        assert!(!got.lines().any(|l| l.starts_with("- ")), "factor {f}");
+    }
+}
+
+#[test]
+fn spec_example_zero_entry_overrides_wildcard() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = write(
+        dir.path(),
+        "m.ukvs",
+        "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n!fields {keys: [\"surt\"], values: [\"frequency\"]}\ncom,cnn)/* 400\ncom,cnn)/world 0\ncom,example)/ 100/1 {\"datetime\":{\"2014\":\"20/1\",\"2015\":\"80/1\"}}\ncom,example)/* 250/35\n",
+    );
+    let m = map.to_str().unwrap();
+    let out = util::run(&["mementomap", "lookup", m, "com,cnn)/world"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,cnn)/world 0 0 com,cnn)/world\n"
+    );
+    let out = util::run(&["mementomap", "lookup", m, "com,cnn)/sport/a"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,cnn)/* 400 3 com,cnn)/sport/a\n"
+    );
+    let out = util::run(
+        &["mementomap", "lookup", m, "-"],
+        b"com,example)/\ncom,example)/x/y\nzz,past)/end\n",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,example)/ 100/1 0 com,example)/\ncom,example)/* 250/35 3 com,example)/x/y\n- - - zz,past)/end\n"
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn generate_writes_headers_and_exact_urir() {
+    let input = b"!context [\"x\"]\ncom,example)/ 20140101000000 {\"url\":\"http://example.com/\"}\ncom,example)/ 20150101000000 {\"url\":\"https://example.com/\"}\ncom,example)/?q=1 20150101000000 {\"url\":\"http://example.com/?q=1\"}\ncom,example)/a 20150101000000 {\"url\":\"http://example.com/a\"}\n";
+    let out = util::run(
+        &[
+            "mementomap",
+            "generate",
+            "-q",
+            "--id",
+            "https://archive.example.org/",
+            "--name",
+            "test",
+            "--by",
+            "datetime:year",
+        ],
+        input,
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]"
+    );
+    assert_eq!(
+        lines[1],
+        "!fields {\"keys\":[\"surt\"],\"values\":[\"frequency\"]}"
+    );
+    assert_eq!(lines[2], "!id {\"uri\":\"https://archive.example.org/\"}");
+    assert!(
+        lines[3].starts_with("!meta {\"type\":\"MementoMap\",\"name\":\"test\""),
+        "{}",
+        lines[3]
+    );
+    assert!(lines[3].contains("\"frequency\":\"4/4\""), "{}", lines[3]);
+    assert_eq!(
+        &lines[4..],
+        [
+            "com,example)/ 3/3 {\"datetime\":{\"2014\":\"1/1\",\"2015\":\"2/2\"}}",
+            "com,example)/a 1/1 {\"datetime\":{\"2015\":\"1/1\"}}"
+        ]
+    );
+}
+
+#[test]
+fn exclude_writes_zero_entries_that_lookup_honours() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "in.cdx",
+        " CDX N b a m s k r M S V g\ncom,x)/a 2014 http://x.com/a text/html 200 - - - 1 0 f\ncom,x)/private/b 2014 http://x.com/private/b text/html 200 - - - 1 0 f\ncom,x)/private/c 2014 http://x.com/private/c text/html 200 - - - 1 0 f\ncom,x)/z 2014 http://x.com/z text/html 200 - - - 1 0 f\n",
+    );
+    let ex = write(dir.path(), "ex.txt", "# withheld\ncom,x)/private\n");
+    let map = dir.path().join("m.map");
+    let m = map.to_str().unwrap();
+    ukvs(&[
+        "mementomap",
+        "generate",
+        input.to_str().unwrap(),
+        "--exclude",
+        ex.to_str().unwrap(),
+        "-q",
+        "--pcf",
+        "0",
+        "-o",
+        m,
+    ]);
+    let text = std::fs::read_to_string(&map).unwrap();
+    assert_eq!(data(&text), ["com,x)/* 2/2", "com,x)/private/* 0/2"]);
+    let out = util::run(&["mementomap", "lookup", m, "com,x)/private/b"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let out = util::run(&["mementomap", "lookup", m, "com,x)/a"], b"");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn quota_keeps_recall() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = synth_cdxj(21, 120, true);
+    let index = write(dir.path(), "idx.cdxj", &text);
+    let full = data(&ukvs(&[
+        "mementomap",
+        "generate",
+        index.to_str().unwrap(),
+        "-q",
+    ]));
+    for quota in [full.len() / 2, full.len() / 10, 3, 1] {
+        let map = dir.path().join("m.map");
+        let n = quota.to_string();
+        ukvs(&[
+            "mementomap",
+            "generate",
+            index.to_str().unwrap(),
+            "-q",
+            "--max-lines",
+            &n,
+            "-o",
+            map.to_str().unwrap(),
+        ]);
+        let got = data(&std::fs::read_to_string(&map).unwrap());
+        assert!(got.len() <= quota, "{} lines for quota {quota}", got.len());
+        let held: String = text
+            .lines()
+            .map(|l| format!("{}\n", l.split(' ').next().unwrap()))
+            .collect();
+        let out = util::run(
+            &["mementomap", "lookup", map.to_str().unwrap()],
+            held.as_bytes(),
+        );
+        let got = String::from_utf8(out.stdout).unwrap();
+        assert!(!got.lines().any(|l| l.starts_with("- ")), "quota {quota}");
+    }
+    // A byte quota counts the headers too.
+    let map = dir.path().join("b.map");
+    ukvs(&[
+        "mementomap",
+        "generate",
+        index.to_str().unwrap(),
+        "-q",
+        "--max-bytes",
+        "2000",
+        "-o",
+        map.to_str().unwrap(),
+    ]);
+    assert!(std::fs::metadata(&map).unwrap().len() <= 2000);
+}
+
+#[test]
+fn gz_input_and_bad_lines_are_reported() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("in.cdxj.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&p).unwrap(),
+        flate2::Compression::default(),
+    );
+    gz.write_all(b"com,a)/ 2014 {\"url\":\"http://a.com/\"}\nnot-a-surt 2014 {}\ncom,b)/ 2014 {\"url\":\"http://b.com/\"}\n")
+        .unwrap();
+    gz.finish().unwrap();
+    let out = util::run(&["mementomap", "generate", p.to_str().unwrap()], b"");
+    assert!(out.status.success());
+    assert_eq!(
+        data(&String::from_utf8(out.stdout).unwrap()),
+        ["com,a)/ 1/1", "com,b)/ 1/1"]
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("in.cdxj.gz: line 2"), "{err}");
+    let out = util::run(
+        &["mementomap", "generate", "--strict", p.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn unsorted_inputs() {
+    let out = util::run(&["mementomap", "merge", "-", "-q"], b"");
+    assert!(out.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "m", "com,b)/ 1\ncom,a)/ 1\ncom,b)/x/ 2\n");
+    // Merge trusts its inputs to be sorted and says which keys are not.
+    let out = util::run(&["mementomap", "merge", m.to_str().unwrap(), "-q"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("com,a)/") && err.contains("sort"), "{err}");
+    // Compact normalises keys (as the reference does) and re-sorts what
+    // that, or the input, put out of order.
+    let out = util::run(&["mementomap", "compact", m.to_str().unwrap(), "-q"], b"");
+    assert!(out.status.success());
+    assert_eq!(
+        data(&String::from_utf8(out.stdout).unwrap()),
+        ["com,a)/ 1", "com,b)/ 1", "com,b)/x 2"]
+    );
+}
