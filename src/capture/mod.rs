@@ -292,9 +292,8 @@ impl<'a> Capture<'a> {
         }
         let mime = head
             .as_ref()
-            .and_then(|hd| hd.mime())
+            .and_then(http::Head::mime_cow)
             .filter(|m| !m.is_empty())
-            .map(|m| Cow::Owned(m.to_vec()))
             .or_else(|| arc_mime(&h.mime).map(Cow::Borrowed));
         let record_type = if http && head.is_some() {
             None
