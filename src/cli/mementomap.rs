@@ -954,7 +954,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
             return Ok(());
         }
         let surt = query_surt(q);
-        match map.lookup(&surt) {
+        match map.lookup(&surt).map_err(io::Error::other)? {
             Some(h) => {
                 any |= h.covered();
                 w.write_all(&h.key)?;
@@ -1039,7 +1039,7 @@ fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
                 urirs,
                 false,
                 queries.iter().map(Vec::as_slice),
-            );
+            )?;
             row(format!("{f}"), e, &mut w)?;
         }
     } else {
@@ -1059,7 +1059,7 @@ fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
             urirs,
             false,
             queries.iter().map(Vec::as_slice),
-        );
+        )?;
         row(mp.display().to_string(), e, &mut w)?;
     }
     Ok(ExitCode::SUCCESS)

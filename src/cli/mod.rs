@@ -11,8 +11,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cat;
+mod lookup;
 mod mementomap;
+mod merge;
+mod sort;
 mod surt;
+mod validate;
+mod zipnum;
 
 /// Index web archives into sorted UKVS, CDXJ and CDX capture indexes.
 #[derive(Debug, Parser)]
@@ -25,6 +31,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Surt(surt::Args),
+    Validate(validate::Args),
+    Cat(cat::Args),
+    Sort(sort::Args),
+    Merge(merge::Args),
+    Lookup(lookup::Args),
+    #[command(subcommand)]
+    Zipnum(zipnum::Command),
     Mementomap(mementomap::Args),
 }
 
@@ -33,6 +46,12 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Surt(args) => surt::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Cat(args) => cat::run(args),
+        Command::Sort(args) => sort::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Lookup(args) => lookup::run(args),
+        Command::Zipnum(cmd) => zipnum::run(cmd),
         Command::Mementomap(args) => mementomap::run(args),
     };
     match result {

@@ -1,42 +1,100 @@
 //! Sorted line files: line helpers, binary search, k-way merge, external
-//! sort.
+//! sort, ZipNum clusters.
 //!
-//! Interface fixed for the rest of the crate:
+//! Every file here is a sequence of LF-terminated lines in plain byte order
+//! (`LC_ALL=C sort`), with header lines (`!...`, or a CDX ` CDX ...`
+//! legend) on top. Capture index lines of every profile start with
+//! `key datetime`, which is all a lookup needs to know about them.
 //!
-//! * [`ExternalSorter`]: push lines in any order, get them back in byte
-//!   order with memory bounded by `mem_limit` (runs spilled to `tmp_dir`).
+//! | type | role |
+//! |---|---|
+//! | [`lines`] | resync to a line start, split lines and fields |
+//! | [`Search`] | binary search over any `AsRef<[u8]>` (a map or a `Vec`) |
+//! | [`KeyRange`], [`MatchType`], [`TimeFilter`] | pywb's query semantics |
+//! | [`Merge`] | k-way merge of sorted readers, checking their order |
+//! | [`Run`], [`ExternalSorter`] | bounded-memory sort through run files |
+//! | [`zipnum`] | gzip blocks + secondary index, pywb's ZipNum layout |
+//!
+//! Nothing here opens a path or starts a thread, except that the external
+//! sorter spills runs to anonymous temporary files: the command line maps
+//! files and fans work out.
 
-use std::io;
-use std::path::PathBuf;
+pub mod lines;
+mod merge;
+mod query;
+mod search;
+mod sort;
+pub mod zipnum;
 
-/// Sorts lines (without terminators) in byte order with bounded memory.
-pub struct ExternalSorter {
-    mem_limit: usize,
-    tmp_dir: Option<PathBuf>,
-    lines: Vec<Vec<u8>>,
-}
+pub use merge::Merge;
+pub use query::{
+    datetime_to_secs, prefix_key_for_url, sort_closest, url_shortcut, KeyRange, MatchType,
+    TimeFilter, Upper,
+};
+pub use search::{Range, Search};
+pub use sort::{merge_runs, reduce_runs, spill, ExternalSorter, Run, Span, MAX_FAN_IN, SPAN_BYTES};
 
-impl ExternalSorter {
-    /// A sorter holding at most about `mem_limit` bytes of lines in memory.
-    pub fn new(mem_limit: usize, tmp_dir: Option<PathBuf>) -> ExternalSorter {
-        ExternalSorter {
-            mem_limit,
-            tmp_dir,
-            lines: Vec::new(),
-        }
-    }
-
-    /// Adds one line (no terminator).
-    pub fn push(&mut self, line: &[u8]) -> io::Result<()> {
-        self.lines.push(line.to_vec());
-        Ok(())
-    }
-
-    /// All lines pushed, in byte order (ties keep no particular order, which
-    /// is invisible because equal lines are equal bytes).
-    pub fn finish(mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>>> {
-        let _ = (self.mem_limit, &self.tmp_dir);
-        self.lines.sort_unstable();
-        Ok(self.lines.into_iter().map(Ok))
-    }
+/// Why a sorted-file operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input of a merge is not sorted.
+    #[error(
+        "{name}: line {line} is out of order: {got:?} sorts before the line above it \
+         {previous:?}; sort the input first (`ukvs sort`)"
+    )]
+    OutOfOrder {
+        /// The input (file name) at fault.
+        name: String,
+        /// 1-based line number of the offending line.
+        line: u64,
+        /// The line before it.
+        previous: String,
+        /// The offending line.
+        got: String,
+    },
+    /// A binary search met a line that contradicts the file's order.
+    #[error(
+        "index not sorted near byte {offset} (line {line:?}): a binary search cannot \
+         trust it; sort it (`ukvs sort`)"
+    )]
+    Unsorted {
+        /// Byte offset of the line at fault.
+        offset: u64,
+        /// The line.
+        line: String,
+    },
+    /// Reading an input failed.
+    #[error("{name}: reading line {line}: {err}")]
+    Io {
+        /// The input.
+        name: String,
+        /// 1-based number of the line being read.
+        line: u64,
+        /// The cause.
+        #[source]
+        err: std::io::Error,
+    },
+    /// A line of a ZipNum secondary index cannot be read.
+    #[error(
+        "ZipNum index line {line}: {reason} (expected \
+         `key datetime<TAB>shard<TAB>offset<TAB>length<TAB>block-no`)"
+    )]
+    BadIndexLine {
+        /// 1-based line number in the `.idx` file.
+        line: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A ZipNum block cannot be decompressed.
+    #[error("ZipNum shard {shard}: block at byte {offset} is damaged: {err}; rebuild the cluster")]
+    BadBlock {
+        /// Shard name from the secondary index.
+        shard: String,
+        /// Byte offset of the block in the shard.
+        offset: u64,
+        /// The cause.
+        #[source]
+        err: std::io::Error,
+    },
 }

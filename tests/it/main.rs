@@ -1,4 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod mementomap;
+mod sorted;
+mod surt;
+mod ukvs;
 mod util;

@@ -1,0 +1,325 @@
+//! Print UKVS, CDXJ or classic CDX files as UKVS, or as NDJSON.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::Value;
+use ukvs::ukvs::convert::{self, Source};
+use ukvs::ukvs::{
+    classify, expand, format_record, parse_json5, Headers, Line, LineReader, Record, Schema, Token,
+    Writer,
+};
+
+use super::validate::open_input;
+
+/// Print records as UKVS (default) or as one JSON object per line (--json).
+///
+/// Reads UKVS, CDXJ (`surt datetime {json}`) and classic CDX (the legend
+/// line ` CDX N b a m s k ...` names the columns); CDXJ and CDX become
+/// capture-index records (`surt datetime offset digest {...}`). UKVS output
+/// is normalised: headers first with strict JSON, one space between
+/// fields, compact strict JSON blocks. With several files the headers of
+/// the first are written and the others must declare the same `!fields`.
+/// Line order is kept (sorted input stays sorted, except that converted
+/// captures with equal surt and datetime may need `ukvs sort`). Bad lines
+/// are reported as `file:line: what` and skipped; exit status 2 if any.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files to read (`-` for stdin; gzip content is decompressed).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Expand every record to one JSON object per line (NDJSON).
+    #[arg(long)]
+    json: bool,
+    /// Input format; `auto` looks at the first line of each file.
+    #[arg(long, value_enum, default_value_t = From::Auto)]
+    from: From,
+    /// Write to this file (atomically) instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum From {
+    Auto,
+    Ukvs,
+    Cdxj,
+    Cdx,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match &args.output {
+        None => {
+            let stdout = io::stdout();
+            let out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            let (_, bad) = cat_all(&args, out)?;
+            Ok(exit(bad))
+        }
+        Some(path) => {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            let tmp = tempfile::NamedTempFile::new_in(dir)
+                .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+            let (tmp, bad) = cat_all(&args, io::BufWriter::new(tmp))?;
+            let tmp = tmp.into_inner().map_err(|e| e.into_error())?;
+            tmp.persist(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(exit(bad))
+        }
+    }
+}
+
+fn exit(bad: u64) -> ExitCode {
+    if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
+}
+
+/// Maps library errors to anyhow, keeping I/O errors as themselves so that
+/// a broken pipe is recognised by `cli::main`.
+fn lib_err(e: ukvs::ukvs::Error) -> anyhow::Error {
+    match e {
+        ukvs::ukvs::Error::Io(io) => io.into(),
+        other => other.into(),
+    }
+}
+
+/// State shared across files: the writer and the schema of the output.
+struct Out<W: Write> {
+    json: bool,
+    writer: Writer<W>,
+    /// The `!fields` of the first file, once its headers are written.
+    schema: Option<Schema>,
+    buf: Vec<u8>,
+    bad: u64,
+}
+
+fn cat_all<W: Write>(args: &Args, wtr: W) -> anyhow::Result<(W, u64)> {
+    let mut out = Out {
+        json: args.json,
+        writer: Writer::unsorted(wtr),
+        schema: None,
+        buf: Vec::new(),
+        bad: 0,
+    };
+    for path in &args.files {
+        let name = path.display().to_string();
+        let rdr = match open_input(path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("ukvs cat: cannot open {name}: {e}");
+                out.bad += 1;
+                continue;
+            }
+        };
+        cat_one(&name, LineReader::new(rdr), args.from, &mut out)?;
+    }
+    // A file with headers only still gets its headers out.
+    let bad = out.bad;
+    let w = out.writer.finish().map_err(lib_err)?;
+    Ok((w, bad))
+}
+
+/// Per-file reading state.
+struct FileState {
+    source: Option<Source>,
+    headers: Headers,
+    /// Schema the records of this file are read with, set at the first
+    /// data line.
+    schema: Option<Schema>,
+    /// Whether this file's records are skipped (its `!fields` differ).
+    skip: bool,
+}
+
+fn cat_one<R: io::Read, W: Write>(
+    name: &str,
+    mut lines: LineReader<R>,
+    from: From,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    let mut st = FileState {
+        source: match from {
+            From::Auto => None,
+            From::Ukvs => Some(Source::Ukvs),
+            From::Cdxj => Some(Source::Cdxj),
+            From::Cdx => None,
+        },
+        headers: Headers::default(),
+        schema: None,
+        skip: false,
+    };
+    let mut n = 0u64;
+    loop {
+        let at = lines.offset();
+        let Some(line) = lines
+            .next_line()
+            .with_context(|| format!("{name}: read error near byte {at}"))?
+        else {
+            break;
+        };
+        n += 1;
+        if let Err(e) = cat_line(line, n, &mut st, from, out) {
+            if let Some(io) = e.downcast_ref::<io::Error>() {
+                if io.kind() == io::ErrorKind::BrokenPipe {
+                    return Err(e);
+                }
+            }
+            eprintln!("{name}:{n}: {e:#}");
+            out.bad += 1;
+        }
+        if st.skip {
+            eprintln!("{name}: skipped: its `!fields` differ from the first file's");
+            out.bad += 1;
+            return Ok(());
+        }
+    }
+    // Headers of a file without records (only the first file's count).
+    if out.schema.is_none() && st.source.is_some() {
+        start_records(&mut st, out)?;
+    }
+    Ok(())
+}
+
+fn cat_line<W: Write>(
+    line: &[u8],
+    n: u64,
+    st: &mut FileState,
+    from: From,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    if st.source.is_none() {
+        if classify(line) == Line::Blank {
+            return Ok(());
+        }
+        let sniffed = convert::sniff(line);
+        st.source = Some(match (from, sniffed) {
+            (From::Cdx, s @ Source::Cdx(_)) => s,
+            (From::Cdx, _) => anyhow::bail!("--from cdx but the first line is not a CDX legend"),
+            (_, s) => s,
+        });
+        if matches!(st.source, Some(Source::Cdx(_))) {
+            return Ok(()); // The legend line itself.
+        }
+    }
+    let source = st.source.clone().unwrap_or(Source::Ukvs);
+    match (&source, classify(line)) {
+        (_, Line::Blank) => Ok(()),
+        (Source::Ukvs, Line::Header(h)) => {
+            if st.schema.is_some() {
+                anyhow::bail!(
+                    "header `!{}` after the first data line; skipped",
+                    String::from_utf8_lossy(h.name)
+                );
+            }
+            st.headers.add(&h, n).map_err(lib_err)
+        }
+        // CDXJ files may carry `!meta 0 {...}` lines of their own.
+        (Source::Cdxj, Line::Header(_)) => Ok(()),
+        (Source::Cdx(_), Line::Header(_)) => {
+            anyhow::bail!("a line starting with `!` in a CDX file")
+        }
+        (Source::Ukvs, Line::Data(r)) => {
+            if st.schema.is_none() {
+                start_records(st, out)?;
+            }
+            if st.skip {
+                return Ok(());
+            }
+            match &st.schema {
+                Some(schema) => emit_ukvs(r, schema, n, out),
+                None => Ok(()),
+            }
+        }
+        (Source::Cdxj | Source::Cdx(_), Line::Data(r)) => {
+            if st.schema.is_none() {
+                start_records(st, out)?;
+            }
+            if st.skip {
+                return Ok(());
+            }
+            let cap = match &source {
+                Source::Cdx(legend) => convert::from_cdx(legend, r.as_bytes(), n),
+                _ => convert::from_cdxj(r.as_bytes(), n),
+            }
+            .map_err(lib_err)?;
+            let mut buf = std::mem::take(&mut out.buf);
+            cap.format(&mut buf);
+            let schema = convert::capture_schema();
+            let res = emit_ukvs(Record::new(&buf), &schema, n, out);
+            out.buf = buf;
+            res
+        }
+    }
+}
+
+/// At the first record of a file: fix its schema, write the output headers
+/// if this is the first file, or check that `!fields` agree.
+fn start_records<W: Write>(st: &mut FileState, out: &mut Out<W>) -> anyhow::Result<()> {
+    let headers = match &st.source {
+        Some(Source::Ukvs) | None => std::mem::take(&mut st.headers),
+        Some(s) => convert::capture_headers(s),
+    };
+    let schema = headers.schema();
+    match &out.schema {
+        None => {
+            if !out.json {
+                for l in headers.lines() {
+                    out.writer.raw_header(&l).map_err(lib_err)?;
+                }
+            }
+            out.schema = Some(schema.clone());
+        }
+        Some(first) if first.keys != schema.keys || first.values != schema.values => {
+            st.skip = true;
+        }
+        Some(_) => {}
+    }
+    st.schema = Some(schema);
+    Ok(())
+}
+
+/// Writes one record: expanded to JSON, or normalised UKVS.
+fn emit_ukvs<W: Write>(
+    r: Record<'_>,
+    schema: &Schema,
+    n: u64,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    if out.json {
+        let obj = expand(&r, schema, n).map_err(lib_err)?;
+        let w = out.writer.get_mut();
+        serde_json::to_writer(&mut *w, &Value::Object(obj)).map_err(io::Error::from)?;
+        w.write_all(b"\n")?;
+        return Ok(());
+    }
+    let mut values: Vec<Option<std::borrow::Cow<'_, [u8]>>> = Vec::new();
+    let mut oslj = None;
+    for t in r.tokens() {
+        match t.map_err(|(at, what)| anyhow::anyhow!("column {}: {what}", at + 1))? {
+            Token::Field(f) => values.push(f.value()),
+            Token::Json(j) => {
+                let v = parse_json5(j).map_err(|m| anyhow::anyhow!("invalid JSON block: {m}"))?;
+                anyhow::ensure!(v.is_object(), "the JSON block is not an object");
+                oslj = Some(v);
+            }
+        }
+    }
+    anyhow::ensure!(!values.is_empty(), "no key field before the JSON block");
+    if schema.declared && values.len() != schema.arity() {
+        anyhow::bail!(
+            "{} fields where `!fields` declares {}",
+            values.len(),
+            schema.arity()
+        );
+    }
+    let fields: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+    let mut buf = Vec::new();
+    format_record(&mut buf, &fields, oslj.as_ref());
+    out.writer.write_line(&buf).map_err(lib_err)
+}

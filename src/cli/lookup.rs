@@ -1,0 +1,673 @@
+//! `ukvs lookup`: binary-search sorted indexes and ZipNum clusters.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use rayon::prelude::*;
+use ukvs::sorted::zipnum::Cluster;
+use ukvs::sorted::{
+    lines, prefix_key_for_url, sort_closest, url_shortcut, KeyRange, MatchType, Search, TimeFilter,
+};
+
+use super::sort::{open_input, thread_count};
+
+/// Look up captures of a URL (or key) in sorted indexes.
+///
+/// Each INDEX is a sorted UKVS, CDXJ or CDX file (memory-mapped; a lookup
+/// touches O(log n) pages) or a ZipNum cluster (its directory or its `.idx`
+/// file). The last positional argument is the URL, canonicalised to its
+/// SURT key, unless `--key`, `--keys` or `--urls` is given. Results from
+/// several indexes are merged in byte order (ties in index order).
+///
+/// Matching follows pywb's CDX server: `--match exact|prefix|host|domain`,
+/// or the shortcuts `*.example.com` (domain) and `example.com/*` (prefix);
+/// `--from`/`--to` take partial datetimes padded low/high; `--closest`
+/// orders by distance in time; `--reverse` gives the last matches first.
+///
+/// Batch: `--keys -` or `--urls -` read one query per line and print, for
+/// each query in input order, its exact matches in index order.
+///
+/// Exit status: 0 when something matched, 1 when nothing did, 2 on error
+/// (including an index found out of order on the search path).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Index files or ZipNum clusters, then the URL to look up.
+    #[arg(required = true, value_name = "INDEX... [URL]")]
+    positional: Vec<String>,
+    /// Look up this raw key instead of a URL.
+    #[arg(long, conflicts_with_all = ["keys", "urls"])]
+    key: Option<String>,
+    /// Batch: read one key per line from this file (`-` = stdin).
+    #[arg(long, conflicts_with = "urls")]
+    keys: Option<PathBuf>,
+    /// Batch: read one URL per line from this file (`-` = stdin).
+    #[arg(long)]
+    urls: Option<PathBuf>,
+    /// How the key selects lines.
+    #[arg(long = "match", value_enum)]
+    match_type: Option<Match>,
+    /// Earliest datetime (a prefix like `2014` is padded to `20140101000000`).
+    #[arg(long)]
+    from: Option<String>,
+    /// Latest datetime (a prefix like `2014` is padded to `20141231235959`).
+    #[arg(long)]
+    to: Option<String>,
+    /// Order results by distance in time from this datetime.
+    #[arg(long)]
+    closest: Option<String>,
+    /// Give the last matches first.
+    #[arg(long)]
+    reverse: bool,
+    /// At most this many results (per query in batch mode).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "ukvs")]
+    output: Format,
+    /// Prefix of memento URLs in `--output link` (`{prefix}{datetime}/{url}`).
+    #[arg(long, default_value = "")]
+    archive_prefix: String,
+    /// Read index files into memory instead of mapping them.
+    #[arg(long)]
+    no_mmap: bool,
+    /// Threads for batch lookups (0 = all cores).
+    #[arg(short = 'j', long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Match {
+    Exact,
+    Prefix,
+    Host,
+    Domain,
+}
+
+impl From<Match> for MatchType {
+    fn from(m: Match) -> MatchType {
+        match m {
+            Match::Exact => MatchType::Exact,
+            Match::Prefix => MatchType::Prefix,
+            Match::Host => MatchType::Host,
+            Match::Domain => MatchType::Domain,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// The index lines as they are.
+    Ukvs,
+    /// `key datetime {json}`.
+    Cdxj,
+    /// One JSON object per line.
+    Json,
+    /// An RFC 7089 TimeMap in link format.
+    Link,
+}
+
+/// The bytes of an index file: mapped, read, or nothing (empty file).
+enum Bytes {
+    Map(memmap2::Mmap),
+    Vec(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Vec(v) => v,
+        }
+    }
+}
+
+/// Opens `path` for searching: memory-mapped, or read into memory with
+/// `no_mmap`. This is the only place that maps a file.
+fn open_bytes(path: &Path, no_mmap: bool) -> anyhow::Result<Bytes> {
+    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?
+        .len();
+    // An empty file cannot be mapped (and needs no map).
+    if no_mmap || len == 0 {
+        let mut buf = Vec::new();
+        file.read_to_end(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        return Ok(Bytes::Vec(buf));
+    }
+    // SAFETY: the map is read-only and this process never writes the
+    // file. Another process truncating or rewriting the file while it is
+    // mapped is outside our control: truncation can raise SIGBUS on access
+    // and a rewrite can change bytes under a search. Index files are
+    // written once and replaced by rename (which leaves this mapping on the
+    // old inode), so the map is treated as immutable; `--no-mmap` avoids
+    // the risk entirely at the cost of reading the file.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .with_context(|| format!("cannot map {}", path.display()))?;
+    Ok(Bytes::Map(map))
+}
+
+/// One index taking part in a lookup.
+enum Source {
+    Plain {
+        name: String,
+        search: Search<Bytes>,
+    },
+    Cluster {
+        name: String,
+        cluster: Cluster<Bytes>,
+        shards: HashMap<String, Vec<PathBuf>>,
+    },
+}
+
+impl Source {
+    fn open(path: &Path, no_mmap: bool) -> anyhow::Result<Source> {
+        let name = path.display().to_string();
+        let idx = if path.is_dir() {
+            let mut found = Vec::new();
+            for entry in std::fs::read_dir(path).with_context(|| format!("cannot list {name}"))? {
+                let p = entry?.path();
+                if p.extension().is_some_and(|e| e == "idx") {
+                    found.push(p);
+                }
+            }
+            match found.len() {
+                1 => found.pop(),
+                0 => bail!("{name} is a directory without a ZipNum .idx file"),
+                _ => bail!("{name} holds several .idx files; name the one to use"),
+            }
+        } else if path.extension().is_some_and(|e| e == "idx") {
+            Some(path.to_path_buf())
+        } else {
+            None
+        };
+        match idx {
+            None => Ok(Source::Plain {
+                search: Search::new(open_bytes(path, no_mmap)?),
+                name,
+            }),
+            Some(idx) => {
+                let shards = read_loc(&idx.with_extension("loc"))?;
+                Ok(Source::Cluster {
+                    cluster: Cluster::new(open_bytes(&idx, no_mmap)?),
+                    name: idx.display().to_string(),
+                    shards,
+                })
+            }
+        }
+    }
+
+    /// Lines in `range` passing `time`, in index order.
+    fn lines<'s>(
+        &'s self,
+        range: &KeyRange,
+        time: &TimeFilter,
+    ) -> anyhow::Result<Vec<Cow<'s, [u8]>>> {
+        let keep = |line: &[u8]| !time.is_active() || time.accepts(lines::key_datetime(line).1);
+        match self {
+            Source::Plain { name, search } => {
+                let mut out = Vec::new();
+                for item in search
+                    .range(range)
+                    .with_context(|| format!("searching {name}"))?
+                {
+                    let (_, line) = item.with_context(|| format!("searching {name}"))?;
+                    if keep(line) {
+                        out.push(Cow::Borrowed(line));
+                    }
+                }
+                Ok(out)
+            }
+            Source::Cluster {
+                name,
+                cluster,
+                shards,
+            } => {
+                let fetch = |shard: &str, offset: u64, length: u64| {
+                    let paths = shards.get(shard).ok_or_else(|| {
+                        std::io::Error::other(format!("shard {shard:?} is not in the .loc file"))
+                    })?;
+                    fetch_block(paths, offset, length)
+                };
+                let found = cluster
+                    .range(range, fetch)
+                    .with_context(|| format!("searching {name}"))?;
+                Ok(found
+                    .into_iter()
+                    .filter(|l| keep(l))
+                    .map(Cow::Owned)
+                    .collect())
+            }
+        }
+    }
+}
+
+/// Reads a `.loc` file: `shard<TAB>path[<TAB>path...]`, paths relative to
+/// the `.loc` file's directory. Like pywb, a shard's paths are tried in
+/// order and the first that opens is read.
+fn read_loc(path: &Path) -> anyhow::Result<HashMap<String, Vec<PathBuf>>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the ZipNum location file {}", path.display()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut map: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    for line in text.lines() {
+        let mut parts = line.trim_end().split('\t');
+        if let Some(shard) = parts.next() {
+            map.entry(shard.to_string())
+                .or_default()
+                .extend(parts.filter(|p| !p.is_empty()).map(|p| dir.join(p)));
+        }
+    }
+    Ok(map)
+}
+
+/// Reads `length` bytes at `offset` of the first path of a shard that opens.
+fn fetch_block(paths: &[PathBuf], offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+    let mut last = std::io::Error::other("the .loc file gives no path for this shard");
+    for path in paths {
+        let mut f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                last = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        f.seek(SeekFrom::Start(offset))?;
+        let mut buf = vec![0; usize::try_from(length).map_err(std::io::Error::other)?];
+        f.read_exact(&mut buf)?;
+        return Ok(buf);
+    }
+    Err(last)
+}
+
+/// A query after canonicalisation: the key range, and the URL it came from.
+struct Query {
+    range: KeyRange,
+    url: Option<String>,
+}
+
+fn url_query(url: &str, match_type: Option<MatchType>) -> Query {
+    let (url, m) = url_shortcut(url, match_type);
+    let (mut key, err) = ukvs::surt::key(url.as_bytes(), &ukvs::surt::Options::default());
+    if let Some(err) = err {
+        eprintln!("ukvs: lookup: {url}: {err}; looking it up as given");
+    }
+    if m == MatchType::Prefix {
+        key = prefix_key_for_url(url, key);
+    }
+    Query {
+        range: KeyRange::new(&key, m),
+        url: Some(url.to_string()),
+    }
+}
+
+/// Lines of every source for one query, merged in byte order (ties in
+/// source order), filtered and ordered as asked.
+fn answer<'s>(
+    sources: &'s [Source],
+    range: &KeyRange,
+    time: &TimeFilter,
+    args: &Args,
+) -> anyhow::Result<Vec<Cow<'s, [u8]>>> {
+    let mut found: Vec<Cow<'s, [u8]>> = if sources.len() == 1 {
+        sources[0].lines(range, time)?
+    } else {
+        let mut tagged = Vec::new();
+        for (i, s) in sources.iter().enumerate() {
+            tagged.extend(s.lines(range, time)?.into_iter().map(|l| (l, i)));
+        }
+        // Each list is sorted; a stable sort by line keeps source order for
+        // equal lines, as a k-way merge with a source tie-break would.
+        tagged.sort_by(|a, b| a.0.cmp(&b.0));
+        tagged.into_iter().map(|(l, _)| l).collect()
+    };
+    if let Some(closest) = &args.closest {
+        sort_closest(&mut found, closest.as_bytes(), |l| lines::key_datetime(l).1);
+        if let Some(n) = args.limit {
+            found.truncate(n);
+        }
+    } else if args.reverse {
+        if let Some(n) = args.limit {
+            let skip = found.len().saturating_sub(n);
+            found.drain(..skip);
+        }
+        found.reverse();
+    } else if let Some(n) = args.limit {
+        found.truncate(n);
+    }
+    Ok(found)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let batch = args.keys.is_some() || args.urls.is_some();
+    let mut paths = args.positional.clone();
+    let url = if args.key.is_some() || batch {
+        None
+    } else {
+        if paths.len() < 2 {
+            bail!("give INDEX... and a URL (or --key K, --keys FILE, --urls FILE)");
+        }
+        paths.pop()
+    };
+    let mut sources = Vec::new();
+    for p in &paths {
+        sources.push(Source::open(Path::new(p), args.no_mmap)?);
+    }
+    let fields = value_names(&sources);
+    let time = TimeFilter::new(
+        args.from.as_deref().map(str::as_bytes),
+        args.to.as_deref().map(str::as_bytes),
+    );
+    let match_type = args.match_type.map(MatchType::from);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+
+    if batch {
+        let (path, as_url) = match (&args.keys, &args.urls) {
+            (Some(p), _) => (p, false),
+            (None, Some(p)) => (p, true),
+            (None, None) => unreachable!("batch needs --keys or --urls"),
+        };
+        let mut rdr = open_input(path)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(thread_count(args.threads))
+            .build()
+            .context("starting threads")?;
+        let mut any = false;
+        // Queries are answered a chunk at a time in parallel; each chunk's
+        // output is written in input order.
+        const CHUNK: usize = 1 << 16;
+        let mut queries: Vec<String> = Vec::with_capacity(CHUNK);
+        let mut line = String::new();
+        loop {
+            queries.clear();
+            while queries.len() < CHUNK {
+                line.clear();
+                if rdr.read_line(&mut line).context("reading queries")? == 0 {
+                    break;
+                }
+                queries.push(line.trim_end_matches(['\n', '\r']).to_string());
+            }
+            if queries.is_empty() {
+                break;
+            }
+            let results: Vec<anyhow::Result<(Vec<u8>, bool)>> = pool.install(|| {
+                queries
+                    .par_chunks(1024)
+                    .map(|chunk| {
+                        let mut buf = Vec::new();
+                        let mut hit = false;
+                        for q in chunk {
+                            let range = if as_url {
+                                url_query(q, Some(MatchType::Exact)).range
+                            } else {
+                                KeyRange::new(q.as_bytes(), MatchType::Exact)
+                            };
+                            let found = answer(&sources, &range, &time, &args)?;
+                            hit |= !found.is_empty();
+                            write_lines(&mut buf, &found, args.output, &fields)?;
+                        }
+                        Ok((buf, hit))
+                    })
+                    .collect()
+            });
+            for r in results {
+                let (buf, hit) = r?;
+                any |= hit;
+                out.write_all(&buf)?;
+            }
+        }
+        out.flush()?;
+        return Ok(if any {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+
+    let query = match (&args.key, &url) {
+        (Some(key), _) => Query {
+            range: KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
+            url: None,
+        },
+        (None, Some(url)) => url_query(url, match_type),
+        (None, None) => bail!("nothing to look up"),
+    };
+    let found = answer(&sources, &query.range, &time, &args)?;
+    if args.output == Format::Link {
+        write_timemap(
+            &mut out,
+            &found,
+            query.url.as_deref(),
+            &args.archive_prefix,
+            &fields,
+        )?;
+    } else {
+        write_lines(&mut out, &found, args.output, &fields)?;
+    }
+    out.flush()?;
+    Ok(if found.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Names of the value fields between the datetime and the JSON block:
+/// from a `!fields {.., values: [..]}` header of the first plain index, else
+/// the default UKVS capture profile's (`offset`, `digest`).
+fn value_names(sources: &[Source]) -> Vec<String> {
+    for s in sources {
+        if let Source::Plain { search, .. } = s {
+            for h in search.headers() {
+                if let Some(rest) = h.strip_prefix(b"!fields ") {
+                    if let Some(names) = parse_values(rest) {
+                        return names;
+                    }
+                }
+            }
+        }
+    }
+    vec!["offset".into(), "digest".into()]
+}
+
+/// The `values` list of a `!fields` header body, read leniently (its keys
+/// may be unquoted): the quoted strings after `values`.
+fn parse_values(body: &[u8]) -> Option<Vec<String>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let at = text.find("values")?;
+    let list = &text[at..];
+    let open = list.find('[')?;
+    let close = list[open..].find(']')? + open;
+    let names = list[open + 1..close]
+        .split(',')
+        .map(|s| s.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    Some(names)
+}
+
+/// CDX11 field names after key and datetime (` CDX N b a m s k r M S V g`).
+const CDX11: [&str; 9] = [
+    "url",
+    "mime",
+    "status",
+    "digest",
+    "redirect",
+    "robotflags",
+    "length",
+    "offset",
+    "filename",
+];
+
+/// Key, datetime and the other fields of an index line as JSON.
+fn to_json(
+    line: &[u8],
+    names: &[String],
+) -> (String, String, serde_json::Map<String, serde_json::Value>) {
+    let text = String::from_utf8_lossy(line);
+    let (head, json) = match text.find(" {") {
+        Some(i) => (&text[..i], Some(&text[i + 1..])),
+        None => (&text[..], None),
+    };
+    let mut parts = head.split(' ');
+    let key = parts.next().unwrap_or_default().to_string();
+    let datetime = parts.next().unwrap_or_default().to_string();
+    let rest: Vec<&str> = parts.collect();
+    let mut map = serde_json::Map::new();
+    let names: Vec<&str> = if json.is_none() && rest.len() == CDX11.len() {
+        CDX11.to_vec()
+    } else {
+        names.iter().map(String::as_str).collect()
+    };
+    for (i, v) in rest.iter().enumerate() {
+        if *v == "-" {
+            continue;
+        }
+        let name = names
+            .get(i)
+            .map_or_else(|| format!("field{}", i + 3), |n| n.to_string());
+        map.insert(name, serde_json::Value::String(v.to_string()));
+    }
+    if let Some(json) = json {
+        if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str::<serde_json::Value>(json)
+        {
+            map.extend(obj);
+        }
+    }
+    (key, datetime, map)
+}
+
+fn write_lines(
+    wtr: &mut impl Write,
+    found: &[Cow<[u8]>],
+    format: Format,
+    names: &[String],
+) -> anyhow::Result<()> {
+    for line in found {
+        match format {
+            Format::Ukvs | Format::Link => {
+                wtr.write_all(line)?;
+            }
+            Format::Cdxj => {
+                if lines::field(line, 2).is_some_and(|f| f.first() == Some(&b'{')) {
+                    wtr.write_all(line)?;
+                } else {
+                    let (key, datetime, map) = to_json(line, names);
+                    write!(wtr, "{key} {datetime} {}", serde_json::Value::Object(map))?;
+                }
+            }
+            Format::Json => {
+                let (key, datetime, map) = to_json(line, names);
+                let mut obj = serde_json::Map::new();
+                obj.insert("urlkey".into(), key.into());
+                obj.insert("timestamp".into(), datetime.into());
+                obj.extend(map);
+                write!(wtr, "{}", serde_json::Value::Object(obj))?;
+            }
+        }
+        wtr.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// RFC 1123 date of a 14-digit datetime (`Mon, 27 Jan 2014 17:12:00 GMT`).
+fn http_date(datetime: &str) -> String {
+    let secs = ukvs::sorted::datetime_to_secs(datetime.as_bytes());
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970 (inverse of the lookup's arithmetic).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[days.rem_euclid(7) as usize],
+        day,
+        MONTHS[(month - 1).clamp(0, 11) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// An RFC 7089 TimeMap of the results: the original URL, then mementos
+/// (first and last marked), in the order found.
+fn write_timemap(
+    wtr: &mut impl Write,
+    found: &[Cow<[u8]>],
+    url: Option<&str>,
+    prefix: &str,
+    names: &[String],
+) -> anyhow::Result<()> {
+    let mementos: Vec<(String, String)> = found
+        .iter()
+        .map(|l| {
+            let (key, datetime, map) = to_json(l, names);
+            let original = map
+                .get("url")
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+                .unwrap_or(key);
+            (datetime, original)
+        })
+        .collect();
+    let original = url
+        .map(str::to_string)
+        .or_else(|| mementos.first().map(|m| m.1.clone()))
+        .unwrap_or_default();
+    write!(wtr, "<{original}>; rel=\"original\"")?;
+    let n = mementos.len();
+    for (i, (datetime, orig)) in mementos.iter().enumerate() {
+        let rel = match (i == 0, i + 1 == n) {
+            (true, true) => "first last memento",
+            (true, false) => "first memento",
+            (false, true) => "last memento",
+            (false, false) => "memento",
+        };
+        write!(
+            wtr,
+            ",\n<{prefix}{datetime}/{orig}>; rel=\"{rel}\"; datetime=\"{}\"",
+            http_date(datetime)
+        )?;
+    }
+    wtr.write_all(b"\n")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_dates() {
+        assert_eq!(http_date("20140127171200"), "Mon, 27 Jan 2014 17:12:00 GMT");
+        assert_eq!(http_date("19700101000000"), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(http_date("20000229235959"), "Tue, 29 Feb 2000 23:59:59 GMT");
+    }
+
+    #[test]
+    fn fields_header_values() {
+        let names = parse_values(br#"{keys: ["surt", "datetime"], values: ["offset", "digest"]}"#);
+        assert_eq!(
+            names,
+            Some(vec!["offset".to_string(), "digest".to_string()])
+        );
+    }
+}

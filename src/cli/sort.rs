@@ -1,0 +1,338 @@
+//! `ukvs sort`: external merge sort of index files in byte order.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{mpsc, Mutex};
+
+use anyhow::{bail, Context};
+use flate2::read::MultiGzDecoder;
+use ukvs::sorted::{self, Run};
+
+/// Sort index lines (UKVS, CDXJ, CDX) in byte order with bounded memory.
+///
+/// Header lines (`!...`, ` CDX ...`) at the top of every input are kept on
+/// top of the output, in byte order with duplicates dropped. The rest is
+/// sorted as `LC_ALL=C sort` would: runs of up to `--mem` bytes (in total,
+/// over all threads) are sorted in parallel, spilled to `--tmp-dir` and
+/// merged. The output is the same bytes for any `-j` and any `--mem`.
+/// Inputs may be gzipped (`.gz` or gzip magic); `-` or no input reads
+/// stdin. The output file appears whole or not at all.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Input files (`-` for stdin; stdin when none).
+    inputs: Vec<PathBuf>,
+    /// Output file (`-` for stdout).
+    #[arg(short, long, default_value = "-")]
+    output: PathBuf,
+    /// Memory bound for the sort, e.g. `512M`, `2G` (suffixes K, M, G, T
+    /// are powers of 1024).
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    mem: u64,
+    /// Drop repeated identical lines.
+    #[arg(short, long)]
+    unique: bool,
+    /// Directory for the temporary run files (the system's by default).
+    #[arg(long)]
+    tmp_dir: Option<PathBuf>,
+    /// Threads sorting runs (0 = all cores).
+    #[arg(short = 'j', long, default_value_t = 0)]
+    threads: usize,
+}
+
+/// Parses `123`, `64K`, `512M`, `1G`, `2T` (binary units; optional `B`/`iB`).
+pub(super) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size like 512M or 2G"))?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(format!("{s:?} is not a size like 512M or 2G"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// Opens an input for reading lines: a path, `-` for stdin, gunzipped when
+/// the name ends in `.gz` or the bytes start with the gzip magic.
+pub(super) fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    const BUF: usize = 1 << 20;
+    let raw: Box<dyn Read + Send> = if path == Path::new("-") {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+    };
+    let mut rdr = BufReader::with_capacity(BUF, raw);
+    let magic = rdr
+        .fill_buf()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if magic.starts_with(&[0x1f, 0x8b]) {
+        Ok(Box::new(BufReader::with_capacity(
+            BUF,
+            MultiGzDecoder::new(rdr),
+        )))
+    } else {
+        Ok(Box::new(rdr))
+    }
+}
+
+/// A display name for an input path.
+pub(super) fn input_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// An output that appears whole or not at all: a temporary file beside the
+/// target, renamed over it by [`Output::commit`] (stdout for `-`).
+pub(super) enum Output {
+    Stdout(BufWriter<io::Stdout>),
+    File {
+        wtr: BufWriter<tempfile::NamedTempFile>,
+        path: PathBuf,
+    },
+}
+
+impl Output {
+    /// Starts writing `path` (`-` = stdout).
+    pub(super) fn create(path: &Path) -> anyhow::Result<Output> {
+        if path == Path::new("-") {
+            return Ok(Output::Stdout(BufWriter::with_capacity(
+                1 << 20,
+                io::stdout(),
+            )));
+        }
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".ukvs-tmp-")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        Ok(Output::File {
+            wtr: BufWriter::with_capacity(1 << 20, tmp),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Writes a line and its LF.
+    pub(super) fn write_all_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.write_all(line)?;
+        self.write_all(b"\n")
+    }
+
+    /// Flushes and moves the finished output into place.
+    pub(super) fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Output::Stdout(mut w) => w.flush().context("writing stdout")?,
+            Output::File { wtr, path } => {
+                let tmp = wtr
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("writing {}", path.display()))?;
+                tmp.persist(&path)
+                    .with_context(|| format!("cannot rename the output into {}", path.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Stdout(w) => w.write(buf),
+            Output::File { wtr, .. } => wtr.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.write_all(buf),
+            Output::File { wtr, .. } => wtr.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.flush(),
+            Output::File { wtr, .. } => wtr.flush(),
+        }
+    }
+}
+
+/// Threads for `-j N` (0 = all cores).
+pub(super) fn thread_count(j: usize) -> usize {
+    if j > 0 {
+        j
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// Memory kept aside from the run budget for I/O buffers and the merge.
+const RESERVE: u64 = 16 << 20;
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let threads = thread_count(args.threads);
+    let inputs = if args.inputs.is_empty() {
+        vec![PathBuf::from("-")]
+    } else {
+        args.inputs.clone()
+    };
+    if let Some(dir) = &args.tmp_dir {
+        if !dir.is_dir() {
+            bail!("--tmp-dir {} is not a directory", dir.display());
+        }
+    }
+    // The filling run plus one run per sorting thread share the bound.
+    let usable = args.mem.saturating_sub(RESERVE.min(args.mem / 2)).max(4096);
+    let slots = if threads > 1 { threads + 1 } else { 1 };
+    let budget = usize::try_from(usable / slots as u64).unwrap_or(usize::MAX);
+    let tmp_dir = args.tmp_dir.as_deref();
+
+    let (free_tx, free_rx) = mpsc::channel::<Run>();
+    let (work_tx, work_rx) = mpsc::channel::<(usize, Run)>();
+    let work_rx = Mutex::new(work_rx);
+    let spilled: Mutex<Vec<(usize, File)>> = Mutex::new(Vec::new());
+    let failure: Mutex<Option<io::Error>> = Mutex::new(None);
+    let mut headers: Vec<Vec<u8>> = Vec::new();
+    let mut last_run = Run::default();
+    let mut run_count = 0usize;
+
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        if threads > 1 {
+            for _ in 0..threads {
+                let (work_rx, free_tx, spilled, failure) =
+                    (&work_rx, free_tx.clone(), &spilled, &failure);
+                scope.spawn(move || loop {
+                    let job = match work_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((no, mut run)) = job else { return };
+                    run.sort();
+                    match sorted::spill(&run, tmp_dir) {
+                        Ok(file) => {
+                            if let Ok(mut s) = spilled.lock() {
+                                s.push((no, file));
+                            }
+                        }
+                        Err(e) => {
+                            if let Ok(mut f) = failure.lock() {
+                                f.get_or_insert(e);
+                            }
+                        }
+                    }
+                    run.clear();
+                    // The filler may have finished and gone: nothing to do.
+                    let _ = free_tx.send(run);
+                });
+            }
+            for _ in 0..threads {
+                let _ = free_tx.send(Run::with_capacity(0));
+            }
+        }
+        let mut run = Run::default();
+        let mut send = |run: &mut Run| -> anyhow::Result<()> {
+            if threads > 1 {
+                let next = free_rx.recv().context("run sorter stopped")?;
+                let full = std::mem::replace(run, next);
+                work_tx
+                    .send((run_count, full))
+                    .context("run sorter stopped")?;
+            } else {
+                run.sort();
+                let file = sorted::spill(run, tmp_dir).context("writing a temporary run")?;
+                spilled
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("lock"))?
+                    .push((run_count, file));
+                run.clear();
+            }
+            run_count += 1;
+            Ok(())
+        };
+        let mut line = Vec::new();
+        for path in &inputs {
+            let name = input_name(path);
+            let mut rdr = open_input(path)?;
+            let mut at_top = true;
+            loop {
+                line.clear();
+                let n = rdr
+                    .read_until(b'\n', &mut line)
+                    .with_context(|| format!("reading {name}"))?;
+                if n == 0 {
+                    break;
+                }
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if at_top && sorted::lines::is_header(&line) {
+                    headers.push(line.clone());
+                    continue;
+                }
+                at_top = false;
+                if !run.is_empty() && run.mem_after_push(line.len()) > budget {
+                    send(&mut run)?;
+                }
+                run.push(&line);
+            }
+        }
+        drop(work_tx);
+        last_run = run;
+        Ok(())
+    })?;
+    if let Some(err) = failure.into_inner().ok().flatten() {
+        return Err(err).context("writing a temporary run");
+    }
+    headers.sort();
+    headers.dedup();
+
+    let mut out = Output::create(&args.output)?;
+    for h in &headers {
+        out.write_all(h)?;
+        out.write_all(b"\n")?;
+    }
+    let mut spilled = spilled.into_inner().map_err(|_| anyhow::anyhow!("lock"))?;
+    last_run.sort();
+    if spilled.is_empty() {
+        let mut prev: Option<&[u8]> = None;
+        for line in last_run.iter() {
+            if args.unique && prev == Some(line) {
+                continue;
+            }
+            out.write_all(line)?;
+            out.write_all(b"\n")?;
+            prev = Some(line);
+        }
+    } else {
+        if !last_run.is_empty() {
+            spilled.push((run_count, sorted::spill(&last_run, tmp_dir)?));
+        }
+        drop(last_run);
+        // Run order does not change the bytes (equal lines are equal), but
+        // keeping it makes a run's position in an error message stable.
+        spilled.sort_by_key(|(no, _)| *no);
+        let files = spilled.into_iter().map(|(_, f)| f).collect();
+        let files = sorted::reduce_runs(files, tmp_dir).context("merging temporary runs")?;
+        let mut merge = sorted::merge_runs(files)?;
+        merge.write_to(&mut out, args.unique)?;
+    }
+    out.commit()?;
+    Ok(ExitCode::SUCCESS)
+}

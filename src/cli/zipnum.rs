@@ -1,0 +1,190 @@
+//! `ukvs zipnum`: build ZipNum clusters (gzip blocks + secondary index).
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use ukvs::sorted::lines::is_header;
+use ukvs::sorted::zipnum::{Block, BlockWriter, DEFAULT_LINES_PER_BLOCK};
+
+use super::sort::{input_name, open_input};
+
+/// Build and inspect ZipNum clusters (compressed, sharded indexes that
+/// pywb and Common Crawl serve).
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    Build(BuildArgs),
+}
+
+/// Cut a sorted index into a ZipNum cluster in DIR.
+///
+/// Writes `index-NN.cdx.gz` shards (gzip members of N lines, the last line
+/// of each block without LF), `index.idx` (`key datetime<TAB>shard<TAB>
+/// offset<TAB>length<TAB>block-no` per block) and `index.loc`
+/// (`shard<TAB>file`). Header lines are not part of a cluster and are left
+/// out. The input must be sorted (it is checked); `ukvs lookup DIR` and
+/// pywb (`zipnum+DIR/index.idx`) both serve the result. Files appear whole:
+/// each is written to a temporary name and renamed. Two passes over the
+/// input when `--shards` > 1 (to spread blocks evenly), so stdin then needs
+/// `--shards 1`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The sorted index (plain or gzipped; `-` = stdin).
+    input: PathBuf,
+    /// Output directory (created if missing).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Lines per gzip block.
+    #[arg(long, default_value_t = DEFAULT_LINES_PER_BLOCK)]
+    lines_per_block: usize,
+    /// Number of shard files the blocks are spread over.
+    #[arg(long, default_value_t = 1)]
+    shards: usize,
+    /// gzip level 0-9.
+    #[arg(long, default_value_t = 6)]
+    level: u32,
+}
+
+pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Command::Build(args) => build(args),
+    }
+}
+
+/// Writes `path` via a temporary file in the same directory.
+fn atomic_writer(path: &std::path::Path) -> anyhow::Result<BufWriter<tempfile::NamedTempFile>> {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(".ukvs-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    Ok(BufWriter::with_capacity(1 << 20, tmp))
+}
+
+fn persist(wtr: BufWriter<tempfile::NamedTempFile>, path: &std::path::Path) -> anyhow::Result<()> {
+    let tmp = wtr
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot rename into {}", path.display()))?;
+    Ok(())
+}
+
+/// Data lines (headers skipped) of the input, checked to ascend.
+fn for_each_line(
+    input: &std::path::Path,
+    mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let name = input_name(input);
+    let mut rdr = open_input(input)?;
+    let (mut line, mut prev) = (Vec::new(), Vec::new());
+    let (mut line_no, mut count, mut at_top) = (0u64, 0u64, true);
+    loop {
+        line.clear();
+        if rdr
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("reading {name}"))?
+            == 0
+        {
+            return Ok(count);
+        }
+        line_no += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if at_top && is_header(&line) {
+            continue;
+        }
+        if !at_top && line < prev {
+            bail!(
+                "{name}: line {line_no} is out of order ({:?} sorts before the line above it); sort it first (`ukvs sort`)",
+                String::from_utf8_lossy(&line)
+            );
+        }
+        at_top = false;
+        f(&line)?;
+        count += 1;
+        std::mem::swap(&mut line, &mut prev);
+    }
+}
+
+fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    if args.level > 9 {
+        bail!("--level must be 0-9");
+    }
+    let shards = args.shards.max(1);
+    let lpb = args.lines_per_block.max(1);
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let blocks_per_shard = if shards > 1 {
+        if args.input == std::path::Path::new("-") {
+            bail!("--shards > 1 reads the input twice; give a file, not stdin");
+        }
+        let lines = for_each_line(&args.input, |_| Ok(()))?;
+        let blocks = lines.div_ceil(lpb as u64);
+        blocks.div_ceil(shards as u64).max(1)
+    } else {
+        u64::MAX
+    };
+
+    let shard_name = |i: usize| format!("index-{:02}", i + 1);
+    let shard_path = |i: usize| args.output.join(format!("{}.cdx.gz", shard_name(i)));
+    let idx_path = args.output.join("index.idx");
+    let loc_path = args.output.join("index.loc");
+
+    let mut idx = atomic_writer(&idx_path)?;
+    let mut shard_no = 0usize;
+    let mut shard = atomic_writer(&shard_path(0))?;
+    let mut finished_shards: Vec<(BufWriter<tempfile::NamedTempFile>, PathBuf)> = Vec::new();
+    let mut offset = 0u64;
+    let mut block_no = 0u64;
+    let mut in_shard = 0u64;
+    let mut writer = BlockWriter::new(lpb, args.level);
+
+    let mut emit = |block: ukvs::sorted::zipnum::FinishedBlock| -> anyhow::Result<()> {
+        if in_shard == blocks_per_shard {
+            let next = atomic_writer(&shard_path(shard_no + 1))?;
+            let full = std::mem::replace(&mut shard, next);
+            finished_shards.push((full, shard_path(shard_no)));
+            shard_no += 1;
+            in_shard = 0;
+            offset = 0;
+        }
+        shard.write_all(&block.gzip)?;
+        block_no += 1;
+        in_shard += 1;
+        let entry = Block {
+            first_key: block.first_key,
+            shard: shard_name(shard_no),
+            offset,
+            length: block.gzip.len() as u64,
+            block_no,
+        };
+        idx.write_all(&entry.to_line())?;
+        idx.write_all(b"\n")?;
+        offset += entry.length;
+        Ok(())
+    };
+    for_each_line(&args.input, |line| {
+        if let Some(block) = writer.push(line)? {
+            emit(block)?;
+        }
+        Ok(())
+    })?;
+    if let Some(block) = writer.flush()? {
+        emit(block)?;
+    }
+    finished_shards.push((shard, shard_path(shard_no)));
+    let mut loc = atomic_writer(&loc_path)?;
+    for i in 0..finished_shards.len() {
+        writeln!(loc, "{}\t{}.cdx.gz", shard_name(i), shard_name(i))?;
+    }
+    for (wtr, path) in finished_shards {
+        persist(wtr, &path)?;
+    }
+    persist(loc, &loc_path)?;
+    persist(idx, &idx_path)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,330 @@
+//! What a lookup asks for: a key range (pywb's CDX-server match types) and
+//! the datetime filters and orderings applied to the lines in it.
+//!
+//! The ranges are those of pywb's `calc_search_range`, so a cluster served
+//! by pywb and `ukvs lookup` answer the same query with the same lines:
+//!
+//! | match | start | lines taken while |
+//! |---|---|---|
+//! | exact | `key` | line < `key!` (the first field is `key`) |
+//! | prefix | `key` | line starts with `key` |
+//! | host | `host)/` | line < `host*` |
+//! | domain | `host)/` (`tld,` for a bare TLD) | line < `host-` |
+//!
+//! where `host` is the key up to its first `)/`.
+
+/// How a query key selects lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchType {
+    /// Lines whose key is the query key.
+    Exact,
+    /// Lines starting with the query key.
+    Prefix,
+    /// Every path of the query key's host.
+    Host,
+    /// The host and all its subdomains.
+    Domain,
+}
+
+/// Where a range stops. Kept symbolic so the common cases need no
+/// allocation and no byte-successor arithmetic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Upper {
+    /// Below `start + "!"`: the line's first field is `start` (pywb's exact
+    /// range).
+    Exact,
+    /// The line starts with `start`.
+    Prefix,
+    /// Strictly below these bytes.
+    Before(Vec<u8>),
+    /// To the end of the file.
+    Unbounded,
+}
+
+/// A half-open range of lines in byte order: `start <= line`, and `upper`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    /// The smallest line (as bytes) the range can hold.
+    pub start: Vec<u8>,
+    /// Where the range stops.
+    pub upper: Upper,
+}
+
+impl KeyRange {
+    /// The range pywb's CDX server scans for `key` under `match_type`.
+    pub fn new(key: &[u8], match_type: MatchType) -> KeyRange {
+        match match_type {
+            MatchType::Exact => KeyRange {
+                start: key.to_vec(),
+                upper: Upper::Exact,
+            },
+            MatchType::Prefix => KeyRange {
+                start: key.to_vec(),
+                upper: Upper::Prefix,
+            },
+            MatchType::Host => {
+                let host = host_part(key);
+                KeyRange {
+                    start: [host, b")/"].concat(),
+                    upper: Upper::Before([host, b"*"].concat()),
+                }
+            }
+            MatchType::Domain => {
+                let host = host_part(key);
+                // A bare TLD (`com`) has no `)/` form of its own: start at
+                // its first subdomain instead.
+                let start = if host.contains(&b',') {
+                    [host, b")/"].concat()
+                } else {
+                    [host, b","].concat()
+                };
+                KeyRange {
+                    start,
+                    upper: Upper::Before([host, b"-"].concat()),
+                }
+            }
+        }
+    }
+
+    /// Everything: `start` empty, no upper bound.
+    pub fn all() -> KeyRange {
+        KeyRange {
+            start: Vec::new(),
+            upper: Upper::Unbounded,
+        }
+    }
+
+    /// Whether `line`, known to be `>= start`, is past the range's end.
+    pub fn is_past(&self, line: &[u8]) -> bool {
+        match &self.upper {
+            Upper::Exact => match line.strip_prefix(&self.start[..]) {
+                // pywb's end key is `key!`: only bytes below `!` (the
+                // space before the datetime) may follow the key.
+                Some(rest) => rest.first().is_some_and(|&b| b >= b'!'),
+                None => true,
+            },
+            Upper::Prefix => !line.starts_with(&self.start),
+            Upper::Before(end) => line >= &end[..],
+            Upper::Unbounded => false,
+        }
+    }
+
+    /// Whether the range holds `line`.
+    pub fn contains(&self, line: &[u8]) -> bool {
+        line >= &self.start[..] && !self.is_past(line)
+    }
+}
+
+/// The key up to its first `)/` (the whole key when there is none).
+fn host_part(key: &[u8]) -> &[u8] {
+    match memchr::memmem::find(key, b")/") {
+        Some(i) => &key[..i],
+        None => key,
+    }
+}
+
+/// A URL query as pywb's CDX server reads it: `*.example.com` asks for the
+/// domain, a trailing `*` for a prefix, unless the match type is given.
+/// Returns the URL to canonicalise and the match type.
+pub fn url_shortcut(url: &str, match_type: Option<MatchType>) -> (&str, MatchType) {
+    if let Some(m) = match_type {
+        return (url, m);
+    }
+    if let Some(rest) = url.strip_prefix("*.") {
+        (rest, MatchType::Domain)
+    } else if let Some(rest) = url.strip_suffix('*') {
+        (rest, MatchType::Prefix)
+    } else {
+        (url, MatchType::Exact)
+    }
+}
+
+/// pywb keeps a trailing `/` or `?` of a prefix URL that canonicalisation
+/// dropped, so `example.com/path/` does not also match `path2`.
+pub fn prefix_key_for_url(url: &str, mut key: Vec<u8>) -> Vec<u8> {
+    if url.ends_with('/') && key.last() != Some(&b'/') {
+        key.push(b'/');
+    }
+    if url.ends_with('?') && key.last() != Some(&b'?') {
+        key.push(b'?');
+    }
+    key
+}
+
+/// Lowest 14-digit datetime, used to pad a partial `from`.
+const PAD_LOW: &[u8; 14] = b"10000101000000";
+/// Highest 14-digit datetime, used to pad a partial `to`.
+const PAD_HIGH: &[u8; 14] = b"29991231235959";
+
+/// Pads a partial datetime with the tail of `pad` (pywb's `pad_timestamp`):
+/// `2014` becomes `20140101000000` as a lower bound and `20141231235959`
+/// as an upper one. Datetimes of 14 digits or more are kept as they are.
+fn pad(datetime: &[u8], pad: &[u8]) -> Vec<u8> {
+    let mut out = datetime.to_vec();
+    if let Some(tail) = pad.get(datetime.len()..) {
+        out.extend_from_slice(tail);
+    }
+    out
+}
+
+/// Datetime bounds (inclusive), compared as bytes like pywb does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TimeFilter {
+    from: Option<Vec<u8>>,
+    to: Option<Vec<u8>>,
+}
+
+impl TimeFilter {
+    /// Bounds from partial datetimes, padded low (`from`) and high (`to`).
+    pub fn new(from: Option<&[u8]>, to: Option<&[u8]>) -> TimeFilter {
+        TimeFilter {
+            from: from.filter(|f| !f.is_empty()).map(|f| pad(f, PAD_LOW)),
+            to: to.filter(|t| !t.is_empty()).map(|t| pad(t, PAD_HIGH)),
+        }
+    }
+
+    /// Whether a filter is set at all.
+    pub fn is_active(&self) -> bool {
+        self.from.is_some() || self.to.is_some()
+    }
+
+    /// Whether a line with this datetime passes.
+    pub fn accepts(&self, datetime: &[u8]) -> bool {
+        if self.from.as_deref().is_some_and(|f| datetime < f) {
+            return false;
+        }
+        !self.to.as_deref().is_some_and(|t| datetime > t)
+    }
+}
+
+/// Seconds since 1970 of a (possibly partial or damaged) datetime, read the
+/// way pywb reads `closest`: missing parts take their highest value
+/// (`2014` is the last second of 2014), out-of-range parts are clamped and
+/// non-digits count as the highest value.
+pub fn datetime_to_secs(datetime: &[u8]) -> i64 {
+    let padded = pad(datetime, b"299912");
+    // Each part: its digits, clamped to [min, max]; absent or not a number
+    // gives max.
+    let part = |start: usize, end: usize, min: i64, max: i64| -> i64 {
+        match padded.get(start..end) {
+            Some(digits) if digits.iter().all(u8::is_ascii_digit) => {
+                let v = digits
+                    .iter()
+                    .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+                v.clamp(min, max)
+            }
+            _ => max,
+        }
+    };
+    let year = part(0, 4, 1900, 2999);
+    let month = part(4, 6, 1, 12);
+    let day = part(6, 8, 1, days_in_month(year, month));
+    let hour = part(8, 10, 0, 23);
+    let minute = part(10, 12, 0, 59);
+    let second = part(12, 14, 0, 59);
+    days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
+}
+
+fn is_leap(year: i64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// civil-calendar arithmetic; exact for every year this code sees).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Orders results by distance in time from `closest`, nearest first; equal
+/// distances keep their order (pywb inserts stably); the caller applies
+/// the limit.
+pub fn sort_closest<T>(items: &mut [T], closest: &[u8], datetime: impl Fn(&T) -> &[u8]) {
+    let target = datetime_to_secs(closest);
+    items.sort_by_cached_key(|item| (datetime_to_secs(datetime(item)) - target).abs());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_match_pywb_doc_examples() {
+        // pywb's calc_search_range doctests, on the canonical keys.
+        let r = KeyRange::new(b"com,example)/path/file.html", MatchType::Host);
+        assert_eq!(r.start, b"com,example)/");
+        assert_eq!(r.upper, Upper::Before(b"com,example*".to_vec()));
+        let r = KeyRange::new(b"com,example)/path/file.html", MatchType::Domain);
+        assert_eq!(r.start, b"com,example)/");
+        assert_eq!(r.upper, Upper::Before(b"com,example-".to_vec()));
+        let r = KeyRange::new(b"com", MatchType::Domain);
+        assert_eq!(r.start, b"com,");
+        assert_eq!(r.upper, Upper::Before(b"com-".to_vec()));
+    }
+
+    #[test]
+    fn exact_takes_the_key_field_only() {
+        let r = KeyRange::new(b"com,a)/", MatchType::Exact);
+        assert!(r.contains(b"com,a)/ 2014"));
+        assert!(r.contains(b"com,a)/"));
+        assert!(!r.contains(b"com,a)/x 2014"));
+        assert!(!r.contains(b"com,a) 2014"));
+    }
+
+    #[test]
+    fn shortcuts() {
+        assert_eq!(
+            url_shortcut("*.example.com", None),
+            ("example.com", MatchType::Domain)
+        );
+        assert_eq!(
+            url_shortcut("example.com/*", None),
+            ("example.com/", MatchType::Prefix)
+        );
+        assert_eq!(
+            url_shortcut("example.com/*", Some(MatchType::Exact)),
+            ("example.com/*", MatchType::Exact)
+        );
+        assert_eq!(
+            prefix_key_for_url("http://e.com/path/", b"com,e)/path".to_vec()),
+            b"com,e)/path/"
+        );
+    }
+
+    #[test]
+    fn padding_like_pywb() {
+        let f = TimeFilter::new(Some(b"2014"), Some(b"2015"));
+        assert!(f.accepts(b"20140101000000"));
+        assert!(!f.accepts(b"20131231235959"));
+        assert!(f.accepts(b"20151231235959"));
+        assert!(!f.accepts(b"20160101000000"));
+    }
+
+    #[test]
+    fn secs_like_warcio() {
+        // warcio.timeutils.timestamp_to_sec doctests.
+        assert_eq!(datetime_to_secs(b"20131226095010"), 1_388_051_410);
+        assert_eq!(datetime_to_secs(b"2014"), 1_420_070_399);
+        assert_eq!(datetime_to_secs(b"19700101000000"), 0);
+        // Bad month clamps to 12; day 09.
+        assert_eq!(
+            datetime_to_secs(b"20131709005601"),
+            datetime_to_secs(b"20131209005601")
+        );
+        assert_eq!(datetime_to_secs(b"2010abc"), datetime_to_secs(b"2010"));
+    }
+}

@@ -1,0 +1,308 @@
+//! ZipNum clusters: a sorted index cut into gzip blocks, with a small
+//! sorted secondary index that a binary search can afford to read.
+//!
+//! Layout (pywb's, also Common Crawl's):
+//!
+//! * shard files: concatenated gzip members, one per block of N lines;
+//!   inside a block the lines are LF-separated and the last line of the
+//!   block has no LF;
+//! * the secondary index (`.idx`), one line per block, in block order:
+//!   `first-key<TAB>shard<TAB>offset<TAB>length<TAB>block-no`, where
+//!   `first-key` is the first two space-separated fields (`key datetime`) of
+//!   the block's first line, `offset`/`length` are bytes of the member in
+//!   the shard and `block-no` counts from 1;
+//! * the `.loc` file: `shard<TAB>path` per shard, paths relative to it.
+//!
+//! [`BlockWriter`] cuts lines into blocks; [`Cluster`] finds the blocks a
+//! [`KeyRange`] can touch and scans them, fetching bytes through a closure
+//! so this module never opens a file.
+
+use std::io::{self, Read, Write};
+
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+use super::lines::{key_datetime, Lines};
+use super::query::KeyRange;
+use super::search::Search;
+use super::Error;
+
+/// Lines per block unless told otherwise (pywb's and Common Crawl's).
+pub const DEFAULT_LINES_PER_BLOCK: usize = 3000;
+
+/// One line of the secondary index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// `key datetime` of the block's first line.
+    pub first_key: Vec<u8>,
+    /// Shard name (resolved to a path through the `.loc` file).
+    pub shard: String,
+    /// Byte offset of the gzip member in the shard.
+    pub offset: u64,
+    /// Byte length of the gzip member.
+    pub length: u64,
+    /// Block number, from 1.
+    pub block_no: u64,
+}
+
+impl Block {
+    /// Parses a secondary-index line (`line_no` is for the error).
+    pub fn parse(line: &[u8], line_no: u64) -> Result<Block, Error> {
+        let bad = |reason: &str| Error::BadIndexLine {
+            line: line_no,
+            reason: reason.to_string(),
+        };
+        let mut fields = line.split(|&b| b == b'\t');
+        let first_key = fields.next().ok_or_else(|| bad("empty line"))?.to_vec();
+        let mut next_field = |what: &str| {
+            fields
+                .next()
+                .ok_or_else(|| bad(&format!("missing {what}")))
+                .and_then(|f| {
+                    std::str::from_utf8(f).map_err(|_| bad(&format!("{what} is not UTF-8")))
+                })
+        };
+        let shard = next_field("shard")?.to_string();
+        let number = |s: &str, what: &str| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| bad(&format!("{what} {s:?} is not a number")))
+        };
+        let offset = number(next_field("offset")?, "offset")?;
+        let length = number(next_field("length")?, "length")?;
+        // Some secondary indexes stop at the length; the number is only
+        // informative, so its absence is not an error.
+        let block_no = match next_field("block number") {
+            Ok(s) => number(s, "block number")?,
+            Err(_) => 0,
+        };
+        Ok(Block {
+            first_key,
+            shard,
+            offset,
+            length,
+            block_no,
+        })
+    }
+
+    /// The secondary-index line, without LF.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut out = self.first_key.clone();
+        out.extend_from_slice(
+            format!(
+                "\t{}\t{}\t{}\t{}",
+                self.shard, self.offset, self.length, self.block_no
+            )
+            .as_bytes(),
+        );
+        out
+    }
+}
+
+/// `key datetime` of a line: the first-key column of the secondary index.
+pub fn first_key(line: &[u8]) -> Vec<u8> {
+    let (key, datetime) = key_datetime(line);
+    if datetime.is_empty() && key.len() == line.len() {
+        return key.to_vec();
+    }
+    [key, b" ", datetime].concat()
+}
+
+/// Compresses one block (lines LF-separated, no final LF) as a gzip member.
+pub fn compress_block(block: &[u8], level: u32) -> io::Result<Vec<u8>> {
+    let mut enc = GzEncoder::new(Vec::with_capacity(block.len() / 4), Compression::new(level));
+    enc.write_all(block)?;
+    enc.finish()
+}
+
+/// Decompresses the bytes of one or more consecutive blocks.
+pub fn decompress_block(bytes: &[u8], shard: &str, offset: u64) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(bytes.len() * 4);
+    MultiGzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .map_err(|err| Error::BadBlock {
+            shard: shard.to_string(),
+            offset,
+            err,
+        })?;
+    Ok(out)
+}
+
+/// Cuts sorted lines into blocks: push lines, take finished blocks.
+#[derive(Debug)]
+pub struct BlockWriter {
+    lines_per_block: usize,
+    level: u32,
+    buf: Vec<u8>,
+    count: usize,
+    first_key: Vec<u8>,
+}
+
+/// A finished block: its first key and its gzip member.
+#[derive(Debug)]
+pub struct FinishedBlock {
+    /// `key datetime` of its first line.
+    pub first_key: Vec<u8>,
+    /// The gzip member.
+    pub gzip: Vec<u8>,
+    /// Lines in the block.
+    pub lines: usize,
+}
+
+impl BlockWriter {
+    /// Blocks of `lines_per_block` lines (at least 1), gzip `level` 0-9.
+    pub fn new(lines_per_block: usize, level: u32) -> BlockWriter {
+        BlockWriter {
+            lines_per_block: lines_per_block.max(1),
+            level,
+            buf: Vec::new(),
+            count: 0,
+            first_key: Vec::new(),
+        }
+    }
+
+    /// Adds a line; returns a block when this line completed one.
+    pub fn push(&mut self, line: &[u8]) -> io::Result<Option<FinishedBlock>> {
+        if self.count == 0 {
+            self.first_key = first_key(line);
+        } else {
+            self.buf.push(b'\n');
+        }
+        self.buf.extend_from_slice(line);
+        self.count += 1;
+        if self.count >= self.lines_per_block {
+            return self.flush();
+        }
+        Ok(None)
+    }
+
+    /// The last, partial block (if any line is pending).
+    pub fn flush(&mut self) -> io::Result<Option<FinishedBlock>> {
+        if self.count == 0 {
+            return Ok(None);
+        }
+        let gzip = compress_block(&self.buf, self.level)?;
+        let block = FinishedBlock {
+            first_key: std::mem::take(&mut self.first_key),
+            gzip,
+            lines: self.count,
+        };
+        self.buf.clear();
+        self.count = 0;
+        Ok(Some(block))
+    }
+}
+
+/// A ZipNum cluster's secondary index, searchable like a plain index.
+#[derive(Debug)]
+pub struct Cluster<D> {
+    idx: Search<D>,
+}
+
+impl<D: AsRef<[u8]>> Cluster<D> {
+    /// Wraps the bytes of a `.idx` file.
+    pub fn new(idx: D) -> Cluster<D> {
+        Cluster {
+            idx: Search::new(idx),
+        }
+    }
+
+    /// The blocks that can hold lines of `range`, in order: from the block
+    /// before the first whose first key is `>= start` (its lines before
+    /// that key may still be in range, duplicates included), up to the
+    /// last whose first key is not past the range.
+    pub fn blocks(&self, range: &KeyRange) -> Result<Vec<Block>, Error> {
+        let buf = self.idx.as_bytes();
+        let pos = self.idx.lower_bound(&range.start)?;
+        // Step back one block: the block before holds every line between
+        // its first key and this block's first key.
+        let mut start = pos;
+        if start > 0 {
+            start = super::lines::line_start(buf, start - 1);
+        }
+        let mut out = Vec::new();
+        for (at, line) in Lines::new(buf, start) {
+            // The line number is only worth counting for an error message.
+            let line_no = || {
+                let before = buf.get(..at).unwrap_or_default();
+                memchr::memchr_iter(b'\n', before).count() as u64 + 1
+            };
+            let block = Block::parse(line, 0).map_err(|e| match e {
+                Error::BadIndexLine { reason, .. } => Error::BadIndexLine {
+                    line: line_no(),
+                    reason,
+                },
+                other => other,
+            })?;
+            if !out.is_empty() && block.first_key >= range.start && range.is_past(&block.first_key)
+            {
+                break;
+            }
+            out.push(block);
+        }
+        Ok(out)
+    }
+
+    /// The lines of `range`, fetching each block's bytes with
+    /// `fetch(shard, offset, length)`. Lines are checked to ascend.
+    pub fn range(
+        &self,
+        range: &KeyRange,
+        mut fetch: impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+    ) -> Result<Vec<Vec<u8>>, Error> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut prev: Option<Vec<u8>> = None;
+        for block in self.blocks(range)? {
+            let bytes =
+                fetch(&block.shard, block.offset, block.length).map_err(|err| Error::BadBlock {
+                    shard: block.shard.clone(),
+                    offset: block.offset,
+                    err,
+                })?;
+            let text = decompress_block(&bytes, &block.shard, block.offset)?;
+            for (at, line) in Lines::new(&text, 0) {
+                if prev.as_deref().is_some_and(|p| line < p) {
+                    return Err(Error::Unsorted {
+                        offset: at as u64,
+                        line: format!(
+                            "{} (block {} of shard {})",
+                            String::from_utf8_lossy(line),
+                            block.block_no,
+                            block.shard
+                        ),
+                    });
+                }
+                if line >= &range.start[..] {
+                    if range.is_past(line) {
+                        return Ok(out);
+                    }
+                    out.push(line.to_vec());
+                }
+                prev = Some(line.to_vec());
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_key_is_key_and_datetime() {
+        assert_eq!(first_key(b"com,a)/ 2014 http://a/ x"), b"com,a)/ 2014");
+        assert_eq!(first_key(b"com,a)/"), b"com,a)/");
+    }
+
+    #[test]
+    fn index_line_round_trip() {
+        let line = b"com,example)/ 20140127171200\tzipnum\t0\t275\t1";
+        let b = Block::parse(line, 1).unwrap();
+        assert_eq!(b.shard, "zipnum");
+        assert_eq!((b.offset, b.length, b.block_no), (0, 275, 1));
+        assert_eq!(b.to_line(), line);
+        assert!(Block::parse(b"k\tshard\tx\t1\t1", 3).is_err());
+    }
+}

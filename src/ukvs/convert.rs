@@ -1,0 +1,417 @@
+//! Classic CDX and CDXJ lines -> UKVS capture-index records, so that
+//! indexes made by other tools flow into lookups and MementoMaps.
+//!
+//! Both become the capture-index profile: keys `surt datetime`, values
+//! `offset digest`, everything else in the OSLJ under the names the
+//! capture indexer uses (`url`, `mime`, `status`, `length`, `filename`,
+//! `redirect`, ...). A value of `-` is left out of the OSLJ rather than
+//! written as a string, because `-` means "unknown" in every one of these
+//! formats.
+
+use serde_json::{json, Map, Value};
+
+use super::{Error, Headers, Schema, Token};
+
+/// What kind of file a stream holds, judged from its first non-blank line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// UKVS (headers with `!`, or plain records).
+    Ukvs,
+    /// CDXJ: `surt datetime {json}` (pywb, cdxj-indexer).
+    Cdxj,
+    /// Classic CDX with its legend line.
+    Cdx(CdxLegend),
+}
+
+/// Guesses the format from the first non-blank line: a CDX legend
+/// (` CDX ...`), a header (`!`), or a line shaped like CDXJ (three tokens,
+/// the second all digits, the third a JSON object). Anything else is UKVS.
+pub fn sniff(first: &[u8]) -> Source {
+    // The legend test comes first: it is the only unambiguous signature.
+    if let Some(legend) = CdxLegend::parse(first) {
+        return Source::Cdx(legend);
+    }
+    if first.first() == Some(&b'!') {
+        return Source::Ukvs;
+    }
+    let mut tokens = super::Record::new(first).tokens();
+    match (tokens.next(), tokens.next(), tokens.next()) {
+        (
+            Some(Ok(Token::Field(_))),
+            Some(Ok(Token::Field(super::Field::Plain(dt)))),
+            Some(Ok(Token::Json(_))),
+        ) if dt.iter().all(u8::is_ascii_digit) => Source::Cdxj,
+        _ => Source::Ukvs,
+    }
+}
+
+/// The legend line of a classic CDX file: its first byte is the field
+/// delimiter (normally a space), then `CDX`, then one letter per column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CdxLegend {
+    /// The field delimiter.
+    pub delimiter: u8,
+    /// One letter per column, in order.
+    pub letters: Vec<u8>,
+}
+
+impl CdxLegend {
+    /// Reads a legend line; `None` when the line is not one.
+    pub fn parse(line: &[u8]) -> Option<CdxLegend> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let (&delimiter, rest) = line.split_first()?;
+        // The delimiter is whatever byte precedes `CDX` (a space in every
+        // file seen in practice); a letter or digit there means data.
+        if delimiter.is_ascii_alphanumeric() {
+            return None;
+        }
+        // Legends are hand-written often enough to carry doubled spaces;
+        // empty parts are ignored here (data lines are split strictly).
+        let mut parts = rest.split(|&b| b == delimiter).filter(|p| !p.is_empty());
+        if parts.next()? != b"CDX" {
+            return None;
+        }
+        let mut letters = Vec::new();
+        for p in parts {
+            match p {
+                [c] if c.is_ascii_alphabetic() || *c == b'#' => letters.push(*c),
+                _ => return None,
+            }
+        }
+        Some(CdxLegend { delimiter, letters })
+    }
+
+    /// The legend as written after `CDX`, for provenance in `!meta`.
+    pub fn to_text(&self) -> String {
+        let letters: Vec<String> = self
+            .letters
+            .iter()
+            .map(|&c| (c as char).to_string())
+            .collect();
+        letters.join(" ")
+    }
+}
+
+/// The name a CDX legend letter gets in the OSLJ. The letters are those of
+/// the Internet Archive's CDX legend; the names follow the capture index
+/// where one exists (`a` url, `m` mime, `s` status, `S` length, `g`
+/// filename, `r` redirect, `e` ip, `M` robotflags as pywb calls it).
+pub fn cdx_letter_name(letter: u8) -> &'static str {
+    match letter {
+        b'A' => "canonized_url",
+        b'B' => "news_group",
+        b'C' => "rulespace_category",
+        b'D' => "dat_offset",
+        b'F' => "canonized_frame",
+        b'G' => "language_description",
+        b'H' => "canonized_host",
+        b'I' => "canonized_image",
+        b'J' => "canonized_jump_point",
+        b'K' => "fbis_changed",
+        b'L' => "canonized_link",
+        b'M' => "robotflags",
+        b'N' => "surt",
+        b'P' => "canonized_path",
+        b'Q' => "language",
+        b'R' => "canonized_redirect",
+        b'S' => "length",
+        b'U' => "uniqueness",
+        b'V' => "offset",
+        b'X' => "canonized_href_urls",
+        b'Y' => "canonized_src_urls",
+        b'Z' => "canonized_script_urls",
+        b'a' => "url",
+        b'b' => "datetime",
+        b'c' => "old_checksum",
+        b'd' => "uncompressed_dat_offset",
+        b'e' => "ip",
+        b'f' => "frame",
+        b'g' => "filename",
+        b'h' => "original_host",
+        b'i' => "image",
+        b'j' => "jump_point",
+        b'k' => "digest",
+        b'l' => "link",
+        b'm' => "mime",
+        b'n' => "arc_length",
+        b'o' => "port",
+        b'p' => "original_path",
+        b'r' => "redirect",
+        b's' => "status",
+        b't' => "title",
+        b'v' => "uncompressed_offset",
+        b'x' => "href_urls",
+        b'y' => "src_urls",
+        b'z' => "script_urls",
+        b'#' => "comment",
+        _ => "unknown",
+    }
+}
+
+/// The schema of converted records.
+pub fn capture_schema() -> Schema {
+    Schema::new(["surt", "datetime"], ["offset", "digest"])
+}
+
+/// The headers written before converted records.
+pub fn capture_headers(source: &Source) -> Headers {
+    let mut meta =
+        json!({"type": "CaptureIndex", "generator": concat!("ukvs ", env!("CARGO_PKG_VERSION"))});
+    match source {
+        Source::Cdx(legend) => {
+            meta["source_format"] = json!("cdx");
+            meta["cdx_legend"] = json!(legend.to_text());
+        }
+        Source::Cdxj => meta["source_format"] = json!("cdxj"),
+        Source::Ukvs => {}
+    }
+    Headers {
+        context: Some(json!(["https://oduwsdl.github.io/contexts/ukvs"])),
+        fields: Some(capture_schema()),
+        meta: vec![meta],
+        ..Headers::default()
+    }
+}
+
+/// One converted record: the four fields and the OSLJ members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    /// SURT key.
+    pub surt: Vec<u8>,
+    /// Timestamp as written (normally 14 digits).
+    pub datetime: Vec<u8>,
+    /// Byte offset, when known.
+    pub offset: Option<Vec<u8>>,
+    /// `sha1:` + base32, when known.
+    pub digest: Option<Vec<u8>>,
+    /// Everything else.
+    pub extra: Map<String, Value>,
+}
+
+impl Capture {
+    /// Formats the record as a UKVS line into `buf` (cleared first).
+    pub fn format(&self, buf: &mut Vec<u8>) {
+        let oslj = Value::Object(self.extra.clone());
+        super::format_record(
+            buf,
+            &[
+                Some(&self.surt),
+                Some(&self.datetime),
+                self.offset.as_deref(),
+                self.digest.as_deref(),
+            ],
+            (!self.extra.is_empty()).then_some(&oslj),
+        );
+    }
+}
+
+/// Converts one CDX data line. The delimiter splits columns exactly (no
+/// runs: an empty column is an error, as CDX writes `-` for unknown).
+pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture, Error> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Columns are split on every delimiter: CDX has no quoting and writes
+    // `-` for empty values, so a run of delimiters is a broken line that
+    // must not be silently realigned.
+    let cols: Vec<&[u8]> = line.split(|&b| b == legend.delimiter).collect();
+    if cols.len() != legend.letters.len() {
+        return Err(Error::Convert {
+            line: line_no,
+            what: format!(
+                "{} columns where the CDX legend has {}",
+                cols.len(),
+                legend.letters.len()
+            ),
+        });
+    }
+    let mut surt = None;
+    let mut canon = None;
+    let mut datetime = None;
+    let mut offset = None;
+    let mut uoffset = None;
+    let mut digest = None;
+    let mut extra = Map::new();
+    for (&letter, &col) in legend.letters.iter().zip(&cols) {
+        // `-` is CDX for "unknown": the member is left out rather than
+        // stored as the string "-".
+        if col == b"-" {
+            continue;
+        }
+        match letter {
+            b'N' => surt = Some(col),
+            b'A' => canon = Some(col),
+            b'b' => datetime = Some(col),
+            b'V' => offset = Some(col),
+            b'v' => uoffset = Some(col),
+            b'k' => digest = Some(col),
+            _ => {
+                let name = cdx_letter_name(letter);
+                extra.insert(name.to_owned(), typed(name, col));
+            }
+        }
+    }
+    // Keep the canonized URL when it is not the key, and the uncompressed
+    // offset when a compressed one is the record's offset.
+    if let (Some(_), Some(a)) = (surt, canon) {
+        extra.insert("canonized_url".into(), typed("canonized_url", a));
+    }
+    if let (Some(_), Some(v)) = (offset, uoffset) {
+        extra.insert(
+            "uncompressed_offset".into(),
+            typed("uncompressed_offset", v),
+        );
+    }
+    // Old CDX files (` CDX A b e a m s c k r V v D d g M n`) key on the
+    // canonized URL instead of a SURT; it is the best key they have.
+    let surt = surt.or(canon).ok_or_else(|| Error::Convert {
+        line: line_no,
+        what: "no key: the legend has neither N (massaged url) nor A (canonized url), or it is `-`"
+            .into(),
+    })?;
+    let datetime = datetime.ok_or_else(|| Error::Convert {
+        line: line_no,
+        what: "no date: the legend has no b column, or it is `-`".into(),
+    })?;
+    Ok(Capture {
+        surt: surt.to_vec(),
+        datetime: datetime.to_vec(),
+        offset: offset.or(uoffset).map(<[u8]>::to_vec),
+        digest: digest.map(prefixed_digest),
+        extra,
+    })
+}
+
+/// Converts one CDXJ line `surt datetime {json}`: `offset` and `digest`
+/// move out of the JSON into fields; `status` and `length` become numbers
+/// when they are digits (cdxj-indexer writes them as strings).
+pub fn from_cdxj(line: &[u8], line_no: u64) -> Result<Capture, Error> {
+    let bad = |what: &str| Error::Convert {
+        line: line_no,
+        what: what.into(),
+    };
+    let mut tokens = super::Record::new(line.strip_suffix(b"\r").unwrap_or(line)).tokens();
+    let mut field = |what: &str| -> Result<Vec<u8>, Error> {
+        match tokens.next() {
+            Some(Ok(Token::Field(f))) => f
+                .value()
+                .map(|v| v.into_owned())
+                .ok_or_else(|| bad(&format!("{what} is `-`"))),
+            _ => Err(bad(&format!("no {what}"))),
+        }
+    };
+    let surt = field("SURT key")?;
+    let datetime = field("datetime")?;
+    let json = match tokens.next() {
+        Some(Ok(Token::Json(j))) => j,
+        _ => return Err(bad("no JSON block after the datetime")),
+    };
+    let Value::Object(mut obj) = super::parse_json5(json).map_err(|message| Error::Json {
+        line: line_no,
+        message,
+    })?
+    else {
+        return Err(bad("the JSON block is not an object"));
+    };
+    // pywb and cdxj-indexer write offsets as strings, others as numbers;
+    // fields are text either way.
+    let text = |v: Value| match v {
+        Value::String(s) => s.into_bytes(),
+        other => other.to_string().into_bytes(),
+    };
+    let offset = obj.shift_remove("offset").map(text).filter(|v| v != b"-");
+    let digest = obj
+        .shift_remove("digest")
+        .map(text)
+        .filter(|v| v != b"-")
+        .map(|d| prefixed_digest(&d));
+    // The capture-index schema types these as numbers (CDXJ writers
+    // disagree); values that are not plain digits are kept as written.
+    for name in ["status", "length"] {
+        if let Some(Value::String(s)) = obj.get(name) {
+            let v = typed(name, s.as_bytes());
+            obj.insert(name.into(), v);
+        }
+    }
+    Ok(Capture {
+        surt,
+        datetime,
+        offset,
+        digest,
+        extra: obj,
+    })
+}
+
+/// `sha1:` + the base32 digest, unless it already names its algorithm.
+fn prefixed_digest(d: &[u8]) -> Vec<u8> {
+    if d.contains(&b':') {
+        d.to_vec()
+    } else {
+        let mut out = b"sha1:".to_vec();
+        out.extend_from_slice(d);
+        out
+    }
+}
+
+/// Numbers stay numbers for the members the capture index types as such
+/// (`status`, `length`, `arc_length`); everything else is a string.
+fn typed(name: &str, col: &[u8]) -> Value {
+    let s = String::from_utf8_lossy(col);
+    if matches!(name, "status" | "length" | "arc_length")
+        && !col.is_empty()
+        && col.iter().all(u8::is_ascii_digit)
+    {
+        if let Ok(n) = s.parse::<u64>() {
+            return Value::from(n);
+        }
+    }
+    Value::String(s.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cdx11_line() {
+        let legend = CdxLegend::parse(b" CDX N b a m s k r M S V g").unwrap();
+        assert_eq!(
+            sniff(b" CDX N b a m s k r M S V g"),
+            Source::Cdx(legend.clone())
+        );
+        let c = from_cdx(
+            &legend,
+            b"com,example)/ 20140216050221 http://example.com/ text/html 200 B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A - - 1656 151 example.arc",
+            2,
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        c.format(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            r#"com,example)/ 20140216050221 151 sha1:B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A {"url":"http://example.com/","mime":"text/html","status":200,"length":1656,"filename":"example.arc"}"#
+        );
+        let e = from_cdx(&legend, b"com,example)/ 2014 x", 7).unwrap_err();
+        assert!(matches!(e, Error::Convert { line: 7, .. }), "{e}");
+    }
+
+    #[test]
+    fn cdxj_line() {
+        let line = br#"com,example)/ 20140216050221 {"url": "http://example.com/", "mime": "text/html", "status": "200", "digest": "sha1:B2LT", "length": "856", "offset": "171", "filename": "example.arc.gz"}"#;
+        assert_eq!(sniff(line), Source::Cdxj);
+        let c = from_cdxj(line, 1).unwrap();
+        let mut buf = Vec::new();
+        c.format(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            r#"com,example)/ 20140216050221 171 sha1:B2LT {"url":"http://example.com/","mime":"text/html","status":200,"length":856,"filename":"example.arc.gz"}"#
+        );
+        assert!(from_cdxj(b"com,a)/ 2014", 3).is_err());
+    }
+
+    #[test]
+    fn sniffs_ukvs() {
+        assert_eq!(sniff(b"!fields {}"), Source::Ukvs);
+        assert_eq!(sniff(b"com,a)/ 300"), Source::Ukvs);
+        assert_eq!(CdxLegend::parse(b"CDX N b"), None);
+        assert_eq!(CdxLegend::parse(b" CDX N bb"), None);
+    }
+}

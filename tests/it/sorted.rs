@@ -1,0 +1,946 @@
+//! Sorted files: external sort, merge, lookups and ZipNum clusters, each
+//! checked against a naive twin (sort in memory, concatenate and sort, a
+//! linear scan with pywb's range arithmetic) with tiny memory bounds and
+//! blocks so that run and block boundaries are hit constantly.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use ukvs::sorted::zipnum::{BlockWriter, Cluster};
+use ukvs::sorted::{ExternalSorter, KeyRange, MatchType, Merge, Search, TimeFilter};
+
+use crate::util;
+
+// ---------------------------------------------------------------------------
+// Oracles
+
+/// pywb's `calc_search_range` on a key, written out independently: the
+/// half-open byte range `[start, end)`; `None` is "no end".
+fn pywb_range(key: &str, m: MatchType) -> (Vec<u8>, Option<Vec<u8>>) {
+    let inc_last = |s: &str| -> Option<Vec<u8>> {
+        let mut b = s.as_bytes().to_vec();
+        while let Some(last) = b.pop() {
+            if last < 0xff {
+                b.push(last + 1);
+                return Some(b);
+            }
+        }
+        None
+    };
+    let host = key.split(")/").next().unwrap_or(key);
+    match m {
+        MatchType::Exact => (key.into(), Some(format!("{key}!").into_bytes())),
+        MatchType::Prefix => (key.into(), inc_last(key)),
+        MatchType::Host => (
+            format!("{host})/").into_bytes(),
+            Some(format!("{host}*").into_bytes()),
+        ),
+        MatchType::Domain => {
+            let start = if host.contains(',') {
+                format!("{host})/")
+            } else {
+                format!("{host},")
+            };
+            (start.into_bytes(), Some(format!("{host}-").into_bytes()))
+        }
+    }
+}
+
+/// Padding as pywb's `pad_timestamp` does it, written out independently.
+fn pad(ts: &str, with: &str) -> String {
+    if ts.len() >= with.len() {
+        ts.to_string()
+    } else {
+        format!("{ts}{}", &with[ts.len()..])
+    }
+}
+
+/// Every data line of `lines` in the pywb range, passing from/to: a
+/// linear scan.
+fn linear(
+    lines: &[Vec<u8>],
+    key: &str,
+    m: MatchType,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Vec<Vec<u8>> {
+    let (start, end) = pywb_range(key, m);
+    let from = from.map(|f| pad(f, "10000101000000"));
+    let to = to.map(|t| pad(t, "29991231235959"));
+    lines
+        .iter()
+        .filter(|l| l[..] >= start[..] && !end.as_ref().is_some_and(|e| l[..] >= e[..]))
+        .filter(|l| {
+            let ts = String::from_utf8_lossy(l)
+                .split(' ')
+                .nth(1)
+                .unwrap_or("")
+                .to_string();
+            !from.as_ref().is_some_and(|f| ts < *f) && !to.as_ref().is_some_and(|t| ts > *t)
+        })
+        .cloned()
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Generators
+
+const KEYS: &[&str] = &[
+    "a",
+    "com",
+    "com,a)/",
+    "com,a)/x",
+    "com,a)/x/y",
+    "com,a)/x?q=1",
+    "com,a,www)/",
+    "com,a:8080)/",
+    "com,ab)/",
+    "com,b)/",
+    "org,b)/",
+    "org,b)/?q",
+    "zz,z)/z",
+];
+const TIMES: &[&str] = &[
+    "19991231235959",
+    "20130101000000",
+    "20140101000000",
+    "20140615120000",
+    "20141231235959",
+    "20150101000000",
+    "20210301000000",
+];
+const PARTIAL: &[&str] = &["", "2013", "2014", "201406", "20141231", "2015", "2999"];
+
+/// Sorted capture-index lines with many duplicate keys (and some identical
+/// lines).
+fn index_lines() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::vec((0..KEYS.len(), 0..TIMES.len(), 0..3u8), 0..60).prop_map(|v| {
+        let mut lines: Vec<Vec<u8>> = v
+            .into_iter()
+            .map(|(k, t, p)| format!("{} {} p{p}", KEYS[k], TIMES[t]).into_bytes())
+            .collect();
+        lines.sort();
+        lines
+    })
+}
+
+/// A query key: one of the keys, a cut of one, or something absent.
+fn query_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0..KEYS.len()).prop_map(|i| KEYS[i].to_string()),
+        (0..KEYS.len(), 0..12usize).prop_map(|(i, n)| KEYS[i][..n.min(KEYS[i].len())].to_string()),
+        Just("zzzz".to_string()),
+        Just("0".to_string()),
+    ]
+}
+
+fn match_type() -> impl Strategy<Value = MatchType> {
+    prop_oneof![
+        Just(MatchType::Exact),
+        Just(MatchType::Prefix),
+        Just(MatchType::Host),
+        Just(MatchType::Domain),
+    ]
+}
+
+fn opt_partial() -> impl Strategy<Value = Option<&'static str>> {
+    (0..PARTIAL.len()).prop_map(|i| Some(PARTIAL[i]).filter(|s| !s.is_empty()))
+}
+
+/// The bytes of a file holding `lines`, optionally with headers on top and
+/// without the final LF.
+fn file_bytes(lines: &[Vec<u8>], headers: bool, final_lf: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    if headers {
+        out.extend_from_slice(b"!context [\"x\"]\n!meta {type: \"CaptureIndex\"}\n");
+    }
+    for l in lines {
+        out.extend_from_slice(l);
+        out.push(b'\n');
+    }
+    if !final_lf && !lines.is_empty() {
+        out.pop();
+    }
+    out
+}
+
+/// Lines over a tiny alphabet (space, `!`, a high byte, digits), with
+/// empty lines and many duplicates.
+fn raw_line() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop::sample::select(vec![b'a', b'b', b' ', b'!', 0xff, b'0', b'\t']),
+        0..10,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Library properties
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn external_sort_matches_sorting_in_memory(
+        lines in prop::collection::vec(raw_line(), 0..400),
+        mem in 0usize..300,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sorter = ExternalSorter::new(mem, Some(dir.path().to_path_buf()));
+        for l in &lines {
+            sorter.push(l).unwrap();
+        }
+        let got: Vec<Vec<u8>> = sorter.finish().unwrap().collect::<Result<_, _>>().unwrap();
+        let mut want = lines.clone();
+        want.sort();
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn merge_matches_concatenate_and_sort(
+        inputs in prop::collection::vec(prop::collection::vec(raw_line(), 0..40), 0..7),
+        final_lf in any::<bool>(),
+    ) {
+        let files: Vec<Vec<u8>> = inputs
+            .iter()
+            .map(|lines| {
+                let mut sorted = lines.clone();
+                sorted.sort();
+                file_bytes(&sorted, false, final_lf)
+            })
+            .collect();
+        let mut merge = Merge::new(
+            files.iter().enumerate().map(|(i, f)| (format!("f{i}"), &f[..])),
+            false,
+        ).unwrap();
+        let mut got = Vec::new();
+        while let Some(l) = merge.next().unwrap() {
+            got.push(l.to_vec());
+        }
+        // Without a final LF, a last line that is empty is no line at all
+        // (sorted, it is last only when every line of the input is empty).
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        for lines in &inputs {
+            let mut lines = lines.clone();
+            if !final_lf && lines.iter().all(Vec::is_empty) {
+                lines.pop();
+            }
+            want.extend(lines);
+        }
+        want.sort();
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn binary_search_matches_linear_scan(
+        lines in index_lines(),
+        key in query_key(),
+        m in match_type(),
+        from in opt_partial(),
+        to in opt_partial(),
+        headers in any::<bool>(),
+        final_lf in any::<bool>(),
+    ) {
+        let data = file_bytes(&lines, headers, final_lf);
+        let search = Search::new(data);
+        let range = KeyRange::new(key.as_bytes(), m);
+        let time = TimeFilter::new(from.map(str::as_bytes), to.map(str::as_bytes));
+        let got: Vec<Vec<u8>> = search
+            .range(&range)
+            .unwrap()
+            .map(|r| r.unwrap().1)
+            .filter(|l| time.accepts(ukvs::sorted::lines::key_datetime(l).1))
+            .map(<[u8]>::to_vec)
+            .collect();
+        prop_assert_eq!(got, linear(&lines, &key, m, from, to));
+    }
+
+    #[test]
+    fn zipnum_matches_linear_scan(
+        lines in index_lines(),
+        key in query_key(),
+        m in match_type(),
+        lines_per_block in 1usize..4,
+        blocks_per_shard in 1usize..4,
+    ) {
+        let (idx, shards) = build_cluster(&lines, lines_per_block, blocks_per_shard);
+        let cluster = Cluster::new(idx);
+        let range = KeyRange::new(key.as_bytes(), m);
+        let got = cluster
+            .range(&range, |shard, offset, length| {
+                let bytes = &shards[shard];
+                Ok(bytes[offset as usize..(offset + length) as usize].to_vec())
+            })
+            .unwrap();
+        prop_assert_eq!(got, linear(&lines, &key, m, None, None));
+    }
+}
+
+/// A cluster in memory: the `.idx` bytes and the shard bytes by name.
+fn build_cluster(
+    lines: &[Vec<u8>],
+    lines_per_block: usize,
+    blocks_per_shard: usize,
+) -> (Vec<u8>, HashMap<String, Vec<u8>>) {
+    let mut wtr = BlockWriter::new(lines_per_block, 6);
+    let mut blocks = Vec::new();
+    for l in lines {
+        blocks.extend(wtr.push(l).unwrap());
+    }
+    blocks.extend(wtr.flush().unwrap());
+    let mut idx = Vec::new();
+    let mut shards: HashMap<String, Vec<u8>> = HashMap::new();
+    for (i, b) in blocks.into_iter().enumerate() {
+        let name = format!("s{}", i / blocks_per_shard);
+        let shard = shards.entry(name.clone()).or_default();
+        let entry = ukvs::sorted::zipnum::Block {
+            first_key: b.first_key,
+            shard: name,
+            offset: shard.len() as u64,
+            length: b.gzip.len() as u64,
+            block_no: i as u64 + 1,
+        };
+        shard.extend_from_slice(&b.gzip);
+        idx.extend_from_slice(&entry.to_line());
+        idx.push(b'\n');
+    }
+    (idx, shards)
+}
+
+#[test]
+fn search_reports_an_index_out_of_order() {
+    let data = b"com,a)/ 2014 x\ncom,c)/ 2014 x\ncom,b)/ 2014 x\ncom,d)/ 2014 x\n".to_vec();
+    let search = Search::new(data);
+    let range = KeyRange::new(b"com,b)/", MatchType::Exact);
+    let err = search
+        .range(&range)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .unwrap_err();
+    assert!(err.to_string().contains("not sorted near byte"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// Command line
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Deterministic pseudo-random CDXJ-like lines.
+fn synthetic_lines(n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut x = seed;
+    (0..n)
+        .map(|i| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let host = (x >> 33) % 97;
+            let path = (x >> 20) % 13;
+            let ts = 20000101000000u64 + (x >> 40) % 200000;
+            format!("com,h{host})/p{path} {ts} {{\"n\":{}}}", i % 5).into_bytes()
+        })
+        .collect()
+}
+
+#[test]
+fn sort_cli_is_byte_order_with_headers_on_top_for_any_threads_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = synthetic_lines(20_000, 7);
+    let (a, b) = lines.split_at(12_000);
+    let mut fa = b"!context [\"x\"]\n!meta {a: 1}\n".to_vec();
+    fa.extend(file_bytes(a, false, true));
+    let mut fb = b"!context [\"x\"]\n!meta {b: 2}\n".to_vec();
+    fb.extend(file_bytes(b, false, false));
+    let pa = write(dir.path(), "a.cdxj", &fa);
+    let pb = write(dir.path(), "b.cdxj.gz", &gzip(&fb));
+    let mut want_lines = lines.clone();
+    want_lines.sort();
+    let mut want = b"!context [\"x\"]\n!meta {a: 1}\n!meta {b: 2}\n".to_vec();
+    want.extend(file_bytes(&want_lines, false, true));
+    let mut outputs = Vec::new();
+    for (j, mem) in [("1", "64K"), ("2", "64K"), ("2", "1G"), ("3", "100K")] {
+        let out = dir.path().join(format!("out-{j}-{mem}.cdxj"));
+        let o = util::run(
+            &[
+                "sort",
+                pa.to_str().unwrap(),
+                pb.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                "-j",
+                j,
+                "--mem",
+                mem,
+                "--tmp-dir",
+                dir.path().to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let got = std::fs::read(&out).unwrap();
+        assert!(
+            got == want,
+            "-j {j} --mem {mem} differs from the in-memory sort"
+        );
+        outputs.push(got);
+    }
+    // No temporary run file is left behind.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".ukvs-tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // --unique drops repeated lines; stdin works.
+    let o = util::run(&["sort", "--unique", "--mem", "64K"], b"b\na\nb\n\na\n");
+    assert!(o.status.success());
+    assert_eq!(o.stdout, b"\na\nb\n");
+}
+
+#[test]
+fn merge_cli_combines_sorted_inputs_and_rejects_unsorted_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = synthetic_lines(3000, 11);
+    let mut parts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 3];
+    for (i, l) in lines.iter().enumerate() {
+        parts[i % 3].push(l.clone());
+    }
+    let mut paths = Vec::new();
+    for (i, p) in parts.iter_mut().enumerate() {
+        p.sort();
+        let mut bytes = format!("!meta {{part: {i}}}\n!context [\"x\"]\n").into_bytes();
+        bytes.extend(file_bytes(p, false, i != 1));
+        paths.push(write(dir.path(), &format!("p{i}.cdxj"), &bytes));
+    }
+    let out = dir.path().join("merged.cdxj");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(|p| p.to_str().unwrap()));
+    args.extend(["-o", out.to_str().unwrap()]);
+    let o = util::run(&args, b"");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut sorted = lines.clone();
+    sorted.sort();
+    let mut want =
+        b"!context [\"x\"]\n!meta {part: 0}\n!meta {part: 1}\n!meta {part: 2}\n".to_vec();
+    want.extend(file_bytes(&sorted, false, true));
+    assert!(std::fs::read(&out).unwrap() == want);
+
+    let bad = write(dir.path(), "bad.cdxj", b"!meta {}\na 1\nc 1\nb 1\n");
+    let out2 = dir.path().join("never.cdxj");
+    let o = util::run(
+        &[
+            "merge",
+            paths[0].to_str().unwrap(),
+            bad.to_str().unwrap(),
+            "-o",
+            out2.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.cdxj: line 4 is out of order"), "{err}");
+    assert!(!out2.exists(), "a failed merge must leave no output");
+}
+
+/// The lookup oracle for several files: merge by line (ties in file
+/// order), filter, then closest / reverse / limit as pywb orders them.
+fn cli_oracle(
+    files: &[Vec<Vec<u8>>],
+    key: &str,
+    m: MatchType,
+    closest: Option<&str>,
+    reverse: bool,
+    limit: Option<usize>,
+) -> Vec<Vec<u8>> {
+    let mut all: Vec<(Vec<u8>, usize)> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        all.extend(linear(f, key, m, None, None).into_iter().map(|l| (l, i)));
+    }
+    all.sort();
+    let mut found: Vec<Vec<u8>> = all.into_iter().map(|(l, _)| l).collect();
+    if let Some(c) = closest {
+        let secs = |l: &Vec<u8>| {
+            let ts = String::from_utf8_lossy(l)
+                .split(' ')
+                .nth(1)
+                .unwrap_or("")
+                .to_string();
+            ukvs::sorted::datetime_to_secs(ts.as_bytes())
+        };
+        let target = ukvs::sorted::datetime_to_secs(c.as_bytes());
+        // A stable insertion sort, as pywb's bisect_right insertion.
+        let mut out: Vec<(i64, Vec<u8>)> = Vec::new();
+        for l in found {
+            let d = (secs(&l) - target).abs();
+            let at = out.iter().position(|(k, _)| *k > d).unwrap_or(out.len());
+            out.insert(at, (d, l));
+        }
+        found = out.into_iter().map(|(_, l)| l).collect();
+        found.truncate(limit.unwrap_or(usize::MAX));
+    } else if reverse {
+        found.reverse();
+        found.truncate(limit.unwrap_or(usize::MAX));
+    } else {
+        found.truncate(limit.unwrap_or(usize::MAX));
+    }
+    found
+}
+
+#[test]
+fn lookup_cli_matches_the_oracle_across_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = (
+        prop::collection::vec(index_lines(), 1..4),
+        query_key(),
+        match_type(),
+        prop::option::of(0..TIMES.len()),
+        any::<bool>(),
+        prop::option::of(1usize..5),
+    );
+    for case in 0..40 {
+        let (files, key, m, closest, reverse, limit) =
+            strategy.new_tree(&mut runner).unwrap().current();
+        let mut args: Vec<String> = vec!["lookup".into()];
+        for (i, f) in files.iter().enumerate() {
+            let p = write(
+                dir.path(),
+                &format!("c{case}-{i}.cdxj"),
+                &file_bytes(f, i == 0, i != 1),
+            );
+            args.push(p.to_str().unwrap().into());
+        }
+        let mt = match m {
+            MatchType::Exact => "exact",
+            MatchType::Prefix => "prefix",
+            MatchType::Host => "host",
+            _ => "domain",
+        };
+        args.extend(["--key".into(), key.clone(), "--match".into(), mt.into()]);
+        let closest = closest.map(|i| &TIMES[i][..(4 + case % 11)]);
+        if let Some(c) = closest {
+            args.extend(["--closest".into(), c.into()]);
+        }
+        if reverse {
+            args.push("--reverse".into());
+        }
+        if let Some(n) = limit {
+            args.extend(["--limit".into(), n.to_string()]);
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = util::run(&argv, b"");
+        let want = cli_oracle(&files, &key, m, closest, reverse, limit);
+        let mut want_bytes = Vec::new();
+        for l in &want {
+            want_bytes.extend_from_slice(l);
+            want_bytes.push(b'\n');
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&want_bytes),
+            "case {case}: {argv:?}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(if want.is_empty() { 1 } else { 0 }),
+            "{argv:?}"
+        );
+    }
+}
+
+#[test]
+fn lookup_cli_batch_answers_in_input_order_and_handles_odd_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = write(
+        dir.path(),
+        "i.cdxj",
+        b"!meta {}\ncom,a)/ 20140101000000 1\ncom,a)/ 20150101000000 2\ncom,b)/ 20140101000000 3\n\
+com,c)/ 20140101000000 4",
+    );
+    let empty = write(dir.path(), "empty.cdxj", b"");
+    let i = idx.to_str().unwrap();
+    let e = empty.to_str().unwrap();
+    let o = util::run(
+        &["lookup", i, e, "--keys", "-"],
+        b"com,c)/\ncom,zz)/\ncom,a)/\n",
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        o.stdout,
+        b"com,c)/ 20140101000000 4\ncom,a)/ 20140101000000 1\ncom,a)/ 20150101000000 2\n"
+    );
+    let o = util::run(&["lookup", e, "--keys", "-"], b"com,c)/\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    // Beyond the last line, before the first, on the last line without LF.
+    for (key, code) in [("zzz", 1), ("0", 1), ("com,c)/", 0)] {
+        for mmap in [true, false] {
+            let mut args = vec!["lookup", i, "--key", key];
+            if !mmap {
+                args.push("--no-mmap");
+            }
+            assert_eq!(util::run(&args, b"").status.code(), Some(code), "{key}");
+        }
+    }
+    // Partial datetimes are padded like pywb's.
+    let o = util::run(&["lookup", i, "--key", "com,a)/", "--from", "2015"], b"");
+    assert_eq!(o.stdout, b"com,a)/ 20150101000000 2\n");
+    let o = util::run(&["lookup", i, "--key", "com,a)/", "--to", "2014"], b"");
+    assert_eq!(o.stdout, b"com,a)/ 20140101000000 1\n");
+    // A missing index is an error.
+    let o = util::run(&["lookup", "/nonexistent/x.cdxj", "--key", "a"], b"");
+    assert_eq!(o.status.code(), Some(2));
+    // Out of order on the search path: exit 2 with the file and position.
+    let bad = write(
+        dir.path(),
+        "bad.cdxj",
+        b"com,a)/ 1\ncom,c)/ 1\ncom,b)/ 1\ncom,d)/ 1\n",
+    );
+    let o = util::run(&["lookup", bad.to_str().unwrap(), "--key", "com,b)/"], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.cdxj") && err.contains("near byte"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lookup_cli_output_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = write(
+        dir.path(),
+        "i.cdx",
+        b" CDX N b a m s k r M S V g\n\
+com,example)/ 20140127171200 http://example.com text/html 200 B2LT - - 1046 334 dupes.warc.gz\n\
+com,example)/ 20140127171251 http://example.com warc/revisit - B2LT - - 553 11875 dupes.warc.gz\n",
+    );
+    let i = idx.to_str().unwrap();
+    let o = util::run(
+        &[
+            "lookup",
+            i,
+            "--key",
+            "com,example)/",
+            "--output",
+            "json",
+            "--limit",
+            "1",
+        ],
+        b"",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["urlkey"], "com,example)/");
+    assert_eq!(v["url"], "http://example.com");
+    assert_eq!(v["offset"], "334");
+    let o = util::run(
+        &[
+            "lookup",
+            i,
+            "--key",
+            "com,example)/",
+            "--output",
+            "cdxj",
+            "--reverse",
+            "--limit",
+            "1",
+        ],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("com,example)/ 20140127171251 {\"url\":\"http://example.com\""),
+        "{text}"
+    );
+    let o = util::run(
+        &[
+            "lookup",
+            i,
+            "--key",
+            "com,example)/",
+            "--output",
+            "link",
+            "--archive-prefix",
+            "https://a.example/w/",
+        ],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text,
+        "<http://example.com>; rel=\"original\",\n\
+<https://a.example/w/20140127171200/http://example.com>; rel=\"first memento\"; datetime=\"Mon, 27 Jan 2014 17:12:00 GMT\",\n\
+<https://a.example/w/20140127171251/http://example.com>; rel=\"last memento\"; datetime=\"Mon, 27 Jan 2014 17:12:51 GMT\"\n"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// ZipNum against pywb
+
+/// The sample CDX of pywb's own ZipNum fixture, one line per line (its
+/// blocks end without LF, so the file cannot simply be gunzipped).
+fn pywb_sample_lines(zipcdx: &Path) -> Vec<Vec<u8>> {
+    let idx = std::fs::read_to_string(zipcdx.join("zipnum-sample.idx")).unwrap();
+    let shard = std::fs::read(zipcdx.join("zipnum-sample.cdx.gz")).unwrap();
+    let mut lines = Vec::new();
+    for l in idx.lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (off, len): (usize, usize) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::MultiGzDecoder::new(&shard[off..off + len]),
+            &mut text,
+        )
+        .unwrap();
+        lines.extend(text.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+    }
+    lines
+}
+
+#[test]
+fn lookup_reads_pywbs_own_zipnum_fixture() {
+    let Some(corpus) = util::shared_corpus("lookup_reads_pywbs_own_zipnum_fixture") else {
+        return;
+    };
+    let zipcdx = corpus.join("webrecorder__pywb/sample_archive/zipcdx");
+    let lines = pywb_sample_lines(&zipcdx);
+    assert_eq!(lines.len(), 188);
+    let idx = zipcdx.join("zipnum-sample.idx");
+    for (key, m, mt) in [
+        ("org,iana)/", MatchType::Exact, "exact"),
+        (
+            "org,iana)/_css/2013.1/fonts/opensans-bold.ttf",
+            MatchType::Exact,
+            "exact",
+        ),
+        ("org,iana)/_css", MatchType::Prefix, "prefix"),
+        ("org,iana)/", MatchType::Host, "host"),
+        ("com", MatchType::Domain, "domain"),
+        ("com,example)/", MatchType::Exact, "exact"),
+        ("zz", MatchType::Exact, "exact"),
+    ] {
+        let o = util::run(
+            &["lookup", idx.to_str().unwrap(), "--key", key, "--match", mt],
+            b"",
+        );
+        let got: Vec<&[u8]> = o
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let want = linear(&lines, key, m, None, None);
+        assert_eq!(
+            got,
+            want.iter().map(|l| &l[..]).collect::<Vec<_>>(),
+            "{key} {mt}"
+        );
+    }
+}
+
+/// A free loopback port (bound then released; the server binds it next).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET over plain HTTP/1.0 on loopback; the body, or `None` if the server
+/// is not answering.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).ok()?;
+    let status = resp.split(' ').nth(1)?.parse().ok()?;
+    let body = resp.split_once("\r\n\r\n")?.1.to_string();
+    Some((status, body))
+}
+
+/// Ends the server when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Installs pywb when Python is there but pywb is not (the test's set-up).
+fn ensure_pywb(test: &str) -> bool {
+    let python = Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !python {
+        eprintln!("SKIPPED {test}: python3 is not installed");
+        return false;
+    }
+    if !util::has_python_module("pywb", test) {
+        let _ = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "pywb"])
+            .status();
+        if !util::has_python_module("pywb", test) {
+            eprintln!("SKIPPED {test}: pywb could not be installed (pip install pywb)");
+            return false;
+        }
+    }
+    true
+}
+
+#[test]
+fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
+    let test = "pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    if !ensure_pywb(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lines = pywb_sample_lines(&corpus.join("webrecorder__pywb/sample_archive/zipcdx"));
+    let input = write(dir.path(), "sample.cdx", &file_bytes(&lines, false, true));
+    let cluster = dir.path().join("cluster");
+    // 20 lines a block gives 10 blocks: within pywb's page of 10 blocks, so
+    // pywb answers whole; two shards; duplicate keys straddle blocks.
+    let o = util::run(
+        &[
+            "zipnum",
+            "build",
+            input.to_str().unwrap(),
+            "-o",
+            cluster.to_str().unwrap(),
+            "--lines-per-block",
+            "20",
+            "--shards",
+            "2",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        format!(
+            "collections:\n  zn: zipnum+{}\n",
+            cluster.join("index.idx").display()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let server = Command::new("python3")
+        .args(["-c", "from pywb.apps.cli import warcserver; warcserver()"])
+        .args(["-p", &port.to_string(), "-b", "127.0.0.1"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pywb's warcserver");
+    let _server = KillOnDrop(server);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http_get(port, "/zn/index?url=example.com&output=text").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "pywb did not answer on port {port} within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let queries: &[(&str, &str, &[&str])] = &[
+        ("url=iana.org", "org,iana)/", &["--match", "exact"]),
+        (
+            "url=iana.org&matchType=prefix",
+            "org,iana)/",
+            &["--match", "prefix"],
+        ),
+        (
+            "url=iana.org/_css/*",
+            "org,iana)/_css/",
+            &["--match", "prefix"],
+        ),
+        (
+            "url=iana.org&matchType=host",
+            "org,iana)/",
+            &["--match", "host"],
+        ),
+        ("url=*.example.com", "com,example)/", &["--match", "domain"]),
+        (
+            "url=iana.org&matchType=domain&limit=7",
+            "org,iana)/",
+            &["--match", "domain", "--limit", "7"],
+        ),
+        (
+            "url=iana.org&matchType=prefix&reverse=1&limit=5",
+            "org,iana)/",
+            &["--match", "prefix", "--reverse", "--limit", "5"],
+        ),
+        (
+            "url=iana.org&matchType=host&from=201401262008&to=2014012620",
+            "org,iana)/",
+            &[
+                "--match",
+                "host",
+                "--from",
+                "201401262008",
+                "--to",
+                "2014012620",
+            ],
+        ),
+        (
+            "url=iana.org/_css/2013.1/fonts/opensans-bold.ttf&closest=20140126200900&limit=3",
+            "org,iana)/_css/2013.1/fonts/opensans-bold.ttf",
+            &["--closest", "20140126200900", "--limit", "3"],
+        ),
+        (
+            "url=example.com/nothing-here",
+            "com,example)/nothing-here",
+            &[],
+        ),
+    ];
+    let mut answered = 0;
+    for (params, key, flags) in queries {
+        let (status, body) = http_get(port, &format!("/zn/index?{params}&output=text")).unwrap();
+        // pywb appends its source fields (`zn zn`) to each line.
+        let pywb: Vec<String> = body
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.rsplitn(3, ' ').nth(2).unwrap_or(l).to_string())
+            .collect();
+        let mut args = vec!["lookup", cluster.to_str().unwrap(), "--key", key];
+        args.extend_from_slice(flags);
+        let o = util::run(&args, b"");
+        let ours: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(ours, pywb, "{params} (pywb status {status})");
+        answered += pywb.len();
+        assert_eq!(
+            o.status.code(),
+            Some(if ours.is_empty() { 1 } else { 0 }),
+            "{params}"
+        );
+    }
+    // The comparison means something only if pywb found captures.
+    assert!(answered > 300, "pywb answered only {answered} lines");
+}

@@ -1,0 +1,790 @@
+//! The UKVS format engine: spec examples, malformed files, round trips,
+//! conversions, and the JSON Schemas in `schemas/`.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use ukvs::ukvs::{
+    classify, format_record, parse_json5, Field, Line, Record, Schema, Token, Validator, Writer,
+};
+
+use crate::util;
+
+fn good(name: &str) -> PathBuf {
+    util::data_dir().join("ukvs").join(name)
+}
+
+fn bad(name: &str) -> PathBuf {
+    util::data_dir().join("ukvs-bad").join(name)
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = util::run(args, b"");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ndjson(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("NDJSON line"))
+        .collect()
+}
+
+#[test]
+fn spec_examples_validate() {
+    for name in [
+        "spec-people.ukvs",
+        "spec-mementomap.ukvs",
+        "spec-frequency-forms.ukvs",
+        "spec-frequency-looseness.ukvs",
+        "spec-zero-override.ukvs",
+        "spec-datetime-oslj.ukvs",
+        "datetime-keys-sorted.ukvs",
+        "capture-index.ukvs",
+        "mementomap-sample-01.ukvs",
+    ] {
+        let p = good(name);
+        let (code, stdout, stderr) = run(&["validate", p.to_str().unwrap()]);
+        assert_eq!(code, 0, "{name}: {stdout}{stderr}");
+        assert!(stdout.contains("0 problems: valid"), "{stdout}");
+    }
+}
+
+#[test]
+fn spec_datetime_key_example_is_not_in_byte_order() {
+    // `:` (0x3a) sorts after the digits, so the spec's own listing puts the
+    // all-time line first although a byte-order sort puts it last.
+    let p = good("spec-datetime-keys.ukvs");
+    let p = p.to_str().unwrap();
+    let (code, stdout, _) = run(&["validate", p]);
+    assert_eq!(code, 2);
+    assert!(
+        stdout.starts_with(&format!("{p}:4: out of byte order: sorts before line 3\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("NOT sorted, MementoMap, 1 problems"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn spec_summary_counts() {
+    let p = good("spec-mementomap.ukvs");
+    let (_, stdout, _) = run(&["validate", p.to_str().unwrap()]);
+    assert!(
+        stdout.contains(
+            "10 lines (5 headers, 5 records), 5 keys, 0 duplicate keys, 0 identical lines, sorted, MementoMap, 0 problems: valid"
+        ),
+        "{stdout}"
+    );
+    let p = good("capture-index.ukvs");
+    let (_, stdout, _) = run(&["validate", p.to_str().unwrap()]);
+    assert!(
+        stdout.contains("7 lines (3 headers, 4 records), 3 keys, 1 duplicate keys, 1 identical lines, sorted, 0 problems"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn people_example_expands_as_formats_md_says() {
+    let p = good("spec-people.ukvs");
+    let (code, stdout, stderr) = run(&["cat", "--json", p.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        ndjson(&stdout),
+        vec![
+            json!({"lname": "Doe", "fname": "Jane", "qualification": "PhD", "profession": "Professor",
+                   "home": "https://example.edu/members/jdoe"}),
+            json!({"lname": "Doe", "fname": "John", "qualification": "Masters",
+                   "profession": "Business Consultant"}),
+            json!({"lname": "Roe", "fname": "Richard", "qualification": "PhD", "profession": "Scientist",
+                   "dob": "May 7, 1920", "awards": ["Fiction 42", "Mad Scientist"]}),
+            json!({"lname": "Shmoe", "fname": "Joe", "qualification": null, "profession": "Assistant"}),
+        ]
+    );
+    // Key order in the output: fields first, in `!fields` order, then the
+    // OSLJ members in their own order.
+    assert!(stdout.starts_with(
+        r#"{"lname":"Doe","fname":"Jane","qualification":"PhD","profession":"Professor","home":"#
+    ));
+}
+
+#[test]
+fn people_example_normalises() {
+    let p = good("spec-people.ukvs");
+    let (code, stdout, _) = run(&["cat", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        concat!(
+            "!fields {\"keys\":[\"lname\",\"fname\"],\"values\":[\"qualification\",\"profession\"]}\n",
+            "Doe Jane PhD Professor {\"home\":\"https://example.edu/members/jdoe\"}\n",
+            "Doe John Masters \"Business Consultant\"\n",
+            "Roe Richard PhD Scientist {\"dob\":\"May 7, 1920\",\"awards\":[\"Fiction 42\",\"Mad Scientist\"]}\n",
+            "Shmoe Joe - Assistant\n",
+        )
+    );
+    // Normalising is idempotent and the result validates.
+    let dir = tempfile::tempdir().unwrap();
+    let once = dir.path().join("once.ukvs");
+    std::fs::write(&once, &stdout).unwrap();
+    let (_, twice, _) = run(&["cat", once.to_str().unwrap()]);
+    assert_eq!(twice, stdout);
+    assert_eq!(run(&["validate", once.to_str().unwrap()]).0, 0);
+}
+
+#[test]
+fn mementomap_examples_expand() {
+    let p = good("spec-mementomap.ukvs");
+    let (code, stdout, _) = run(&["cat", "--json", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let rows = ndjson(&stdout);
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0], json!({"surt": "*", "frequency": "54321"}));
+    assert_eq!(
+        rows[4],
+        json!({"surt": "uk,co,bbc)/images/*", "frequency": "300"})
+    );
+
+    let p = good("spec-datetime-oslj.ukvs");
+    let (_, stdout, _) = run(&["cat", "--json", p.to_str().unwrap()]);
+    assert_eq!(
+        ndjson(&stdout),
+        vec![json!({"surt": "com,twitter)/*", "frequency": "100/35",
+                    "datetime": {"2014": "20~/10", "2015": "60+/30+"}})]
+    );
+
+    let p = good("datetime-keys-sorted.ukvs");
+    let (_, stdout, _) = run(&["cat", "--json", p.to_str().unwrap()]);
+    assert_eq!(
+        ndjson(&stdout)[3],
+        json!({"surt": "com,twitter)/*", "datetime": ":", "frequency": "100/35"})
+    );
+
+    let p = good("spec-frequency-looseness.ukvs");
+    let (_, stdout, _) = run(&["cat", "--json", p.to_str().unwrap()]);
+    let freqs: Vec<Value> = ndjson(&stdout)
+        .into_iter()
+        .map(|r| r["frequency"].clone())
+        .collect();
+    assert_eq!(
+        freqs,
+        vec![
+            json!("300"),
+            json!("400+/100"),
+            json!("200-/150~"),
+            json!("/50+")
+        ]
+    );
+}
+
+/// Every malformed class, with the line `validate` must name.
+#[test]
+fn malformed_files_are_rejected_on_the_right_line() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "out-of-order.ukvs",
+            &[":3: out of byte order: sorts before line 2"],
+        ),
+        (
+            "header-after-data.ukvs",
+            &[":3: header `!meta` after the first data line"],
+        ),
+        (
+            "arity.ukvs",
+            &[
+                ":3: 2 fields where `!fields` declares 3",
+                ":4: 4 fields where `!fields` declares 3",
+            ],
+        ),
+        (
+            "bad-json.ukvs",
+            &[":3: invalid JSON block: at column 7 of the JSON"],
+        ),
+        ("bad-header-json.ukvs", &[":2: bad header: invalid JSON"]),
+        (
+            "unterminated-quote.ukvs",
+            &[":3: column 3: unterminated quoted value"],
+        ),
+        (
+            "text-after-quote.ukvs",
+            &[":2: column 6: text right after a closing quote"],
+        ),
+        (
+            "bad-escape.ukvs",
+            &[":2: column 4: unknown escape in quoted value"],
+        ),
+        (
+            "bad-frequency.ukvs",
+            &[
+                ":4: bad frequency \"3x0\"",
+                ":5: bad frequency \"1/2/3\"",
+                ":6: bad frequency \"\"",
+            ],
+        ),
+        (
+            "duplicate-key.ukvs",
+            &[":4: duplicate key (same as line 3)"],
+        ),
+        (
+            "bad-oslj-frequency.ukvs",
+            &[":3: bad frequency \"x\"", ":4: bad datetime key \"20y4\""],
+        ),
+        ("blank-line.ukvs", &[":3: empty line"]),
+        ("crlf.ukvs", &[":1: carriage return", ":2: carriage return"]),
+        (
+            "conflicting-fields.ukvs",
+            &[":2: bad header: `!fields`: a second `!fields` that differs from the first"],
+        ),
+        (
+            "empty-keys.ukvs",
+            &[":1: bad header: `!fields`: `keys` is empty"],
+        ),
+    ];
+    for (name, wants) in cases {
+        let p = bad(name);
+        let p = p.to_str().unwrap();
+        let (code, stdout, _) = run(&["validate", p]);
+        assert_eq!(code, 2, "{name}: {stdout}");
+        let problems: Vec<&str> = stdout.lines().filter(|l| !l.ends_with("INVALID")).collect();
+        assert_eq!(problems.len(), wants.len(), "{name}: {stdout}");
+        for (got, want) in problems.iter().zip(wants.iter()) {
+            assert!(
+                got.starts_with(&format!("{p}{want}")),
+                "{name}: {got} lacks {want}"
+            );
+        }
+    }
+    // Every file in the directory has a case above.
+    let listed = std::fs::read_dir(util::data_dir().join("ukvs-bad"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "ukvs")
+        })
+        .count();
+    assert_eq!(listed, cases.len());
+}
+
+#[test]
+fn validate_reads_gzip_and_stdin_and_goes_on_after_a_bad_file() {
+    let text = std::fs::read(good("spec-mementomap.ukvs")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("map.ukvs.gz");
+    // Two members, as concatenated shards would be.
+    let mut bytes = Vec::new();
+    let half = text.len() / 2;
+    let cut = text[..half].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    for part in [&text[..cut], &text[cut..]] {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, part).unwrap();
+        bytes.extend(e.finish().unwrap());
+    }
+    std::fs::write(&gz, &bytes).unwrap();
+    let (code, stdout, _) = run(&["validate", gz.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("10 lines (5 headers, 5 records)"),
+        "{stdout}"
+    );
+
+    let out = util::run(&["validate", "-"], &text);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("-: 10 lines"));
+
+    let missing = dir.path().join("missing.ukvs");
+    let ok = good("spec-people.ukvs");
+    let (code, stdout, stderr) =
+        run(&["validate", missing.to_str().unwrap(), ok.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("missing.ukvs"), "{stderr}");
+    assert!(stdout.contains("spec-people.ukvs: 5 lines"), "{stdout}");
+}
+
+#[test]
+fn json5_edge_cases_through_cat() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("edge.ukvs");
+    std::fs::write(
+        &p,
+        concat!(
+            "!fields {keys: ['k',], values: [\"v\"],}\n",
+            "a \"say \\\"hi\\\" \\u00e9\" {nested: {deep: {deeper: [1, 2, {x: 'y'}]}}, 'quoted key': \"\\u263A\", trailing: 1,}\n",
+            "b \"-\" {emoji: \"\\ud83d\\ude00\", s: 'it\\'s'}\n",
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["cat", "--json", p.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        ndjson(&stdout),
+        vec![
+            json!({"k": "a", "v": "say \"hi\" é", "nested": {"deep": {"deeper": [1, 2, {"x": "y"}]}},
+                   "quoted key": "☺", "trailing": 1}),
+            json!({"k": "b", "v": "-", "emoji": "😀", "s": "it's"}),
+        ]
+    );
+    let (code, stdout, _) = run(&["cat", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().nth(1).unwrap(),
+        r#"a "say \"hi\" é" {"nested":{"deep":{"deeper":[1,2,{"x":"y"}]}},"quoted key":"☺","trailing":1}"#
+    );
+}
+
+#[test]
+fn clash_between_field_and_oslj_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("clash.ukvs");
+    std::fs::write(
+        &p,
+        "!fields {keys: [\"surt\"], values: [\"frequency\"]}\na 1\nb 2 {frequency: 3}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["cat", "--json", p.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(stdout.lines().count(), 1, "the good line is still printed");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3: line 3: name `frequency` appears both",
+            p.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn cat_converts_classic_cdx_and_cdxj_to_the_same_records() {
+    let Some(corpus) = util::shared_corpus("cat_converts_classic_cdx_and_cdxj_to_the_same_records")
+    else {
+        return;
+    };
+    let base = corpus.join("webrecorder__pywb/sample_archive");
+    let cdx = base.join("cdx/iana.cdx");
+    let cdxj = base.join("cdxj/iana.cdxj");
+    let (c1, from_cdx, e1) = run(&["cat", cdx.to_str().unwrap()]);
+    let (c2, from_cdxj, e2) = run(&["cat", cdxj.to_str().unwrap()]);
+    assert_eq!((c1, c2), (0, 0), "{e1}{e2}");
+    let records = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with('!'))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(records(&from_cdx).len(), 171);
+    assert_eq!(records(&from_cdx), records(&from_cdxj));
+    assert!(from_cdx.contains("!meta {\"type\":\"CaptureIndex\",\"generator\":\"ukvs 0.1.0\",\"source_format\":\"cdx\",\"cdx_legend\":\"N b a m s k r M S V g\"}\n"));
+    assert!(
+        records(&from_cdx).contains(&"org,iana)/ 20140126200624 334 sha1:OSSAPWJ23L56IYVRW3GFEAR4MCJMGPTB {\"url\":\"http://www.iana.org/\",\"mime\":\"text/html\",\"status\":200,\"length\":2258,\"filename\":\"iana.warc.gz\"}".to_owned())
+    );
+    // The converted index validates (byte order included) and its records
+    // pass the capture-index schema.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("iana.ukvs");
+    assert_eq!(
+        run(&["cat", "-o", out.to_str().unwrap(), cdx.to_str().unwrap()]).0,
+        0
+    );
+    let (code, stdout, _) = run(&["validate", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    check_file_against_schemas(&out);
+
+    // Expanded, a CDX line is one object with the capture-index names.
+    let (_, json_out, _) = run(&["cat", "--json", cdx.to_str().unwrap()]);
+    let first = &ndjson(&json_out)[0];
+    assert_eq!(first["surt"], json!("org,iana)/"));
+    assert_eq!(first["offset"], json!("334"));
+    assert_eq!(first["status"], json!(200));
+}
+
+#[test]
+fn cat_converts_every_cdx_and_cdxj_of_the_corpus() {
+    let Some(corpus) = util::shared_corpus("cat_converts_every_cdx_and_cdxj_of_the_corpus") else {
+        return;
+    };
+    let mut files = Vec::new();
+    for dir in [
+        "webrecorder__pywb/sample_archive/cdx",
+        "webrecorder__pywb/sample_archive/cdxj",
+    ] {
+        for e in std::fs::read_dir(corpus.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "cdx" || x == "cdxj") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 10);
+    for f in files {
+        let (code, stdout, stderr) = run(&["cat", "--json", f.to_str().unwrap()]);
+        assert_eq!(code, 0, "{}: {stderr}", f.display());
+        let text = std::fs::read_to_string(&f).unwrap();
+        let data_lines = text
+            .lines()
+            .filter(|l| !l.starts_with(" CDX") && !l.is_empty())
+            .count();
+        let rows = ndjson(&stdout);
+        assert_eq!(rows.len(), data_lines, "{}", f.display());
+        for r in rows {
+            assert!(r["surt"].is_string() && r["datetime"].is_string(), "{r}");
+        }
+    }
+}
+
+#[test]
+fn cat_stdin_and_several_files() {
+    let a = std::fs::read(good("spec-frequency-forms.ukvs")).unwrap();
+    let out = util::run(&["cat", "-"], &a);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("!fields {\"keys\":[\"surt\"],\"values\":[\"frequency\"]}\n!meta {\"type\":\"MementoMap\"}\ncom,apple)/* 300\n"));
+
+    // Same `!fields`: headers of the first file, records of both.
+    let f1 = good("spec-frequency-forms.ukvs");
+    let f2 = good("spec-zero-override.ukvs");
+    let (code, stdout, _) = run(&["cat", f1.to_str().unwrap(), f2.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with('!')).count(), 2);
+    assert_eq!(stdout.lines().count(), 2 + 7 + 3);
+
+    // Different `!fields`: the second file is refused.
+    let f3 = good("spec-people.ukvs");
+    let (code, stdout, stderr) = run(&["cat", f1.to_str().unwrap(), f3.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("spec-people.ukvs: skipped: its `!fields` differ"),
+        "{stderr}"
+    );
+    assert_eq!(stdout.lines().count(), 2 + 7);
+}
+
+// ---------------------------------------------------------------------
+// Round trips.
+
+/// Field values that exercise quoting: spaces, quotes, backslashes,
+/// control bytes, leading `{`/`!`/`"`, the literal `-`, empty, non-UTF-8.
+fn field_value() -> impl Strategy<Value = Option<Vec<u8>>> {
+    let interesting = prop_oneof![
+        Just(b"-".to_vec()),
+        Just(Vec::new()),
+        Just(b"{x}".to_vec()),
+        Just(b"!bang".to_vec()),
+        Just(b"\"q".to_vec()),
+        Just(b"a b".to_vec()),
+        Just(b"\\".to_vec()),
+        Just(vec![0xff, 0xfe]),
+        Just("é ☺".as_bytes().to_vec()),
+    ];
+    prop_oneof![
+        1 => Just(None),
+        3 => interesting.prop_map(Some),
+        6 => proptest::collection::vec(any::<u8>().prop_filter("no newline", |&b| b != b'\n'), 0..12).prop_map(Some),
+    ]
+}
+
+fn json_leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i32>().prop_map(Value::from),
+        "[ -~é\"\\\\\u{263a}\u{1f600}\n\t]{0,8}".prop_map(Value::from),
+    ]
+}
+
+fn json_object() -> impl Strategy<Value = Value> {
+    let value = json_leaf().prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z\"' ]{1,5}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    proptest::collection::btree_map("[a-z_\"' ]{1,6}", value, 1..4)
+        .prop_map(|m| Value::Object(m.into_iter().collect()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// write -> read -> write gives identical bytes, and reading gives back
+    /// the values written.
+    #[test]
+    fn records_round_trip(
+        fields in proptest::collection::vec(field_value(), 1..6),
+        oslj in proptest::option::of(json_object()),
+    ) {
+        let refs: Vec<Option<&[u8]>> = fields.iter().map(|f| f.as_deref()).collect();
+        let mut line = Vec::new();
+        format_record(&mut line, &refs, oslj.as_ref());
+        prop_assert!(!line.contains(&b'\n'));
+        let Line::Data(record) = classify(&line) else {
+            return Err(TestCaseError::fail(format!("not a data line: {line:?}")));
+        };
+        let mut read_fields = Vec::new();
+        let mut read_oslj = None;
+        for t in record.tokens() {
+            match t {
+                Ok(Token::Field(f)) => read_fields.push(f.value().map(|v| v.into_owned())),
+                Ok(Token::Json(j)) => read_oslj = Some(parse_json5(j).unwrap()),
+                Err(e) => return Err(TestCaseError::fail(format!("{e:?} in {line:?}"))),
+            }
+        }
+        prop_assert_eq!(&read_fields, &fields);
+        prop_assert_eq!(&read_oslj, &oslj);
+        let refs2: Vec<Option<&[u8]>> = read_fields.iter().map(|f| f.as_deref()).collect();
+        let mut again = Vec::new();
+        format_record(&mut again, &refs2, read_oslj.as_ref());
+        prop_assert_eq!(again, line);
+    }
+
+    /// Sorted records written through the checked writer validate with no
+    /// problem; any out-of-order pair is refused by the writer and flagged
+    /// by the validator on the same line.
+    #[test]
+    fn writer_output_validates(
+        mut rows in proptest::collection::vec((proptest::collection::vec(any::<u8>(), 1..6), field_value()), 1..20),
+        shuffle in any::<bool>(),
+    ) {
+        let mut lines: Vec<Vec<u8>> = rows.drain(..).map(|(k, v)| {
+            let mut l = Vec::new();
+            // Keys are plain tokens here: no spaces, newlines or leading
+            // quote/brace/bang, so key order = line order.
+            let k: Vec<u8> = k.into_iter().map(|b| if b <= b' ' || b == b'"' || b == b'{' || b == b'!' || b == b'\\' || b == 0x7f { b'k' } else { b }).collect();
+            format_record(&mut l, &[Some(&k), v.as_deref()], None);
+            l
+        }).collect();
+        if !shuffle {
+            lines.sort();
+        }
+        let mut w = Writer::new(Vec::new());
+        w.header("fields", &json!({"keys": ["k"], "values": ["v"]})).unwrap();
+        let mut refused_at = None;
+        for (i, l) in lines.iter().enumerate() {
+            if let Err(e) = w.write_line(l) {
+                let named_line = matches!(e, ukvs::ukvs::Error::OutOfOrder { line, .. } if line == i as u64 + 2);
+                prop_assert!(named_line, "{}", e);
+                refused_at = Some(i);
+                break;
+            }
+        }
+        let out = w.finish().unwrap();
+        let mut v = Validator::new();
+        let mut problems = Vec::new();
+        for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            problems.extend(v.line(l).iter().cloned());
+        }
+        prop_assert!(problems.is_empty(), "{problems:?}");
+        if let Some(i) = refused_at {
+            // The validator fed the full sequence flags the same line.
+            let mut v = Validator::new();
+            v.line(b"!fields {\"keys\":[\"k\"],\"values\":[\"v\"]}");
+            let mut first = None;
+            for l in &lines {
+                if let Some(p) = v.line(l).first() {
+                    first.get_or_insert(p.line);
+                }
+            }
+            prop_assert_eq!(first, Some(i as u64 + 2));
+        }
+    }
+
+    /// The tokenizer never panics and never reads past the line.
+    #[test]
+    fn tokenizer_total(line in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let r = Record::new(&line);
+        for t in r.tokens() {
+            if let Ok(Token::Field(Field::Plain(b) | Field::Quoted(b))) = t {
+                prop_assert!(b.len() <= line.len());
+            }
+        }
+        let mut v = Validator::new();
+        let _ = v.line(&line);
+        let _ = ukvs::ukvs::expand(&r, &Schema::undeclared(), 1);
+    }
+}
+
+// ---------------------------------------------------------------------
+// JSON Schemas.
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        v["$schema"],
+        json!("https://json-schema.org/draft/2020-12/schema"),
+        "{name}"
+    );
+    jsonschema::draft202012::new(&v).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn assert_valid(v: &jsonschema::Validator, instance: &Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(instance)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {instance} -> {errors:?}");
+}
+
+/// Checks the headers and OSLJ blocks of one valid UKVS file against the
+/// schemas: `!fields`, `!meta`, `!id`, `!context` always; OSLJ blocks of
+/// capture indexes and MementoMaps by their own schema.
+fn check_file_against_schemas(path: &Path) -> usize {
+    let fields_s = schema("fields.schema.json");
+    let meta_s = schema("meta.schema.json");
+    let id_s = schema("id.schema.json");
+    let context_s = schema("context.schema.json");
+    let capture_s = schema("capture-oslj.schema.json");
+    let map_s = schema("mementomap-oslj.schema.json");
+    let text = std::fs::read(path).unwrap();
+    let what = path.display().to_string();
+    let mut headers = ukvs::ukvs::Headers::default();
+    let mut checked = 0;
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        match classify(line) {
+            Line::Header(h) => {
+                let v = h.json().unwrap_or_else(|e| panic!("{what}:{}: {e}", i + 1));
+                let s = match h.name {
+                    b"fields" => &fields_s,
+                    b"meta" => &meta_s,
+                    b"id" => &id_s,
+                    b"context" => &context_s,
+                    _ => continue,
+                };
+                assert_valid(s, &v, &format!("{what}:{}", i + 1));
+                headers.add(&h, i as u64 + 1).unwrap();
+                checked += 1;
+            }
+            Line::Data(r) => {
+                let Some(Ok(Token::Json(j))) = r.tokens().last() else {
+                    continue;
+                };
+                let v = parse_json5(j).unwrap();
+                let s = if headers.is_mementomap() {
+                    &map_s
+                } else if headers.meta_type() == Some("CaptureIndex")
+                    || headers
+                        .fields
+                        .as_ref()
+                        .is_some_and(|f| f.keys == ["surt", "datetime"])
+                {
+                    &capture_s
+                } else {
+                    continue;
+                };
+                assert_valid(s, &v, &format!("{what}:{}", i + 1));
+                checked += 1;
+            }
+            Line::Blank => {}
+        }
+    }
+    checked
+}
+
+fn ukvs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            // Malformed fixtures live in `*-bad` directories.
+            if !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("-bad"))
+            {
+                ukvs_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|x| x == "ukvs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_sample_and_fixture_matches_the_schemas() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    ukvs_files(&root.join("samples"), &mut files);
+    ukvs_files(&root.join("tests").join("data"), &mut files);
+    assert!(files.len() >= 9, "{files:?}");
+    let mut checked = 0;
+    for f in &files {
+        checked += check_file_against_schemas(f);
+    }
+    assert!(checked >= 25, "only {checked} header/OSLJ checks");
+}
+
+#[test]
+fn schemas_reject_what_they_should() {
+    let capture = schema("capture-oslj.schema.json");
+    assert!(capture.is_valid(&json!({"url": "http://a/", "status": 200, "length": 5})));
+    assert!(!capture.is_valid(&json!({"url": "http://a/", "status": "200"})));
+    assert!(!capture.is_valid(&json!({"status": 200, "length": -1})));
+    assert!(!capture.is_valid(&json!({"datetime_raw": 5})));
+    let map = schema("mementomap-oslj.schema.json");
+    assert!(map.is_valid(&json!({"datetime": {"2014": "20~/10", ":2009": "/", "201603:": "0/20"}})));
+    assert!(!map.is_valid(&json!({"datetime": {"2014": "20x"}})));
+    assert!(!map.is_valid(&json!({"datetime": {"20y4": "1"}})));
+    let fields = schema("fields.schema.json");
+    assert!(fields.is_valid(&json!({"keys": ["surt"], "values": ["frequency"]})));
+    assert!(!fields.is_valid(&json!({"keys": [], "values": []})));
+    assert!(!fields.is_valid(&json!({"values": ["a"]})));
+    let meta = schema("meta.schema.json");
+    assert!(meta.is_valid(
+        &json!({"type": "MementoMap", "name": "x", "updated_at": "2018-09-03T13:27:52Z"})
+    ));
+    assert!(!meta.is_valid(&json!({"type": 3})));
+    assert!(!meta.is_valid(&json!([1])));
+    // The context document is JSON-LD with an @context object that defines
+    // every term our headers and OSLJ use.
+    let ctx: Value = serde_json::from_str(
+        &std::fs::read_to_string(root_path("schemas/context.jsonld")).unwrap(),
+    )
+    .unwrap();
+    let terms = ctx["@context"].as_object().unwrap();
+    for term in [
+        "surt",
+        "datetime",
+        "offset",
+        "digest",
+        "url",
+        "mime",
+        "status",
+        "length",
+        "filename",
+        "redirect",
+        "ip",
+        "record_type",
+        "datetime_raw",
+        "frequency",
+        "keys",
+        "values",
+        "type",
+        "generator",
+        "name",
+        "updated_at",
+        "uri",
+        "CaptureIndex",
+        "MementoMap",
+        "source_format",
+        "cdx_legend",
+        "robotflags",
+    ] {
+        assert!(terms.contains_key(term), "context lacks {term}");
+    }
+}
+
+fn root_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
