@@ -78,14 +78,14 @@ t_ukvs_gz=$(median "$UKVS" index -q -j "$THREADS" --tmp-dir "$TMP" "${gz_files[@
 t_ukvs_gz_cdxj=$(median "$UKVS" index -q -j "$THREADS" --format cdxj --tmp-dir "$TMP" "${gz_files[@]}")
 t_ukvs_plain=$(median "$UKVS" index -q -j "$THREADS" --tmp-dir "$TMP" "${plain_files[@]}")
 t_ukvs_gz_nosort=$(median "$UKVS" index -q -j "$THREADS" --no-sort "${gz_files[@]}")
-t_pywb_gz=$(median "$PYWB_INDEXER" -j - "${gz_files[@]}")
-t_pywb_plain=$(median "$PYWB_INDEXER" -j - "${plain_files[@]}")
+t_pywb_gz=$(median "$PYWB_INDEXER" -j "${gz_files[@]}")
+t_pywb_plain=$(median "$PYWB_INDEXER" -j "${plain_files[@]}")
 if [ -n "$CDXJ_INDEXER" ]; then
     t_cdxj_gz=$(median "$CDXJ_INDEXER" "${gz_files[@]}")
     t_cdxj_plain=$(median "$CDXJ_INDEXER" "${plain_files[@]}")
 fi
 
-ratio() { echo "scale=3; $1 / $2" | bc -l; }
+ratio() { printf '%.2f' "$(echo "scale=4; $1 / $2" | bc -l)"; }
 printf '\n%-44s %9s %s\n' "job" "seconds" "ratio"
 printf '%-44s %9s\n' "gzip -dc (.arc.gz)" "$t_gzip"
 printf '%-44s %9s %sx gzip -dc (target <= 0.5)\n' "ukvs index, sorted ukvs (.arc.gz)" "$t_ukvs_gz" "$(ratio "$t_ukvs_gz" "$t_gzip")"

@@ -141,18 +141,31 @@ impl<'a> Head<'a> {
     /// The media type as cdxj-indexer prints it: the Content-Type value up
     /// to the first `;` or whitespace.
     pub fn mime(&self) -> Option<&[u8]> {
-        let v = self.content_type.as_deref()?;
-        let end = v
-            .iter()
-            .position(|&b| b == b';' || is_py_space(b))
-            .unwrap_or(v.len());
-        Some(strip(&v[..end]))
+        self.content_type.as_deref().map(media_type)
+    }
+
+    /// [`Head::mime`] borrowing from the block when the field was not
+    /// folded (the usual case), so it outlives the head.
+    pub fn mime_cow(&self) -> Option<Cow<'a, [u8]>> {
+        Some(match self.content_type.as_ref()? {
+            Cow::Borrowed(v) => Cow::Borrowed(media_type(v)),
+            Cow::Owned(v) => Cow::Owned(media_type(v).to_vec()),
+        })
     }
 
     /// The status as a number, when it is one of three digits.
     pub fn status_code(&self) -> Option<u16> {
         parse_status(self.status)
     }
+}
+
+/// A Content-Type value up to the first `;` or whitespace, trimmed.
+fn media_type(v: &[u8]) -> &[u8] {
+    let end = v
+        .iter()
+        .position(|&b| b == b';' || is_py_space(b))
+        .unwrap_or(v.len());
+    strip(&v[..end])
 }
 
 /// A three-digit status code, or `None`.

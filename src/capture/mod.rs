@@ -287,14 +287,13 @@ impl<'a> Capture<'a> {
             None => Digest::Sha1(sha1(payload)),
         };
         let mut key = surt::key(&url, surt_opts).0;
-        if key.iter().any(|&b| b <= b' ') {
-            key = percent_encode_blanks(&key);
+        if needs_key_escape(&key) {
+            key = escape_key(&key);
         }
         let mime = head
             .as_ref()
-            .and_then(|hd| hd.mime())
+            .and_then(http::Head::mime_cow)
             .filter(|m| !m.is_empty())
-            .map(|m| Cow::Owned(m.to_vec()))
             .or_else(|| arc_mime(&h.mime).map(Cow::Borrowed));
         let record_type = if http && head.is_some() {
             None
@@ -374,11 +373,19 @@ impl<'a> Capture<'a> {
     }
 }
 
-fn percent_encode_blanks(key: &[u8]) -> Vec<u8> {
+/// A UKVS key field must not hold blanks, and must not start with `!`
+/// (a header) or `"` (a quoted value); such keys only come from URLs that
+/// cannot be canonicalised.
+fn needs_key_escape(key: &[u8]) -> bool {
+    matches!(key.first(), Some(b'!' | b'"')) || key.iter().any(|&b| b <= b' ')
+}
+
+/// Percent-encodes what [`needs_key_escape`] objects to.
+fn escape_key(key: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = Vec::with_capacity(key.len() + 8);
-    for &b in key {
-        if b <= b' ' {
-            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for (i, &b) in key.iter().enumerate() {
+        if b <= b' ' || (i == 0 && (b == b'!' || b == b'"')) {
             out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
         } else {
             out.push(b);

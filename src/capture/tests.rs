@@ -355,3 +355,18 @@ fn header_lines_per_profile() {
     sorted.sort();
     assert_eq!(sorted, u, "header lines are in byte order");
 }
+
+#[test]
+fn keys_never_look_like_headers_or_quotes() {
+    assert_eq!(escape_key(b"!x y"), b"%21x%20y");
+    assert_eq!(escape_key(b"\"q\"\t"), b"%22q\"%09");
+    assert!(!needs_key_escape(b"com,example)/!\""));
+    let r = rec(
+        b"!weird 1.2.3.4 20080430204825 text/html 17",
+        b"HTTP/1.0 200 OK\n\n",
+        0,
+        70,
+    );
+    let l = line(Profile::Ukvs, false, &r, "f").unwrap();
+    assert!(l.starts_with("%21weird)/ 20080430204825 0 "), "{l}");
+}

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 
 use anyhow::Context;
-use arc_shim as arcr;
 use rayon::prelude::*;
 use ukvs::arc;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
@@ -117,6 +116,10 @@ enum Msg {
 #[derive(Default, Debug, Clone, Copy)]
 struct FileStats {
     records: u64,
+    /// Records the reader had to give up on (damage).
+    skipped: u64,
+    /// Bytes that belonged to no readable record.
+    skipped_bytes: u64,
     filtered: u64,
     errors: u64,
     bytes: u64,
@@ -162,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .sum();
     let progress = progress_bar(args.quiet, total_bytes);
 
-    let mut out = Output::open(args.output.as_deref())?;
+    let mut out = Output::open(args.output.as_deref(), profile, !args.no_sort)?;
     let abort = AtomicBool::new(false);
     let (tx, rx) = sync_channel::<Msg>(threads * 4);
     let mut sink = Sink::new(&args, profile, &paths);
@@ -204,8 +207,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     out.commit()?;
     if !args.quiet {
         eprintln!(
-            "ukvs index: {} files, {} records indexed, {} left out by the profile, {} errors",
-            sink.files_done, sink.records, sink.filtered, errors
+            "ukvs index: {} files, {} records indexed, {} left out by the profile, \
+             {} damaged records skipped ({} bytes), {} errors",
+            sink.files_done, sink.records, sink.filtered, sink.skipped, sink.skipped_bytes, errors
         );
     }
     Ok(if errors > 0 {
@@ -311,7 +315,7 @@ fn index_file(
             return;
         }
     };
-    let mut rdr = arcr::Reader::new(f);
+    let mut rdr = arc::Reader::new(f);
     let mut rec = arc::Record::default();
     let mut last_end = 0u64;
     loop {
@@ -320,10 +324,7 @@ fn index_file(
         }
         match rdr.read_record(&mut rec) {
             Ok(true) => {
-                if meta.is_none()
-                    && opts.profile == Profile::Ukvs
-                    && rec.header.url.starts_with(b"filedesc:")
-                {
+                if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
                     meta = Some(filedesc_meta(&name, &rec));
                 }
                 match indexer.write(&rec, &mut buf) {
@@ -359,25 +360,41 @@ fn index_file(
         }
     }
     stats.bytes = last_end;
+    stats.skipped = rdr.stats().skipped_records;
+    stats.skipped_bytes = rdr.stats().skipped_bytes;
     if !buf.is_empty() {
         let _ = tx.send(Msg::Lines { file, buf });
     }
     let _ = tx.send(Msg::Done { file, stats, meta });
 }
 
-/// The `!meta` object for one input file: its name and its filedesc
-/// record's header fields and version line.
+/// The `!meta` object for one input file: its name, its filedesc record's
+/// header fields, version block and Heritrix `<arcmetadata>` fields.
 fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let version = rec.block.split(|&b| b == b'\n').next().unwrap_or_default();
-    let fd = serde_json::json!({
-        "url": text(&rec.header.url),
-        "date": text(&rec.header.date),
-        "version": text(version.trim_ascii()),
-    });
+    let fd = arc::FileDesc::parse(&rec.block);
+    let mut metadata = serde_json::Map::new();
+    for (k, v) in fd.metadata {
+        // Repeated elements (several `<dc:subject>`) become a list.
+        match metadata.get_mut(&k) {
+            Some(serde_json::Value::Array(list)) => list.push(v.into()),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), v.into()]),
+            None => {
+                metadata.insert(k, v.into());
+            }
+        }
+    }
+    let mut desc = serde_json::Map::new();
+    desc.insert("url".into(), text(&rec.header.url).into());
+    desc.insert("date".into(), text(&rec.header.date).into());
+    desc.insert("version".into(), fd.version.into());
+    desc.insert("origin".into(), fd.origin.into());
+    if !metadata.is_empty() {
+        desc.insert("metadata".into(), metadata.into());
+    }
     let mut m = serde_json::Map::new();
     m.insert("filename".into(), text(name).into());
-    m.insert("filedesc".into(), fd);
+    m.insert("filedesc".into(), desc.into());
     serde_json::Value::Object(m).to_string()
 }
 
@@ -407,6 +424,8 @@ struct Sink {
     metas: Vec<String>,
     records: u64,
     filtered: u64,
+    skipped: u64,
+    skipped_bytes: u64,
     errors: u64,
     files_done: u64,
 }
@@ -430,6 +449,8 @@ impl Sink {
             metas: Vec::new(),
             records: 0,
             filtered: 0,
+            skipped: 0,
+            skipped_bytes: 0,
             errors: 0,
             files_done: 0,
         }
@@ -468,6 +489,8 @@ impl Sink {
                 Msg::Done { file, stats, meta } => {
                     self.records += stats.records;
                     self.filtered += stats.filtered;
+                    self.skipped += stats.skipped;
+                    self.skipped_bytes += stats.skipped_bytes;
                     self.files_done += 1;
                     self.metas.extend(meta);
                     if let Some(pb) = pb {
@@ -490,7 +513,7 @@ impl Sink {
         if !self.headers_written {
             self.headers_written = true;
             for line in capture::header_lines(self.profile, &Default::default(), metas) {
-                out.write_line(&line)?;
+                out.header(&line)?;
             }
         }
         Ok(())
@@ -502,7 +525,7 @@ impl Sink {
         self.write_headers(out, &[])?;
         while let Some((chunks, done)) = self.pending.get_mut(&self.next_file) {
             for chunk in chunks.drain(..) {
-                out.write_all(&chunk)?;
+                out.chunk(&chunk)?;
             }
             if !*done {
                 break;
@@ -519,7 +542,7 @@ impl Sink {
             self.write_headers(out, &metas)?;
             for line in sorter.finish().context("cannot sort index lines")? {
                 let line = line.context("cannot sort index lines")?;
-                out.write_line(&line)?;
+                out.line(&line)?;
             }
         } else {
             self.write_headers(out, &[])?;
@@ -529,7 +552,7 @@ impl Sink {
 }
 
 /// Standard output, or a temporary file renamed over the target at the end.
-enum Output {
+enum Dest {
     Stdout(io::BufWriter<io::StdoutLock<'static>>),
     File {
         wtr: io::BufWriter<tempfile::NamedTempFile>,
@@ -537,17 +560,12 @@ enum Output {
     },
 }
 
-impl Output {
-    fn open(path: Option<&Path>) -> anyhow::Result<Output> {
+impl Dest {
+    fn open(path: Option<&Path>) -> anyhow::Result<Dest> {
+        let stdout = || Dest::Stdout(io::BufWriter::with_capacity(1 << 20, io::stdout().lock()));
         match path {
-            None => Ok(Output::Stdout(io::BufWriter::with_capacity(
-                1 << 20,
-                io::stdout().lock(),
-            ))),
-            Some(p) if p.as_os_str() == "-" => Ok(Output::Stdout(io::BufWriter::with_capacity(
-                1 << 20,
-                io::stdout().lock(),
-            ))),
+            None => Ok(stdout()),
+            Some(p) if p.as_os_str() == "-" => Ok(stdout()),
             Some(p) => {
                 let dir = match p.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d,
@@ -559,7 +577,7 @@ impl Output {
                     .with_context(|| {
                         format!("cannot create a temporary file in {}", dir.display())
                     })?;
-                Ok(Output::File {
+                Ok(Dest::File {
                     wtr: io::BufWriter::with_capacity(1 << 20, tmp),
                     target: p.to_path_buf(),
                 })
@@ -567,26 +585,19 @@ impl Output {
         }
     }
 
-    fn write_all(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+    fn name(&self) -> String {
         match self {
-            Output::Stdout(w) => w.write_all(bytes).context("cannot write to stdout"),
-            Output::File { wtr, target } => wtr
-                .write_all(bytes)
-                .with_context(|| format!("cannot write {}", target.display())),
+            Dest::Stdout(_) => "stdout".into(),
+            Dest::File { target, .. } => target.display().to_string(),
         }
-    }
-
-    fn write_line(&mut self, line: &[u8]) -> anyhow::Result<()> {
-        self.write_all(line)?;
-        self.write_all(b"\n")
     }
 
     /// Flushes, and for a file renames the finished temporary file over
     /// the target.
     fn commit(self) -> anyhow::Result<()> {
         match self {
-            Output::Stdout(mut w) => w.flush().context("cannot write to stdout"),
-            Output::File { wtr, target } => {
+            Dest::Stdout(mut w) => w.flush().context("cannot write to stdout"),
+            Dest::File { wtr, target } => {
                 let tmp = wtr
                     .into_inner()
                     .map_err(|e| e.into_error())
@@ -603,97 +614,88 @@ impl Output {
     }
 }
 
-/// Interim whole-file reader used until `arc::Reader` is available.
-mod arc_shim {
-    use std::io::Read;
-    use ukvs::arc::{Header, Record};
-
-    #[derive(Debug)]
-    pub struct ShimError(u64, String);
-    impl std::fmt::Display for ShimError {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "offset {}: {}", self.0, self.1)
-        }
-    }
-    impl ShimError {
-        pub fn is_fatal(&self) -> bool {
-            false
+impl Write for Dest {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Dest::Stdout(w) => w.write(buf),
+            Dest::File { wtr, .. } => wtr.write(buf),
         }
     }
 
-    pub struct Reader {
-        data: Vec<u8>,
-        pos: usize,
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Dest::Stdout(w) => w.write_all(buf),
+            Dest::File { wtr, .. } => wtr.write_all(buf),
+        }
     }
 
-    impl Reader {
-        pub fn new(mut r: impl Read) -> Reader {
-            let mut data = Vec::new();
-            let _ = r.read_to_end(&mut data);
-            Reader { data, pos: 0 }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Dest::Stdout(w) => w.flush(),
+            Dest::File { wtr, .. } => wtr.flush(),
         }
+    }
+}
 
-        pub fn read_record(&mut self, rec: &mut Record) -> Result<bool, ShimError> {
-            while self.pos < self.data.len() && self.data[self.pos] == b'\n' {
-                self.pos += 1;
-            }
-            if self.pos >= self.data.len() {
-                return Ok(false);
-            }
-            let start = self.pos;
-            let (content, len) = if self.data[start..].starts_with(&[0x1f, 0x8b]) {
-                let mut d = flate2::bufread::GzDecoder::new(&self.data[start..]);
-                let mut out = Vec::new();
-                if let Err(e) = d.read_to_end(&mut out) {
-                    self.pos = self.data.len();
-                    return Err(ShimError(start as u64, e.to_string()));
+/// Where index lines go: UKVS output passes through `ukvs::Writer`, which
+/// checks each line (and, when sorted, the byte order) as it goes out;
+/// CDXJ and CDX lines are written as they are.
+enum Output {
+    Ukvs(ukvs::ukvs::Writer<Dest>),
+    Plain(Dest),
+}
+
+impl Output {
+    fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> anyhow::Result<Output> {
+        let dest = Dest::open(path)?;
+        Ok(match (profile, sorted) {
+            (Profile::Ukvs, true) => Output::Ukvs(ukvs::ukvs::Writer::new(dest)),
+            (Profile::Ukvs, false) => Output::Ukvs(ukvs::ukvs::Writer::unsorted(dest)),
+            _ => Output::Plain(dest),
+        })
+    }
+
+    fn header(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.raw_header(line).context("cannot write the index header"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.write_line(line).context("cannot write an index line"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    /// Lines each ending in `\n`.
+    fn chunk(&mut self, chunk: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(_) => {
+                for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    self.line(line)?;
                 }
-                let rest = d.into_inner().len();
-                (out, self.data.len() - start - rest)
-            } else {
-                (self.data[start..].to_vec(), 0)
-            };
-            let nl = content
-                .iter()
-                .position(|&b| b == b'\n')
-                .unwrap_or(content.len());
-            let line = &content[..nl];
-            let mut parts: Vec<&[u8]> = line.rsplitn(5, |&b| b == b' ').collect();
-            parts.reverse();
-            if parts.len() != 5 {
-                self.pos = if len > 0 {
-                    start + len
-                } else {
-                    self.data.len()
-                };
-                return Err(ShimError(start as u64, "bad header".into()));
+                Ok(())
             }
-            let declared: Option<u64> = std::str::from_utf8(parts[4])
-                .ok()
-                .and_then(|s| s.parse().ok());
-            let dl = declared.unwrap_or(0) as usize;
-            let bstart = (nl + 1).min(content.len());
-            let bend = (bstart + dl).min(content.len());
-            *rec = Record {
-                offset: start as u64,
-                length: if len > 0 { len as u64 } else { (bend) as u64 },
-                header_line: line.to_vec(),
-                header: Header {
-                    url: parts[0].to_vec(),
-                    ip: parts[1].to_vec(),
-                    date: parts[2].to_vec(),
-                    mime: parts[3].to_vec(),
-                    length_raw: parts[4].to_vec(),
-                    length: declared,
-                    ..Header::default()
-                },
-                block: content[bstart..bend].to_vec(),
-                ..Record::default()
-            };
-            self.pos = if len > 0 { start + len } else { start + bend };
-            Ok(true)
+            Output::Plain(d) => d
+                .write_all(chunk)
+                .with_context(|| format!("cannot write {}", d.name())),
         }
     }
+
+    fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.finish().context("cannot write the index")?.commit(),
+            Output::Plain(d) => d.commit(),
+        }
+    }
+}
+
+fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
+    d.write_all(line)
+        .and_then(|()| d.write_all(b"\n"))
+        .with_context(|| format!("cannot write {}", d.name()))
 }
 
 #[cfg(test)]
