@@ -1,4 +1,4 @@
-//! `ukvs zipnum`: build ZipNum clusters (gzip blocks + secondary index).
+//! `ukvs zipnum build`: ZipNum clusters (gzip blocks + secondary index).
 
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
@@ -10,8 +10,8 @@ use ukvs::sorted::zipnum::{Block, BlockWriter, DEFAULT_LINES_PER_BLOCK};
 
 use super::sort::{input_name, open_input};
 
-/// Build and inspect ZipNum clusters (compressed, sharded indexes that
-/// pywb and Common Crawl serve).
+/// Build ZipNum clusters (compressed, sharded indexes that pywb and
+/// Common Crawl serve).
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     Build(BuildArgs),
@@ -20,9 +20,9 @@ pub enum Command {
 /// Cut a sorted index into a ZipNum cluster in DIR.
 ///
 /// Writes `index-NN.cdx.gz` shards (gzip members of N lines, the last line
-/// of each block without LF), `index.idx` (`key datetime<TAB>shard<TAB>
-/// offset<TAB>length<TAB>block-no` per block) and `index.loc`
-/// (`shard<TAB>file`). Header lines are not part of a cluster and are left
+/// of each block without LF), `index.idx` (one line per block:
+/// `key datetime`, shard, offset, length, block number, tab-separated)
+/// and `index.loc` (`shard<TAB>file`). Header lines are not part of a cluster and are left
 /// out. The input must be sorted (it is checked); `ukvs lookup DIR` and
 /// pywb (`zipnum+DIR/index.idx`) both serve the result. Files appear whole:
 /// each is written to a temporary name and renamed. Two passes over the

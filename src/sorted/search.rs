@@ -46,20 +46,58 @@ struct Samples {
     /// Bytes of the line in `prefixes` (less than the prefix size when the
     /// whole line is there).
     lens: Vec<u8>,
+    /// Every [`SAMPLE_FANOUT`]-th prefix again, densely: small enough to
+    /// stay in cache, it narrows a search to one run of samples before the
+    /// big arrays are touched (two cache-friendly levels instead of one
+    /// bisection missing the cache at every level).
+    top: Vec<[u8; SAMPLE_PREFIX]>,
+    top_lens: Vec<u8>,
+}
+
+/// Samples per entry of [`Samples::top`].
+const SAMPLE_FANOUT: usize = 64;
+
+/// Byte order of a sampled line against `key`, from its copied prefix;
+/// reads the line in `buf` at `start` only when the prefix ties.
+fn cmp_sample(
+    prefix: &[u8; SAMPLE_PREFIX],
+    len: u8,
+    start: usize,
+    buf: &[u8],
+    key: &[u8],
+) -> Ordering {
+    let len = usize::from(len);
+    let n = len.min(key.len());
+    match prefix[..n].cmp(&key[..n]) {
+        Ordering::Equal if len < SAMPLE_PREFIX => len.cmp(&key.len()),
+        Ordering::Equal => line_at(buf, start).0.cmp(key),
+        other => other,
+    }
 }
 
 impl Samples {
-    /// Byte order of sampled line `j` against `key`, reading the map only
-    /// when the copied prefix ties.
+    /// Byte order of sampled line `j` against `key`.
     fn cmp(&self, buf: &[u8], j: usize, key: &[u8]) -> Ordering {
-        let len = usize::from(self.lens[j]);
-        let prefix = &self.prefixes[j][..len];
-        let n = len.min(key.len());
-        match prefix[..n].cmp(&key[..n]) {
-            Ordering::Equal if len < SAMPLE_PREFIX => len.cmp(&key.len()),
-            Ordering::Equal => line_at(buf, self.starts[j]).0.cmp(key),
-            other => other,
-        }
+        cmp_sample(&self.prefixes[j], self.lens[j], self.starts[j], buf, key)
+    }
+
+    /// Index of the first sample `>= key` (`starts.len()` when none).
+    fn find(&self, buf: &[u8], key: &[u8]) -> usize {
+        let n = self.starts.len();
+        let t = partition(self.top.len(), |t| {
+            let j = t * SAMPLE_FANOUT;
+            cmp_sample(&self.top[t], self.top_lens[t], self.starts[j], buf, key) == Ordering::Less
+        });
+        // Top entry t is sample t * FANOUT: the answer lies after the
+        // previous top entry and at or before this one.
+        let lo = if t == 0 {
+            0
+        } else {
+            (t - 1) * SAMPLE_FANOUT + 1
+        };
+        let hi = (t * SAMPLE_FANOUT).min(n);
+        let lo = lo.min(hi);
+        lo + partition(hi - lo, |i| self.cmp(buf, lo + i, key) == Ordering::Less)
     }
 }
 
@@ -112,6 +150,10 @@ impl<D: AsRef<[u8]>> Search<D> {
                 next_line_start(buf, target)
             };
         }
+        for j in (0..samples.starts.len()).step_by(SAMPLE_FANOUT) {
+            samples.top.push(samples.prefixes[j]);
+            samples.top_lens.push(samples.lens[j]);
+        }
         self.samples = samples;
         Ok(())
     }
@@ -150,7 +192,7 @@ impl<D: AsRef<[u8]>> Search<D> {
         if !s.starts.is_empty() {
             // The first sample >= key bounds the window above; the sample
             // before it (< key) bounds it below.
-            let j = partition(s.starts.len(), |j| s.cmp(buf, j, key) == Ordering::Less);
+            let j = s.find(buf, key);
             if j > 0 {
                 lo = s.starts[j - 1];
             }

@@ -589,6 +589,25 @@ com,c)/ 20140101000000 4",
         o.stdout,
         b"com,c)/ 20140101000000 4\ncom,a)/ 20140101000000 1\ncom,a)/ 20150101000000 2\n"
     );
+    // URLs are canonicalised to SURT keys, one query per line.
+    let o = util::run(
+        &["lookup", i, "--urls", "-"],
+        b"http://www.c.com/\nhttps://A.com:443/\n",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        o.stdout,
+        b"com,c)/ 20140101000000 4\ncom,a)/ 20140101000000 1\ncom,a)/ 20150101000000 2\n"
+    );
+    let o = util::run(&["lookup", i, "*.c.com"], b"");
+    assert_eq!(o.stdout, b"com,c)/ 20140101000000 4\n");
+    let o = util::run(&["lookup", i, "a.com/*", "--reverse", "--limit", "1"], b"");
+    assert_eq!(o.stdout, b"com,a)/ 20150101000000 2\n");
     let o = util::run(&["lookup", e, "--keys", "-"], b"com,c)/\n");
     assert_eq!(o.status.code(), Some(1));
     assert!(o.stdout.is_empty());
@@ -814,6 +833,24 @@ fn ensure_pywb(test: &str) -> bool {
     true
 }
 
+/// `ukvs lookup` arguments for pywb CDX-server query parameters: the URL
+/// last, `matchType` as `--match`, the rest as flags of the same name.
+fn pywb_params_as_args(params: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut url = String::new();
+    for kv in params.split('&') {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k {
+            "url" => url = v.to_string(),
+            "matchType" => args.extend(["--match".to_string(), v.to_string()]),
+            "reverse" => args.push("--reverse".to_string()),
+            other => args.extend([format!("--{other}"), v.to_string()]),
+        }
+    }
+    args.push(url);
+    args
+}
+
 #[test]
 fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
     let test = "pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup";
@@ -916,6 +953,12 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
             &["--closest", "20140126200900", "--limit", "3"],
         ),
         (
+            "url=iana.org/_css/2013.1/*",
+            "org,iana)/_css/2013.1/",
+            &["--match", "prefix"],
+        ),
+        ("url=http://www.iana.org/", "org,iana)/", &[]),
+        (
             "url=example.com/nothing-here",
             "com,example)/nothing-here",
             &[],
@@ -939,6 +982,16 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
             .collect();
         assert_eq!(ours, pywb, "{params} (pywb status {status})");
         answered += pywb.len();
+        // The same query by URL: canonicalisation and pywb's shortcuts.
+        let url_args = pywb_params_as_args(params);
+        let mut args = vec!["lookup", cluster.to_str().unwrap()];
+        args.extend(url_args.iter().map(String::as_str));
+        let o = util::run(&args, b"");
+        let by_url: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(by_url, pywb, "{params} as {args:?}");
         assert_eq!(
             o.status.code(),
             Some(if ours.is_empty() { 1 } else { 0 }),
