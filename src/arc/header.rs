@@ -209,10 +209,23 @@ impl<'a> HeaderView<'a> {
         scheme_len(self.url).is_some()
     }
 
+    /// Whether the URL's scheme is one crawlers write (`http`, `dns`,
+    /// `filedesc`, ...).
+    pub fn has_known_scheme(&self) -> bool {
+        scheme_len(self.url).is_some_and(|n| {
+            KNOWN_SCHEMES
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(&self.url[..n]))
+        })
+    }
+
     /// Good enough to be taken as a header where a header is expected (at a
-    /// record boundary): a URL with a scheme and a recognised layout.
+    /// record boundary): a URL with a scheme and a recognised layout; when
+    /// neither date nor IP field looks right (the fallback reading), the
+    /// scheme must be a known one (so `Date: Fri, 23 Jan 2004 ...` in an
+    /// HTTP head is not taken for a record).
     pub fn is_acceptable(&self) -> bool {
-        self.has_scheme()
+        self.has_scheme() && (self.form != Form::Fallback || self.has_known_scheme())
     }
 
     /// Strict enough to be taken as the start of a record found by scanning
@@ -714,6 +727,15 @@ mod tests {
         assert_eq!(h.url, b"filedesc://horsy|\\hello");
         assert_eq!(h.length(), None);
         assert!(h.is_acceptable() && !h.is_plausible());
+    }
+
+    #[test]
+    fn http_head_lines_are_not_headers() {
+        // A declared length ending inside `Date: Fri, 23 Jan 2004 ...`
+        // (gen_arc_corpus.py --seed 12 --corrupt 6, bad-length).
+        let h = v(b"te: Fri, 23 Jan 2004 21:50:11 GMT\r");
+        assert_eq!(h.form, Form::Fallback);
+        assert!(!h.is_acceptable());
     }
 
     #[test]

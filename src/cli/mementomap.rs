@@ -268,8 +268,8 @@ fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
     }
 }
 
-fn open_input(p: &Path) -> anyhow::Result<Input> {
-    if is_stdin(p) || is_gz(p) {
+fn open_input(p: &Path, mapped: bool) -> anyhow::Result<Input> {
+    if is_stdin(p) || is_gz(p) || !mapped {
         return Ok(Input::Stream(open_stream(p)?));
     }
     let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
@@ -300,17 +300,42 @@ fn for_each_line(
     match input {
         Input::Mapped(m) => each_slice_line(&m, &mut no, &mut f),
         Input::Bytes(b) => each_slice_line(&b, &mut no, &mut f),
-        Input::Stream(mut r) => {
-            let mut buf = Vec::with_capacity(4096);
-            loop {
-                buf.clear();
-                if r.read_until(b'\n', &mut buf)? == 0 {
-                    return Ok(());
-                }
-                no += 1;
-                let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-                f(line, no)?;
+        Input::Stream(r) => each_chunk_line(r, &mut no, &mut f),
+    }
+}
+
+/// Lines of a stream, read in 1 MiB chunks and handed out in place (no
+/// copy per line); a line longer than the chunk grows the buffer. Memory
+/// stays flat however large the input, unlike a memory map whose pages
+/// count as resident.
+fn each_chunk_line(
+    mut r: impl Read,
+    no: &mut u64,
+    f: &mut impl FnMut(&[u8], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match r.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if n == 0 {
+            // The last line may lack its newline.
+            if filled > 0 {
+                each_slice_line(&buf[..filled], no, f)?;
             }
+            return Ok(());
+        }
+        filled += n;
+        if let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) {
+            each_slice_line(&buf[..last_nl + 1], no, f)?;
+            buf.copy_within(last_nl + 1..filled, 0);
+            filled -= last_nl + 1;
         }
     }
 }
@@ -745,19 +770,21 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut bad = 0u64;
     for p in &a.inputs {
         let name = p.display().to_string();
-        for_each_line(open_input(p)?, |line, no| match g.push_line(line, no) {
-            Ok(()) => Ok(()),
-            Err(e @ MapError::Line { .. }) => {
-                if a.strict {
-                    bail!("{name}: {e}");
+        for_each_line(open_input(p, false)?, |line, no| {
+            match g.push_line(line, no) {
+                Ok(()) => Ok(()),
+                Err(e @ MapError::Line { .. }) => {
+                    if a.strict {
+                        bail!("{name}: {e}");
+                    }
+                    bad += 1;
+                    if bad <= 10 && !a.out.quiet {
+                        eprintln!("ukvs: {name}: {e} (skipped)");
+                    }
+                    Ok(())
                 }
-                bad += 1;
-                if bad <= 10 && !a.out.quiet {
-                    eprintln!("ukvs: {name}: {e} (skipped)");
-                }
-                Ok(())
+                Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
             }
-            Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
         })?;
     }
     let (main, _late_in_memory, gstats) = g.finish()?;
@@ -954,7 +981,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
             return Ok(());
         }
         let surt = query_surt(q);
-        match map.lookup(&surt) {
+        match map.lookup(&surt).map_err(io::Error::other)? {
             Some(h) => {
                 any |= h.covered();
                 w.write_all(&h.key)?;
@@ -1039,7 +1066,7 @@ fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
                 urirs,
                 false,
                 queries.iter().map(Vec::as_slice),
-            );
+            )?;
             row(format!("{f}"), e, &mut w)?;
         }
     } else {
@@ -1059,7 +1086,7 @@ fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
             urirs,
             false,
             queries.iter().map(Vec::as_slice),
-        );
+        )?;
         row(mp.display().to_string(), e, &mut w)?;
     }
     Ok(ExitCode::SUCCESS)

@@ -160,17 +160,28 @@ pub struct Compactor<S: Spool> {
     zeros: Vec<(u64, Record)>,
     last_key: Option<Vec<u8>>,
     line: Vec<u8>,
+    /// False when every cut-off is infinite (the reference's `generate`):
+    /// nothing can roll up, so the trails are not kept at all.
+    can_roll: bool,
 }
 
 impl<S: Spool> Compactor<S> {
     /// A compactor writing to `spool`.
     pub fn new(params: Params, spool: S) -> Compactor<S> {
         let depth = [params.hdepth.max(1), params.pdepth.max(1)];
+        let cut = [
+            Params::cutoffs(params.ha, params.hk, params.hcf, depth[HOST]),
+            Params::cutoffs(params.pa, params.pk, params.pcf, depth[PATH]),
+        ];
+        // Host level 0 never rolls up, so its cut-off does not count.
+        let can_roll = cut[HOST]
+            .iter()
+            .skip(1)
+            .chain(&cut[PATH])
+            .any(|c| c.is_finite());
         Compactor {
-            cut: [
-                Params::cutoffs(params.ha, params.hk, params.hcf, depth[HOST]),
-                Params::cutoffs(params.pa, params.pk, params.pcf, depth[PATH]),
-            ],
+            cut,
+            can_roll,
             trail: [
                 (0..depth[HOST]).map(|_| None).collect(),
                 (0..depth[PATH]).map(|_| None).collect(),
@@ -195,10 +206,19 @@ impl<S: Spool> Compactor<S> {
                 });
             }
         }
-        self.last_key = Some(rec.key.clone());
+        match &mut self.last_key {
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(&rec.key);
+            }
+            None => self.last_key = Some(rec.key.clone()),
+        }
         let zero = rec.freq.is_zero();
         if !zero {
             self.stats.total = add_opt(self.stats.total, Some(rec.freq));
+        }
+        if !self.can_roll {
+            return self.write(rec);
         }
         let k = trim(&rec.key);
         if memchr::memchr(b',', k).is_none() {

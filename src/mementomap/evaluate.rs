@@ -11,6 +11,7 @@
 
 use super::key::map_key;
 use super::lookup::Map;
+use super::Error;
 
 /// Confusion counts and derived rates.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -65,15 +66,18 @@ pub fn evaluate<'q, D: AsRef<[u8]>, T: AsRef<[u8]>>(
     urirs: u64,
     keep_query: bool,
     queries: impl IntoIterator<Item = &'q [u8]>,
-) -> Evaluation {
+) -> Result<Evaluation, Error> {
     let mut e = Evaluation {
         map_lines,
         urirs,
         ..Evaluation::default()
     };
     for q in queries {
-        let held = map_key(q, keep_query).is_some_and(|k| truth.find(&k).is_some());
-        let covered = map.lookup(q).is_some_and(|h| h.covered());
+        let held = match map_key(q, keep_query) {
+            Some(k) => truth.find(&k)?.is_some(),
+            None => false,
+        };
+        let covered = map.lookup(q)?.is_some_and(|h| h.covered());
         match (held, covered) {
             (true, true) => e.tp += 1,
             (false, true) => e.fp += 1,
@@ -81,7 +85,7 @@ pub fn evaluate<'q, D: AsRef<[u8]>, T: AsRef<[u8]>>(
             (true, false) => e.fn_ += 1,
         }
     }
-    e
+    Ok(e)
 }
 
 #[cfg(test)]
@@ -93,7 +97,7 @@ mod tests {
         let truth = Map::new(&b"com,x)/a 1/1\ncom,x)/b 1/1\n"[..]);
         let map = Map::new(&b"com,x)/* 2/2\n"[..]);
         let q: Vec<&[u8]> = vec![b"com,x)/a", b"com,x)/zzz", b"org,y)/"];
-        let e = evaluate(&map, 1, &truth, 2, false, q);
+        let e = evaluate(&map, 1, &truth, 2, false, q).unwrap();
         assert_eq!((e.tp, e.fp, e.tn, e.fn_), (1, 1, 1, 0));
         assert_eq!(e.recall(), 1.0);
         assert_eq!(e.precision(), 0.5);

@@ -178,20 +178,30 @@ pub struct Frequency {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrequencyError {
-    /// The field is empty.
-    #[error("empty frequency (write `/` when both counts are unknown)")]
-    Empty,
-    /// A count is not a decimal number with an optional `+`, `-` or `~`.
-    #[error("bad count {text:?} at byte {offset} of the frequency (expected digits and an optional + - ~)")]
-    BadCount {
-        /// The offending part.
+    /// Not `[digits[s]]/[digits[s]]`.
+    #[error("bad frequency {text:?}: {reason}")]
+    Syntax {
+        /// The field (first 40 bytes).
         text: String,
-        /// Its byte offset in the field.
-        offset: usize,
+        /// What is wrong.
+        reason: &'static str,
     },
-    /// Without a `/` the URI-M count is mandatory.
-    #[error("a frequency without `/` needs a URI-M count")]
-    MissingCount,
+}
+
+fn from_syntax(c: crate::ukvs::frequency::Count) -> Count {
+    use crate::ukvs::frequency::Looseness;
+    match c.value {
+        None => Count::UNKNOWN,
+        Some(n) => Count::new(
+            n,
+            match c.looseness {
+                Looseness::Exact => Bound::Exact,
+                Looseness::AtLeast => Bound::Lower,
+                Looseness::AtMost => Bound::Upper,
+                Looseness::About => Bound::Approx,
+            },
+        ),
+    }
 }
 
 impl Frequency {
@@ -205,26 +215,17 @@ impl Frequency {
 
     /// Parses one frequency field (`300`, `400/100`, `200/`, `/50`, `/`,
     /// `0`, `0/20`, each count optionally suffixed by `+`, `-` or `~`).
+    /// The syntax is the UKVS module's (what `validate` checks); this adds
+    /// the arithmetic.
     pub fn parse(field: &[u8]) -> Result<Frequency, FrequencyError> {
-        if field.is_empty() {
-            return Err(FrequencyError::Empty);
-        }
-        match memchr::memchr(b'/', field) {
-            None => {
-                let urim = parse_count(field, 0)?;
-                if urim.value.is_none() {
-                    return Err(FrequencyError::MissingCount);
-                }
-                Ok(Frequency {
-                    urim,
-                    urir: Count::UNKNOWN,
-                })
-            }
-            Some(slash) => Ok(Frequency {
-                urim: parse_count(&field[..slash], 0)?,
-                urir: parse_count(&field[slash + 1..], slash + 1)?,
-            }),
-        }
+        let f = crate::ukvs::frequency::parse(field).map_err(|reason| FrequencyError::Syntax {
+            text: String::from_utf8_lossy(&field[..field.len().min(40)]).into_owned(),
+            reason,
+        })?;
+        Ok(Frequency {
+            urim: from_syntax(f.urim),
+            urir: from_syntax(f.urir),
+        })
     }
 
     /// True for `0` / `0/N`: "nothing held", which overrides wider entries.
@@ -281,34 +282,6 @@ impl std::str::FromStr for Frequency {
     fn from_str(s: &str) -> Result<Frequency, FrequencyError> {
         Frequency::parse(s.as_bytes())
     }
-}
-
-/// One side of the slash: empty (unknown) or digits plus optional suffix.
-fn parse_count(text: &[u8], offset: usize) -> Result<Count, FrequencyError> {
-    if text.is_empty() {
-        return Ok(Count::UNKNOWN);
-    }
-    let bad = || FrequencyError::BadCount {
-        text: String::from_utf8_lossy(text).into_owned(),
-        offset,
-    };
-    let (digits, bound) = match text.last() {
-        Some(b'+') => (&text[..text.len() - 1], Bound::Lower),
-        Some(b'-') => (&text[..text.len() - 1], Bound::Upper),
-        Some(b'~') => (&text[..text.len() - 1], Bound::Approx),
-        _ => (text, Bound::Exact),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
-    }
-    let mut n: u64 = 0;
-    for &d in digits {
-        n = n
-            .checked_mul(10)
-            .and_then(|n| n.checked_add(u64::from(d - b'0')))
-            .ok_or_else(bad)?;
-    }
-    Ok(Count::new(n, bound))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use std::io::Write;
 use serde_json::{Map, Value};
 
 use super::freq::{Bound, Count, Frequency};
-use super::key::{candidates, map_key};
+use super::key::{candidates, map_key, map_key_into};
 use super::record::Record;
 use super::Error;
 
@@ -148,7 +148,10 @@ pub struct Aggregator {
     run_capped: bool,
     run_buckets: Vec<BTreeMap<Vec<u8>, (u64, u64)>>,
     group_surt: Vec<u8>,
+    /// URL slots, reused across groups: the first `group_len` are live.
     group_urls: Vec<Vec<u8>>,
+    group_len: usize,
+    key_buf: Vec<u8>,
     group_capped: bool,
     group_bucket_urls: HashSet<Vec<u8>>,
     /// Counters.
@@ -174,7 +177,8 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
     let json_at = if rest.first() == Some(&b'{') {
         Some(0)
     } else {
-        memchr::memmem::find(rest, b" {").map(|i| i + 1)
+        // The OSLJ is the first field that opens with `{`.
+        memchr::memchr_iter(b'{', rest).find(|&i| i > 0 && rest[i - 1] == b' ')
     };
     match json_at {
         Some(j) => {
@@ -182,7 +186,7 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
             Capture {
                 surt,
                 datetime,
-                url: json_string_member(json, b"url"),
+                url: json_url(json),
                 json: Some(json),
                 cdx_rest: b"",
             }
@@ -201,18 +205,36 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
     }
 }
 
+thread_local! {
+    static URL_FINDER: memchr::memmem::Finder<'static> = memchr::memmem::Finder::new(b"\"url\"");
+}
+
+/// The `url` member of an OSLJ, with a searcher built once per thread.
+fn json_url(json: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    URL_FINDER.with(|f| json_string_member_with(json, f))
+}
+
 /// The value of a top-level string member `"name":"..."` of a JSON object,
 /// found without parsing the whole object (the hot path of generation).
 /// Falls back to a full parse when the fast scan is unsure.
+#[cfg(test)]
 fn json_string_member<'a>(json: &'a [u8], name: &[u8]) -> Option<std::borrow::Cow<'a, [u8]>> {
     let mut pat = Vec::with_capacity(name.len() + 2);
     pat.push(b'"');
     pat.extend_from_slice(name);
     pat.push(b'"');
+    json_string_member_with(json, &memchr::memmem::Finder::new(&pat))
+}
+
+fn json_string_member_with<'a>(
+    json: &'a [u8],
+    finder: &memchr::memmem::Finder<'_>,
+) -> Option<std::borrow::Cow<'a, [u8]>> {
+    let pat_len = finder.needle().len();
     let mut from = 0;
-    while let Some(i) = memchr::memmem::find(&json[from..], &pat) {
+    while let Some(i) = finder.find(&json[from..]) {
         let at = from + i;
-        from = at + pat.len();
+        from = at + pat_len;
         // Must follow `{` or `,` (a member name), not `:` or `[`.
         let before = json[..at].iter().rev().find(|b| !b.is_ascii_whitespace());
         if !matches!(before, Some(b'{') | Some(b',')) {
@@ -264,6 +286,8 @@ impl Aggregator {
             run_buckets: buckets,
             group_surt: Vec::new(),
             group_urls: Vec::new(),
+            group_len: 0,
+            key_buf: Vec::new(),
             group_capped: false,
             group_bucket_urls: HashSet::new(),
             stats: GenStats::default(),
@@ -282,7 +306,9 @@ impl Aggregator {
             return Ok(None);
         }
         let cap = split_capture(line);
-        let Some(key) = map_key(cap.surt, self.opts.keep_query) else {
+        let mut key = std::mem::take(&mut self.key_buf);
+        if !map_key_into(cap.surt, self.opts.keep_query, &mut key) {
+            self.key_buf = key;
             self.stats.skipped += 1;
             return Err(Error::Line {
                 line: line_no,
@@ -298,26 +324,36 @@ impl Aggregator {
         if !self.run_active || key != self.run_key {
             done = self.finish_run();
             self.start_run(key);
+        } else {
+            self.key_buf = key;
         }
         if cap.surt != self.group_surt.as_slice() {
             self.group_surt.clear();
             self.group_surt.extend_from_slice(cap.surt);
-            self.group_urls.clear();
+            self.group_len = 0;
             self.group_capped = false;
             self.group_bucket_urls.clear();
         }
         let url: &[u8] = cap.url.as_deref().unwrap_or(cap.surt);
+        let live = &self.group_urls[..self.group_len];
         let new_url = if self.group_capped {
             true
-        } else if self.group_urls.iter().any(|u| u.as_slice() == url) {
+        } else if live.iter().any(|u| u.as_slice() == url) {
             false
-        } else if self.group_urls.len() >= GROUP_URL_CAP {
+        } else if self.group_len >= GROUP_URL_CAP {
             self.group_capped = true;
             self.run_capped = true;
             self.stats.capped += 1;
             true
         } else {
-            self.group_urls.push(url.to_vec());
+            match self.group_urls.get_mut(self.group_len) {
+                Some(slot) => {
+                    slot.clear();
+                    slot.extend_from_slice(url);
+                }
+                None => self.group_urls.push(url.to_vec()),
+            }
+            self.group_len += 1;
             true
         };
         self.run_urim += 1;
@@ -492,9 +528,14 @@ pub struct Orderer {
 impl Orderer {
     /// Routes one record.
     pub fn route(&mut self, rec: Record) -> Routed {
-        match &self.last {
+        match &mut self.last {
             Some(last) if rec.key <= *last => Routed::Late(rec),
-            _ => {
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(&rec.key);
+                Routed::InOrder(rec)
+            }
+            None => {
                 self.last = Some(rec.key.clone());
                 Routed::InOrder(rec)
             }

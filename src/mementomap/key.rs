@@ -16,20 +16,29 @@
 /// own path entries. With `keep_query` the query stays and only trailing
 /// slashes of the path part are stripped.
 pub fn map_key(surt: &[u8], keep_query: bool) -> Option<Vec<u8>> {
+    let mut key = Vec::with_capacity(surt.len() + 1);
+    map_key_into(surt, keep_query, &mut key).then_some(key)
+}
+
+/// [`map_key`] into a reused buffer (the per-capture hot path); false
+/// when the SURT names no page.
+pub fn map_key_into(surt: &[u8], keep_query: bool, key: &mut Vec<u8>) -> bool {
     let (path, query) = match memchr::memchr(b'?', surt) {
         Some(q) if !keep_query => (&surt[..q], &b""[..]),
         Some(q) => (&surt[..q], &surt[q..]),
         None => (surt, &b""[..]),
     };
     let trimmed = trim(path);
-    memchr::memchr(b')', trimmed)?;
-    let mut key = Vec::with_capacity(trimmed.len() + 1 + query.len());
+    key.clear();
+    if memchr::memchr(b')', trimmed).is_none() {
+        return false;
+    }
     key.extend_from_slice(trimmed);
     if key.last() == Some(&b')') {
         key.push(b'/');
     }
     key.extend_from_slice(query);
-    Some(key)
+    true
 }
 
 /// Strips `/` and `,` at both ends (the reference's `strip(b"/,")`).

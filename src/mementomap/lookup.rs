@@ -12,12 +12,13 @@
 use super::freq::Frequency;
 use super::key::candidates;
 use super::record::Record;
+use super::Error;
+use crate::sorted::lines::line_at;
+use crate::sorted::Search;
 
 /// A map ready for lookups.
 pub struct Map<D: AsRef<[u8]>> {
-    data: D,
-    /// Offset of the first data line (after `!` headers).
-    start: usize,
+    search: Search<D>,
     keep_query: bool,
 }
 
@@ -44,17 +45,8 @@ impl Hit {
 impl<D: AsRef<[u8]>> Map<D> {
     /// Wraps map bytes; header lines at the top are skipped.
     pub fn new(data: D) -> Map<D> {
-        let bytes = data.as_ref();
-        let mut start = 0;
-        while bytes.get(start) == Some(&b'!') {
-            start = match memchr::memchr(b'\n', &bytes[start..]) {
-                Some(i) => start + i + 1,
-                None => bytes.len(),
-            };
-        }
         Map {
-            data,
-            start,
+            search: Search::new(data),
             keep_query: false,
         }
     }
@@ -66,51 +58,43 @@ impl<D: AsRef<[u8]>> Map<D> {
         self
     }
 
-    /// The most specific entry for a SURT, if any.
-    pub fn lookup(&self, surt: &[u8]) -> Option<Hit> {
+    /// The most specific entry for a SURT, if any. Fails only when the
+    /// search meets lines out of order (the map is not sorted).
+    pub fn lookup(&self, surt: &[u8]) -> Result<Option<Hit>, Error> {
         for (steps, alts) in candidates(surt, self.keep_query).iter().enumerate() {
             for alt in alts {
-                if let Some(offset) = self.find(alt) {
-                    let line = line_at(self.data.as_ref(), offset);
+                if let Some(offset) = self.find(alt)? {
+                    let line = line_at(self.search.as_bytes(), offset).0;
                     let freq = Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
-                    return Some(Hit {
+                    return Ok(Some(Hit {
                         key: alt.clone(),
                         freq,
                         steps,
                         offset,
-                    });
+                    }));
                 }
             }
         }
-        None
+        Ok(None)
     }
 
     /// Offset of the line whose key is exactly `key`.
-    pub fn find(&self, key: &[u8]) -> Option<usize> {
-        let data = self.data.as_ref();
-        let mut lo = self.start;
-        let mut hi = data.len();
-        // Invariant: lines starting before `lo` have smaller keys, the line
-        // at `hi` (if any) has a key >= `key`; both are line starts.
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let s = memchr::memrchr(b'\n', &data[lo..mid]).map_or(lo, |i| lo + i + 1);
-            let line = line_at(data, s);
-            if key_of(line) < key {
-                lo = s + line.len() + 1;
-            } else {
-                hi = s;
-            }
-        }
-        let lo = lo.min(data.len());
-        (lo < data.len() && key_of(line_at(data, lo)) == key).then_some(lo)
+    pub fn find(&self, key: &[u8]) -> Result<Option<usize>, Error> {
+        // Lines of `key` are `key ...`; a space sorts below every key byte,
+        // so the first line >= `key ` is the one if it exists.
+        let mut probe = Vec::with_capacity(key.len() + 1);
+        probe.extend_from_slice(key);
+        probe.push(b' ');
+        let data = self.search.as_bytes();
+        let at = self.search.lower_bound(&probe).map_err(|e| match e {
+            crate::sorted::Error::Unsorted { offset, line } => Error::UnsortedMap { offset, line },
+            other => Error::UnsortedMap {
+                offset: 0,
+                line: other.to_string(),
+            },
+        })?;
+        Ok((at < data.len() && key_of(line_at(data, at).0) == key).then_some(at))
     }
-}
-
-/// The line starting at `s`, without its newline.
-fn line_at(data: &[u8], s: usize) -> &[u8] {
-    let rest = &data[s..];
-    &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())]
 }
 
 fn key_of(line: &[u8]) -> &[u8] {
@@ -141,38 +125,53 @@ mod tests {
     #[test]
     fn most_specific_wins_and_zero_overrides() {
         let m = Map::new(MAP.as_bytes());
-        let h = m.lookup(b"com,cnn)/world").unwrap();
+        let h = m.lookup(b"com,cnn)/world").unwrap().unwrap();
         assert_eq!(
             (h.key.as_slice(), h.steps, h.covered()),
             (&b"com,cnn)/world"[..], 0, false)
         );
-        let h = m.lookup(b"com,cnn)/sport/x").unwrap();
+        let h = m.lookup(b"com,cnn)/sport/x").unwrap().unwrap();
         assert_eq!(
             (h.key.as_slice(), h.steps, h.covered()),
             (&b"com,cnn)/*"[..], 3, true)
         );
-        let h = m.lookup(b"com,example)/a/b/c?q").unwrap();
+        let h = m.lookup(b"com,example)/a/b/c?q").unwrap().unwrap();
         assert_eq!((h.key.as_slice(), h.steps), (&b"com,example)/a/*"[..], 3));
-        let h = m.lookup(b"com,news,www)/x").unwrap();
+        let h = m.lookup(b"com,news,www)/x").unwrap().unwrap();
         assert_eq!(h.key, b"com,news,*");
-        assert!(m.lookup(b"com,other)/").is_none());
+        assert!(m.lookup(b"com,other)/").unwrap().is_none());
         // Past the last line: not found, no error.
-        assert!(m.lookup(b"zz,x)/").is_none());
-        assert!(m.lookup(b"org,z)/last").is_some());
+        assert!(m.lookup(b"zz,x)/").unwrap().is_none());
+        assert!(m.lookup(b"org,z)/last").unwrap().is_some());
     }
 
     #[test]
     fn reference_root_form_matches() {
         let m = Map::new(&b"com,cnn) 200\ncom,cnn)/images 100\n"[..]);
-        let h = m.lookup(b"com,cnn)/").unwrap();
+        let h = m.lookup(b"com,cnn)/").unwrap().unwrap();
         assert_eq!((h.key.as_slice(), h.steps), (&b"com,cnn)"[..], 0));
     }
 
     #[test]
     fn empty_and_header_only_maps() {
-        assert!(Map::new(&b""[..]).lookup(b"com,x)/").is_none());
-        assert!(Map::new(&b"!meta {}\n"[..]).lookup(b"com,x)/").is_none());
-        assert!(Map::new(&b"!meta {}"[..]).lookup(b"com,x)/").is_none());
+        assert!(Map::new(&b""[..]).lookup(b"com,x)/").unwrap().is_none());
+        assert!(Map::new(&b"!meta {}\n"[..])
+            .lookup(b"com,x)/")
+            .unwrap()
+            .is_none());
+        assert!(Map::new(&b"!meta {}"[..])
+            .lookup(b"com,x)/")
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn unsorted_map_is_reported() {
+        let m = Map::new(&b"com,d)/ 1\ncom,c)/ 1\ncom,b)/ 1\ncom,a)/ 1\ncom,e)/ 1\n"[..]);
+        let any_err = [&b"com,a)/"[..], b"com,b)/", b"com,c)/", b"com,d)/"]
+            .iter()
+            .any(|q| m.lookup(q).is_err());
+        assert!(any_err);
     }
 
     proptest! {
@@ -190,7 +189,7 @@ mod tests {
             if noeol { map.pop(); }
             let m = Map::new(map.as_bytes());
             for q in &queries {
-                let fast = m.lookup(q.as_bytes()).map(|h| (h.key, h.steps));
+                let fast = m.lookup(q.as_bytes()).unwrap().map(|h| (h.key, h.steps));
                 let slow = lookup_linear(map.as_bytes(), q.as_bytes(), false);
                 prop_assert_eq!(fast, slow, "query {}", q);
             }

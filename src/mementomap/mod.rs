@@ -72,6 +72,14 @@ pub enum Error {
         /// The offending key.
         key: String,
     },
+    /// A lookup met lines out of order: the map is not sorted.
+    #[error("the map is not sorted at byte {offset} ({line:?}); sort it (LC_ALL=C sort) before looking up")]
+    UnsortedMap {
+        /// Byte offset of the line at fault.
+        offset: u64,
+        /// The line.
+        line: String,
+    },
     /// Writing the output failed.
     #[error("writing the map: {0}")]
     Io(#[from] std::io::Error),

@@ -59,8 +59,7 @@ impl Record {
             pos += 1;
         }
         let extra = if pos < line.len() {
-            // TODO(ukvs): accept JSON5 through the ukvs line model once it lands.
-            match serde_json::from_slice::<Value>(&line[pos..]) {
+            match crate::ukvs::parse_json5(&line[pos..]) {
                 Ok(Value::Object(m)) => Some(m),
                 Ok(_) => return Err(bad(pos, "the OSLJ is not a JSON object".into())),
                 Err(e) => return Err(bad(pos, format!("bad OSLJ: {e}"))),

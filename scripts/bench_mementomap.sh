@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# MementoMap generate and batch lookup: ukvs vs the reference `mementomap`
+# (pip install mementomap==0.1.0b2) on the same synthetic sorted CDXJ.
+#
+#   scripts/bench_mementomap.sh [LINES] [WORKDIR]
+#
+# LINES (default 600000) captures are generated; a second input ten times
+# larger checks that ukvs's peak memory stays flat. Prints wall seconds
+# (best of 3) and peak RSS (KiB) for each job, and the speed-ups.
+set -euo pipefail
+
+LINES=${1:-600000}
+WORK=${2:-$(mktemp -d)}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+UKVS=$CARGO_TARGET_DIR/release/ukvs
+mkdir -p "$WORK"
+
+cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
+python3 -c "import mementomap" 2>/dev/null || {
+    echo "the reference is missing: pip install mementomap==0.1.0b2" >&2
+    exit 1
+}
+
+# Synthetic archive: Zipf-like hosts, paths of depth 0-5 with skewed
+# fan-out, queries, 1-4 captures per URL; sorted in byte order.
+gen() { # LINES OUT
+    python3 - "$1" <<'EOF' | LC_ALL=C sort -S 25% > "$2"
+import random, sys
+n = int(sys.argv[1]); rnd = random.Random(42)
+tlds = ["com", "org", "net", "edu", "pt", "uk,co", "de"]
+words = ["news", "img", "about", "blog", "a", "b", "wiki", "2014", "index.html",
+         "p", "search", "static", "js", "css", "video", "user"]
+out = sys.stdout; count = 0
+while count < n:
+    h = int(rnd.paretovariate(1.1)) % 50000
+    host = f"{tlds[h % len(tlds)]},site{h}"
+    if rnd.random() < 0.3:
+        host += f",sub{rnd.randrange(20)}"
+    path = "".join("/" + (words[rnd.randrange(len(words))] if rnd.random() < 0.5
+                          else f"s{rnd.randrange(40)}") for _ in range(rnd.randrange(6)))
+    if rnd.random() < 0.15:
+        path += f"?id={rnd.randrange(1000)}"
+    sp = path or "/"
+    dotted = ".".join(reversed(host.split(",")))
+    for c in range(1 + rnd.randrange(4)):
+        out.write(f'{host}){sp} 20{10 + c}0{1 + rnd.randrange(9)}15000000 '
+                  f'{{"url": "http://{dotted}{sp}", "mime": "text/html", "status": "200", '
+                  f'"digest": "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "length": "1234"}}\n')
+        count += 1
+EOF
+}
+
+[ -s "$WORK/in.cdxj" ] || gen "$LINES" "$WORK/in.cdxj"
+[ -s "$WORK/in10.cdxj" ] || gen $((LINES * 10)) "$WORK/in10.cdxj"
+echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
+
+# best-of-3 wall seconds and the peak RSS of the best run
+measure() { # LABEL CMD...
+    local label=$1; shift
+    local best="" rss=""
+    for _ in 1 2 3; do
+        /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err" || {
+            cat "$WORK/err" >&2; exit 1; }
+        read -r t m < "$WORK/time"
+        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; rss=$m; fi
+    done
+    printf "%-34s %8.3f s %10d KiB\n" "$label" "$best" "$rss"
+    echo "$best" > "$WORK/$label.t"
+}
+
+measure ref_generate python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
+measure ukvs_generate "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
+measure ukvs_generate_x10 "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
+measure ukvs_generate_compact "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map"
+
+# 10k lookup keys: half held, half not; the reference crashes on keys
+# probing its last line, so its map gets two guard lines.
+python3 - "$WORK/in.cdxj" > "$WORK/q.txt" <<'EOF'
+import random, sys
+keys = [l.split(" ", 1)[0] for l in open(sys.argv[1])]
+rnd = random.Random(7)
+for _ in range(5000):
+    k = rnd.choice(keys); print(k); print(k.rstrip("/") + "/zz" + str(rnd.randrange(99)))
+EOF
+cp "$WORK/ref.map" "$WORK/ref.guard.map"
+printf '~~~~ 0\n~~~~~ 0\n' >> "$WORK/ref.guard.map"
+measure ref_batchlookup python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt"
+measure ukvs_batchlookup sh -c "'$UKVS' mementomap lookup '$WORK/ukvs.map' - < '$WORK/q.txt'"
+
+ratio() { awk "BEGIN{printf \"%.1f\", $(cat "$WORK/$1.t") / ($(cat "$WORK/$2.t") > 0 ? $(cat "$WORK/$2.t") : 0.001)}"; }
+echo "generate speed-up: $(ratio ref_generate ukvs_generate)x"
+echo "batch lookup speed-up: $(ratio ref_batchlookup ukvs_batchlookup)x"
+echo "map lines: ukvs $(grep -vc '^!' "$WORK/ukvs.map"), reference $(wc -l < "$WORK/ref.map")"
