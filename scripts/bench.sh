@@ -57,46 +57,73 @@ plain_mb=$(du -cm "${plain_files[@]}" | tail -1 | cut -f1)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# Median wall time in seconds of REPS runs of "$@" (stdout discarded).
+# Median wall time in seconds of REPS runs of "$@" (stdout discarded);
+# the median CPU time (user + system, all threads) of the same runs is
+# appended to $TMP/cpu, one line per call, for the load-independent view.
 median() {
-    local times=()
+    local walls=() cpus=()
     for _ in $(seq "$REPS"); do
-        local start end
-        start=$(date +%s.%N)
-        "$@" > /dev/null 2> "$TMP/err" || { echo "failed: $*" >&2; cat "$TMP/err" >&2; return 1; }
-        end=$(date +%s.%N)
-        times+=("$(echo "$end - $start" | bc -l)")
+        /usr/bin/time -f '%e %U %S' -o "$TMP/time" "$@" > /dev/null 2> "$TMP/err" \
+            || { echo "failed: $*" >&2; cat "$TMP/err" >&2; return 1; }
+        read -r wall user sys < "$TMP/time"
+        walls+=("$wall")
+        cpus+=("$(echo "$user + $sys" | bc -l)")
     done
-    printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}'
+    printf '%s\n' "${cpus[@]}" | sort -g | awk '{a[NR]=$1} END {printf "%.2f\n", a[int((NR+1)/2)]}' >> "$TMP/cpu"
+    printf '%s\n' "${walls[@]}" | sort -g | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}'
 }
+# The CPU seconds of the latest `median` call.
+cpu() { tail -1 "$TMP/cpu"; }
 
 cat "${gz_files[@]}" "${plain_files[@]}" > /dev/null   # warm the page cache
+LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
 
 echo "corpus: $FILES files x $RECORDS records: ${gz_mb} MB .arc.gz, ${plain_mb} MB .arc; $(nproc) CPUs, ukvs -j $THREADS, median of $REPS"
 t_gzip=$(median gzip -dc "${gz_files[@]}")
+c_gzip=$(cpu)
 t_ukvs_gz=$(median "$UKVS" index -q -j "$THREADS" --tmp-dir "$TMP" "${gz_files[@]}")
+c_ukvs_gz=$(cpu)
 t_ukvs_gz_cdxj=$(median "$UKVS" index -q -j "$THREADS" --format cdxj --tmp-dir "$TMP" "${gz_files[@]}")
+c_ukvs_gz_cdxj=$(cpu)
 t_ukvs_plain=$(median "$UKVS" index -q -j "$THREADS" --tmp-dir "$TMP" "${plain_files[@]}")
+c_ukvs_plain=$(cpu)
 t_ukvs_gz_nosort=$(median "$UKVS" index -q -j "$THREADS" --no-sort "${gz_files[@]}")
+c_ukvs_gz_nosort=$(cpu)
 t_pywb_gz=$(median "$PYWB_INDEXER" -j "${gz_files[@]}")
+c_pywb_gz=$(cpu)
 t_pywb_plain=$(median "$PYWB_INDEXER" -j "${plain_files[@]}")
+c_pywb_plain=$(cpu)
 if [ -n "$CDXJ_INDEXER" ]; then
     t_cdxj_gz=$(median "$CDXJ_INDEXER" "${gz_files[@]}")
+    c_cdxj_gz=$(cpu)
     t_cdxj_plain=$(median "$CDXJ_INDEXER" "${plain_files[@]}")
+    c_cdxj_plain=$(cpu)
 fi
 
-ratio() { printf '%.2f' "$(echo "scale=4; $1 / $2" | bc -l)"; }
-printf '\n%-44s %9s %s\n' "job" "seconds" "ratio"
-printf '%-44s %9s\n' "gzip -dc (.arc.gz)" "$t_gzip"
-printf '%-44s %9s %sx gzip -dc (target <= 0.5)\n' "ukvs index, sorted ukvs (.arc.gz)" "$t_ukvs_gz" "$(ratio "$t_ukvs_gz" "$t_gzip")"
-printf '%-44s %9s %sx gzip -dc\n' "ukvs index --format cdxj (.arc.gz)" "$t_ukvs_gz_cdxj" "$(ratio "$t_ukvs_gz_cdxj" "$t_gzip")"
-printf '%-44s %9s %sx gzip -dc\n' "ukvs index --no-sort (.arc.gz)" "$t_ukvs_gz_nosort" "$(ratio "$t_ukvs_gz_nosort" "$t_gzip")"
-printf '%-44s %9s %sx gzip -dc; ukvs is %sx faster\n' "pywb cdx-indexer -j (.arc.gz)" "$t_pywb_gz" "$(ratio "$t_pywb_gz" "$t_gzip")" "$(ratio "$t_pywb_gz" "$t_ukvs_gz")"
+ratio() {
+    if [ "$(echo "$2 == 0" | bc -l)" = 1 ]; then printf 'n/a'; else printf '%.2f' "$(echo "scale=4; $1 / $2" | bc -l)"; fi
+}
+row() { printf '%-40s %8s %7s  %s\n' "$1" "$2" "$3" "$4"; }
+echo "load average before the run: $LOAD0 (wall times suffer on a busy machine; CPU seconds much less)"
+echo
+row "job" "wall s" "CPU s" "ratios (wall; CPU)"
+row "gzip -dc (.arc.gz)" "$t_gzip" "$c_gzip" ""
+row "ukvs index, sorted ukvs (.arc.gz)" "$t_ukvs_gz" "$c_ukvs_gz" \
+    "$(ratio "$t_ukvs_gz" "$t_gzip")x gzip -dc (target <= 0.5); CPU $(ratio "$c_ukvs_gz" "$c_gzip")x"
+row "ukvs index --format cdxj (.arc.gz)" "$t_ukvs_gz_cdxj" "$c_ukvs_gz_cdxj" \
+    "$(ratio "$t_ukvs_gz_cdxj" "$t_gzip")x gzip -dc; CPU $(ratio "$c_ukvs_gz_cdxj" "$c_gzip")x"
+row "ukvs index --no-sort (.arc.gz)" "$t_ukvs_gz_nosort" "$c_ukvs_gz_nosort" \
+    "$(ratio "$t_ukvs_gz_nosort" "$t_gzip")x gzip -dc; CPU $(ratio "$c_ukvs_gz_nosort" "$c_gzip")x"
+row "pywb cdx-indexer -j (.arc.gz)" "$t_pywb_gz" "$c_pywb_gz" \
+    "$(ratio "$t_pywb_gz" "$t_gzip")x gzip -dc; ukvs $(ratio "$t_pywb_gz" "$t_ukvs_gz")x faster; CPU $(ratio "$c_pywb_gz" "$c_ukvs_gz")x"
 if [ -n "$CDXJ_INDEXER" ]; then
-    printf '%-44s %9s %sx gzip -dc; ukvs is %sx faster\n' "cdxj-indexer (.arc.gz)" "$t_cdxj_gz" "$(ratio "$t_cdxj_gz" "$t_gzip")" "$(ratio "$t_cdxj_gz" "$t_ukvs_gz")"
+    row "cdxj-indexer (.arc.gz)" "$t_cdxj_gz" "$c_cdxj_gz" \
+        "$(ratio "$t_cdxj_gz" "$t_gzip")x gzip -dc; ukvs $(ratio "$t_cdxj_gz" "$t_ukvs_gz")x faster; CPU $(ratio "$c_cdxj_gz" "$c_ukvs_gz")x"
 fi
-printf '%-44s %9s\n' "ukvs index, sorted ukvs (.arc)" "$t_ukvs_plain"
-printf '%-44s %9s ukvs is %sx faster (target >= 20)\n' "pywb cdx-indexer -j (.arc)" "$t_pywb_plain" "$(ratio "$t_pywb_plain" "$t_ukvs_plain")"
+row "ukvs index, sorted ukvs (.arc)" "$t_ukvs_plain" "$c_ukvs_plain" ""
+row "pywb cdx-indexer -j (.arc)" "$t_pywb_plain" "$c_pywb_plain" \
+    "ukvs $(ratio "$t_pywb_plain" "$t_ukvs_plain")x faster (target >= 20); CPU $(ratio "$c_pywb_plain" "$c_ukvs_plain")x"
 if [ -n "$CDXJ_INDEXER" ]; then
-    printf '%-44s %9s ukvs is %sx faster\n' "cdxj-indexer (.arc)" "$t_cdxj_plain" "$(ratio "$t_cdxj_plain" "$t_ukvs_plain")"
+    row "cdxj-indexer (.arc)" "$t_cdxj_plain" "$c_cdxj_plain" \
+        "ukvs $(ratio "$t_cdxj_plain" "$t_ukvs_plain")x faster; CPU $(ratio "$c_cdxj_plain" "$c_ukvs_plain")x"
 fi

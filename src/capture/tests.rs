@@ -370,3 +370,95 @@ fn keys_never_look_like_headers_or_quotes() {
     let l = line(Profile::Ukvs, false, &r, "f").unwrap();
     assert!(l.starts_with("%21weird)/ 20080430204825 0 "), "{l}");
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Blocks built from the pieces the parsers look for, glued with
+    /// arbitrary bytes, so heads, blank lines and meta tags are hit often.
+    fn block() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"HTTP/1.1 200 OK".to_vec()),
+            Just(b"HTTP 502 x".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(b" ".to_vec()),
+            Just(b"Content-Type: text/html; charset=x".to_vec()),
+            Just(b"Location: /x".to_vec()),
+            Just(b"X-Robots-Tag: noarchive".to_vec()),
+            Just(b"<meta name=\"robots\" content='noindex,nofollow'>".to_vec()),
+            Just(b"<META".to_vec()),
+            Just(b"</head>".to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+    }
+
+    fn field() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..20),
+            Just(b"http://example.com/a b".to_vec()),
+            Just(b"filedesc://x.arc".to_vec()),
+            Just(b"dns:x.org".to_vec()),
+            Just(b"20040101000000".to_vec()),
+            Just(b"2004010100".to_vec()),
+            Just(b"text/html".to_vec()),
+            Just(b"-5".to_vec()),
+            Just(b"urn:sha1:B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A".to_vec()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any record, any profile: no panic, at most one `\n`-terminated
+        /// line, and a ukvs line is five fields with valid JSON at the end.
+        #[test]
+        fn any_record_gives_one_well_formed_line(
+            url in field(), ip in field(), date in field(), mime in field(),
+            len in field(), checksum in field(), block in block(),
+            offset in any::<u64>(), length in any::<u64>(),
+        ) {
+            let r = Record {
+                offset,
+                length,
+                header_line: [&url[..], &ip, &date, &mime, &len].join(&b' '),
+                header: Header {
+                    url, ip, date, mime, checksum,
+                    length: std::str::from_utf8(&len).ok().and_then(|s| s.parse().ok()),
+                    length_raw: len,
+                    ..Header::default()
+                },
+                block,
+                ..Record::default()
+            };
+            for profile in [Profile::Ukvs, Profile::Cdxj, Profile::Cdx11] {
+                for all in [false, true] {
+                    let mut idx = Indexer::new(Options { profile, all_records: all, ..Options::default() }, b"f.arc");
+                    let mut out = Vec::new();
+                    let outcome = idx.write(&r, &mut out);
+                    if outcome == Outcome::Filtered {
+                        prop_assert!(out.is_empty());
+                        continue;
+                    }
+                    prop_assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
+                    prop_assert_eq!(out.last(), Some(&b'\n'));
+                    if profile == Profile::Ukvs {
+                        let line = &out[..out.len() - 1];
+                        prop_assert!(!matches!(line.first(), Some(b'!' | b'"')));
+                        let mut parts = line.splitn(5, |&b| b == b' ');
+                        let (k, d, o, g, j) = (parts.next(), parts.next(), parts.next(), parts.next(), parts.next());
+                        prop_assert!(k.is_some_and(|k| !k.is_empty()));
+                        prop_assert!(d.is_some_and(|d| d == b"-" || (d.len() == 14 && d.iter().all(u8::is_ascii_digit))));
+                        prop_assert_eq!(o.map(|o| o.to_vec()), Some(offset.to_string().into_bytes()));
+                        prop_assert!(g.is_some_and(|g| g.len() == 37 && g.starts_with(b"sha1:")));
+                        let json: serde_json::Value = serde_json::from_slice(j.unwrap_or_default()).expect("OSLJ is JSON");
+                        prop_assert!(json.is_object());
+                    }
+                }
+            }
+        }
+    }
+}
