@@ -269,8 +269,14 @@ fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
 }
 
 fn open_input(p: &Path, mapped: bool) -> anyhow::Result<Input> {
-    if is_stdin(p) || is_gz(p) || !mapped {
+    if is_stdin(p) || is_gz(p) {
         return Ok(Input::Stream(open_stream(p)?));
+    }
+    if !mapped {
+        // Chunked reads straight from the file: a BufReader in between
+        // would copy every byte once more.
+        let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+        return Ok(Input::Stream(Box::new(BufReader::with_capacity(0, f))));
     }
     let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);

@@ -20,6 +20,10 @@ use crate::sorted::Search;
 pub struct Map<D: AsRef<[u8]>> {
     search: Search<D>,
     keep_query: bool,
+    /// Answers for the widest candidates (`tld,*`, `*`), which every miss
+    /// asks again: few distinct keys, so a small memo saves two full
+    /// searches per uncovered query.
+    memo: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Option<usize>>>,
 }
 
 /// The entry that answered a lookup.
@@ -48,6 +52,7 @@ impl<D: AsRef<[u8]>> Map<D> {
         Map {
             search: Search::new(data),
             keep_query: false,
+            memo: Default::default(),
         }
     }
 
@@ -61,10 +66,30 @@ impl<D: AsRef<[u8]>> Map<D> {
     /// The most specific entry for a SURT, if any. Fails only when the
     /// search meets lines out of order (the map is not sorted).
     pub fn lookup(&self, surt: &[u8]) -> Result<Option<Hit>, Error> {
-        for (steps, alts) in candidates(surt, self.keep_query).iter().enumerate() {
+        let cands = candidates(surt, self.keep_query);
+        // All candidates but `tld,*` and `*` start with the first two host
+        // labels (`com,example`): find that block of lines once and search
+        // it, a few lines instead of the whole map.
+        let data = self.search.as_bytes();
+        let prefix = two_labels(surt);
+        let window = match prefix.and_then(successor) {
+            Some(upper) if prefix.is_some_and(|p| !p.is_empty()) => {
+                let lo = self.lower_bound(prefix.unwrap_or_default())?;
+                let hi = self.lower_bound(&upper)?;
+                Some((lo, hi.max(lo)))
+            }
+            _ => None,
+        };
+        for (steps, alts) in cands.iter().enumerate() {
             for alt in alts {
-                if let Some(offset) = self.find(alt)? {
-                    let line = line_at(self.search.as_bytes(), offset).0;
+                let found = match (window, prefix) {
+                    (Some((lo, hi)), Some(p)) if alt.starts_with(p) => {
+                        find_in(&Search::new(&data[lo..hi]), alt)?.map(|o| o + lo)
+                    }
+                    _ => self.find_memo(alt)?,
+                };
+                if let Some(offset) = found {
+                    let line = line_at(data, offset).0;
                     let freq = Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
                     return Ok(Some(Hit {
                         key: alt.clone(),
@@ -78,23 +103,73 @@ impl<D: AsRef<[u8]>> Map<D> {
         Ok(None)
     }
 
+    /// [`Map::find`] remembering wide keys (no `)`: `tld,*`, `*`).
+    fn find_memo(&self, key: &[u8]) -> Result<Option<usize>, Error> {
+        if memchr::memchr(b')', key).is_some() {
+            return self.find(key);
+        }
+        if let Some(&hit) = self.memo.borrow().get(key) {
+            return Ok(hit);
+        }
+        let hit = self.find(key)?;
+        let mut memo = self.memo.borrow_mut();
+        if memo.len() < 4096 {
+            memo.insert(key.to_vec(), hit);
+        }
+        Ok(hit)
+    }
+
+    fn lower_bound(&self, probe: &[u8]) -> Result<usize, Error> {
+        self.search.lower_bound(probe).map_err(search_error)
+    }
+
     /// Offset of the line whose key is exactly `key`.
     pub fn find(&self, key: &[u8]) -> Result<Option<usize>, Error> {
-        // Lines of `key` are `key ...`; a space sorts below every key byte,
-        // so the first line >= `key ` is the one if it exists.
-        let mut probe = Vec::with_capacity(key.len() + 1);
-        probe.extend_from_slice(key);
-        probe.push(b' ');
-        let data = self.search.as_bytes();
-        let at = self.search.lower_bound(&probe).map_err(|e| match e {
-            crate::sorted::Error::Unsorted { offset, line } => Error::UnsortedMap { offset, line },
-            other => Error::UnsortedMap {
-                offset: 0,
-                line: other.to_string(),
-            },
-        })?;
-        Ok((at < data.len() && key_of(line_at(data, at).0) == key).then_some(at))
+        find_in(&self.search, key)
     }
+}
+
+/// Offset (in `search`) of the line whose key is exactly `key`.
+fn find_in<D: AsRef<[u8]>>(search: &Search<D>, key: &[u8]) -> Result<Option<usize>, Error> {
+    // Lines of `key` are `key ...`; a space sorts below every key byte, so
+    // the first line >= `key ` is the one if it exists.
+    let mut probe = Vec::with_capacity(key.len() + 1);
+    probe.extend_from_slice(key);
+    probe.push(b' ');
+    let data = search.as_bytes();
+    let at = search.lower_bound(&probe).map_err(search_error)?;
+    Ok((at < data.len() && key_of(line_at(data, at).0) == key).then_some(at))
+}
+
+fn search_error(e: crate::sorted::Error) -> Error {
+    match e {
+        crate::sorted::Error::Unsorted { offset, line } => Error::UnsortedMap { offset, line },
+        other => Error::UnsortedMap {
+            offset: 0,
+            line: other.to_string(),
+        },
+    }
+}
+
+/// `com,example` of `com,example,www)/...`: the first two host labels,
+/// when the host has at least two.
+fn two_labels(surt: &[u8]) -> Option<&[u8]> {
+    let host = &surt[..memchr::memchr(b')', surt)?];
+    let first = memchr::memchr(b',', host)?;
+    let second = memchr::memchr(b',', &host[first + 1..]).map_or(host.len(), |i| first + 1 + i);
+    Some(&host[..second])
+}
+
+/// The smallest byte string greater than every string starting with `p`.
+fn successor(p: &[u8]) -> Option<Vec<u8>> {
+    let mut v = p.to_vec();
+    while let Some(last) = v.pop() {
+        if last < u8::MAX {
+            v.push(last + 1);
+            return Some(v);
+        }
+    }
+    None
 }
 
 fn key_of(line: &[u8]) -> &[u8] {
