@@ -703,3 +703,25 @@ fn unsorted_inputs() {
         ["com,a)/ 1", "com,b)/ 1", "com,b)/x 2"]
     );
 }
+
+#[test]
+fn lookup_accepts_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = write(dir.path(), "m", "com,example)/ 3/2\ncom,example)/a/* 5/2\n");
+    let out = util::run(
+        &[
+            "mementomap",
+            "lookup",
+            map.to_str().unwrap(),
+            "http://www.example.com/a/b?x=1",
+            "https://example.com/",
+            "http://other.org/",
+        ],
+        b"",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,example)/a/* 5/2 2 http://www.example.com/a/b?x=1\ncom,example)/ 3/2 0 https://example.com/\n- - - http://other.org/\n"
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
