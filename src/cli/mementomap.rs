@@ -862,7 +862,6 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut total: Option<Frequency> = None;
     let mut n = 0u64;
     let mut line = Vec::new();
-    let mut last: Option<Vec<u8>> = None;
     for r in merged {
         let r = r?;
         // Wildcards overlap the keys below them: only exact keys and the
@@ -878,9 +877,7 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
         r.write_to(&mut line);
         spool.append(&line)?;
         n += 1;
-        last = Some(r.key);
     }
-    let _ = last;
     let header = header_for(&a.out, &a.inputs, total);
     write_output(
         &a.out,
