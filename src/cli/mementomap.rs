@@ -144,6 +144,20 @@ struct GenerateArgs {
     /// Stop at the first bad input line instead of reporting and skipping.
     #[arg(long)]
     strict: bool,
+    /// Where a decomposition goes: into the OSLJ, or as a second key column
+    /// (one line per bucket plus a total line `key : freq`; needs exactly
+    /// one --by).
+    #[arg(long, value_enum, default_value_t = Layout::Oslj)]
+    layout: Layout,
+}
+
+/// The two organisations of the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Layout {
+    /// `key frequency {"datetime":{...}}`.
+    Oslj,
+    /// `key bucket frequency`.
+    Columns,
 }
 
 /// Roll up an existing MementoMap with the power-law cut-offs.
@@ -641,6 +655,7 @@ fn finish_map(
     params: Params,
     out: &OutputArgs,
     mut header: Header,
+    columns: Option<(&str, &str)>,
 ) -> anyhow::Result<Stats> {
     let tmp = tmp_dir(out);
     let quota = rollup.max_lines.is_some() || rollup.max_bytes.is_some();
@@ -669,7 +684,18 @@ fn finish_map(
         .extra
         .insert("compaction".into(), params_json(&compacted.params));
     let stats = compacted.stats;
-    let body = compacted.spool.into_reader()?;
+    let mut body = compacted.spool.into_reader()?;
+    if let Some((dim, all)) = columns {
+        // Rollups work on whole keys; the bucket lines are spread out last.
+        let mut spool = FileSpool::new(&tmp)?;
+        let mut line = Vec::new();
+        for r in map_lines(BufReader::with_capacity(1 << 20, body)) {
+            line.clear();
+            r?.write_columns(dim, all, &mut line);
+            spool.append(&line)?;
+        }
+        body = spool.into_reader()?;
+    }
     write_output(
         out,
         &header.to_bytes(),
@@ -681,6 +707,9 @@ fn finish_map(
 // ---------------------------------------------------------------- commands
 
 fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    if a.layout == Layout::Columns && a.by.len() != 1 {
+        bail!("--layout columns needs exactly one --by dimension");
+    }
     let tmp = tmp_dir(&a.out);
     let mut exclude = Vec::new();
     if let Some(p) = &a.exclude {
@@ -761,7 +790,18 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             .extra
             .insert("decompositions".into(), serde_json::json!(dims));
     }
-    let stats = finish_map(merged, &a.rollup, params, &a.out, header)?;
+    let columns = match a.layout {
+        Layout::Oslj => None,
+        Layout::Columns => match a.by.as_slice() {
+            [d] => {
+                header.keys = vec!["surt".into(), d.name().into()];
+                let all = if d.name() == "datetime" { ":" } else { "*" };
+                Some((d.name(), all))
+            }
+            _ => bail!("--layout columns needs exactly one --by dimension"),
+        },
+    };
+    let stats = finish_map(merged, &a.rollup, params, &a.out, header, columns)?;
     if !a.out.quiet {
         report_generate(&gstats, &stats, bad);
     }
@@ -796,7 +836,7 @@ fn compact(a: CompactArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
-    let stats = finish_map(src, &a.rollup, params, &a.out, header)?;
+    let stats = finish_map(src, &a.rollup, params, &a.out, header, None)?;
     if !a.out.quiet {
         eprintln!(
             "ukvs mementomap compact: {} lines in, {} lines out, {} rollups",

@@ -24,6 +24,9 @@ pub struct Map<D: AsRef<[u8]>> {
     /// asks again: few distinct keys, so a small memo saves two full
     /// searches per uncovered query.
     memo: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Option<usize>>>,
+    /// Key columns per `!fields` (2 in the columns layout, where a key has
+    /// one line per bucket and a total line).
+    key_columns: usize,
 }
 
 /// The entry that answered a lookup.
@@ -49,10 +52,19 @@ impl Hit {
 impl<D: AsRef<[u8]>> Map<D> {
     /// Wraps map bytes; header lines at the top are skipped.
     pub fn new(data: D) -> Map<D> {
+        let search = Search::new(data);
+        let key_columns = search
+            .headers()
+            .find_map(|h| h.strip_prefix(b"!fields "))
+            .and_then(|v| crate::ukvs::parse_json5(v).ok())
+            .and_then(|v| v.get("keys").and_then(|k| k.as_array()).map(Vec::len))
+            .unwrap_or(1)
+            .max(1);
         Map {
-            search: Search::new(data),
+            search,
             keep_query: false,
             memo: Default::default(),
+            key_columns,
         }
     }
 
@@ -89,8 +101,7 @@ impl<D: AsRef<[u8]>> Map<D> {
                     _ => self.find_memo(alt)?,
                 };
                 if let Some(offset) = found {
-                    let line = line_at(data, offset).0;
-                    let freq = Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
+                    let freq = self.frequency_at(offset, alt);
                     return Ok(Some(Hit {
                         key: alt.clone(),
                         freq,
@@ -101,6 +112,41 @@ impl<D: AsRef<[u8]>> Map<D> {
             }
         }
         Ok(None)
+    }
+
+    /// The frequency of the key whose first line is at `offset`: its only
+    /// line, or in the columns layout its total line (second column `:` or
+    /// `*`), else the sum of its bucket lines.
+    fn frequency_at(&self, offset: usize, key: &[u8]) -> Frequency {
+        let data = self.search.as_bytes();
+        if self.key_columns < 2 {
+            let line = line_at(data, offset).0;
+            return Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
+        }
+        let mut pos = offset;
+        let mut sum: Option<Frequency> = None;
+        while pos < data.len() {
+            let (line, next) = line_at(data, pos);
+            if key_of(line) != key {
+                break;
+            }
+            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+            let _ = fields.next();
+            let bucket = fields.next().unwrap_or_default();
+            let freq = fields
+                .next()
+                .and_then(|f| Frequency::parse(f).ok())
+                .unwrap_or_default();
+            if bucket == b":" || bucket == b"*" {
+                return freq;
+            }
+            sum = Some(sum.map_or(freq, |s| s.plus(freq)));
+            if next <= pos {
+                break;
+            }
+            pos = next;
+        }
+        sum.unwrap_or_default()
     }
 
     /// [`Map::find`] remembering wide keys (no `)`: `tld,*`, `*`).
@@ -238,6 +284,16 @@ mod tests {
             .lookup(b"com,x)/")
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn columns_layout_reads_the_total_line() {
+        let map = "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"frequency\"]}\ncom,x)/ 2014 4/1\ncom,x)/ 2015 6/1\ncom,x)/ : 10/2\ncom,x)/a 2014 0/1\ncom,x)/a : 0/1\ncom,y)/ 2014 3\ncom,y)/ 2015 4\n";
+        let m = Map::new(map.as_bytes());
+        let h = m.lookup(b"com,x)/").unwrap().unwrap();
+        assert_eq!(h.freq.to_string(), "10/2");
+        assert!(!m.lookup(b"com,x)/a").unwrap().unwrap().covered());
+        assert_eq!(m.lookup(b"com,y)/").unwrap().unwrap().freq.to_string(), "7");
     }
 
     #[test]

@@ -725,3 +725,56 @@ fn lookup_accepts_urls() {
     );
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn columns_layout_puts_buckets_in_a_key_column() {
+    let input = b"com,example)/ 20140101000000 {\"url\":\"http://example.com/\"}\ncom,example)/ 20150101000000 {\"url\":\"https://example.com/\"}\ncom,example)/a 20150101000000 {\"url\":\"http://example.com/a\"}\n";
+    let out = util::run(
+        &[
+            "mementomap",
+            "generate",
+            "-q",
+            "--by",
+            "datetime:year",
+            "--layout",
+            "columns",
+        ],
+        input,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"frequency\"]}\n")
+    );
+    assert_eq!(
+        data(&text),
+        [
+            "com,example)/ 2014 1/1",
+            "com,example)/ 2015 1/1",
+            "com,example)/ : 2/2",
+            "com,example)/a 2015 1/1",
+            "com,example)/a : 1/1"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let map = write(dir.path(), "m", &text);
+    let out = util::run(
+        &[
+            "mementomap",
+            "lookup",
+            map.to_str().unwrap(),
+            "com,example)/",
+        ],
+        b"",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,example)/ 2/2 0 com,example)/\n"
+    );
+    let out = util::run(&["mementomap", "generate", "--layout", "columns"], input);
+    assert_eq!(out.status.code(), Some(2));
+}
