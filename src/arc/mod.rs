@@ -1,18 +1,48 @@
 //! ARC reader: header lines, plain and per-record-gzip files, damage recovery.
 //!
-//! Interface fixed for the rest of the crate (the reader lives in
-//! submodules):
-//!
 //! * [`Header`]: the parsed header line of one record, every form met in the
-//!   wild (v1 5 fields, v2 10 fields, revision-3.0 7 fields).
+//!   wild (v1 5 fields, v2 10 fields, revision-3.0 7 fields, and their
+//!   quirks); [`HeaderView`] is the borrowed, allocation-free form the
+//!   parser produces (module `header`, sans I/O).
 //! * [`Record`]: one record with its exact `offset` and `length` in the
 //!   stored file and its block (the bytes after the header line).
+//! * [`Reader`]: reads records from any `Read` (plain `.arc` and
+//!   per-record-gzip `.arc.gz`, told apart record by record from the magic
+//!   bytes), resynchronises after damage and reports it as non-fatal
+//!   [`Error`]s carrying byte offsets; [`Stats`] counts what was skipped.
+//! * [`FileDesc`]: the version block and Heritrix `<arcmetadata>` fields of
+//!   a `filedesc://` record.
+//!
+//! ```
+//! use ukvs::arc::{Reader, Record};
+//! let data = b"filedesc://x.arc 0.0.0.0 20040101000000 text/plain 3\n1 0\n\n\
+//!              http://example.com/ 1.2.3.4 20040101000001 text/html 5\nhello\n";
+//! let mut rdr = Reader::new(&data[..]);
+//! let mut rec = Record::default();
+//! let mut offsets = vec![];
+//! while rdr.read_record(&mut rec).expect("well-formed") {
+//!     offsets.push((rec.offset, rec.length));
+//! }
+//! assert_eq!(offsets, [(0, 56), (58, 60)]);
+//! ```
+
+mod error;
+mod filedesc;
+mod header;
+mod reader;
+mod src;
+
+pub use error::Error;
+pub use filedesc::FileDesc;
+pub use header::{is_date_like, is_ip_like, parse_length, Form, HeaderView};
+pub use reader::{Options, Reader, Stats};
 
 /// Which header-line layout a record used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HeaderKind {
     /// `URL IP date mime length`
+    #[default]
     V1,
     /// `URL IP date mime result-code checksum location offset filename length`
     V2,
@@ -24,18 +54,28 @@ pub enum HeaderKind {
 /// absent fields are empty (v1 lines have no checksum, location, ...).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Header {
+    /// Which layout the line used.
+    pub kind: HeaderKind,
+    /// The URL, spaces and control bytes included, as written.
     pub url: Vec<u8>,
     pub ip: Vec<u8>,
+    /// The date field as written (repair is the capture layer's job).
     pub date: Vec<u8>,
+    /// The mime field as written; may hold spaces or be empty.
     pub mime: Vec<u8>,
     pub result_code: Vec<u8>,
     pub checksum: Vec<u8>,
     pub location: Vec<u8>,
+    /// The v2 `offset` field or the rev-3.0 `serial` field, as written
+    /// (not the record's offset in the stored file: see [`Record::offset`]).
+    pub offset_field: Vec<u8>,
     pub filename: Vec<u8>,
     /// The length field as written.
     pub length_raw: Vec<u8>,
     /// The declared length when it parses as a non-negative number.
     pub length: Option<u64>,
+    /// The IP and date fields were written in swapped order.
+    pub transposed: bool,
 }
 
 /// One ARC record as stored.
@@ -53,4 +93,26 @@ pub struct Record {
     /// The record block: the declared-length bytes after the header line
     /// (HTTP head + body for `http:` records), fewer when truncated.
     pub block: Vec<u8>,
+    /// The record was stored as its own gzip member.
+    pub compressed: bool,
+    /// The file ends inside this record: `block` is incomplete.
+    pub truncated: bool,
+}
+
+impl Record {
+    /// Whether this is a `filedesc:` record (the ARC file's own header).
+    pub fn is_filedesc(&self) -> bool {
+        self.header.url.starts_with(b"filedesc:")
+    }
+
+    /// Empties the record, keeping its buffers for reuse.
+    pub fn clear(&mut self) {
+        self.offset = 0;
+        self.length = 0;
+        self.header_line.clear();
+        self.header.clear();
+        self.block.clear();
+        self.compressed = false;
+        self.truncated = false;
+    }
 }

@@ -1,2 +1,656 @@
 //! ARC record -> capture record, and its output profiles (`ukvs`, `cdxj`,
 //! `cdx11`).
+//!
+//! ```text
+//! arc::Record ──► Indexer::write(record, &mut line_buffer)
+//!                   │  ukvs : Capture::from_record ──► Capture::write_ukvs
+//!                   │  cdxj : cdxj-indexer 1.5's rules, byte for byte
+//!                   └─ cdx11: CDX-Writer's rules, byte for byte
+//! ```
+//!
+//! * [`Capture`] is the profile-neutral model of one capture (DESIGN 3.2):
+//!   SURT key, repaired 14-digit datetime (raw value kept when changed),
+//!   offset and length in the stored file, payload digest, URL, media type,
+//!   status, redirect.
+//! * [`Indexer`] holds what is reused from record to record (compiled
+//!   patterns, the file name) and appends one line per indexed record to a
+//!   caller's buffer, so the hot path allocates only the SURT key.
+//! * [`header_lines`] gives the lines that open an index file.
+//!
+//! The three profiles read the same record differently on purpose: each
+//! reference tool has its own idea of where an HTTP head ends (see
+//! [`http`]), which media type to report, and which records to keep. The
+//! `ukvs` profile follows the warcio reading (pywb, cdxj-indexer) for the
+//! payload, with the ARC header's media type as fallback, and the date
+//! repair rule of [`datetime`]. FORMATS.md section 2 states every rule.
+
+use std::borrow::Cow;
+
+use data_encoding::BASE32;
+use sha1::{Digest as _, Sha1};
+
+use crate::arc::Record;
+use crate::surt;
+
+pub mod datetime;
+pub mod http;
+pub mod json;
+pub mod robots;
+
+use json::Escape;
+
+/// Output profile of an index (`ukvs index --format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Profile {
+    /// UKVS capture index (DESIGN 3.2): `key datetime offset digest {OSLJ}`.
+    Ukvs,
+    /// CDXJ exactly as cdxj-indexer 1.5 writes it.
+    Cdxj,
+    /// 11-field CDX (` CDX N b a m s k r M S V g`) exactly as CDX-Writer
+    /// writes it.
+    Cdx11,
+}
+
+impl Profile {
+    /// The name used on the command line and in `!meta`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Ukvs => "ukvs",
+            Profile::Cdxj => "cdxj",
+            Profile::Cdx11 => "cdx11",
+        }
+    }
+}
+
+/// What to index and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub profile: Profile,
+    /// Also index the records the profile leaves out by default: the
+    /// `filedesc` record (`ukvs`, `cdx11`) and, for `cdx11`, `text/dns`
+    /// records and `304 Not Modified` responses, as CDX-Writer's
+    /// `--all-records` does. `cdxj` ignores it (cdxj-indexer's default record
+    /// set already holds every ARC record but the filedesc).
+    pub all_records: bool,
+    /// SURT options of the keys.
+    pub surt: surt::Options,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            profile: Profile::Ukvs,
+            all_records: false,
+            surt: surt::Options::default(),
+        }
+    }
+}
+
+/// What [`Indexer::write`] did with a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// One line was appended.
+    Indexed,
+    /// The profile leaves this record out (filedesc, DNS, 304, a negative
+    /// declared length, ...); nothing was appended.
+    Filtered,
+}
+
+/// The first lines of an index file in `profile`; `meta` holds extra JSON
+/// objects for `!meta` lines (the `ukvs` profile only), already serialised.
+pub fn header_lines(profile: Profile, surt: &surt::Options, extra_meta: &[String]) -> Vec<Vec<u8>> {
+    match profile {
+        Profile::Cdxj => Vec::new(),
+        Profile::Cdx11 => vec![b" CDX N b a m s k r M S V g".to_vec()],
+        Profile::Ukvs => {
+            let mut meta = serde_json::Map::new();
+            meta.insert("type".into(), "CaptureIndex".into());
+            meta.insert(
+                "generator".into(),
+                concat!("ukvs ", env!("CARGO_PKG_VERSION")).into(),
+            );
+            meta.insert("surt".into(), surt_profile(surt));
+            let mut lines = vec![
+                br#"!context ["https://oduwsdl.github.io/contexts/ukvs"]"#.to_vec(),
+                br#"!fields {"keys":["surt","datetime"],"values":["offset","digest"]}"#.to_vec(),
+                format!("!meta {}", serde_json::Value::Object(meta)).into_bytes(),
+            ];
+            lines.extend(extra_meta.iter().map(|m| format!("!meta {m}").into_bytes()));
+            // Header lines are in byte order too, so the whole file is.
+            lines.sort();
+            lines.dedup();
+            lines
+        }
+    }
+}
+
+fn surt_profile(o: &surt::Options) -> serde_json::Value {
+    serde_json::json!({
+        "reference": "surt 0.3.1",
+        "with_scheme": o.with_scheme,
+        "trailing_comma": o.trailing_comma,
+        "reverse_ipaddr": o.reverse_ipaddr,
+        "host_massage": o.host_massage,
+    })
+}
+
+/// A SHA-1, or the checksum the record declares for itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Digest<'a> {
+    /// SHA-1 computed here.
+    Sha1([u8; 20]),
+    /// Base32 SHA-1 taken from the header line (`urn:sha1:...`).
+    Declared(&'a [u8]),
+}
+
+impl Digest<'_> {
+    /// The base32 text (32 bytes) into `out`; returns the used slice.
+    pub fn base32<'o>(&'o self, out: &'o mut [u8; 32]) -> &'o [u8] {
+        match self {
+            Digest::Sha1(h) => {
+                BASE32.encode_mut(h, out);
+                &out[..]
+            }
+            Digest::Declared(d) => d,
+        }
+    }
+}
+
+/// SHA-1 of `data` (hardware-accelerated where the CPU has SHA extensions).
+pub fn sha1(data: &[u8]) -> [u8; 20] {
+    Sha1::digest(data).into()
+}
+
+/// A base32 SHA-1 checksum carried by the header line (`urn:sha1:` or
+/// `sha1:` prefix, the ARC revision-3 proposal's form).
+fn declared_sha1(checksum: &[u8]) -> Option<&[u8]> {
+    let lower_starts =
+        |p: &[u8]| checksum.len() >= p.len() && checksum[..p.len()].eq_ignore_ascii_case(p);
+    let rest = if lower_starts(b"urn:sha1:") {
+        &checksum[9..]
+    } else if lower_starts(b"sha1:") {
+        &checksum[5..]
+    } else {
+        return None;
+    };
+    let is_b32 = rest.len() == 32
+        && rest
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(b));
+    is_b32.then_some(rest)
+}
+
+fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
+    s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+fn is_http_url(url: &[u8]) -> bool {
+    starts_with_ci(url, b"http:") || starts_with_ci(url, b"https:")
+}
+
+fn is_filedesc(rec: &Record) -> bool {
+    starts_with_ci(&rec.header.url, b"filedesc:")
+}
+
+/// The URL made safe for space-separated lines, as CDX-Writer does: a
+/// `<...>` wrapper dropped, CR removed, space, LF, form feed and backspace
+/// percent-encoded (`%20`, `%0A`, `%0C`, `%08`).
+pub fn safe_url(url: &[u8]) -> Cow<'_, [u8]> {
+    let url = match url {
+        [b'<', inner @ .., b'>'] => inner,
+        _ => url,
+    };
+    if !url
+        .iter()
+        .any(|&b| matches!(b, b'\r' | b' ' | b'\n' | 0x0c | 0x08))
+    {
+        return Cow::Borrowed(url);
+    }
+    let mut out = Vec::with_capacity(url.len() + 16);
+    for &b in url {
+        match b {
+            b'\r' => {}
+            b' ' | b'\n' | 0x0c | 0x08 => {
+                const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            }
+            _ => out.push(b),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The record's date as a 14-digit datetime; when the date field cannot
+/// be repaired but the IP field holds 14 digits, the two were swapped by
+/// the writer and the IP field's value is used.
+fn record_datetime(rec: &Record) -> Option<[u8; 14]> {
+    datetime::repair(&rec.header.date).or_else(|| {
+        let ip = &rec.header.ip;
+        (ip.len() == 14 && ip.iter().all(u8::is_ascii_digit))
+            .then(|| datetime::repair(ip))
+            .flatten()
+    })
+}
+
+/// A declared length that is a negative number (`-1`, `-2046788874`).
+fn declares_negative_length(rec: &Record) -> bool {
+    match rec.header.length_raw.trim_ascii().split_first() {
+        Some((b'-', digits)) => !digits.is_empty() && digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// One capture, profile-neutral (the `ukvs` profile's reading).
+#[derive(Clone, Debug)]
+pub struct Capture<'a> {
+    /// SURT key (the URL itself when it cannot be canonicalised).
+    pub key: Vec<u8>,
+    /// 14-digit datetime, `None` when the ARC date cannot be repaired.
+    pub datetime: Option<[u8; 14]>,
+    /// The ARC date as written.
+    pub datetime_raw: &'a [u8],
+    pub offset: u64,
+    pub length: u64,
+    pub digest: Digest<'a>,
+    /// The URL, made safe for space-separated lines ([`safe_url`]).
+    pub url: Cow<'a, [u8]>,
+    /// Media type: HTTP Content-Type, else the ARC header's.
+    pub mime: Option<Cow<'a, [u8]>>,
+    /// HTTP status when the record holds an HTTP response with a 3-digit
+    /// status.
+    pub status: Option<u16>,
+    /// HTTP `Location`.
+    pub redirect: Option<Cow<'a, [u8]>>,
+    pub ip: &'a [u8],
+    /// The URL scheme of records that do not hold an HTTP response (`dns`,
+    /// `ftp`, `filedesc`, ...).
+    pub record_type: Option<Cow<'a, [u8]>>,
+}
+
+impl<'a> Capture<'a> {
+    /// Reads one record the `ukvs` profile's way.
+    pub fn from_record(rec: &'a Record, surt_opts: &surt::Options) -> Capture<'a> {
+        let h = &rec.header;
+        let url = safe_url(&h.url);
+        let http = is_http_url(&url);
+        let head = if http {
+            http::Head::parse(&rec.block)
+        } else {
+            None
+        };
+        let payload = head.as_ref().map_or(&rec.block[..], |hd| {
+            rec.block.get(hd.payload_start..).unwrap_or_default()
+        });
+        let digest = match declared_sha1(&h.checksum) {
+            Some(d) => Digest::Declared(d),
+            None => Digest::Sha1(sha1(payload)),
+        };
+        let mut key = surt::key(&url, surt_opts).0;
+        if needs_key_escape(&key) {
+            key = escape_key(&key);
+        }
+        let mime = head
+            .as_ref()
+            .and_then(http::Head::mime_cow)
+            .filter(|m| !m.is_empty())
+            .or_else(|| arc_mime(&h.mime).map(Cow::Borrowed));
+        let record_type = if http && head.is_some() {
+            None
+        } else {
+            let scheme_end = memchr::memchr(b':', &url).unwrap_or(0);
+            let scheme = &url[..scheme_end];
+            Some(if scheme.is_empty() {
+                Cow::Borrowed(&b"unknown"[..])
+            } else {
+                Cow::Owned(scheme.to_ascii_lowercase())
+            })
+        };
+        Capture {
+            key,
+            datetime: record_datetime(rec),
+            datetime_raw: &h.date,
+            offset: rec.offset,
+            length: rec.length,
+            digest,
+            mime,
+            status: head.as_ref().and_then(http::Head::status_code),
+            redirect: head.and_then(|hd| hd.location),
+            ip: &h.ip,
+            record_type,
+            url,
+        }
+    }
+
+    /// Appends the `ukvs` line (with its `\n`).
+    pub fn write_ukvs(&self, filename: &[u8], out: &mut Vec<u8>) {
+        if self.key.is_empty() {
+            out.push(b'-');
+        } else {
+            out.extend_from_slice(&self.key);
+        }
+        out.push(b' ');
+        match &self.datetime {
+            Some(d) => out.extend_from_slice(d),
+            None => out.push(b'-'),
+        }
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(self.offset).as_bytes());
+        out.extend_from_slice(b" sha1:");
+        let mut b32 = [0; 32];
+        out.extend_from_slice(self.digest.base32(&mut b32));
+        out.extend_from_slice(b" {\"url\":");
+        json::write_str(out, &self.url, true, Escape::Utf8);
+        if let Some(m) = &self.mime {
+            out.extend_from_slice(b",\"mime\":");
+            json::write_str(out, m, true, Escape::Utf8);
+        }
+        if let Some(s) = self.status {
+            out.extend_from_slice(b",\"status\":");
+            out.extend_from_slice(itoa::Buffer::new().format(s).as_bytes());
+        }
+        out.extend_from_slice(b",\"length\":");
+        out.extend_from_slice(itoa::Buffer::new().format(self.length).as_bytes());
+        out.extend_from_slice(b",\"filename\":");
+        json::write_str(out, filename, true, Escape::Utf8);
+        if let Some(r) = &self.redirect {
+            out.extend_from_slice(b",\"redirect\":");
+            json::write_str(out, r, true, Escape::Utf8);
+        }
+        if !self.ip.is_empty() && self.ip != b"-" {
+            out.extend_from_slice(b",\"ip\":");
+            json::write_str(out, self.ip, true, Escape::Utf8);
+        }
+        if let Some(t) = &self.record_type {
+            out.extend_from_slice(b",\"record_type\":");
+            json::write_str(out, t, true, Escape::Utf8);
+        }
+        if self.datetime.as_ref().map(|d| &d[..]) != Some(self.datetime_raw) {
+            out.extend_from_slice(b",\"datetime_raw\":");
+            json::write_str(out, self.datetime_raw, true, Escape::Utf8);
+        }
+        out.extend_from_slice(b"}\n");
+    }
+}
+
+/// A UKVS key field must not hold blanks, and must not start with `!`
+/// (a header) or `"` (a quoted value); such keys only come from URLs that
+/// cannot be canonicalised.
+fn needs_key_escape(key: &[u8]) -> bool {
+    matches!(key.first(), Some(b'!' | b'"')) || key.iter().any(|&b| b <= b' ')
+}
+
+/// Percent-encodes what [`needs_key_escape`] objects to.
+fn escape_key(key: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = Vec::with_capacity(key.len() + 8);
+    for (i, &b) in key.iter().enumerate() {
+        if b <= b' ' || (i == 0 && (b == b'!' || b == b'"')) {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        } else {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// The ARC header's media type when it says something: up to the first
+/// `;` or blank, and not one of the "unknown" spellings.
+fn arc_mime(mime: &[u8]) -> Option<&[u8]> {
+    let end = mime
+        .iter()
+        .position(|&b| b == b';' || b.is_ascii_whitespace())
+        .unwrap_or(mime.len());
+    let m = &mime[..end];
+    let unknown = m.is_empty()
+        || m == b"-"
+        || m.eq_ignore_ascii_case(b"no-type")
+        || m.eq_ignore_ascii_case(b"unk");
+    (!unknown).then_some(m)
+}
+
+/// CDX-Writer's `m` for an ARC record: the header's media type up to `;`,
+/// `unk` when empty, `no-type` or not ASCII.
+fn cdx11_mime(mime: &[u8]) -> &[u8] {
+    let end = mime
+        .iter()
+        .position(|&b| b == b';' || b.is_ascii_whitespace())
+        .unwrap_or(mime.len());
+    let m = &mime[..end];
+    if m.is_empty() || m == b"no-type" || !m.is_ascii() {
+        b"unk"
+    } else {
+        m
+    }
+}
+
+/// Appends index lines for records of one file.
+#[derive(Debug, Clone)]
+pub struct Indexer {
+    opts: Options,
+    filename: Vec<u8>,
+    robots: robots::RobotsParser,
+}
+
+impl Indexer {
+    /// An indexer for records of the file called `filename` (written into
+    /// every line; callers pass the base name, as the reference tools do).
+    pub fn new(opts: Options, filename: &[u8]) -> Indexer {
+        Indexer {
+            opts,
+            filename: filename.to_vec(),
+            robots: robots::RobotsParser::new(),
+        }
+    }
+
+    /// Changes the file name written into the lines (reuse across files).
+    pub fn set_filename(&mut self, filename: &[u8]) {
+        self.filename.clear();
+        self.filename.extend_from_slice(filename);
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Appends the line for `rec` to `out` (with `\n`), or nothing when the
+    /// profile leaves the record out.
+    pub fn write(&mut self, rec: &Record, out: &mut Vec<u8>) -> Outcome {
+        match self.opts.profile {
+            Profile::Ukvs => {
+                if is_filedesc(rec) && !self.opts.all_records {
+                    return Outcome::Filtered;
+                }
+                Capture::from_record(rec, &self.opts.surt).write_ukvs(&self.filename, out);
+                Outcome::Indexed
+            }
+            Profile::Cdxj => self.write_cdxj(rec, out),
+            Profile::Cdx11 => self.write_cdx11(rec, out),
+        }
+    }
+
+    /// cdxj-indexer 1.5 (warcio ARC reading): every record but the filedesc;
+    /// values are JSON strings, keys in its order, `json.dumps` spacing.
+    fn write_cdxj(&mut self, rec: &Record, out: &mut Vec<u8>) -> Outcome {
+        if is_filedesc(rec) {
+            return Outcome::Filtered;
+        }
+        let h = &rec.header;
+        // warcio decodes the whole header line as UTF-8, else Latin-1.
+        let line = if rec.header_line.is_empty() {
+            &h.url
+        } else {
+            &rec.header_line
+        };
+        let line_utf8 = std::str::from_utf8(line).is_ok();
+        let mut url: Cow<[u8]> = match &h.url[..] {
+            [b'<', inner @ .., b'>'] => Cow::Borrowed(inner),
+            u => Cow::Borrowed(u),
+        };
+        if url.contains(&b' ') {
+            let mut v = Vec::with_capacity(url.len() + 16);
+            for &b in url.iter() {
+                if b == b' ' {
+                    v.extend_from_slice(b"%20");
+                } else {
+                    v.push(b);
+                }
+            }
+            url = Cow::Owned(v);
+        }
+        // The key is computed on the decoded text, so Latin-1 bytes reach
+        // the SURT code as their UTF-8 spelling.
+        let key = if line_utf8 {
+            surt::key(&url, &self.opts.surt).0
+        } else {
+            let mut text = Vec::with_capacity(url.len() * 2);
+            for &b in url.iter() {
+                let mut buf = [0; 4];
+                text.extend_from_slice(char::from(b).encode_utf8(&mut buf).as_bytes());
+            }
+            surt::key(&text, &self.opts.surt).0
+        };
+        let parse_http =
+            h.length.unwrap_or(0) != 0 && (url.starts_with(b"http:") || url.starts_with(b"https:"));
+        let head = if parse_http {
+            http::Head::parse(&rec.block)
+        } else {
+            None
+        };
+        let payload = head.as_ref().map_or(&rec.block[..], |hd| {
+            rec.block.get(hd.payload_start..).unwrap_or_default()
+        });
+        let digest = match declared_sha1(&h.checksum) {
+            Some(d) => Digest::Declared(d),
+            None => Digest::Sha1(sha1(payload)),
+        };
+
+        out.extend_from_slice(&key);
+        out.push(b' ');
+        match record_datetime(rec) {
+            Some(d) => out.extend_from_slice(&d),
+            None => out.push(b'-'),
+        }
+        out.extend_from_slice(b" {\"url\": ");
+        json::write_str(out, &url, line_utf8, Escape::Ascii);
+        if let Some(hd) = head.as_ref().filter(|hd| hd.is_present()) {
+            if let Some(m) = hd.mime() {
+                out.extend_from_slice(b", \"mime\": ");
+                json::write_str(out, m, true, Escape::Ascii);
+            }
+            out.extend_from_slice(b", \"status\": ");
+            json::write_str(out, hd.status, true, Escape::Ascii);
+        }
+        out.extend_from_slice(b", \"digest\": \"sha1:");
+        let mut b32 = [0; 32];
+        out.extend_from_slice(digest.base32(&mut b32));
+        out.extend_from_slice(b"\", \"length\": \"");
+        out.extend_from_slice(itoa::Buffer::new().format(rec.length).as_bytes());
+        out.extend_from_slice(b"\", \"offset\": \"");
+        out.extend_from_slice(itoa::Buffer::new().format(rec.offset).as_bytes());
+        out.extend_from_slice(b"\", \"filename\": ");
+        json::write_str(out, &self.filename, true, Escape::Ascii);
+        out.extend_from_slice(b"}\n");
+        Outcome::Indexed
+    }
+
+    /// CDX-Writer's default (`N b a m s k r M S V g`) line.
+    fn write_cdx11(&mut self, rec: &Record, out: &mut Vec<u8>) -> Outcome {
+        let h = &rec.header;
+        let filedesc = is_filedesc(rec);
+        if filedesc && !self.opts.all_records {
+            return Outcome::Filtered;
+        }
+        let block = &rec.block[..];
+        let status = if filedesc {
+            None
+        } else {
+            http::cdx_writer_status(block)
+        };
+        if !filedesc {
+            // The reference drops failed live-web proxy fetches in every mode.
+            if let Some((code, false)) = status {
+                if &h.ip[..] == b"0.0.0.0" && (code == b"502" || code == b"504") {
+                    return Outcome::Filtered;
+                }
+            }
+            if !self.opts.all_records
+                && (h.mime == b"text/dns" || status.is_some_and(|(code, _)| code == b"304"))
+            {
+                return Outcome::Filtered;
+            }
+        }
+        if declares_negative_length(rec) {
+            return Outcome::Filtered;
+        }
+        let url = safe_url(&h.url);
+        let is_http_block = !filedesc && block.starts_with(b"HTTP");
+        let digest = match declared_sha1(&h.checksum) {
+            Some(d) => Digest::Declared(d),
+            None if filedesc => {
+                // The version and field-name lines are not part of the
+                // digested content.
+                let mut rest = block;
+                for _ in 0..2 {
+                    rest = memchr::memchr(b'\n', rest).map_or(&[][..], |i| &rest[i + 1..]);
+                }
+                Digest::Sha1(sha1(rest))
+            }
+            None if is_http_block => {
+                Digest::Sha1(sha1(&block[http::cdx_writer_payload_start(block)..]))
+            }
+            None => Digest::Sha1(sha1(block)),
+        };
+        let mime: &[u8] = if filedesc {
+            b"warc/filedesc"
+        } else {
+            cdx11_mime(&h.mime)
+        };
+        let mut flags = [0u8; 3];
+        let n_flags = if is_http_block {
+            let (head, content) = http::cdx_writer_split(block);
+            let html =
+                (mime == b"text/html" && block.len() <= robots::PARSE_LIMIT).then_some(content);
+            self.robots.flags(
+                html,
+                http::cdx_writer_header(head, b"x-robots-tag"),
+                &mut flags,
+            )
+        } else {
+            0
+        };
+
+        out.extend_from_slice(&surt::key(&url, &self.opts.surt).0);
+        out.push(b' ');
+        match record_datetime(rec) {
+            Some(d) => out.extend_from_slice(&d),
+            None => out.push(b'-'),
+        }
+        out.push(b' ');
+        out.extend_from_slice(&url);
+        out.push(b' ');
+        out.extend_from_slice(mime);
+        out.push(b' ');
+        out.extend_from_slice(status.map_or(&b"-"[..], |(code, _)| code));
+        out.push(b' ');
+        let mut b32 = [0; 32];
+        out.extend_from_slice(digest.base32(&mut b32));
+        out.extend_from_slice(b" - ");
+        if n_flags == 0 {
+            out.push(b'-');
+        } else {
+            out.extend_from_slice(&flags[..n_flags]);
+        }
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(rec.length).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(rec.offset).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(&self.filename);
+        out.push(b'\n');
+        Outcome::Indexed
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -22,9 +22,10 @@ use super::validate::open_input;
 /// is normalised: headers first with strict JSON, one space between
 /// fields, compact strict JSON blocks. With several files the headers of
 /// the first are written and the others must declare the same `!fields`.
-/// Line order is kept (sorted input stays sorted, except that converted
-/// captures with equal surt and datetime may need `ukvs sort`). Bad lines
-/// are reported as `file:line: what` and skipped; exit status 2 if any.
+/// Line order is kept, except that converted captures with equal surt and
+/// datetime are re-sorted, so sorted CDX/CDXJ input gives a sorted index.
+/// Bad lines are reported as `file:line: what` and skipped; exit status 2
+/// if any. Memory O(longest line), plus the captures of one tie.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files to read (`-` for stdin; gzip content is decompressed).
@@ -98,6 +99,46 @@ struct Out<W: Write> {
     schema: Option<Schema>,
     buf: Vec<u8>,
     bad: u64,
+    /// Converted captures that share `surt datetime`, held back and sorted
+    /// before writing: CDX and CDXJ order such ties by URL or JSON text,
+    /// UKVS by offset, so sorted input stays sorted only if ties are
+    /// re-sorted.
+    pending: Vec<Vec<u8>>,
+    /// Length of the `surt datetime` prefix of `pending[0]`.
+    pending_key_len: usize,
+}
+
+/// Most ties are a handful of records; past this many the group is written
+/// as it is, so memory stays bounded on pathological input.
+const MAX_PENDING: usize = 100_000;
+
+impl<W: Write> Out<W> {
+    /// Queues one converted line (non-JSON output), flushing the previous
+    /// group when the key changes.
+    fn push_converted(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        let mut tokens = Record::new(line).tokens();
+        let _ = (tokens.next(), tokens.next());
+        let key_len = tokens.position();
+        let same = self
+            .pending
+            .first()
+            .is_some_and(|p| p.get(..self.pending_key_len) == line.get(..key_len));
+        if !same || self.pending.len() >= MAX_PENDING {
+            self.flush_pending()?;
+            self.pending_key_len = key_len;
+        }
+        self.pending.push(line.to_vec());
+        Ok(())
+    }
+
+    /// Writes the held-back group in byte order.
+    fn flush_pending(&mut self) -> anyhow::Result<()> {
+        self.pending.sort_unstable();
+        for l in self.pending.drain(..) {
+            self.writer.write_line(&l).map_err(lib_err)?;
+        }
+        Ok(())
+    }
 }
 
 fn cat_all<W: Write>(args: &Args, wtr: W) -> anyhow::Result<(W, u64)> {
@@ -107,6 +148,8 @@ fn cat_all<W: Write>(args: &Args, wtr: W) -> anyhow::Result<(W, u64)> {
         schema: None,
         buf: Vec::new(),
         bad: 0,
+        pending: Vec::new(),
+        pending_key_len: 0,
     };
     for path in &args.files {
         let name = path.display().to_string();
@@ -180,10 +223,12 @@ fn cat_one<R: io::Read, W: Write>(
         }
     }
     // Headers of a file without records (only the first file's count).
-    if out.schema.is_none() && st.source.is_some() {
-        start_records(&mut st, out)?;
+    if out.schema.is_none() {
+        if let Some(source) = st.source.take() {
+            start_records(&source, &mut st, out)?;
+        }
     }
-    Ok(())
+    out.flush_pending()
 }
 
 fn cat_line<W: Write>(
@@ -207,8 +252,23 @@ fn cat_line<W: Write>(
             return Ok(()); // The legend line itself.
         }
     }
-    let source = st.source.clone().unwrap_or(Source::Ukvs);
-    match (&source, classify(line)) {
+    // The source is taken out for the call so `st` can be borrowed
+    // mutably below without cloning the CDX legend per line.
+    let source = st.source.take().unwrap_or(Source::Ukvs);
+    let result = cat_classified(line, n, &source, st, out);
+    st.source = Some(source);
+    result
+}
+
+/// Handles one line of a file whose format is known.
+fn cat_classified<W: Write>(
+    line: &[u8],
+    n: u64,
+    source: &Source,
+    st: &mut FileState,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    match (source, classify(line)) {
         (_, Line::Blank) => Ok(()),
         (Source::Ukvs, Line::Header(h)) => {
             if st.schema.is_some() {
@@ -226,7 +286,7 @@ fn cat_line<W: Write>(
         }
         (Source::Ukvs, Line::Data(r)) => {
             if st.schema.is_none() {
-                start_records(st, out)?;
+                start_records(source, st, out)?;
             }
             if st.skip {
                 return Ok(());
@@ -238,20 +298,24 @@ fn cat_line<W: Write>(
         }
         (Source::Cdxj | Source::Cdx(_), Line::Data(r)) => {
             if st.schema.is_none() {
-                start_records(st, out)?;
+                start_records(source, st, out)?;
             }
             if st.skip {
                 return Ok(());
             }
-            let cap = match &source {
+            let cap = match source {
                 Source::Cdx(legend) => convert::from_cdx(legend, r.as_bytes(), n),
                 _ => convert::from_cdxj(r.as_bytes(), n),
             }
             .map_err(lib_err)?;
             let mut buf = std::mem::take(&mut out.buf);
             cap.format(&mut buf);
-            let schema = convert::capture_schema();
-            let res = emit_ukvs(Record::new(&buf), &schema, n, out);
+            let res = if out.json {
+                emit_ukvs(Record::new(&buf), &convert::capture_schema(), n, out)
+            } else {
+                // Capture::format writes the strict form already.
+                out.push_converted(&buf)
+            };
             out.buf = buf;
             res
         }
@@ -260,10 +324,14 @@ fn cat_line<W: Write>(
 
 /// At the first record of a file: fix its schema, write the output headers
 /// if this is the first file, or check that `!fields` agree.
-fn start_records<W: Write>(st: &mut FileState, out: &mut Out<W>) -> anyhow::Result<()> {
-    let headers = match &st.source {
-        Some(Source::Ukvs) | None => std::mem::take(&mut st.headers),
-        Some(s) => convert::capture_headers(s),
+fn start_records<W: Write>(
+    source: &Source,
+    st: &mut FileState,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    let headers = match source {
+        Source::Ukvs => std::mem::take(&mut st.headers),
+        s => convert::capture_headers(s),
     };
     let schema = headers.schema();
     match &out.schema {

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context};
 use rayon::prelude::*;
@@ -188,10 +189,20 @@ impl Source {
             None
         };
         match idx {
-            None => Ok(Source::Plain {
-                search: Search::new(open_bytes(path, no_mmap)?),
-                name,
-            }),
+            None => {
+                let bytes = open_bytes(path, no_mmap)?;
+                // Bisecting compressed bytes would only report disorder.
+                if bytes.as_ref().starts_with(&[0x1f, 0x8b]) {
+                    bail!(
+                        "{name} is gzip-compressed: a binary search needs a plain file \
+                         (gunzip it, or build a cluster with `ukvs zipnum build`)"
+                    );
+                }
+                Ok(Source::Plain {
+                    search: Search::new(bytes),
+                    name,
+                })
+            }
             Some(idx) => {
                 let shards = read_loc(&idx.with_extension("loc"))?;
                 Ok(Source::Cluster {
@@ -292,19 +303,24 @@ struct Query {
     url: Option<String>,
 }
 
-fn url_query(url: &str, match_type: Option<MatchType>) -> Query {
+/// The query for a URL. A URL the canonicaliser rejects is looked up as
+/// given (as cdxj-indexer keys it); `warn` says whether to say so here (a
+/// batch counts them instead of printing one message per line).
+fn url_query(url: &str, match_type: Option<MatchType>, warn: bool) -> (Query, bool) {
     let (url, m) = url_shortcut(url, match_type);
     let (mut key, err) = ukvs::surt::key(url.as_bytes(), &ukvs::surt::Options::default());
-    if let Some(err) = err {
+    let failed = err.is_some();
+    if let (Some(err), true) = (err, warn) {
         eprintln!("ukvs: lookup: {url}: {err}; looking it up as given");
     }
     if m == MatchType::Prefix {
         key = prefix_key_for_url(url, key);
     }
-    Query {
+    let query = Query {
         range: KeyRange::new(&key, m),
         url: Some(url.to_string()),
-    }
+    };
+    (query, failed)
 }
 
 /// Lines of every source for one query, merged in byte order (ties in
@@ -379,9 +395,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .build()
             .context("starting threads")?;
         let mut any = false;
+        let mut sampled = false;
+        let uncanonical = AtomicU64::new(0);
         // Queries are answered a chunk at a time in parallel; each chunk's
         // output is written in input order.
         const CHUNK: usize = 1 << 16;
+        // Sampling costs a page per step of each file: worth it from a few
+        // thousand queries on.
+        const SAMPLE_AFTER: usize = 4096;
+        const SAMPLE_STEP: usize = 4 << 10;
         let mut queries: Vec<String> = Vec::with_capacity(CHUNK);
         let mut line = String::new();
         loop {
@@ -396,6 +418,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if queries.is_empty() {
                 break;
             }
+            if !sampled && queries.len() >= SAMPLE_AFTER {
+                // Many queries: keep the top of every search in memory.
+                for source in &mut sources {
+                    if let Source::Plain { name, search } = source {
+                        search
+                            .sample(SAMPLE_STEP)
+                            .with_context(|| format!("reading {name}"))?;
+                    }
+                }
+            }
+            sampled = true;
             let results: Vec<anyhow::Result<(Vec<u8>, bool)>> = pool.install(|| {
                 queries
                     .par_chunks(1024)
@@ -404,7 +437,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         let mut hit = false;
                         for q in chunk {
                             let range = if as_url {
-                                url_query(q, Some(MatchType::Exact)).range
+                                let (query, failed) = url_query(q, Some(MatchType::Exact), false);
+                                if failed {
+                                    uncanonical.fetch_add(1, Ordering::Relaxed);
+                                }
+                                query.range
                             } else {
                                 KeyRange::new(q.as_bytes(), MatchType::Exact)
                             };
@@ -423,6 +460,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         out.flush()?;
+        let n = uncanonical.load(Ordering::Relaxed);
+        if n > 0 {
+            eprintln!(
+                "ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given"
+            );
+        }
         return Ok(if any {
             ExitCode::SUCCESS
         } else {
@@ -435,7 +478,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             range: KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
             url: None,
         },
-        (None, Some(url)) => url_query(url, match_type),
+        (None, Some(url)) => url_query(url, match_type, true).0,
         (None, None) => bail!("nothing to look up"),
     };
     let found = answer(&sources, &query.range, &time, &args)?;

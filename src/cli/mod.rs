@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cat;
+mod index;
 mod lookup;
 mod mementomap;
 mod merge;
@@ -30,6 +31,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Index(index::Args),
     Surt(surt::Args),
     Validate(validate::Args),
     Cat(cat::Args),
@@ -45,6 +47,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Index(args) => index::run(args),
         Command::Surt(args) => surt::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Cat(args) => cat::run(args),

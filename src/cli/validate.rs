@@ -29,15 +29,23 @@ pub struct Args {
     /// Print only problems, no summaries.
     #[arg(short, long)]
     quiet: bool,
+    /// Read plain files instead of memory-mapping them (for files that
+    /// another process may change while they are checked).
+    #[arg(long)]
+    no_mmap: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut all_valid = true;
+    let mut invalid = 0usize;
     for path in &args.files {
         match check_file(path, &args, &mut out) {
-            Ok(valid) => all_valid &= valid,
+            Ok(valid) => {
+                all_valid &= valid;
+                invalid += usize::from(!valid);
+            }
             Err(err) => {
                 // A broken pipe ends the run; other errors end this file.
                 if is_pipe(&err) {
@@ -46,8 +54,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 out.flush()?;
                 eprintln!("ukvs validate: {}: {err:#}", path.display());
                 all_valid = false;
+                invalid += 1;
             }
         }
+    }
+    if args.files.len() > 1 && !args.quiet {
+        writeln!(out, "{} files, {invalid} invalid", args.files.len())?;
     }
     out.flush()?;
     Ok(if all_valid {
@@ -67,23 +79,38 @@ fn is_pipe(err: &anyhow::Error) -> bool {
 /// Validates one file; `Ok(false)` when it has problems.
 fn check_file(path: &Path, args: &Args, out: &mut impl Write) -> anyhow::Result<bool> {
     let name = path.display().to_string();
-    let rdr = open_input(path).with_context(|| format!("cannot open {name}"))?;
-    let mut lines = LineReader::new(rdr);
     let mut v = Validator::new();
     let mut printed = 0u64;
-    loop {
-        let at = lines.offset();
-        let Some(line) = lines
-            .next_line()
-            .with_context(|| format!("{name}: read error near byte {at}"))?
-        else {
-            break;
-        };
+    let mut feed = |line: &[u8], out: &mut dyn Write| -> io::Result<()> {
         for p in v.line(line) {
             if printed < args.max_problems {
                 writeln!(out, "{name}:{}: {}", p.line, p.kind)?;
             }
             printed += 1;
+        }
+        Ok(())
+    };
+    if let Some(map) = map_plain_file(path, args.no_mmap)? {
+        // Lines straight out of the map: no copy from the page cache.
+        let data: &[u8] = &map;
+        let mut pos = 0;
+        while pos < data.len() {
+            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+            feed(&data[pos..end], out)?;
+            pos = end + 1;
+        }
+    } else {
+        let rdr = open_input(path).with_context(|| format!("cannot open {name}"))?;
+        let mut lines = LineReader::new(rdr);
+        loop {
+            let at = lines.offset();
+            let Some(line) = lines
+                .next_line()
+                .with_context(|| format!("{name}: read error near byte {at}"))?
+            else {
+                break;
+            };
+            feed(line, out)?;
         }
     }
     let s = v.finish();
@@ -111,6 +138,36 @@ fn check_file(path: &Path, args: &Args, out: &mut impl Write) -> anyhow::Result<
         )?;
     }
     Ok(s.problems == 0)
+}
+
+/// Maps a plain (not gzip), non-empty regular file read-only; `None` for
+/// stdin, gzip, empty files, non-regular files and `--no-mmap`, which are
+/// streamed instead.
+fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::Mmap>> {
+    if no_mmap || path.as_os_str() == "-" {
+        return Ok(None);
+    }
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    if !meta.is_file() || meta.len() < 2 {
+        return Ok(None);
+    }
+    // SAFETY: the map is only read, and only for the duration of one
+    // validation. If another process truncates the file meanwhile, reads
+    // past the new end raise SIGBUS; if it rewrites bytes, the report may
+    // describe a mix of old and new contents. Files this tool writes are
+    // replaced by rename, never changed in place, so neither happens to
+    // them; `--no-mmap` streams the file instead for files that may be.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .with_context(|| format!("cannot map {}", path.display()))?;
+    if map.starts_with(&[0x1f, 0x8b]) {
+        return Ok(None);
+    }
+    #[cfg(unix)]
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(Some(map))
 }
 
 /// Opens a file (or stdin for `-`) for reading, decompressing gzip content

@@ -18,6 +18,10 @@ use super::lines::is_header;
 use super::Error;
 
 /// One input of a merge.
+///
+/// The line an input has ready lives in the heap, not here: the heap owns
+/// the bytes it compares, and buffers move between the heap, the caller's
+/// view and `spare` without being copied or reallocated.
 #[derive(Debug)]
 struct Input<R> {
     name: String,
@@ -30,6 +34,9 @@ struct Input<R> {
 
 impl<R: BufRead> Input<R> {
     /// Reads the next line into `buf` without its LF; false at the end.
+    ///
+    /// A last line without LF is returned like any other: files written by
+    /// other tools (and ZipNum blocks) often end that way.
     fn read(&mut self, buf: &mut Vec<u8>) -> Result<bool, Error> {
         buf.clear();
         let n = self.rdr.read_until(b'\n', buf).map_err(|err| Error::Io {
@@ -49,6 +56,12 @@ impl<R: BufRead> Input<R> {
 }
 
 /// A streaming k-way merge of sorted inputs.
+///
+/// Not an `Iterator`: [`Merge::next`] lends a view into a buffer that the
+/// next call recycles, so a merge of billions of lines allocates nothing
+/// per line. A binary heap costs O(log k) comparisons a line, which for
+/// the fan-ins used here (at most [`crate::sorted::MAX_FAN_IN`] runs, or a
+/// handful of files) is as good as a loser tree and much simpler.
 #[derive(Debug)]
 pub struct Merge<R> {
     inputs: Vec<Input<R>>,
@@ -73,6 +86,9 @@ impl<R: BufRead> Merge<R> {
             current: None,
             headers: Vec::new(),
         };
+        // Prime every input with its first data line; headers are only
+        // recognised above the data, as a `!` line further down is data
+        // (and out of order, which the merge then reports).
         for (i, (name, rdr)) in inputs.into_iter().enumerate() {
             let mut input = Input {
                 name,
@@ -91,6 +107,8 @@ impl<R: BufRead> Merge<R> {
             }
             merge.inputs.push(input);
         }
+        // Byte order keeps the combined file sorted (headers first) and
+        // makes the header block independent of the order of the inputs.
         merge.headers.sort();
         merge.headers.dedup();
         Ok(merge)
@@ -104,6 +122,9 @@ impl<R: BufRead> Merge<R> {
     /// The next line in byte order (without LF), or `None` at the end.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<&[u8]>, Error> {
+        // The line handed out last is still borrowed by no one now: advance
+        // its input, checking the new line against it, and keep its buffer
+        // for that input's next read.
         if let Some((line, i)) = self.current.take() {
             if let Some(input) = self.inputs.get_mut(i) {
                 let mut buf = std::mem::take(&mut input.spare);
@@ -134,6 +155,8 @@ impl<R: BufRead> Merge<R> {
     /// a line equal to the one before it is dropped. Returns the number of
     /// lines written.
     pub fn write_to(&mut self, wtr: &mut impl io::Write, unique: bool) -> Result<u64, Error> {
+        // `--unique` compares with the last line written, whatever input it
+        // came from: equal lines from different inputs are adjacent here.
         let mut last: Option<Vec<u8>> = None;
         let mut count = 0;
         let out_err = |err| Error::Io {

@@ -57,6 +57,9 @@ impl Run {
 
     /// Adds a line (no terminator).
     pub fn push(&mut self, line: &[u8]) {
+        // Zero padding keeps the prefix order right for short lines: `ab`
+        // (0x6162000000000000) sorts before `ab\0` only through the full
+        // comparison, which `compare` falls back to on equal prefixes.
         let mut prefix = [0u8; 8];
         let n = line.len().min(8);
         prefix[..n].copy_from_slice(&line[..n]);
@@ -123,6 +126,10 @@ impl Run {
     }
 
     /// Sorts the lines in byte order (single-threaded).
+    ///
+    /// Unstable is fine: spans with equal bytes are indistinguishable in
+    /// the output, and it sorts in place (no scratch memory beyond the
+    /// bound).
     pub fn sort(&mut self) {
         let (arena, spans) = self.parts_mut();
         spans.sort_unstable_by(|a, b| Run::compare(arena, a, b));
@@ -159,6 +166,9 @@ pub fn spill(run: &Run, tmp_dir: Option<&Path>) -> io::Result<File> {
 
 /// Merges sorted run files down to at most [`MAX_FAN_IN`] files, merging
 /// the excess in passes through new temporary files.
+///
+/// Each pass cuts the number of runs by the fan-in, so even a tiny memory
+/// bound on a huge input needs few passes, and open files stay bounded.
 pub fn reduce_runs(mut runs: Vec<File>, tmp_dir: Option<&Path>) -> io::Result<Vec<File>> {
     while runs.len() > MAX_FAN_IN {
         let mut next = Vec::new();
@@ -218,6 +228,9 @@ impl ExternalSorter {
 
     /// Adds one line (no terminator).
     pub fn push(&mut self, line: &[u8]) -> io::Result<()> {
+        // Spill before the push that would cross the bound, so the bound
+        // holds; a single line larger than the bound still gets a run of
+        // its own rather than an error.
         if !self.run.is_empty() && self.run.mem_after_push(line.len()) > self.mem_limit {
             self.run.sort();
             let file = spill(&self.run, self.tmp_dir.as_deref())?;
@@ -236,6 +249,7 @@ impl ExternalSorter {
     /// All lines pushed, in byte order.
     pub fn finish(mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>>> {
         self.run.sort();
+        // Everything fitted: no file was touched and none will be.
         if self.spilled.is_empty() {
             return Ok(Sorted::Memory {
                 run: self.run,

@@ -53,6 +53,8 @@ impl Block {
             line: line_no,
             reason: reason.to_string(),
         };
+        // Tabs, not spaces, separate the columns: the first key itself
+        // holds a space (`key datetime`).
         let mut fields = line.split(|&b| b == b'\t');
         let first_key = fields.next().ok_or_else(|| bad("empty line"))?.to_vec();
         let mut next_field = |what: &str| {
@@ -117,6 +119,9 @@ pub fn compress_block(block: &[u8], level: u32) -> io::Result<Vec<u8>> {
 }
 
 /// Decompresses the bytes of one or more consecutive blocks.
+///
+/// Multi-member aware, so a reader may fetch several adjacent blocks with
+/// one read (as pywb does) and inflate them in one go.
 pub fn decompress_block(bytes: &[u8], shard: &str, offset: u64) -> Result<Vec<u8>, Error> {
     let mut out = Vec::with_capacity(bytes.len() * 4);
     MultiGzDecoder::new(bytes)
@@ -163,6 +168,9 @@ impl BlockWriter {
     }
 
     /// Adds a line; returns a block when this line completed one.
+    ///
+    /// LFs go between lines, not after them: pywb's blocks end without
+    /// one, and a reader splitting on LF then sees no empty last line.
     pub fn push(&mut self, line: &[u8]) -> io::Result<Option<FinishedBlock>> {
         if self.count == 0 {
             self.first_key = first_key(line);
@@ -217,8 +225,9 @@ impl<D: AsRef<[u8]>> Cluster<D> {
         let pos = self.idx.lower_bound(&range.start)?;
         // Step back one block: the block before holds every line between
         // its first key and this block's first key.
+        // Never step back into the header lines of the index itself.
         let mut start = pos;
-        if start > 0 {
+        if start > self.idx.body_start() {
             start = super::lines::line_start(buf, start - 1);
         }
         let mut out = Vec::new();
@@ -235,6 +244,9 @@ impl<D: AsRef<[u8]>> Cluster<D> {
                 },
                 other => other,
             })?;
+            // A block whose first key is already past the range holds
+            // nothing for it; the first candidate is always taken, since
+            // its tail may hold the first matches.
             if !out.is_empty() && block.first_key >= range.start && range.is_past(&block.first_key)
             {
                 break;
@@ -261,6 +273,8 @@ impl<D: AsRef<[u8]>> Cluster<D> {
                     err,
                 })?;
             let text = decompress_block(&bytes, &block.shard, block.offset)?;
+            // Lines before the range are the tail of the step-back block;
+            // order is still checked on them, across block boundaries too.
             for (at, line) in Lines::new(&text, 0) {
                 if prev.as_deref().is_some_and(|p| line < p) {
                     return Err(Error::Unsorted {
@@ -294,6 +308,37 @@ mod tests {
     fn first_key_is_key_and_datetime() {
         assert_eq!(first_key(b"com,a)/ 2014 http://a/ x"), b"com,a)/ 2014");
         assert_eq!(first_key(b"com,a)/"), b"com,a)/");
+    }
+
+    #[test]
+    fn step_back_stays_below_index_headers() {
+        let mut w = BlockWriter::new(2, 6);
+        let mut shard = Vec::new();
+        let mut idx = b"!meta {}\n".to_vec();
+        let mut blocks = Vec::new();
+        for l in [&b"a 1"[..], b"a 2", b"b 1"] {
+            blocks.extend(w.push(l).unwrap());
+        }
+        blocks.extend(w.flush().unwrap());
+        for (i, b) in blocks.into_iter().enumerate() {
+            let entry = Block {
+                first_key: b.first_key,
+                shard: "s".into(),
+                offset: shard.len() as u64,
+                length: b.gzip.len() as u64,
+                block_no: i as u64 + 1,
+            };
+            shard.extend_from_slice(&b.gzip);
+            idx.extend_from_slice(&entry.to_line());
+            idx.push(b'\n');
+        }
+        let cluster = Cluster::new(idx);
+        let fetch = |_: &str, o: u64, l: u64| Ok(shard[o as usize..(o + l) as usize].to_vec());
+        let range = KeyRange::new(b"a", crate::sorted::MatchType::Exact);
+        assert_eq!(
+            cluster.range(&range, fetch).unwrap(),
+            vec![b"a 1".to_vec(), b"a 2".to_vec()]
+        );
     }
 
     #[test]

@@ -18,6 +18,25 @@ fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
+/// First position of `b`: a plain loop for the short slices URL parts
+/// usually are (where `memchr`'s set-up costs more than it saves).
+pub(super) fn find_byte(b: u8, s: &[u8]) -> Option<usize> {
+    if s.len() < 32 {
+        s.iter().position(|&x| x == b)
+    } else {
+        memchr::memchr(b, s)
+    }
+}
+
+/// Last position of `b`, as [`find_byte`].
+pub(super) fn rfind_byte(b: u8, s: &[u8]) -> Option<usize> {
+    if s.len() < 32 {
+        s.iter().rposition(|&x| x == b)
+    } else {
+        memchr::memrchr(b, s)
+    }
+}
+
 /// Appends `src` to `out`, percent-decoded until no `%HH` is left.
 ///
 /// Repeated decoding passes reach a unique fixed point: a `%HH` triple can
@@ -28,7 +47,7 @@ fn hex_value(b: u8) -> Option<u8> {
 /// triple ending at that byte can appear, and decoding it can only create
 /// another triple ending at the same place.
 pub(super) fn unescape_repeatedly(src: &[u8], out: &mut Vec<u8>) {
-    if memchr::memchr(b'%', src).is_none() {
+    if find_byte(b'%', src).is_none() {
         out.extend_from_slice(src);
         return;
     }
@@ -51,24 +70,40 @@ pub(super) fn unescape_repeatedly(src: &[u8], out: &mut Vec<u8>) {
 /// space, DEL, every non-ASCII byte, `#` and `%`. All other printable ASCII
 /// (including `?`, `&`, `=`, `/`, `\`) is left alone.
 pub(super) fn needs_escape(b: u8) -> bool {
-    b <= 0x20 || b >= 0x7f || b == b'#' || b == b'%'
+    ESCAPE[usize::from(b)]
 }
+
+/// [`needs_escape`] as a table: this test runs on every byte of every key.
+static ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b <= 0x20 || b >= 0x7f || b == b'#' as usize || b == b'%' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// Appends `src` to `out`, percent-encoding the bytes of [`needs_escape`]
 /// with upper-case hex.
 pub(super) fn escape_once(src: &[u8], out: &mut Vec<u8>) {
     out.reserve(src.len());
-    for &b in src {
-        if needs_escape(b) {
-            out.extend_from_slice(&[
-                b'%',
-                HEX_UPPER[usize::from(b >> 4)],
-                HEX_UPPER[usize::from(b & 0x0f)],
-            ]);
-        } else {
-            out.push(b);
-        }
+    let mut rest = src;
+    // Copy runs of safe bytes whole; URLs are mostly safe bytes.
+    while let Some(i) = rest.iter().position(|&b| needs_escape(b)) {
+        let (plain, tail) = rest.split_at(i);
+        out.extend_from_slice(plain);
+        let Some((&b, tail)) = tail.split_first() else {
+            break;
+        };
+        out.extend_from_slice(&[
+            b'%',
+            HEX_UPPER[usize::from(b >> 4)],
+            HEX_UPPER[usize::from(b & 0x0f)],
+        ]);
+        rest = tail;
     }
+    out.extend_from_slice(rest);
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ pub(super) struct Scratch {
 /// `...`), which the caller treats as "no host".
 pub(super) fn canonicalize(raw: &[u8], out: &mut Vec<u8>, s: &mut Scratch) -> Result<(), Error> {
     out.clear();
+    // Decoding first means `%2E` makes a real label separator and `%41`
+    // an `A` that is then lowercased.
     s.decoded.clear();
     unescape_repeatedly(raw, &mut s.decoded);
 
@@ -32,6 +34,8 @@ pub(super) fn canonicalize(raw: &[u8], out: &mut Vec<u8>, s: &mut Scratch) -> Re
     // when that fails the decoded raw bytes are kept (and escaped below).
     let mut host: &[u8] = &s.decoded;
     if !host.is_ascii() {
+        // Dropping invalid bytes (not replacing them) is what makes
+        // `%FFexample.com` come out as `example.com`.
         s.text.clear();
         for chunk in host.utf8_chunks() {
             s.text.push_str(chunk.valid());
@@ -54,13 +58,20 @@ pub(super) fn canonicalize(raw: &[u8], out: &mut Vec<u8>, s: &mut Scratch) -> Re
         };
     }
     let trimmed = trim_dots(&s.dots);
+    // Address recognition runs on the trimmed host before escaping and
+    // before `www` stripping, hence `www.010` stays text while
+    // `www.1.2.3.4` is stripped to `1.2.3.4` (as text, same bytes).
 
     if let Some(ip) = ipv4(trimmed)? {
+        // `inet_ntoa` formatting: plain decimal octets.
         let [a, b, c, d] = ip.to_be_bytes();
         use std::io::Write;
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{a}.{b}.{c}.{d}");
     } else {
+        // Lowercasing after escaping also lowercases the hex of the
+        // escapes (`%C3` -> `%c3`), as the IA canonicaliser's second
+        // `lower()` does.
         escape_once(trimmed, out);
         out.make_ascii_lowercase();
     }
@@ -99,6 +110,8 @@ fn ipv4(host: &[u8]) -> Result<Option<u32>, Error> {
                 digits: host.len(),
             });
         }
+        // Arithmetic modulo 2^32 gives the low 32 bits of the exact value
+        // without big integers (the reference masks with 0xffffffff).
         let value = host.iter().fold(0u32, |v, &d| {
             v.wrapping_mul(10).wrapping_add(u32::from(d - b'0'))
         });
@@ -109,6 +122,8 @@ fn ipv4(host: &[u8]) -> Result<Option<u32>, Error> {
     if host.last() == Some(&b'\n') {
         return Ok(None);
     }
+    // Only text of these shapes ever reaches the resolver in the reference;
+    // everything else (hex, five parts, letters) is a name.
     if !looks_numeric(host) {
         return Ok(None);
     }
@@ -135,6 +150,11 @@ fn looks_numeric(host: &[u8]) -> bool {
 }
 
 /// glibc's `inet_aton` on text already known to be digits and dots.
+///
+/// Each part is octal with a leading `0`, else decimal (hex cannot occur
+/// here); a part with an 8 or 9 in octal, or beyond 32 bits, rejects the
+/// whole text. All parts but the last must fit a byte; the last fills the
+/// remaining 4, 3, 2 or 1 bytes (`127.1` is `127.0.0.1`).
 fn inet_aton(host: &[u8]) -> Option<u32> {
     let mut values = [0u64; 4];
     let mut n = 0;
@@ -172,6 +192,9 @@ fn inet_aton(host: &[u8]) -> Option<u32> {
 }
 
 /// Strips one leading `www\d*.` label (the reference's host massage).
+///
+/// Only one: `www.www2.x.com` keeps `www2`, unlike the Java canonicaliser
+/// which repeats. A bare `www` (no dot) and `www-2.` are not stripped.
 pub(super) fn massage(host: &[u8]) -> &[u8] {
     let Some(rest) = host.strip_prefix(b"www") else {
         return host;

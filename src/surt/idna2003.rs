@@ -26,9 +26,14 @@ pub(super) struct EncodeError;
 pub(super) struct Scratch {
     label: Vec<char>,
     mapped: Vec<char>,
+    used: Vec<bool>,
 }
 
 /// Appends the IDNA encoding of `host` to `out` (`str.encode("idna")`).
+///
+/// An all-ASCII host (possible after invalid bytes were dropped) takes the
+/// codec's fast path: only label lengths are checked, so `.com` (empty
+/// first label) fails and the caller keeps the raw bytes.
 ///
 /// On error `out` may hold a partial result; the caller truncates it.
 pub(super) fn encode(
@@ -86,6 +91,9 @@ fn to_ascii(label: &str, out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(),
         }
         return Ok(());
     }
+    // A label that is already an ACE label after mapping cannot be encoded
+    // again (RFC 3490 step 5); the check is case-sensitive on the mapped,
+    // hence lower-cased, text.
     if prepped.starts_with(&['x', 'n', '-', '-']) {
         return Err(EncodeError);
     }
@@ -149,13 +157,19 @@ fn nameprep(label: &str, scratch: &mut Scratch) -> Result<(), EncodeError> {
             mapped.push(c);
         }
     }
+    // NFKC = compose(reorder(NFKD)); the table already gave NFKD per
+    // character, and NFKD of a string is the reordered concatenation.
     canonical_reorder(mapped);
-    compose(mapped, &mut scratch.label);
+    compose(mapped, &mut scratch.label, &mut scratch.used);
 
+    // Prohibition and bidi tests run on the normalised label, so a
+    // character that maps to nothing (B.1) can never be prohibited.
     let out = &scratch.label;
     if out.iter().any(|&c| in_ranges(PROHIBITED, c)) {
         return Err(EncodeError);
     }
+    // RFC 3454 section 6: a label with R/AL characters may have no L
+    // character and must start and end with R/AL.
     if out.iter().any(|&c| in_ranges(RAND_AL, c)) {
         let ends_ok = out.first().is_some_and(|&c| in_ranges(RAND_AL, c))
             && out.last().is_some_and(|&c| in_ranges(RAND_AL, c));
@@ -183,21 +197,24 @@ fn ccc(c: char) -> u8 {
     }
 }
 
-/// Stable sort of every run of non-starters by combining class.
+/// Stable sort of every run of non-starters by combining class (what
+/// CPython's pairwise swapping amounts to, without its quadratic worst
+/// case on long runs of marks).
 fn canonical_reorder(s: &mut [char]) {
-    for i in 1..s.len() {
-        let cur = ccc(s[i]);
-        if cur == 0 {
+    let mut i = 0;
+    while i < s.len() {
+        if ccc(s[i]) == 0 {
+            i += 1;
             continue;
         }
-        let mut j = i;
-        while j > 0 {
-            let prev = ccc(s[j - 1]);
-            if prev == 0 || prev <= cur {
-                break;
+        let start = i;
+        while i < s.len() && ccc(s[i]) != 0 {
+            i += 1;
+        }
+        if let Some(run) = s.get_mut(start..i) {
+            if run.len() > 1 {
+                run.sort_by_key(|&c| ccc(c));
             }
-            s.swap(j - 1, j);
-            j -= 1;
         }
     }
 }
@@ -215,18 +232,21 @@ fn compose_pair(first: char, second: char) -> Option<char> {
 /// Canonical composition of a decomposed, reordered string into `out`,
 /// following the steps of CPython's `nfc_nfkc` (Hangul first, then the
 /// pair table with the usual blocking rule).
-fn compose(s: &[char], out: &mut Vec<char>) {
+fn compose(s: &[char], out: &mut Vec<char>, used: &mut Vec<bool>) {
     out.clear();
-    // Positions consumed by a composition; few, so a small vector will do.
-    let mut used: Vec<usize> = Vec::new();
+    // Marks positions consumed by a composition.
+    used.clear();
+    used.resize(s.len(), false);
     let mut i = 0;
     while i < s.len() {
-        if used.contains(&i) {
+        if used.get(i) == Some(&true) {
             i += 1;
             continue;
         }
         let c = s[i];
         let cp = u32::from(c);
+        // Hangul L+V(+T) compose arithmetically, before and independently
+        // of the pair table, as in CPython.
         if (L_BASE..L_BASE + L_COUNT).contains(&cp) {
             if let Some(&v) = s.get(i + 1) {
                 let v = u32::from(v);
@@ -245,6 +265,10 @@ fn compose(s: &[char], out: &mut Vec<char>) {
                 }
             }
         }
+        // Try to combine the starter with each following character that is
+        // not blocked: a mark is blocked when an uncombined mark of the
+        // same or higher class sits between it and the starter; a starter
+        // ends the run unless it combines directly.
         let mut code = c;
         let mut last_class = 0u8;
         let mut j = i + 1;
@@ -263,7 +287,9 @@ fn compose(s: &[char], out: &mut Vec<char>) {
             match compose_pair(code, next) {
                 Some(composite) => {
                     code = composite;
-                    used.push(j);
+                    if let Some(u) = used.get_mut(j) {
+                        *u = true;
+                    }
                 }
                 None => {
                     if class == 0 {

@@ -144,6 +144,8 @@ struct Scratch {
     query: Vec<u8>,
     sorted: Vec<u8>,
     ranges: Vec<(usize, usize)>,
+    pieces: Vec<(usize, usize, usize)>,
+    eqs: Vec<usize>,
 }
 
 thread_local! {
@@ -174,11 +176,14 @@ pub fn key(url: &[u8], opts: &Options) -> (Vec<u8>, Option<Error>) {
 /// URL itself.
 pub fn key_into(url: &[u8], opts: &Options, out: &mut Vec<u8>) -> Result<(), Error> {
     let mark = out.len();
-    let result = SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => build(url, opts, out, &mut scratch),
-        // Only reachable through re-entrancy; fall back to fresh buffers.
-        Err(_) => build(url, opts, out, &mut Scratch::default()),
-    });
+    let result = SCRATCH
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => build(url, opts, out, &mut scratch),
+            // Only reachable through re-entrancy; use fresh buffers.
+            Err(_) => build(url, opts, out, &mut Scratch::default()),
+        })
+        // The thread-local is gone only during thread teardown.
+        .unwrap_or_else(|_| build(url, opts, out, &mut Scratch::default()));
     if result.is_err() {
         out.truncate(mark);
     }
@@ -188,6 +193,8 @@ pub fn key_into(url: &[u8], opts: &Options, out: &mut Vec<u8>) -> Result<(), Err
 /// The whole pipeline: parse, Google canonicaliser, IA canonicaliser,
 /// output formatting.
 fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Result<(), Error> {
+    // Both tests run on the raw input, before any trimming: ` filedesc:x`
+    // is an ordinary URL, and only a truly empty input is `-`.
     if url.is_empty() {
         out.push(b'-');
         return Ok(());
@@ -204,15 +211,20 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
     if let Some(raw) = parts.host {
         host::canonicalize(raw, &mut s.host, &mut s.host_scratch)?;
     }
+    // A host can vanish (`http://.../x`): everything below then treats the
+    // URL as host-less, including skipping dot-segment resolution.
     let has_host = !s.host.is_empty();
 
     // Path: decode, normalise (only with a host), escape, then the IA
     // steps: lowercase, ASP.NET session ids, trailing slash.
     s.path.clear();
-    let mut has_path = false;
-    if has_host || parts.path.is_some() {
+    let raw_path = parts.path.unwrap_or_default();
+    if has_host && escape::find_byte(b'%', raw_path).is_none() && path::is_normal(raw_path) {
+        // Fast path for the common case: nothing to decode or normalise.
+        escape::escape_once(raw_path, &mut s.path);
+    } else if has_host || parts.path.is_some() {
         s.decoded.clear();
-        escape::unescape_repeatedly(parts.path.unwrap_or_default(), &mut s.decoded);
+        escape::unescape_repeatedly(raw_path, &mut s.decoded);
         if has_host {
             s.sorted.clear();
             path::normalize(&s.decoded, &mut s.ranges, &mut s.sorted);
@@ -220,13 +232,13 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         } else {
             escape::escape_once(&s.decoded, &mut s.path);
         }
-        if !s.path.is_empty() {
-            has_path = true;
-            s.path.make_ascii_lowercase();
-            path::strip_session_id(&mut s.path);
-            if s.path.len() > 1 && s.path.last() == Some(&b'/') {
-                s.path.pop();
-            }
+    }
+    let has_path = !s.path.is_empty();
+    if has_path {
+        s.path.make_ascii_lowercase();
+        path::strip_session_id(&mut s.path);
+        if s.path.len() > 1 && s.path.last() == Some(&b'/') {
+            s.path.pop();
         }
     }
 
@@ -238,17 +250,19 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         escape::unescape_repeatedly(raw, &mut s.decoded);
         s.sorted.clear();
         escape::escape_once(&s.decoded, &mut s.sorted);
-        query::strip_session_ids(&mut s.sorted);
+        query::strip_session_ids(&mut s.sorted, &mut s.eqs);
         s.sorted.make_ascii_lowercase();
-        query::sort(&s.sorted, &mut s.ranges, &mut s.query);
+        query::sort(&s.sorted, &mut s.pieces, &mut s.query);
         has_query = !s.query.is_empty();
     }
 
+    // The massage looks at the exact scheme bytes: `DNS:` is massaged.
     let host_bytes: &[u8] = if has_host && opts.host_massage && parts.scheme != b"dns" {
         host::massage(&s.host)
     } else {
         &s.host
     };
+    // Only http:80 and https:443 are defaults; `ftp:21` stays.
     let port = match parts.port {
         Some(p) if is_default_port(parts.scheme, p) => None,
         other => other,
@@ -280,6 +294,8 @@ fn build(url: &[u8], opts: &Options, out: &mut Vec<u8>, s: &mut Scratch) -> Resu
         }
         out.push(b')');
     }
+    // A query needs a path before it; a host-less URL with no path and no
+    // query ends at `scheme:`.
     if has_path {
         out.extend_from_slice(&s.path);
     } else if has_query {

@@ -5,6 +5,7 @@
 //! re-implemented here step by step rather than delegated to the `url`
 //! crate, whose answers differ on almost every degenerate input.
 
+use super::escape::{find_byte, rfind_byte};
 use super::host::MAX_INT_DIGITS;
 use super::Error;
 
@@ -24,11 +25,17 @@ pub(super) struct Parts<'a> {
 }
 
 /// Bytes `bytes.strip()` removes: ASCII whitespace including VT and FF.
+/// NUL, NBSP and other Unicode spaces are not stripped; they survive to be
+/// percent-encoded, which is what the reference does.
 fn is_py_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 /// Whether `s` starts with `[a-zA-Z][a-zA-Z0-9+.-]*:`.
+///
+/// Any such prefix counts as a scheme, which is why `example.com:8080/x`
+/// is taken as scheme `example.com` and keyed almost verbatim, while
+/// `bücher.ch:8080` (a non-ASCII byte before the colon) gets `http://`.
 fn has_scheme(s: &[u8]) -> bool {
     match s.split_first() {
         Some((first, rest)) if first.is_ascii_alphabetic() => {
@@ -57,17 +64,25 @@ pub(super) fn clean(url: &[u8], clean: &mut Vec<u8>) -> Result<usize, Error> {
         .rposition(|&b| !is_py_space(b))
         .map_or(start, |i| i + 1);
     let trimmed = url.get(start..end).unwrap_or_default();
+    // The reference fails later (no scheme at all); say why here.
     if trimmed.is_empty() {
         return Err(Error::Blank);
     }
-    clean.extend(
-        trimmed
-            .iter()
-            .filter(|&&b| !matches!(b, b'\t' | b'\r' | b'\n')),
-    );
+    // TAB/CR/LF vanish even inside the host; other controls stay and are
+    // percent-encoded later.
+    let mut rest = trimmed;
+    while let Some(i) = memchr::memchr3(b'\t', b'\r', b'\n', rest) {
+        clean.extend_from_slice(rest.get(..i).unwrap_or_default());
+        rest = rest.get(i + 1..).unwrap_or_default();
+    }
+    clean.extend_from_slice(rest);
+    // The scheme test runs after the deletion above, as in the reference,
+    // so `ht\ttp://x` has the scheme `http`.
     if !has_scheme(clean) {
         clean.splice(0..0, b"http://".iter().copied());
     }
+    // `http://https://x` (seen in crawl logs) means `https://x`. Only the
+    // lower-case spellings collapse: `http://HTTPS://x` keeps host `https`.
     let mut off = 0;
     let mut last = None;
     loop {
@@ -87,11 +102,15 @@ pub(super) fn clean(url: &[u8], clean: &mut Vec<u8>) -> Result<usize, Error> {
 
 /// Splits a cleaned URL (see [`clean`]) into its parts.
 pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
-    // A scheme is always present after cleaning.
-    let colon = memchr::memchr(b':', url).unwrap_or(0);
+    // A scheme is always present after cleaning, and it ends at the first
+    // colon because scheme characters exclude `:`.
+    let colon = find_byte(b':', url).unwrap_or(0);
     let scheme = url.get(..colon).unwrap_or_default();
     let mut rest = url.get(colon + 1..).unwrap_or_default();
 
+    // RFC 2396 appendix B: `//` starts an authority that runs to the first
+    // `/`, `?` or `#`; the path runs to `?` or `#`; the query to `#`. The
+    // fragment is never used (the canonicaliser drops it).
     let mut netloc: &[u8] = b"";
     if let Some(after) = rest.strip_prefix(b"//") {
         let n = after
@@ -109,25 +128,30 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
     rest = rest.get(n..).unwrap_or_default();
     let mut query: &[u8] = b"";
     if let Some(after) = rest.strip_prefix(b"?") {
-        let n = memchr::memchr(b'#', after).unwrap_or(after.len());
+        let n = find_byte(b'#', after).unwrap_or(after.len());
         query = after.get(..n).unwrap_or_default();
     }
 
-    // urllib's `port` then `hostname` on the netloc with trailing `:`s cut.
+    // urllib's `port` then `hostname` on the netloc with trailing `:`s cut
+    // (`host:` means no port). Userinfo ends at the last `@` and is
+    // dropped: the reference never outputs it. A `[` anywhere opens an
+    // IPv6 literal whose brackets are dropped (`a[b]:81` is host `b`);
+    // otherwise the port starts at the first `:`, so an unbracketed `::1`
+    // has the port `:1`... which fails as a number and raises.
     while let [head @ .., b':'] = netloc {
         netloc = head;
     }
-    let hostinfo = match memchr::memrchr(b'@', netloc) {
+    let hostinfo = match rfind_byte(b'@', netloc) {
         Some(i) => netloc.get(i + 1..).unwrap_or_default(),
         None => netloc,
     };
-    let (hostname, port) = match memchr::memchr(b'[', hostinfo) {
+    let (hostname, port) = match find_byte(b'[', hostinfo) {
         Some(i) => {
             let bracketed = hostinfo.get(i + 1..).unwrap_or_default();
-            match memchr::memchr(b']', bracketed) {
+            match find_byte(b']', bracketed) {
                 Some(j) => {
                     let after = bracketed.get(j + 1..).unwrap_or_default();
-                    let port = match memchr::memchr(b':', after) {
+                    let port = match find_byte(b':', after) {
                         Some(k) => after.get(k + 1..).unwrap_or_default(),
                         None => b"",
                     };
@@ -136,7 +160,7 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
                 None => (bracketed, &b""[..]),
             }
         }
-        None => match memchr::memchr(b':', hostinfo) {
+        None => match find_byte(b':', hostinfo) {
             Some(i) => (
                 hostinfo.get(..i).unwrap_or_default(),
                 hostinfo.get(i + 1..).unwrap_or_default(),
@@ -144,6 +168,8 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
             None => (hostinfo, &b""[..]),
         },
     };
+    // The port is checked first: in the reference a bad port raises even
+    // when the host is empty or later replaced.
     let port = parse_port(port)?;
 
     let mut host = (!hostname.is_empty()).then_some(hostname);
@@ -155,7 +181,7 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
             let p = p
                 .get(p.iter().take_while(|&&b| b == b'/').count()..)
                 .unwrap_or_default();
-            match memchr::memchr(b'/', p) {
+            match find_byte(b'/', p) {
                 Some(k) => {
                     host = Some(p.get(..k).unwrap_or_default());
                     path = p.get(k..);
@@ -177,7 +203,9 @@ pub(super) fn split(url: &[u8]) -> Result<Parts<'_>, Error> {
     })
 }
 
-/// urllib's port rule: ASCII digits only, 0 to 65535; 0 means no port.
+/// urllib's port rule: ASCII digits only, 0 to 65535; 0 means no port
+/// (the reference writes `port or None`). Leading zeros are fine (`:00080`
+/// is 80) but count towards Python's 4300-digit conversion limit.
 fn parse_port(port: &[u8]) -> Result<Option<u16>, Error> {
     if port.is_empty() {
         return Ok(None);

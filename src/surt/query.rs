@@ -33,6 +33,16 @@ fn run(s: &[u8], pred: impl Fn(&u8) -> bool) -> usize {
 }
 
 impl SessionId {
+    /// Offset of the `=` that every match of this pattern has at a fixed
+    /// place, used to find candidates quickly.
+    fn eq_offset(self) -> usize {
+        match self {
+            SessionId::Alnum32(prefix) => prefix.len() - 1,
+            SessionId::AspSession => 20,
+            SessionId::ColdFusion => 4,
+        }
+    }
+
     /// Length of the id at the start of `s` when it is followed by `&` or
     /// the end of the query.
     fn match_len(self, s: &[u8]) -> Option<usize> {
@@ -61,6 +71,8 @@ impl SessionId {
                 12 + 9 + 24
             }
             SessionId::ColdFusion => {
+                // Both values are runs without `&`, so each ends exactly
+                // at the next `&` (or the end): no backtracking choices.
                 if !starts_with_ci(s, b"cfid=") {
                     return None;
                 }
@@ -76,6 +88,8 @@ impl SessionId {
                 5 + id + 9 + token
             }
         };
+        // `(?:&(.*))?$`: the id must end the query or be followed by `&`;
+        // a longer run of id characters is therefore no match at all.
         match s.get(len) {
             None | Some(b'&') => Some(len),
             Some(_) => None,
@@ -85,17 +99,30 @@ impl SessionId {
 
 /// Removes session ids from a query the way the reference does: the id is
 /// cut out, the `&` after it is eaten, an `&` before it stays.
-pub(super) fn strip_session_ids(query: &mut Vec<u8>) {
+pub(super) fn strip_session_ids(query: &mut Vec<u8>, eqs: &mut Vec<usize>) {
+    // The shortest id (`cfid=x&cftoken=y`) has 16 bytes.
+    if query.len() < 16 {
+        return;
+    }
+    // Every pattern has an `=` at a fixed offset from its start: collect
+    // the `=` positions once and try them right to left, as the greedy
+    // `^(.*)` does.
+    eqs.clear();
+    eqs.extend(memchr::memchr_iter(b'=', query));
     for pattern in SESSION_IDS {
-        let found = (0..query.len())
-            .rev()
-            .find_map(|i| Some((i, pattern.match_len(query.get(i..)?)?)));
+        let offset = pattern.eq_offset();
+        let found = eqs.iter().rev().find_map(|&eq| {
+            let start = eq.checked_sub(offset)?;
+            Some((start, pattern.match_len(query.get(start..)?)?))
+        });
         if let Some((start, len)) = found {
             let end = start + len;
             // `(?:&(.*))?`: with a non-empty tail the `&` goes; an empty
             // tail after `&` leaves nothing either.
             let cut_end = if end < query.len() { end + 1 } else { end };
             query.drain(start..cut_end);
+            eqs.clear();
+            eqs.extend(memchr::memchr_iter(b'=', query));
         }
     }
 }
@@ -104,27 +131,31 @@ pub(super) fn strip_session_ids(query: &mut Vec<u8>) {
 /// first `=`; a piece without `=` sorts before the same key with one.
 /// Empty pieces are kept (and sort first). Queries of 0 or 1 bytes are
 /// left alone, as in the reference.
-pub(super) fn sort(query: &[u8], pieces: &mut Vec<(usize, usize)>, out: &mut Vec<u8>) {
+pub(super) fn sort(query: &[u8], pieces: &mut Vec<(usize, usize, usize)>, out: &mut Vec<u8>) {
     if query.len() <= 1 {
         out.extend_from_slice(query);
         return;
     }
+    // Pieces are ranges into `query` (reused vector): no allocation per
+    // parameter. Python compares `(key,)` < `(key, value)`, i.e. a piece
+    // without `=` before the same key with any value, even an empty one.
     pieces.clear();
     let mut pos = 0;
     for piece in query.split(|&b| b == b'&') {
-        pieces.push((pos, pos + piece.len()));
+        // (start, end of key, end); a value exists when end > key end.
+        let key_end = super::escape::find_byte(b'=', piece).map_or(pos + piece.len(), |i| pos + i);
+        pieces.push((pos, key_end, pos + piece.len()));
         pos += piece.len() + 1;
     }
-    let split = |&(a, b): &(usize, usize)| {
-        let piece = query.get(a..b).unwrap_or_default();
-        match memchr::memchr(b'=', piece) {
-            Some(i) => (piece.get(..i).unwrap_or_default(), piece.get(i + 1..)),
-            None => (piece, None),
-        }
+    let split = |&(a, k, b): &(usize, usize, usize)| {
+        (
+            query.get(a..k).unwrap_or_default(),
+            query.get(k + 1..b).filter(|_| k < b),
+        )
     };
     // Equal (key, value) pairs are equal bytes, so stability is moot.
     pieces.sort_unstable_by(|x, y| split(x).cmp(&split(y)));
-    for (n, &(a, b)) in pieces.iter().enumerate() {
+    for (n, &(a, _, b)) in pieces.iter().enumerate() {
         if n > 0 {
             out.push(b'&');
         }
@@ -138,7 +169,7 @@ mod tests {
 
     fn strip(q: &str) -> String {
         let mut v = q.as_bytes().to_vec();
-        strip_session_ids(&mut v);
+        strip_session_ids(&mut v, &mut Vec::new());
         String::from_utf8(v).unwrap()
     }
 

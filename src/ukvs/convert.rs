@@ -176,10 +176,11 @@ pub fn capture_headers(source: &Source) -> Headers {
 /// One converted record: the four fields and the OSLJ members.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capture {
-    /// SURT key.
-    pub surt: Vec<u8>,
-    /// Timestamp as written (normally 14 digits).
-    pub datetime: Vec<u8>,
+    /// SURT key; `None` (written `-`) for records without a URL, such as
+    /// `warcinfo` and `filedesc` records that some indexers list.
+    pub surt: Option<Vec<u8>>,
+    /// Timestamp as written (normally 14 digits), `None` when unknown.
+    pub datetime: Option<Vec<u8>>,
     /// Byte offset, when known.
     pub offset: Option<Vec<u8>>,
     /// `sha1:` + base32, when known.
@@ -195,8 +196,8 @@ impl Capture {
         super::format_record(
             buf,
             &[
-                Some(&self.surt),
-                Some(&self.datetime),
+                self.surt.as_deref(),
+                self.datetime.as_deref(),
                 self.offset.as_deref(),
                 self.digest.as_deref(),
             ],
@@ -261,19 +262,25 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
         );
     }
     // Old CDX files (` CDX A b e a m s c k r V v D d g M n`) key on the
-    // canonized URL instead of a SURT; it is the best key they have.
-    let surt = surt.or(canon).ok_or_else(|| Error::Convert {
-        line: line_no,
-        what: "no key: the legend has neither N (massaged url) nor A (canonized url), or it is `-`"
-            .into(),
-    })?;
-    let datetime = datetime.ok_or_else(|| Error::Convert {
-        line: line_no,
-        what: "no date: the legend has no b column, or it is `-`".into(),
-    })?;
+    // canonized URL instead of a SURT; it is the best key they have. A
+    // legend with neither cannot make a capture index at all, whereas a `-`
+    // in the column is one record without a URL (a `filedesc` line).
+    if !legend.letters.iter().any(|&c| c == b'N' || c == b'A') {
+        return Err(Error::Convert {
+            line: line_no,
+            what: "no key: the CDX legend has neither N (massaged url) nor A (canonized url)"
+                .into(),
+        });
+    }
+    if !legend.letters.contains(&b'b') {
+        return Err(Error::Convert {
+            line: line_no,
+            what: "no date: the CDX legend has no b column".into(),
+        });
+    }
     Ok(Capture {
-        surt: surt.to_vec(),
-        datetime: datetime.to_vec(),
+        surt: surt.or(canon).map(<[u8]>::to_vec),
+        datetime: datetime.map(<[u8]>::to_vec),
         offset: offset.or(uoffset).map(<[u8]>::to_vec),
         digest: digest.map(prefixed_digest),
         extra,
@@ -289,12 +296,11 @@ pub fn from_cdxj(line: &[u8], line_no: u64) -> Result<Capture, Error> {
         what: what.into(),
     };
     let mut tokens = super::Record::new(line.strip_suffix(b"\r").unwrap_or(line)).tokens();
-    let mut field = |what: &str| -> Result<Vec<u8>, Error> {
+    // `-` stays unknown: cdxj-indexer lists `warcinfo` records with `-`
+    // as their key.
+    let mut field = |what: &str| -> Result<Option<Vec<u8>>, Error> {
         match tokens.next() {
-            Some(Ok(Token::Field(f))) => f
-                .value()
-                .map(|v| v.into_owned())
-                .ok_or_else(|| bad(&format!("{what} is `-`"))),
+            Some(Ok(Token::Field(f))) => Ok(f.value().map(|v| v.into_owned())),
             _ => Err(bad(&format!("no {what}"))),
         }
     };
@@ -405,6 +411,34 @@ mod tests {
             r#"com,example)/ 20140216050221 171 sha1:B2LT {"url":"http://example.com/","mime":"text/html","status":200,"length":856,"filename":"example.arc.gz"}"#
         );
         assert!(from_cdxj(b"com,a)/ 2014", 3).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_stay_placeholders() {
+        let legend = CdxLegend::parse(b" CDX N b a m s k r M V g").unwrap();
+        let c = from_cdx(
+            &legend,
+            b"- 20081119011153 filedesc://x.arc arc/filedesc0.1.0 - MJ4Q - - 0 x.arc",
+            2,
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        c.format(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            r#"- 20081119011153 0 sha1:MJ4Q {"url":"filedesc://x.arc","mime":"arc/filedesc0.1.0","filename":"x.arc"}"#
+        );
+        let c = from_cdxj(
+            br#"- 20170306040353 {"mime": "application/warc-fields", "offset": "0"}"#,
+            1,
+        )
+        .unwrap();
+        assert_eq!((c.surt, c.offset), (None, Some(b"0".to_vec())));
+        let no_key = CdxLegend::parse(b" CDX a b").unwrap();
+        assert!(matches!(
+            from_cdx(&no_key, b"http://a/ 2014", 4),
+            Err(Error::Convert { line: 4, .. })
+        ));
     }
 
     #[test]

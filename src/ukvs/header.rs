@@ -184,10 +184,43 @@ impl Headers {
                     _ => *slot = Some(v),
                 }
             }
-            b"meta" => self.meta.push(json()?),
+            b"meta" => {
+                // `!meta` members are looked up by name (`type`), and the
+                // schema and FORMATS.md define it as an object.
+                let v = json()?;
+                if !v.is_object() {
+                    return Err(Error::InvalidLine {
+                        line,
+                        what: format!("`!meta` must be a JSON object, not {v}"),
+                    });
+                }
+                self.meta.push(v);
+            }
             _ => self.other.push((h.name.to_vec(), h.value.to_vec())),
         }
         Ok(())
+    }
+
+    /// Reads the header block at the start of `data` (a whole file in
+    /// memory or a memory map) and returns the headers with the byte
+    /// offset of the first data line, where a binary search over the
+    /// records starts. Blank lines among the headers are skipped; a `\r`
+    /// before a newline is ignored.
+    pub fn read_block(data: &[u8]) -> Result<(Headers, usize), Error> {
+        let mut headers = Headers::default();
+        let mut pos = 0;
+        let mut line_no = 0;
+        while pos < data.len() {
+            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+            line_no += 1;
+            match super::classify(&data[pos..end]) {
+                super::Line::Header(h) => headers.add(&h, line_no)?,
+                super::Line::Blank => {}
+                super::Line::Data(_) => break,
+            }
+            pos = (end + 1).min(data.len());
+        }
+        Ok((headers, pos))
     }
 
     /// The schema in force: `!fields` or the undeclared default.
@@ -264,6 +297,23 @@ mod tests {
     }
 
     #[test]
+    fn header_block_of_a_slice() {
+        let data =
+            b"!fields {keys: [\"surt\"]}\r\n\n!meta {type: \"MementoMap\"}\ncom,a)/ 1\n!meta {}\n";
+        let (h, at) = Headers::read_block(data).unwrap();
+        assert_eq!(&data[at..at + 9], b"com,a)/ 1");
+        assert!(h.is_mementomap());
+        assert_eq!(h.schema().keys, ["surt"]);
+        let (h, at) = Headers::read_block(b"!meta {}").unwrap();
+        assert_eq!((h.meta.len(), at), (1, 8));
+        assert_eq!(Headers::read_block(b"").unwrap().1, 0);
+        assert!(matches!(
+            Headers::read_block(b"!meta {\n"),
+            Err(Error::Json { line: 1, .. })
+        ));
+    }
+
+    #[test]
     fn repeated_headers() {
         let mut h = Headers::default();
         let f = Header {
@@ -279,6 +329,14 @@ mod tests {
         assert!(matches!(
             h.add(&g, 3),
             Err(Error::BadFields { line: 3, .. })
+        ));
+        let m = Header {
+            name: b"meta",
+            value: b"[1]",
+        };
+        assert!(matches!(
+            h.add(&m, 4),
+            Err(Error::InvalidLine { line: 4, .. })
         ));
     }
 }

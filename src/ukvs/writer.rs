@@ -98,6 +98,10 @@ impl<W: Write> Writer<W> {
             });
         }
         check_one_line(line, next)?;
+        // A raw `!fields` sets the arity as `header("fields", ..)` does.
+        if let Some(value) = line.strip_prefix(b"!fields ") {
+            self.arity = Some(Schema::from_header(value, next)?.arity());
+        }
         self.wtr.write_all(line)?;
         self.wtr.write_all(b"\n")?;
         self.line = next;
@@ -109,11 +113,18 @@ impl<W: Write> Writer<W> {
         let next = self.line + 1;
         check_one_line(line, next)?;
         // A data line starting with `!` would be read back as a header
-        // (format_field quotes such a first field; raw lines are checked).
-        if line.first() == Some(&b'!') {
+        // (format_field quotes such a first field; raw lines are checked),
+        // and an empty line or a leading space would lose the first key.
+        let what = match line.first() {
+            Some(b'!') => Some("a data line cannot start with `!` (quote the first field)"),
+            Some(b' ') => Some("a data line cannot start with a space (the first key is empty)"),
+            None => Some("an empty data line"),
+            _ => None,
+        };
+        if let Some(what) = what {
             return Err(Error::InvalidLine {
                 line: next,
-                what: "a data line cannot start with `!` (quote the first field)".into(),
+                what: what.into(),
             });
         }
         // Nothing is written before the check passes, so a refused line
@@ -318,6 +329,24 @@ mod tests {
     }
 
     #[test]
+    fn raw_fields_header_sets_the_arity() {
+        let mut w = Writer::new(Vec::new());
+        w.raw_header(br#"!fields {keys: ["a", "b"]}"#).unwrap();
+        assert!(matches!(
+            w.write_record(&[Some(b"x")], None),
+            Err(Error::Arity {
+                expected: 2,
+                got: 1,
+                line: 2
+            })
+        ));
+        assert!(matches!(
+            Writer::new(Vec::new()).raw_header(b"!fields {keys: 3}"),
+            Err(Error::BadFields { line: 1, .. })
+        ));
+    }
+
+    #[test]
     fn unsorted_writer_and_arity() {
         let mut w = Writer::unsorted(Vec::new());
         w.header("fields", &json!({"keys": ["a"], "values": ["b"]}))
@@ -334,6 +363,8 @@ mod tests {
             })
         ));
         assert!(w.write_line(b"!x").is_err());
+        assert!(w.write_line(b"").is_err());
+        assert!(w.write_line(b" a").is_err());
         assert!(w.write_line(b"a\nb").is_err());
         let out = w.finish().unwrap();
         assert_eq!(

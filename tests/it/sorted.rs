@@ -245,9 +245,13 @@ proptest! {
         to in opt_partial(),
         headers in any::<bool>(),
         final_lf in any::<bool>(),
+        sample_step in prop::option::of(1usize..80),
     ) {
         let data = file_bytes(&lines, headers, final_lf);
-        let search = Search::new(data);
+        let mut search = Search::new(data);
+        if let Some(step) = sample_step {
+            search.sample(step).unwrap();
+        }
         let range = KeyRange::new(key.as_bytes(), m);
         let time = TimeFilter::new(from.map(str::as_bytes), to.map(str::as_bytes));
         let got: Vec<Vec<u8>> = search

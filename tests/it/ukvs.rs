@@ -245,6 +245,10 @@ fn malformed_files_are_rejected_on_the_right_line() {
             "empty-keys.ukvs",
             &[":1: bad header: `!fields`: `keys` is empty"],
         ),
+        (
+            "meta-not-object.ukvs",
+            &[":2: bad header: `!meta` must be a JSON object"],
+        ),
     ];
     for (name, wants) in cases {
         let p = bad(name);
@@ -272,6 +276,40 @@ fn malformed_files_are_rejected_on_the_right_line() {
         })
         .count();
     assert_eq!(listed, cases.len());
+}
+
+#[test]
+fn mapped_streamed_and_stdin_reads_report_the_same() {
+    // The map is the fast path; streaming (`--no-mmap`, stdin) is its
+    // naive twin. Same problems, same summary, on every fixture.
+    let mut files = Vec::new();
+    for dir in ["ukvs", "ukvs-bad"] {
+        for e in std::fs::read_dir(util::data_dir().join(dir)).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("one-byte.ukvs", &b"a"[..]),
+        ("no-newline.ukvs", b"b 1\na 2"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        files.push(p);
+    }
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "ukvs"))
+    {
+        let p = f.to_str().unwrap();
+        let mapped = util::run(&["validate", p], b"");
+        let streamed = util::run(&["validate", "--no-mmap", p], b"");
+        assert_eq!(mapped.stdout, streamed.stdout, "{p}");
+        assert_eq!(mapped.status.code(), streamed.status.code(), "{p}");
+        let stdin = util::run(&["validate", "-"], &std::fs::read(f).unwrap());
+        let relabel = String::from_utf8_lossy(&stdin.stdout).replace("-:", &format!("{p}:"));
+        assert_eq!(String::from_utf8_lossy(&mapped.stdout), relabel, "{p}");
+    }
 }
 
 #[test]
@@ -338,6 +376,65 @@ fn json5_edge_cases_through_cat() {
         stdout.lines().nth(1).unwrap(),
         r#"a "say \"hi\" é" {"nested":{"deep":{"deeper":[1,2,{"x":"y"}]}},"quoted key":"☺","trailing":1}"#
     );
+}
+
+#[test]
+fn unknown_headers_are_kept_and_headers_come_out_in_a_fixed_order() {
+    let input = concat!(
+        "!meta {type: 'MementoMap'}\n",
+        "!x-custom anything at all: not JSON\n",
+        "!fields {keys: ['surt'], values: ['frequency']}\n",
+        "!context ['https://oduwsdl.github.io/contexts/ukvs']\n",
+        "!meta {updated_at: '2026-11-21T00:00:00Z'}\n",
+        "com,a)/ 1\n",
+    );
+    let out = util::run(&["cat", "-"], input.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        concat!(
+            "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n",
+            "!fields {\"keys\":[\"surt\"],\"values\":[\"frequency\"]}\n",
+            "!meta {\"type\":\"MementoMap\"}\n",
+            "!meta {\"updated_at\":\"2026-11-21T00:00:00Z\"}\n",
+            "!x-custom anything at all: not JSON\n",
+            "com,a)/ 1\n",
+        )
+    );
+    let v = util::run(&["validate", "-"], input.as_bytes());
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}
+
+#[test]
+fn index_and_mementomap_outputs_validate_and_match_the_schemas() {
+    // The sample index written by `ukvs index` and a MementoMap generated
+    // from it: the formats other modules write are the ones checked here.
+    let index = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/expected.ukvs");
+    if !index.exists() {
+        eprintln!("SKIPPED index_and_mementomap_outputs_validate: no samples/expected.ukvs");
+        return;
+    }
+    let (code, stdout, _) = run(&["validate", index.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.ukvs");
+    let out = util::run(&["mementomap", "generate", index.to_str().unwrap()], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&map, &out.stdout).unwrap();
+    let (code, stdout, _) = run(&["validate", map.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("MementoMap, 0 problems: valid"), "{stdout}");
+    assert!(check_file_against_schemas(&map) >= 3);
 }
 
 #[test]
@@ -410,33 +507,89 @@ fn cat_converts_every_cdx_and_cdxj_of_the_corpus() {
     let Some(corpus) = util::shared_corpus("cat_converts_every_cdx_and_cdxj_of_the_corpus") else {
         return;
     };
-    let mut files = Vec::new();
-    for dir in [
-        "webrecorder__pywb/sample_archive/cdx",
-        "webrecorder__pywb/sample_archive/cdxj",
-    ] {
-        for e in std::fs::read_dir(corpus.join(dir)).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "cdx" || x == "cdxj") {
-                files.push(p);
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "cdx" || x == "cdxj") {
+                out.push(p);
             }
         }
     }
-    assert!(files.len() >= 10);
+    let mut files = Vec::new();
+    walk(&corpus, &mut files);
+    assert!(files.len() >= 40, "{}", files.len());
+    let dir = tempfile::tempdir().unwrap();
+    let mut sorted_inputs = 0;
     for f in files {
-        let (code, stdout, stderr) = run(&["cat", "--json", f.to_str().unwrap()]);
-        assert_eq!(code, 0, "{}: {stderr}", f.display());
-        let text = std::fs::read_to_string(&f).unwrap();
-        let data_lines = text
-            .lines()
-            .filter(|l| !l.starts_with(" CDX") && !l.is_empty())
-            .count();
+        let name = f.display().to_string();
+        let (code, stdout, stderr) = run(&["cat", "--json", &name]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        let text = std::fs::read(&f).unwrap();
+        let data: Vec<&[u8]> = text
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty() && !l.starts_with(b" CDX") && !l.starts_with(b"!"))
+            .collect();
         let rows = ndjson(&stdout);
-        assert_eq!(rows.len(), data_lines, "{}", f.display());
-        for r in rows {
-            assert!(r["surt"].is_string() && r["datetime"].is_string(), "{r}");
+        assert_eq!(rows.len(), data.len(), "{name}");
+        // CDX without its legend line cannot be told apart from headerless
+        // UKVS, and is read as such (`key`, `value1`, ...).
+        let converted = text.starts_with(b" CDX") || name.ends_with(".cdxj");
+        for r in &rows {
+            let named = if converted { "surt" } else { "key" };
+            assert!(r.get(named).is_some(), "{name}: {r}");
+        }
+        // A byte-sorted input must give a byte-sorted, valid UKVS file.
+        if data.windows(2).all(|w| w[0] <= w[1]) {
+            sorted_inputs += 1;
+            let out = dir.path().join("out.ukvs");
+            let (code, _, stderr) = run(&["cat", "-o", out.to_str().unwrap(), &name]);
+            assert_eq!(code, 0, "{name}: {stderr}");
+            let (code, stdout, _) = run(&["validate", out.to_str().unwrap()]);
+            assert_eq!(code, 0, "{name}: {stdout}");
+            check_file_against_schemas(&out);
         }
     }
+    assert!(sorted_inputs >= 20, "{sorted_inputs}");
+}
+
+#[test]
+fn cat_keeps_sorted_cdx_sorted_when_captures_tie() {
+    // Same surt and datetime: CDX orders the tie by URL, UKVS by offset,
+    // so the group must be re-sorted on the way out.
+    let cdx = concat!(
+        " CDX N b a m s k r M S V g\n",
+        "- 20081119011153 filedesc://x.arc arc/filedesc0.1.0 - MJ4Q - - 10 0 x.arc\n",
+        "com,example)/ 20140101000000 http://example.com/ text/html 200 AAAA - - 10 900 x.arc\n",
+        "com,example)/ 20140101000000 http://www.example.com/ text/html 200 BBBB - - 10 100 x.arc\n",
+        "com,example)/a 20140101000000 http://example.com/a text/html 404 - - - 10 50 x.arc\n",
+    );
+    let out = util::run(&["cat", "-"], cdx.as_bytes());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let records: Vec<&str> = text.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(
+        records,
+        vec![
+            r#"- 20081119011153 0 sha1:MJ4Q {"url":"filedesc://x.arc","mime":"arc/filedesc0.1.0","length":10,"filename":"x.arc"}"#,
+            r#"com,example)/ 20140101000000 100 sha1:BBBB {"url":"http://www.example.com/","mime":"text/html","status":200,"length":10,"filename":"x.arc"}"#,
+            r#"com,example)/ 20140101000000 900 sha1:AAAA {"url":"http://example.com/","mime":"text/html","status":200,"length":10,"filename":"x.arc"}"#,
+            r#"com,example)/a 20140101000000 50 - {"url":"http://example.com/a","mime":"text/html","status":404,"length":10,"filename":"x.arc"}"#,
+        ]
+    );
+    let valid = util::run(&["validate", "-"], text.as_bytes());
+    assert_eq!(
+        valid.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&valid.stdout)
+    );
 }
 
 #[test]
@@ -509,6 +662,68 @@ fn json_object() -> impl Strategy<Value = Value> {
     });
     proptest::collection::btree_map("[a-z_\"' ]{1,6}", value, 1..4)
         .prop_map(|m| Value::Object(m.into_iter().collect()))
+}
+
+/// Writes `v` in JSON5 style; the bits of `style` pick, element by element,
+/// between the forms JSON5 allows.
+fn write_json5(v: &Value, style: u64, out: &mut String) {
+    let pick = |salt: usize| style.rotate_left((salt % 64) as u32) & 1 == 1;
+    let string = |s: &str, salt: usize, out: &mut String| {
+        let q = if pick(salt) { '\'' } else { '"' };
+        out.push(q);
+        for (i, c) in s.chars().enumerate() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c == q => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                // Some non-ASCII characters as `\u` escapes (a surrogate
+                // pair above the BMP).
+                c if !c.is_ascii() && pick(salt + i + 7) => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push(q);
+    };
+    match v {
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                let ident = k.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !k.is_empty();
+                if ident && pick(i + 3) {
+                    out.push_str(k);
+                } else {
+                    string(k, i + 5, out);
+                }
+                out.push_str(if pick(i + 11) { ": " } else { ":" });
+                write_json5(x, style.rotate_left(7 + i as u32), out);
+                if i + 1 < m.len() || pick(i + 13) {
+                    out.push(',');
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                write_json5(x, style.rotate_left(3 + i as u32), out);
+                if i + 1 < a.len() || pick(i + 17) {
+                    out.push(',');
+                }
+            }
+            out.push(']');
+        }
+        Value::String(s) => string(s, 19, out),
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 proptest! {
@@ -594,6 +809,18 @@ proptest! {
             }
             prop_assert_eq!(first, Some(i as u64 + 2));
         }
+    }
+
+    /// Any JSON object written in JSON5 style (unquoted identifier keys,
+    /// single-quoted strings, `\u` escapes, trailing commas) reads back
+    /// as the same value, and is written back as compact strict JSON.
+    #[test]
+    fn json5_forms_read_back(v in json_object(), style in any::<u64>()) {
+        let mut text = String::new();
+        write_json5(&v, style, &mut text);
+        let back = parse_json5(text.as_bytes()).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&back, &v, "{}", text);
+        prop_assert_eq!(ukvs::ukvs::to_compact(&back), serde_json::to_string(&v).unwrap());
     }
 
     /// The tokenizer never panics and never reads past the line.

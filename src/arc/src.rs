@@ -1,0 +1,309 @@
+//! The reader's own input buffer.
+//!
+//! The ARC reader needs three things a plain `BufReader` does not give:
+//! the exact file offset of every byte (offsets of records and gzip
+//! members), lookahead of a whole header line at any point, and going back
+//! (to re-scan the bytes of a gzip member that failed to decode, or to
+//! return the tail of a block that turned out to hold the next record).
+//! `Src` is a growable buffer over any `Read` with a position counter, a
+//! *mark* that keeps bytes from being discarded so that they can be
+//! re-read, and `unread` to push bytes back.
+//!
+//! It implements `BufRead`, so `flate2::bufread::GzDecoder` reads from it
+//! directly and consumes exactly the bytes of one member: after the
+//! decoder is done, `pos()` is the end of that member.
+
+use std::io::{self, BufRead, Read};
+
+/// Bytes kept behind a mark at most; past that the mark is dropped (a
+/// corrupt member is then re-scanned from where decoding stopped).
+const MAX_MARK: usize = 64 << 20;
+
+pub(crate) struct Src<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// First unconsumed byte in `buf`.
+    start: usize,
+    /// End of valid data in `buf`.
+    end: usize,
+    /// File offset of `buf[start]`.
+    pos: u64,
+    /// The inner reader returned 0.
+    eof: bool,
+    /// File offset that must stay in the buffer (see `set_mark`).
+    mark: Option<u64>,
+    /// Usual capacity of `buf`; it grows past it only for lookahead or marks.
+    chunk: usize,
+    /// The inner reader failed (as opposed to a decoder reading from us).
+    failed: bool,
+}
+
+impl<R: Read> Src<R> {
+    pub(crate) fn new(inner: R, chunk: usize) -> Src<R> {
+        let chunk = chunk.max(64);
+        Src {
+            inner,
+            buf: vec![0; chunk],
+            start: 0,
+            end: 0,
+            pos: 0,
+            eof: false,
+            mark: None,
+            chunk,
+            failed: false,
+        }
+    }
+
+    /// File offset of the next unconsumed byte.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// The unconsumed bytes now in the buffer (maybe fewer than the file has).
+    pub(crate) fn avail(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Whether reading the inner reader failed: a decoder error seen after
+    /// this is an I/O error, not damage.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Whether nothing is left, in the buffer or in the file.
+    pub(crate) fn at_eof(&self) -> bool {
+        self.eof && self.start == self.end
+    }
+
+    /// Marks the current position: bytes from here on are kept (up to
+    /// `MAX_MARK`) so that `rewind` can come back to them.
+    pub(crate) fn set_mark(&mut self) {
+        self.mark = Some(self.pos);
+    }
+
+    pub(crate) fn clear_mark(&mut self) {
+        self.mark = None;
+    }
+
+    /// Goes back to file offset `to` if those bytes are still buffered
+    /// (they are when `to` is at or after a live mark). Returns whether it
+    /// could.
+    pub(crate) fn rewind(&mut self, to: u64) -> bool {
+        if to > self.pos {
+            return false;
+        }
+        let back = self.pos - to;
+        match usize::try_from(back) {
+            Ok(back) if back <= self.start => {
+                self.start -= back;
+                self.pos = to;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Pushes `data` back in front of the unconsumed bytes; `pos` moves back
+    /// by its length. The caller guarantees these are the bytes it just
+    /// consumed.
+    pub(crate) fn unread(&mut self, data: &[u8]) {
+        let n = data.len();
+        if n <= self.start {
+            self.buf[self.start - n..self.start].copy_from_slice(data);
+            self.start -= n;
+        } else {
+            let mut buf = Vec::with_capacity((n + self.end - self.start).max(self.chunk));
+            buf.extend_from_slice(data);
+            buf.extend_from_slice(&self.buf[self.start..self.end]);
+            self.end = buf.len();
+            buf.resize(buf.len().max(self.chunk), 0);
+            self.buf = buf;
+            self.start = 0;
+            self.mark = None;
+        }
+        self.pos = self.pos.saturating_sub(n as u64);
+    }
+
+    pub(crate) fn consume(&mut self, n: usize) {
+        let n = n.min(self.end - self.start);
+        self.start += n;
+        self.pos += n as u64;
+    }
+
+    /// Makes at least `want` unconsumed bytes available, or all that is left
+    /// of the file; returns how many are available. Reads in large chunks.
+    pub(crate) fn fill(&mut self, want: usize) -> io::Result<usize> {
+        while self.end - self.start < want && !self.eof {
+            self.make_room(want)?;
+            let n = loop {
+                match self.inner.read(&mut self.buf[self.end..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.failed = true;
+                        return Err(e);
+                    }
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
+        }
+        Ok(self.end - self.start)
+    }
+
+    /// Ensures free space after `end` for at least `want` unconsumed bytes
+    /// in total, moving kept bytes to the front or growing the buffer.
+    fn make_room(&mut self, want: usize) -> io::Result<()> {
+        // Keep bytes from the mark when it is near enough, else from start.
+        let keep_from = match self.mark {
+            Some(m) if m <= self.pos && ((self.pos - m) as usize) <= self.start => {
+                let back = (self.pos - m) as usize;
+                if back > MAX_MARK {
+                    self.mark = None;
+                    self.start
+                } else {
+                    self.start - back
+                }
+            }
+            _ => self.start,
+        };
+        let have = self.end - self.start;
+        let need_more = want.saturating_sub(have).max(self.chunk / 4).max(1);
+        if self.buf.len() - self.end >= need_more {
+            return Ok(());
+        }
+        if keep_from > 0 {
+            self.buf.copy_within(keep_from..self.end, 0);
+            self.start -= keep_from;
+            self.end -= keep_from;
+        }
+        if self.buf.len() - self.end < need_more {
+            let len = (self.end + need_more).max(self.chunk);
+            self.buf.resize(len, 0);
+        }
+        Ok(())
+    }
+
+    /// Length of the line starting at the current position, LF included,
+    /// looking at most `max` bytes ahead; `None` when there is no LF within
+    /// `max` bytes or before the end of the file.
+    pub(crate) fn peek_line(&mut self, max: usize) -> io::Result<Option<usize>> {
+        self.peek_line_at(0, max)
+    }
+
+    /// Like `peek_line` for the line starting `at` bytes after the current
+    /// position.
+    pub(crate) fn peek_line_at(&mut self, at: usize, max: usize) -> io::Result<Option<usize>> {
+        let mut searched = 0;
+        loop {
+            let avail = self.end - self.start;
+            let hi = avail.min(at + max);
+            if hi > at + searched {
+                let from = self.start + at + searched;
+                if let Some(i) = memchr::memchr(b'\n', &self.buf[from..self.start + hi]) {
+                    return Ok(Some(searched + i + 1));
+                }
+                searched = hi - at;
+            }
+            if searched >= max || self.eof {
+                return Ok(None);
+            }
+            self.fill(avail + 1)?;
+        }
+    }
+}
+
+impl<R: Read> Read for Src<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        Src::consume(self, n);
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for Src<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.start == self.end {
+            self.fill(1)?;
+        }
+        Ok(&self.buf[self.start..self.end])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        Src::consume(self, amt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that returns at most `n` bytes per call, to hit every
+    /// buffer boundary.
+    struct Trickle<'a>(&'a [u8], usize);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(out.len()).min(self.1);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn peek_line_across_refills() {
+        let data = b"abc\ndefghijkl\nxyz";
+        let mut s = Src::new(Trickle(data, 3), 64);
+        assert_eq!(s.peek_line(100).unwrap(), Some(4));
+        s.consume(4);
+        assert_eq!(s.pos(), 4);
+        assert_eq!(s.peek_line(100).unwrap(), Some(10));
+        assert_eq!(s.peek_line(5).unwrap(), None);
+        assert_eq!(
+            s.peek_line_at(10, 100).unwrap(),
+            None,
+            "last line has no LF"
+        );
+        s.consume(10);
+        assert_eq!(s.fill(10).unwrap(), 3);
+        assert_eq!(s.avail(), b"xyz");
+    }
+
+    #[test]
+    fn mark_and_rewind_keep_bytes() {
+        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let mut s = Src::new(Trickle(&data, 7), 64);
+        s.fill(10).unwrap();
+        s.consume(10);
+        s.set_mark();
+        let mut sink = vec![];
+        (&mut s).take(3000).read_to_end(&mut sink).unwrap();
+        assert_eq!(s.pos(), 3010);
+        assert!(s.rewind(11));
+        assert!(s.fill(1).unwrap() > 0);
+        assert_eq!(s.avail()[0], 11);
+        s.clear_mark();
+    }
+
+    #[test]
+    fn unread_puts_bytes_back() {
+        let mut s = Src::new(&b"0123456789abcdefghij"[..], 64);
+        s.fill(10).unwrap();
+        s.consume(6);
+        s.unread(b"45");
+        assert_eq!(s.pos(), 4);
+        s.fill(1).unwrap();
+        assert_eq!(&s.avail()[..6], b"456789");
+        s.consume(8);
+        // A large fill compacts the buffer: the consumed bytes are gone and
+        // unread has to make room in front.
+        s.fill(60).unwrap();
+        s.unread(b"89abcdef");
+        assert_eq!(s.pos(), 4);
+        assert_eq!(s.avail(), b"89abcdefcdefghij");
+    }
+}

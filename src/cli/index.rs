@@ -1,0 +1,713 @@
+//! `ukvs index`: ARC files -> one sorted capture index.
+//!
+//! Files are read in parallel (rayon, one file per task). Each worker owns
+//! an `arc::Reader`, a `capture::Indexer` and a line buffer that it hands to
+//! the main thread in chunks; the main thread is the only writer. Sorted
+//! output goes through `sorted::ExternalSorter`, whose result is the byte
+//! order of the whole line: the bytes are the same for any `-j` because the
+//! set of lines is, and memory stays under `--mem` because the sorter
+//! spills runs to `--tmp-dir`. `--no-sort` writes each file's lines in
+//! input order instead, holding only the files finished ahead of the one
+//! being written.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+
+use anyhow::Context;
+use rayon::prelude::*;
+use ukvs::arc;
+use ukvs::capture::{self, Indexer, Outcome, Profile};
+
+/// Index ARC files (.arc, .arc.gz) into a sorted capture index.
+///
+/// Directories are searched recursively for `*.arc` and `*.arc.gz` (any
+/// case). Sorted output needs about `--mem` of memory and, past that,
+/// temporary space of the index's size in `--tmp-dir`; `--no-sort` needs
+/// neither. Damaged records are reported as `file: offset N: what` and
+/// skipped; the exit code is then 2, with every good record indexed.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// ARC files, directories, or `-` to read paths (one per line) from stdin.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// Output file (written whole or not at all); stdout when absent or `-`.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Output profile.
+    #[arg(long, value_enum, default_value_t = Format::Ukvs)]
+    format: Format,
+    /// Worker threads; 0 uses every core.
+    #[arg(short = 'j', long = "threads", default_value_t = 0, value_name = "N")]
+    threads: usize,
+    /// Write lines in input order instead of sorting them.
+    #[arg(long)]
+    no_sort: bool,
+    /// Memory for sorting before runs spill to disk (K, M, G suffixes).
+    #[arg(long, default_value = "1G", value_parser = parse_size, value_name = "SIZE")]
+    mem: u64,
+    /// Directory for sort runs (default: the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    tmp_dir: Option<PathBuf>,
+    /// Also index filedesc records (and, for cdx11, DNS records and 304
+    /// responses), like CDX-Writer's --all-records.
+    #[arg(long)]
+    all_records: bool,
+    /// No progress bar and no summary.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Stop at the first damaged record or unreadable file (exit 2, no
+    /// output file).
+    #[arg(long)]
+    strict: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Format {
+    /// UKVS capture index: `surt datetime offset digest {json}`.
+    Ukvs,
+    /// CDXJ as cdxj-indexer 1.5 writes it.
+    Cdxj,
+    /// 11-field CDX as CDX-Writer writes it.
+    Cdx11,
+}
+
+/// `1G`, `512M`, `64k`, or a plain number of bytes.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (digits, mult) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let mult = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1u64 << 40,
+                _ => return Err(format!("unknown size suffix in {s:?} (use K, M, G or T)")),
+            };
+            (&s[..i], mult)
+        }
+        _ => (s, 1),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (e.g. 512M, 2G)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size too large: {s:?}"))
+}
+
+/// What a worker tells the writer.
+enum Msg {
+    /// Index lines (each ending in `\n`) of file `file`, in file order.
+    Lines { file: usize, buf: Vec<u8> },
+    /// A damaged spot or an unreadable file.
+    Error { text: String },
+    /// The file is finished.
+    Done {
+        file: usize,
+        stats: FileStats,
+        meta: Option<String>,
+    },
+}
+
+#[derive(Default, Debug, Clone, Copy)]
+struct FileStats {
+    records: u64,
+    /// Records the reader had to give up on (damage).
+    skipped: u64,
+    /// Bytes that belonged to no readable record.
+    skipped_bytes: u64,
+    filtered: u64,
+    errors: u64,
+    bytes: u64,
+}
+
+/// Lines are handed over in chunks of about this many bytes.
+const CHUNK: usize = 256 * 1024;
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let profile = match args.format {
+        Format::Ukvs => Profile::Ukvs,
+        Format::Cdxj => Profile::Cdxj,
+        Format::Cdx11 => Profile::Cdx11,
+    };
+    let opts = capture::Options {
+        profile,
+        all_records: args.all_records,
+        ..capture::Options::default()
+    };
+    let mut input_errors = Vec::new();
+    let paths = collect_inputs(&args.inputs, &mut input_errors)?;
+    for e in &input_errors {
+        eprintln!("ukvs index: {e}");
+    }
+    if args.strict && !input_errors.is_empty() {
+        return Ok(ExitCode::from(2));
+    }
+
+    let threads = if args.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        args.threads
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start worker threads")?;
+
+    let total_bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let progress = progress_bar(args.quiet, total_bytes);
+
+    let mut out = Output::open(args.output.as_deref(), profile, !args.no_sort)?;
+    let abort = AtomicBool::new(false);
+    let (tx, rx) = sync_channel::<Msg>(threads * 4);
+    let mut sink = Sink::new(&args, profile, &paths);
+
+    let result: anyhow::Result<()> = std::thread::scope(|scope| {
+        let worker_paths = &paths;
+        let abort_ref = &abort;
+        let opts_ref = &opts;
+        let pb = progress.as_ref();
+        scope.spawn(move || {
+            pool.install(|| {
+                worker_paths
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, path)| {
+                        if !abort_ref.load(Ordering::Relaxed) {
+                            index_file(i, path, opts_ref, tx, abort_ref, pb);
+                        }
+                    });
+            });
+        });
+        let r = sink.consume(rx, &mut out, progress.as_ref(), &abort);
+        if r.is_err() {
+            abort.store(true, Ordering::Relaxed);
+        }
+        r
+    });
+    if let Some(pb) = &progress {
+        pb.finish_and_clear();
+    }
+    result?;
+
+    let errors = sink.errors + input_errors.len() as u64;
+    if args.strict && errors > 0 {
+        // The temporary output is dropped, so no file appears.
+        return Ok(ExitCode::from(2));
+    }
+    sink.finish(&mut out, &opts)?;
+    out.commit()?;
+    if !args.quiet {
+        eprintln!(
+            "ukvs index: {} files, {} records indexed, {} left out by the profile, \
+             {} damaged records skipped ({} bytes), {} errors",
+            sink.files_done, sink.records, sink.filtered, sink.skipped, sink.skipped_bytes, errors
+        );
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn progress_bar(quiet: bool, total: u64) -> Option<indicatif::ProgressBar> {
+    if quiet || !io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+    )
+    .map(|s| s.progress_chars("=> "));
+    if let Ok(style) = style {
+        pb.set_style(style);
+    }
+    Some(pb)
+}
+
+/// Expands the command-line inputs into files, in a stable order.
+fn collect_inputs(inputs: &[PathBuf], errors: &mut Vec<String>) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            for line in io::stdin().lock().lines() {
+                let line = line.context("cannot read paths from stdin")?;
+                let line = line.trim_end_matches('\r');
+                if !line.is_empty() {
+                    add_input(Path::new(line), &mut paths, errors);
+                }
+            }
+        } else {
+            add_input(input, &mut paths, errors);
+        }
+    }
+    Ok(paths)
+}
+
+fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => walk_dir(path, paths, errors),
+        Ok(_) => paths.push(path.to_path_buf()),
+        Err(e) => errors.push(format!("{}: {e}", path.display())),
+    }
+}
+
+fn is_arc_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy().to_ascii_lowercase();
+    name.ends_with(".arc") || name.ends_with(".arc.gz")
+}
+
+/// Files named `*.arc` / `*.arc.gz` under `dir`, depth first, sorted by
+/// name at each level; symbolic links to directories are not followed.
+fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            errors.push(format!("{}: {e}", dir.display()));
+            return;
+        }
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk_dir(&path, paths, errors);
+        } else if is_arc_name(&e.file_name()) && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+        {
+            paths.push(path);
+        }
+    }
+}
+
+/// Indexes one file, sending its lines, errors and summary to the writer.
+fn index_file(
+    file: usize,
+    path: &Path,
+    opts: &capture::Options,
+    tx: &mut SyncSender<Msg>,
+    abort: &AtomicBool,
+    pb: Option<&indicatif::ProgressBar>,
+) {
+    let mut stats = FileStats::default();
+    let name = path.file_name().map_or_else(Vec::new, os_bytes);
+    let mut indexer = Indexer::new(opts.clone(), &name);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
+    let mut meta = None;
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = tx.send(Msg::Error {
+                text: format!("{}: cannot open: {e}", path.display()),
+            });
+            stats.errors += 1;
+            let _ = tx.send(Msg::Done { file, stats, meta });
+            return;
+        }
+    };
+    let mut rdr = arc::Reader::new(f);
+    let mut rec = arc::Record::default();
+    let mut last_end = 0u64;
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            return;
+        }
+        match rdr.read_record(&mut rec) {
+            Ok(true) => {
+                if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
+                    meta = Some(filedesc_meta(&name, &rec));
+                }
+                match indexer.write(&rec, &mut buf) {
+                    Outcome::Indexed => stats.records += 1,
+                    Outcome::Filtered => stats.filtered += 1,
+                }
+                let end = rec.offset + rec.length;
+                if let Some(pb) = pb {
+                    pb.inc(end.saturating_sub(last_end));
+                }
+                last_end = last_end.max(end);
+                if buf.len() >= CHUNK {
+                    let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096));
+                    if tx.send(Msg::Lines { file, buf: chunk }).is_err() {
+                        return;
+                    }
+                }
+            }
+            Ok(false) => break,
+            Err(e) => {
+                stats.errors += 1;
+                let fatal = e.is_fatal();
+                if tx
+                    .send(Msg::Error {
+                        text: format!("{}: {e}", path.display()),
+                    })
+                    .is_err()
+                    || fatal
+                {
+                    break;
+                }
+            }
+        }
+    }
+    stats.bytes = last_end;
+    stats.skipped = rdr.stats().skipped_records;
+    stats.skipped_bytes = rdr.stats().skipped_bytes;
+    if !buf.is_empty() {
+        let _ = tx.send(Msg::Lines { file, buf });
+    }
+    let _ = tx.send(Msg::Done { file, stats, meta });
+}
+
+/// The `!meta` object for one input file: its name, its filedesc record's
+/// header fields, version block and Heritrix `<arcmetadata>` fields.
+fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let fd = arc::FileDesc::parse(&rec.block);
+    let mut metadata = serde_json::Map::new();
+    for (k, v) in fd.metadata {
+        // Repeated elements (several `<dc:subject>`) become a list.
+        match metadata.get_mut(&k) {
+            Some(serde_json::Value::Array(list)) => list.push(v.into()),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), v.into()]),
+            None => {
+                metadata.insert(k, v.into());
+            }
+        }
+    }
+    let mut desc = serde_json::Map::new();
+    desc.insert("url".into(), text(&rec.header.url).into());
+    desc.insert("date".into(), text(&rec.header.date).into());
+    desc.insert("version".into(), fd.version.into());
+    desc.insert("origin".into(), fd.origin.into());
+    if !metadata.is_empty() {
+        desc.insert("metadata".into(), metadata.into());
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("filename".into(), text(name).into());
+    m.insert("filedesc".into(), desc.into());
+    serde_json::Value::Object(m).to_string()
+}
+
+#[cfg(unix)]
+fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    s.as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    s.to_string_lossy().into_owned().into_bytes()
+}
+
+/// The writer side: collects lines (sorted or in file order), errors and
+/// counts.
+struct Sink {
+    no_sort: bool,
+    strict: bool,
+    paths: usize,
+    sorter: Option<ukvs::sorted::ExternalSorter>,
+    profile: Profile,
+    /// `--no-sort`: lines of files finished ahead of `next_file`.
+    pending: BTreeMap<usize, (Vec<Vec<u8>>, bool)>,
+    next_file: usize,
+    headers_written: bool,
+    metas: Vec<String>,
+    records: u64,
+    filtered: u64,
+    skipped: u64,
+    skipped_bytes: u64,
+    errors: u64,
+    files_done: u64,
+}
+
+impl Sink {
+    fn new(args: &Args, profile: Profile, paths: &[PathBuf]) -> Sink {
+        Sink {
+            no_sort: args.no_sort,
+            strict: args.strict,
+            paths: paths.len(),
+            sorter: (!args.no_sort).then(|| {
+                ukvs::sorted::ExternalSorter::new(
+                    usize::try_from(args.mem).unwrap_or(usize::MAX),
+                    args.tmp_dir.clone(),
+                )
+            }),
+            profile,
+            pending: BTreeMap::new(),
+            next_file: 0,
+            headers_written: false,
+            metas: Vec::new(),
+            records: 0,
+            filtered: 0,
+            skipped: 0,
+            skipped_bytes: 0,
+            errors: 0,
+            files_done: 0,
+        }
+    }
+
+    fn consume(
+        &mut self,
+        rx: std::sync::mpsc::Receiver<Msg>,
+        out: &mut Output,
+        pb: Option<&indicatif::ProgressBar>,
+        abort: &AtomicBool,
+    ) -> anyhow::Result<()> {
+        for msg in rx {
+            match msg {
+                Msg::Lines { file, buf } => {
+                    if let Some(sorter) = &mut self.sorter {
+                        for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                            sorter.push(line).context("cannot sort index lines")?;
+                        }
+                    } else {
+                        self.pending.entry(file).or_default().0.push(buf);
+                        self.flush_in_order(out)?;
+                    }
+                }
+                Msg::Error { text, .. } => {
+                    self.errors += 1;
+                    match pb {
+                        Some(pb) => pb.suspend(|| eprintln!("{text}")),
+                        None => eprintln!("{text}"),
+                    }
+                    if self.strict {
+                        abort.store(true, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                }
+                Msg::Done { file, stats, meta } => {
+                    self.records += stats.records;
+                    self.filtered += stats.filtered;
+                    self.skipped += stats.skipped;
+                    self.skipped_bytes += stats.skipped_bytes;
+                    self.files_done += 1;
+                    self.metas.extend(meta);
+                    if let Some(pb) = pb {
+                        pb.set_message(format!(
+                            "{} records, {}/{} files",
+                            self.records, self.files_done, self.paths
+                        ));
+                    }
+                    if self.no_sort {
+                        self.pending.entry(file).or_default().1 = true;
+                        self.flush_in_order(out)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_headers(&mut self, out: &mut Output, metas: &[String]) -> anyhow::Result<()> {
+        if !self.headers_written {
+            self.headers_written = true;
+            for line in capture::header_lines(self.profile, &Default::default(), metas) {
+                out.header(&line)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `--no-sort`: writes the lines of finished files in input order.
+    /// Headers carry no per-file `!meta` here, since they must come first.
+    fn flush_in_order(&mut self, out: &mut Output) -> anyhow::Result<()> {
+        self.write_headers(out, &[])?;
+        while let Some((chunks, done)) = self.pending.get_mut(&self.next_file) {
+            for chunk in chunks.drain(..) {
+                out.chunk(&chunk)?;
+            }
+            if !*done {
+                break;
+            }
+            self.pending.remove(&self.next_file);
+            self.next_file += 1;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Output, _opts: &capture::Options) -> anyhow::Result<()> {
+        if let Some(sorter) = self.sorter.take() {
+            let metas = std::mem::take(&mut self.metas);
+            self.write_headers(out, &metas)?;
+            for line in sorter.finish().context("cannot sort index lines")? {
+                let line = line.context("cannot sort index lines")?;
+                out.line(&line)?;
+            }
+        } else {
+            self.write_headers(out, &[])?;
+        }
+        Ok(())
+    }
+}
+
+/// Standard output, or a temporary file renamed over the target at the end.
+enum Dest {
+    Stdout(io::BufWriter<io::StdoutLock<'static>>),
+    File {
+        wtr: io::BufWriter<tempfile::NamedTempFile>,
+        target: PathBuf,
+    },
+}
+
+impl Dest {
+    fn open(path: Option<&Path>) -> anyhow::Result<Dest> {
+        let stdout = || Dest::Stdout(io::BufWriter::with_capacity(1 << 20, io::stdout().lock()));
+        match path {
+            None => Ok(stdout()),
+            Some(p) if p.as_os_str() == "-" => Ok(stdout()),
+            Some(p) => {
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => Path::new("."),
+                };
+                let tmp = tempfile::Builder::new()
+                    .prefix(".ukvs-index-")
+                    .tempfile_in(dir)
+                    .with_context(|| {
+                        format!("cannot create a temporary file in {}", dir.display())
+                    })?;
+                Ok(Dest::File {
+                    wtr: io::BufWriter::with_capacity(1 << 20, tmp),
+                    target: p.to_path_buf(),
+                })
+            }
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Dest::Stdout(_) => "stdout".into(),
+            Dest::File { target, .. } => target.display().to_string(),
+        }
+    }
+
+    /// Flushes, and for a file renames the finished temporary file over
+    /// the target.
+    fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Dest::Stdout(mut w) => w.flush().context("cannot write to stdout"),
+            Dest::File { wtr, target } => {
+                let tmp = wtr
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("cannot write {}", target.display()))?;
+                tmp.as_file()
+                    .sync_all()
+                    .with_context(|| format!("cannot write {}", target.display()))?;
+                tmp.persist(&target).with_context(|| {
+                    format!("cannot rename the finished index to {}", target.display())
+                })?;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Write for Dest {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Dest::Stdout(w) => w.write(buf),
+            Dest::File { wtr, .. } => wtr.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Dest::Stdout(w) => w.write_all(buf),
+            Dest::File { wtr, .. } => wtr.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Dest::Stdout(w) => w.flush(),
+            Dest::File { wtr, .. } => wtr.flush(),
+        }
+    }
+}
+
+/// Where index lines go: UKVS output passes through `ukvs::Writer`, which
+/// checks each line (and, when sorted, the byte order) as it goes out;
+/// CDXJ and CDX lines are written as they are.
+enum Output {
+    Ukvs(ukvs::ukvs::Writer<Dest>),
+    Plain(Dest),
+}
+
+impl Output {
+    fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> anyhow::Result<Output> {
+        let dest = Dest::open(path)?;
+        Ok(match (profile, sorted) {
+            (Profile::Ukvs, true) => Output::Ukvs(ukvs::ukvs::Writer::new(dest)),
+            (Profile::Ukvs, false) => Output::Ukvs(ukvs::ukvs::Writer::unsorted(dest)),
+            _ => Output::Plain(dest),
+        })
+    }
+
+    fn header(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.raw_header(line).context("cannot write the index header"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.write_line(line).context("cannot write an index line"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    /// Lines each ending in `\n`.
+    fn chunk(&mut self, chunk: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(_) => {
+                for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    self.line(line)?;
+                }
+                Ok(())
+            }
+            Output::Plain(d) => d
+                .write_all(chunk)
+                .with_context(|| format!("cannot write {}", d.name())),
+        }
+    }
+
+    fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.finish().context("cannot write the index")?.commit(),
+            Output::Plain(d) => d.commit(),
+        }
+    }
+}
+
+fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
+    d.write_all(line)
+        .and_then(|()| d.write_all(b"\n"))
+        .with_context(|| format!("cannot write {}", d.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("G").is_err());
+    }
+}
