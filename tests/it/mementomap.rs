@@ -778,3 +778,56 @@ fn columns_layout_puts_buckets_in_a_key_column() {
     let out = util::run(&["mementomap", "generate", "--layout", "columns"], input);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Real sorted indexes from pywb's sample archive (GPL: read in place).
+#[test]
+fn reference_parity_on_pywb_sample_indexes() {
+    let test = "reference_parity_on_pywb_sample_indexes";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    if !util::has_python_module("mementomap", test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let refout = dir.path().join("ref.txt");
+    let base = corpus.join("webrecorder__pywb/sample_archive");
+    let mut checked = 0;
+    for rel in [
+        "cdx/iana.cdx",
+        "cdxj/iana.cdxj",
+        "cdxj/example.cdxj",
+        "cdx/example.cdx",
+        "cdx/dupes.cdx",
+        "cdx/post-test.cdx",
+    ] {
+        let input = base.join(rel);
+        if !input.exists() {
+            continue;
+        }
+        let inp = input.to_str().unwrap();
+        for f in ["inf", "1", "0.2"] {
+            reference(&[
+                "generate",
+                inp,
+                refout.to_str().unwrap(),
+                "--hcf",
+                f,
+                "--pcf",
+                f,
+            ]);
+            let mut want: BTreeMap<String, u64> = BTreeMap::new();
+            for (k, c) in reference_lines(&std::fs::read_to_string(&refout).unwrap()) {
+                *want.entry(k).or_default() += c;
+            }
+            let ours = ukvs(&["mementomap", "generate", inp, "-q", "--hcf", f, "--pcf", f]);
+            assert_eq!(
+                as_reference(&ours).into_iter().collect::<BTreeMap<_, _>>(),
+                want,
+                "{rel} at factor {f}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked}");
+}
