@@ -144,6 +144,20 @@ struct GenerateArgs {
     /// Stop at the first bad input line instead of reporting and skipping.
     #[arg(long)]
     strict: bool,
+    /// Where a decomposition goes: into the OSLJ, or as a second key column
+    /// (one line per bucket plus a total line `key : freq`; needs exactly
+    /// one --by).
+    #[arg(long, value_enum, default_value_t = Layout::Oslj)]
+    layout: Layout,
+}
+
+/// The two organisations of the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Layout {
+    /// `key frequency {"datetime":{...}}`.
+    Oslj,
+    /// `key bucket frequency`.
+    Columns,
 }
 
 /// Roll up an existing MementoMap with the power-law cut-offs.
@@ -236,13 +250,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 // ---------------------------------------------------------------- inputs
 
-/// An input: memory-mapped plain file, or a stream (stdin, gzip).
-enum Input {
-    Mapped(memmap2::Mmap),
-    Bytes(Vec<u8>),
-    Stream(Box<dyn BufRead>),
-}
-
 fn is_stdin(p: &Path) -> bool {
     p.as_os_str() == "-"
 }
@@ -268,17 +275,15 @@ fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
     }
 }
 
-fn open_input(p: &Path, mapped: bool) -> anyhow::Result<Input> {
-    if is_stdin(p) || is_gz(p) || !mapped {
-        return Ok(Input::Stream(open_stream(p)?));
+/// A capture index as a byte stream: stdin, gzip, or the file itself (no
+/// BufReader: the line reader reads in large blocks, and a buffer in
+/// between would copy every byte once more).
+fn open_input(p: &Path) -> anyhow::Result<Box<dyn Read>> {
+    if is_stdin(p) || is_gz(p) {
+        return Ok(Box::new(open_stream(p)?));
     }
     let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len == 0 {
-        // Empty files cannot be mapped; they hold nothing anyway.
-        return Ok(Input::Bytes(Vec::new()));
-    }
-    Ok(Input::Mapped(map_file(&f, p)?))
+    Ok(Box::new(f))
 }
 
 /// Maps a file read-only.
@@ -291,66 +296,19 @@ fn map_file(f: &File, p: &Path) -> anyhow::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(f) }.with_context(|| format!("mapping {}", p.display()))
 }
 
-/// Calls `f(line, line_no)` for each line of the input.
+/// Lines of a stream through the UKVS module's block reader (no copy per
+/// line). Memory stays flat however large the input, unlike a memory map
+/// whose pages count as resident.
 fn for_each_line(
-    input: Input,
+    r: impl Read,
     mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut no = 0u64;
-    match input {
-        Input::Mapped(m) => each_slice_line(&m, &mut no, &mut f),
-        Input::Bytes(b) => each_slice_line(&b, &mut no, &mut f),
-        Input::Stream(r) => each_chunk_line(r, &mut no, &mut f),
-    }
-}
-
-/// Lines of a stream, read in 1 MiB chunks and handed out in place (no
-/// copy per line); a line longer than the chunk grows the buffer. Memory
-/// stays flat however large the input, unlike a memory map whose pages
-/// count as resident.
-fn each_chunk_line(
-    mut r: impl Read,
-    no: &mut u64,
-    f: &mut impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut filled = 0;
-    loop {
-        if filled == buf.len() {
-            buf.resize(buf.len() * 2, 0);
-        }
-        let n = match r.read(&mut buf[filled..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        };
-        if n == 0 {
-            // The last line may lack its newline.
-            if filled > 0 {
-                each_slice_line(&buf[..filled], no, f)?;
-            }
-            return Ok(());
-        }
-        filled += n;
-        if let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) {
-            each_slice_line(&buf[..last_nl + 1], no, f)?;
-            buf.copy_within(last_nl + 1..filled, 0);
-            filled -= last_nl + 1;
-        }
-    }
-}
-
-fn each_slice_line(
-    data: &[u8],
-    no: &mut u64,
-    f: &mut impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut pos = 0;
-    while pos < data.len() {
-        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+    let no = &mut no;
+    let mut lines = ukvs::ukvs::LineReader::new(r);
+    while let Some(line) = lines.next_line()? {
         *no += 1;
-        f(&data[pos..end], *no)?;
-        pos = end + 1;
+        f(line, *no)?;
     }
     Ok(())
 }
@@ -697,6 +655,7 @@ fn finish_map(
     params: Params,
     out: &OutputArgs,
     mut header: Header,
+    columns: Option<(&str, &str)>,
 ) -> anyhow::Result<Stats> {
     let tmp = tmp_dir(out);
     let quota = rollup.max_lines.is_some() || rollup.max_bytes.is_some();
@@ -725,7 +684,18 @@ fn finish_map(
         .extra
         .insert("compaction".into(), params_json(&compacted.params));
     let stats = compacted.stats;
-    let body = compacted.spool.into_reader()?;
+    let mut body = compacted.spool.into_reader()?;
+    if let Some((dim, all)) = columns {
+        // Rollups work on whole keys; the bucket lines are spread out last.
+        let mut spool = FileSpool::new(&tmp)?;
+        let mut line = Vec::new();
+        for r in map_lines(BufReader::with_capacity(1 << 20, body)) {
+            line.clear();
+            r?.write_columns(dim, all, &mut line);
+            spool.append(&line)?;
+        }
+        body = spool.into_reader()?;
+    }
     write_output(
         out,
         &header.to_bytes(),
@@ -737,6 +707,9 @@ fn finish_map(
 // ---------------------------------------------------------------- commands
 
 fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    if a.layout == Layout::Columns && a.by.len() != 1 {
+        bail!("--layout columns needs exactly one --by dimension");
+    }
     let tmp = tmp_dir(&a.out);
     let mut exclude = Vec::new();
     if let Some(p) = &a.exclude {
@@ -770,21 +743,19 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut bad = 0u64;
     for p in &a.inputs {
         let name = p.display().to_string();
-        for_each_line(open_input(p, false)?, |line, no| {
-            match g.push_line(line, no) {
-                Ok(()) => Ok(()),
-                Err(e @ MapError::Line { .. }) => {
-                    if a.strict {
-                        bail!("{name}: {e}");
-                    }
-                    bad += 1;
-                    if bad <= 10 && !a.out.quiet {
-                        eprintln!("ukvs: {name}: {e} (skipped)");
-                    }
-                    Ok(())
+        for_each_line(open_input(p)?, |line, no| match g.push_line(line, no) {
+            Ok(()) => Ok(()),
+            Err(e @ MapError::Line { .. }) => {
+                if a.strict {
+                    bail!("{name}: {e}");
                 }
-                Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
+                bad += 1;
+                if bad <= 10 && !a.out.quiet {
+                    eprintln!("ukvs: {name}: {e} (skipped)");
+                }
+                Ok(())
             }
+            Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
         })?;
     }
     let (main, _late_in_memory, gstats) = g.finish()?;
@@ -819,7 +790,18 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             .extra
             .insert("decompositions".into(), serde_json::json!(dims));
     }
-    let stats = finish_map(merged, &a.rollup, params, &a.out, header)?;
+    let columns = match a.layout {
+        Layout::Oslj => None,
+        Layout::Columns => match a.by.as_slice() {
+            [d] => {
+                header.keys = vec!["surt".into(), d.name().into()];
+                let all = if d.name() == "datetime" { ":" } else { "*" };
+                Some((d.name(), all))
+            }
+            _ => bail!("--layout columns needs exactly one --by dimension"),
+        },
+    };
+    let stats = finish_map(merged, &a.rollup, params, &a.out, header, columns)?;
     if !a.out.quiet {
         report_generate(&gstats, &stats, bad);
     }
@@ -854,7 +836,7 @@ fn compact(a: CompactArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
-    let stats = finish_map(src, &a.rollup, params, &a.out, header)?;
+    let stats = finish_map(src, &a.rollup, params, &a.out, header, None)?;
     if !a.out.quiet {
         eprintln!(
             "ukvs mementomap compact: {} lines in, {} lines out, {} rollups",
@@ -920,7 +902,6 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut total: Option<Frequency> = None;
     let mut n = 0u64;
     let mut line = Vec::new();
-    let mut last: Option<Vec<u8>> = None;
     for r in merged {
         let r = r?;
         // Wildcards overlap the keys below them: only exact keys and the
@@ -936,9 +917,7 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
         r.write_to(&mut line);
         spool.append(&line)?;
         n += 1;
-        last = Some(r.key);
     }
-    let _ = last;
     let header = header_for(&a.out, &a.inputs, total);
     write_output(
         &a.out,

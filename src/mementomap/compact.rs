@@ -473,6 +473,18 @@ mod tests {
     }
 
     #[test]
+    fn keys_without_comma_are_kept() {
+        // The reference drops `localhost)/` (no comma); a rollup closing
+        // after it must not swallow it either.
+        let input = "com,x)/ 1\ncom,x)/a 1\ncom,x)/b 1\ncom,x)/c 1\nlocalhost)/ 2\nnet,y)/ 1\n";
+        let p = Params {
+            pcf: 2.5 / 24.546,
+            ..Params::GENERATE
+        };
+        assert_eq!(run(input, p), "com,x)/* 4\nlocalhost)/ 2\nnet,y)/ 1\n");
+    }
+
+    #[test]
     fn out_of_order_is_an_error() {
         let recs = vec![
             Record::new(b"com,b)/".to_vec(), Frequency::exact(1, 1)),

@@ -142,16 +142,15 @@ impl Count {
 
     fn write(&self, out: &mut Vec<u8>) {
         if let Some(n) = self.value {
-            let mut buf = itoa_buf(n);
-            out.append(&mut buf);
+            push_decimal(n, out);
             out.extend_from_slice(self.bound.suffix().as_bytes());
         }
     }
 }
 
-/// Decimal digits of `n` (the std formatter through `fmt` is slower on the
-/// hot path of map writing).
-fn itoa_buf(mut n: u64) -> Vec<u8> {
+/// Appends the decimal digits of `n` (the `fmt` machinery is slower on the
+/// hot path of map writing, and this allocates nothing).
+fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
     let mut tmp = [0u8; 20];
     let mut i = tmp.len();
     loop {
@@ -162,7 +161,7 @@ fn itoa_buf(mut n: u64) -> Vec<u8> {
             break;
         }
     }
-    tmp[i..].to_vec()
+    out.extend_from_slice(&tmp[i..]);
 }
 
 /// A MementoMap frequency: URI-M and URI-R counts.

@@ -730,6 +730,83 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
         assert_eq!(exclusion_key(b"# comment"), None);
     }
 
+    use proptest::prelude::*;
+
+    /// Sorted capture lines from a small alphabet, so that keys collide,
+    /// queries and trailing slashes reorder them, and URLs repeat.
+    fn capture_lines() -> impl Strategy<Value = Vec<String>> {
+        proptest::collection::vec(
+            (
+                "(com|org),[ab](,[ab])?\\)/([ab]{1,2}(/[ab-]{1,2}){0,2})?/?(\\?[xy])?",
+                0..3u8,
+            ),
+            1..60,
+        )
+        .prop_map(|v| {
+            let mut lines: Vec<String> = v
+                .into_iter()
+                .map(|(surt, variant)| {
+                    format!("{surt} 2014 {{\"url\":\"http://{variant}/{surt}\"}}")
+                })
+                .collect();
+            lines.sort();
+            lines
+        })
+    }
+
+    proptest! {
+        /// Merging the maps of two parts of an index (cut between SURTs)
+        /// with --disjoint gives the map of the whole.
+        #[test]
+        fn merge_of_split_equals_whole(lines in capture_lines(), cut in 0usize..60) {
+            let surt = |l: &String| l.split(' ').next().unwrap_or("").to_string();
+            let mut cut = cut.min(lines.len());
+            while cut > 0 && cut < lines.len() && surt(&lines[cut]) == surt(&lines[cut - 1]) {
+                cut += 1;
+            }
+            let text = |ls: &[String]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+            let opts = Options::default();
+            let (whole, _) = records_of(text(&lines).as_bytes(), &opts).unwrap();
+            let (a, _) = records_of(text(&lines[..cut]).as_bytes(), &opts).unwrap();
+            let (b, _) = records_of(text(&lines[cut..]).as_bytes(), &opts).unwrap();
+            let merged: Vec<Record> = super::super::merge::Merger::new(
+                vec![
+                    Box::new(a.into_iter().map(Ok)),
+                    Box::new(b.into_iter().map(Ok)),
+                ],
+                true,
+            )
+            .collect::<Result<_, _>>()
+            .unwrap();
+            prop_assert_eq!(merged, whole);
+        }
+
+        /// Every captured page is still covered after compaction at any
+        /// factor (rollups only generalise), and keys stay sorted.
+        #[test]
+        fn recall_is_full_at_any_factor(lines in capture_lines(), f in 0.0f64..3.0) {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let (recs, _) = records_of(text.as_bytes(), &Options::default()).unwrap();
+            let (body, _) = super::super::compact::compact_records(
+                &recs,
+                super::super::Params::COMPACT.with_factor(f),
+            )
+            .unwrap();
+            let keys: Vec<&[u8]> = body
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| l.split(|&b| b == b' ').next().unwrap_or(b""))
+                .collect();
+            prop_assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted unique keys");
+            let map = super::super::lookup::Map::new(body.as_slice());
+            for l in &lines {
+                let surt = l.split(' ').next().unwrap_or("");
+                let hit = map.lookup(surt.as_bytes()).unwrap();
+                prop_assert!(hit.is_some_and(|h| h.covered()), "{} lost at factor {}", surt, f);
+            }
+        }
+    }
+
     #[test]
     fn json_member_scan() {
         let j = br#"{"note":"url","u":["url"],"url" : "http://a/\"b"}"#;

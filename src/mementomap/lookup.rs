@@ -20,6 +20,13 @@ use crate::sorted::Search;
 pub struct Map<D: AsRef<[u8]>> {
     search: Search<D>,
     keep_query: bool,
+    /// Answers for the widest candidates (`tld,*`, `*`), which every miss
+    /// asks again: few distinct keys, so a small memo saves two full
+    /// searches per uncovered query.
+    memo: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Option<usize>>>,
+    /// Key columns per `!fields` (2 in the columns layout, where a key has
+    /// one line per bucket and a total line).
+    key_columns: usize,
 }
 
 /// The entry that answered a lookup.
@@ -45,9 +52,19 @@ impl Hit {
 impl<D: AsRef<[u8]>> Map<D> {
     /// Wraps map bytes; header lines at the top are skipped.
     pub fn new(data: D) -> Map<D> {
+        let search = Search::new(data);
+        let key_columns = search
+            .headers()
+            .find_map(|h| h.strip_prefix(b"!fields "))
+            .and_then(|v| crate::ukvs::parse_json5(v).ok())
+            .and_then(|v| v.get("keys").and_then(|k| k.as_array()).map(Vec::len))
+            .unwrap_or(1)
+            .max(1);
         Map {
-            search: Search::new(data),
+            search,
             keep_query: false,
+            memo: Default::default(),
+            key_columns,
         }
     }
 
@@ -61,11 +78,30 @@ impl<D: AsRef<[u8]>> Map<D> {
     /// The most specific entry for a SURT, if any. Fails only when the
     /// search meets lines out of order (the map is not sorted).
     pub fn lookup(&self, surt: &[u8]) -> Result<Option<Hit>, Error> {
-        for (steps, alts) in candidates(surt, self.keep_query).iter().enumerate() {
+        let cands = candidates(surt, self.keep_query);
+        // All candidates but `tld,*` and `*` start with the first two host
+        // labels (`com,example`): find that block of lines once and search
+        // it, a few lines instead of the whole map.
+        let data = self.search.as_bytes();
+        let prefix = two_labels(surt);
+        let window = match prefix.and_then(successor) {
+            Some(upper) if prefix.is_some_and(|p| !p.is_empty()) => {
+                let lo = self.lower_bound(prefix.unwrap_or_default())?;
+                let hi = self.lower_bound(&upper)?;
+                Some((lo, hi.max(lo)))
+            }
+            _ => None,
+        };
+        for (steps, alts) in cands.iter().enumerate() {
             for alt in alts {
-                if let Some(offset) = self.find(alt)? {
-                    let line = line_at(self.search.as_bytes(), offset).0;
-                    let freq = Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
+                let found = match (window, prefix) {
+                    (Some((lo, hi)), Some(p)) if alt.starts_with(p) => {
+                        find_in(&Search::new(&data[lo..hi]), alt)?.map(|o| o + lo)
+                    }
+                    _ => self.find_memo(alt)?,
+                };
+                if let Some(offset) = found {
+                    let freq = self.frequency_at(offset, alt);
                     return Ok(Some(Hit {
                         key: alt.clone(),
                         freq,
@@ -78,23 +114,108 @@ impl<D: AsRef<[u8]>> Map<D> {
         Ok(None)
     }
 
+    /// The frequency of the key whose first line is at `offset`: its only
+    /// line, or in the columns layout its total line (second column `:` or
+    /// `*`), else the sum of its bucket lines.
+    fn frequency_at(&self, offset: usize, key: &[u8]) -> Frequency {
+        let data = self.search.as_bytes();
+        if self.key_columns < 2 {
+            let line = line_at(data, offset).0;
+            return Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
+        }
+        let mut pos = offset;
+        let mut sum: Option<Frequency> = None;
+        while pos < data.len() {
+            let (line, next) = line_at(data, pos);
+            if key_of(line) != key {
+                break;
+            }
+            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+            let _ = fields.next();
+            let bucket = fields.next().unwrap_or_default();
+            let freq = fields
+                .next()
+                .and_then(|f| Frequency::parse(f).ok())
+                .unwrap_or_default();
+            if bucket == b":" || bucket == b"*" {
+                return freq;
+            }
+            sum = Some(sum.map_or(freq, |s| s.plus(freq)));
+            if next <= pos {
+                break;
+            }
+            pos = next;
+        }
+        sum.unwrap_or_default()
+    }
+
+    /// [`Map::find`] remembering wide keys (no `)`: `tld,*`, `*`).
+    fn find_memo(&self, key: &[u8]) -> Result<Option<usize>, Error> {
+        if memchr::memchr(b')', key).is_some() {
+            return self.find(key);
+        }
+        if let Some(&hit) = self.memo.borrow().get(key) {
+            return Ok(hit);
+        }
+        let hit = self.find(key)?;
+        let mut memo = self.memo.borrow_mut();
+        if memo.len() < 4096 {
+            memo.insert(key.to_vec(), hit);
+        }
+        Ok(hit)
+    }
+
+    fn lower_bound(&self, probe: &[u8]) -> Result<usize, Error> {
+        self.search.lower_bound(probe).map_err(search_error)
+    }
+
     /// Offset of the line whose key is exactly `key`.
     pub fn find(&self, key: &[u8]) -> Result<Option<usize>, Error> {
-        // Lines of `key` are `key ...`; a space sorts below every key byte,
-        // so the first line >= `key ` is the one if it exists.
-        let mut probe = Vec::with_capacity(key.len() + 1);
-        probe.extend_from_slice(key);
-        probe.push(b' ');
-        let data = self.search.as_bytes();
-        let at = self.search.lower_bound(&probe).map_err(|e| match e {
-            crate::sorted::Error::Unsorted { offset, line } => Error::UnsortedMap { offset, line },
-            other => Error::UnsortedMap {
-                offset: 0,
-                line: other.to_string(),
-            },
-        })?;
-        Ok((at < data.len() && key_of(line_at(data, at).0) == key).then_some(at))
+        find_in(&self.search, key)
     }
+}
+
+/// Offset (in `search`) of the line whose key is exactly `key`.
+fn find_in<D: AsRef<[u8]>>(search: &Search<D>, key: &[u8]) -> Result<Option<usize>, Error> {
+    // Lines of `key` are `key ...`; a space sorts below every key byte, so
+    // the first line >= `key ` is the one if it exists.
+    let mut probe = Vec::with_capacity(key.len() + 1);
+    probe.extend_from_slice(key);
+    probe.push(b' ');
+    let data = search.as_bytes();
+    let at = search.lower_bound(&probe).map_err(search_error)?;
+    Ok((at < data.len() && key_of(line_at(data, at).0) == key).then_some(at))
+}
+
+fn search_error(e: crate::sorted::Error) -> Error {
+    match e {
+        crate::sorted::Error::Unsorted { offset, line } => Error::UnsortedMap { offset, line },
+        other => Error::UnsortedMap {
+            offset: 0,
+            line: other.to_string(),
+        },
+    }
+}
+
+/// `com,example` of `com,example,www)/...`: the first two host labels,
+/// when the host has at least two.
+fn two_labels(surt: &[u8]) -> Option<&[u8]> {
+    let host = &surt[..memchr::memchr(b')', surt)?];
+    let first = memchr::memchr(b',', host)?;
+    let second = memchr::memchr(b',', &host[first + 1..]).map_or(host.len(), |i| first + 1 + i);
+    Some(&host[..second])
+}
+
+/// The smallest byte string greater than every string starting with `p`.
+fn successor(p: &[u8]) -> Option<Vec<u8>> {
+    let mut v = p.to_vec();
+    while let Some(last) = v.pop() {
+        if last < u8::MAX {
+            v.push(last + 1);
+            return Some(v);
+        }
+    }
+    None
 }
 
 fn key_of(line: &[u8]) -> &[u8] {
@@ -163,6 +284,16 @@ mod tests {
             .lookup(b"com,x)/")
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn columns_layout_reads_the_total_line() {
+        let map = "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"frequency\"]}\ncom,x)/ 2014 4/1\ncom,x)/ 2015 6/1\ncom,x)/ : 10/2\ncom,x)/a 2014 0/1\ncom,x)/a : 0/1\ncom,y)/ 2014 3\ncom,y)/ 2015 4\n";
+        let m = Map::new(map.as_bytes());
+        let h = m.lookup(b"com,x)/").unwrap().unwrap();
+        assert_eq!(h.freq.to_string(), "10/2");
+        assert!(!m.lookup(b"com,x)/a").unwrap().unwrap().covered());
+        assert_eq!(m.lookup(b"com,y)/").unwrap().unwrap().freq.to_string(), "7");
     }
 
     #[test]

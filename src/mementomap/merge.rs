@@ -24,6 +24,8 @@ pub struct Merger {
     started: bool,
     error: Option<Error>,
     counts: Vec<u64>,
+    /// Key of the record last taken from each source, for the order check.
+    last: Vec<Vec<u8>>,
 }
 
 impl Merger {
@@ -37,6 +39,7 @@ impl Merger {
             started: false,
             error: None,
             counts: vec![0; n],
+            last: vec![Vec::new(); n],
         }
     }
 
@@ -47,14 +50,16 @@ impl Merger {
             None => None,
             Some(r) => Some(r?),
         };
-        if let (Some(prev), Some(next)) = (&self.heads[i], &next) {
-            if next.key < prev.key {
+        if let Some(next) = &next {
+            if self.counts[i] > 0 && next.key < self.last[i] {
                 return Err(Error::Unsorted {
                     line: self.counts[i] + 1,
-                    previous: String::from_utf8_lossy(&prev.key).into_owned(),
+                    previous: String::from_utf8_lossy(&self.last[i]).into_owned(),
                     key: String::from_utf8_lossy(&next.key).into_owned(),
                 });
             }
+            self.last[i].clear();
+            self.last[i].extend_from_slice(&next.key);
         }
         self.counts[i] += 1;
         self.heads[i] = next;
@@ -85,8 +90,6 @@ impl Merger {
         let Some(mut out) = self.heads[first].take() else {
             return Ok(None);
         };
-        // Keep the head slot's key for the sortedness check of `advance`.
-        self.heads[first] = Some(Record::new(out.key.clone(), Default::default()));
         self.advance(first)?;
         // Fold every record with the same key, from any source (a source
         // may itself repeat a key: late records of generation do).
@@ -99,7 +102,6 @@ impl Merger {
                         // one generation; across sources they may overlap.
                         let overlap = self.overlapping && i != first;
                         out.absorb(&h, overlap);
-                        self.heads[i] = Some(Record::new(h.key, Default::default()));
                         self.advance(i)?;
                         found = true;
                     }

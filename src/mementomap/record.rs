@@ -82,6 +82,40 @@ impl Record {
         out
     }
 
+    /// Appends the record in the spec's second organisation: one line per
+    /// bucket of the decomposition `dim` with the bucket as a second key
+    /// column (`com,x)/ 2014 20/10`), plus a total line whose second column
+    /// is `all` (`:` = all time). Other OSLJ members stay on the total
+    /// line. Lines come out in byte order.
+    pub fn write_columns(&self, dim: &str, all: &str, out: &mut Vec<u8>) {
+        let mut rest = self.extra.clone().unwrap_or_default();
+        let buckets = rest.remove(dim);
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        let mut total = Vec::new();
+        let mut key = self.key.clone();
+        key.push(b' ');
+        key.extend_from_slice(all.as_bytes());
+        write_line(&key, &self.freq, Some(&rest), &mut total);
+        lines.push(total);
+        if let Some(Value::Object(m)) = buckets {
+            for (bucket, f) in m {
+                let Some(f) = f.as_str().and_then(|t| Frequency::parse(t.as_bytes()).ok()) else {
+                    continue;
+                };
+                let mut key = self.key.clone();
+                key.push(b' ');
+                key.extend_from_slice(bucket.as_bytes());
+                let mut line = Vec::new();
+                write_line(&key, &f, None, &mut line);
+                lines.push(line);
+            }
+        }
+        lines.sort();
+        for l in lines {
+            out.extend_from_slice(&l);
+        }
+    }
+
     /// Adds `other` (same key) into `self`. URI-R counts are summed as
     /// disjoint sets unless `overlapping`.
     pub fn absorb(&mut self, other: &Record, overlapping: bool) {
@@ -227,6 +261,21 @@ mod tests {
         ));
         assert!(Record::parse(b" 5", 1).is_err());
         assert!(Record::parse(b"k 5 [1]", 1).is_err());
+    }
+
+    #[test]
+    fn columns_layout() {
+        let r = Record::parse(
+            br#"com,x)/ 10/2 {"datetime":{"2014":"4/1","2015":"6/1"}}"#,
+            1,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        r.write_columns("datetime", ":", &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "com,x)/ 2014 4/1\ncom,x)/ 2015 6/1\ncom,x)/ : 10/2\n"
+        );
     }
 
     #[test]

@@ -703,3 +703,131 @@ fn unsorted_inputs() {
         ["com,a)/ 1", "com,b)/ 1", "com,b)/x 2"]
     );
 }
+
+#[test]
+fn lookup_accepts_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = write(dir.path(), "m", "com,example)/ 3/2\ncom,example)/a/* 5/2\n");
+    let out = util::run(
+        &[
+            "mementomap",
+            "lookup",
+            map.to_str().unwrap(),
+            "http://www.example.com/a/b?x=1",
+            "https://example.com/",
+            "http://other.org/",
+        ],
+        b"",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,example)/a/* 5/2 2 http://www.example.com/a/b?x=1\ncom,example)/ 3/2 0 https://example.com/\n- - - http://other.org/\n"
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn columns_layout_puts_buckets_in_a_key_column() {
+    let input = b"com,example)/ 20140101000000 {\"url\":\"http://example.com/\"}\ncom,example)/ 20150101000000 {\"url\":\"https://example.com/\"}\ncom,example)/a 20150101000000 {\"url\":\"http://example.com/a\"}\n";
+    let out = util::run(
+        &[
+            "mementomap",
+            "generate",
+            "-q",
+            "--by",
+            "datetime:year",
+            "--layout",
+            "columns",
+        ],
+        input,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"frequency\"]}\n")
+    );
+    assert_eq!(
+        data(&text),
+        [
+            "com,example)/ 2014 1/1",
+            "com,example)/ 2015 1/1",
+            "com,example)/ : 2/2",
+            "com,example)/a 2015 1/1",
+            "com,example)/a : 1/1"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let map = write(dir.path(), "m", &text);
+    let out = util::run(
+        &[
+            "mementomap",
+            "lookup",
+            map.to_str().unwrap(),
+            "com,example)/",
+        ],
+        b"",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "com,example)/ 2/2 0 com,example)/\n"
+    );
+    let out = util::run(&["mementomap", "generate", "--layout", "columns"], input);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Real sorted indexes from pywb's sample archive (GPL: read in place).
+#[test]
+fn reference_parity_on_pywb_sample_indexes() {
+    let test = "reference_parity_on_pywb_sample_indexes";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    if !util::has_python_module("mementomap", test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let refout = dir.path().join("ref.txt");
+    let base = corpus.join("webrecorder__pywb/sample_archive");
+    let mut checked = 0;
+    for rel in [
+        "cdx/iana.cdx",
+        "cdxj/iana.cdxj",
+        "cdxj/example.cdxj",
+        "cdx/example.cdx",
+        "cdx/dupes.cdx",
+        "cdx/post-test.cdx",
+    ] {
+        let input = base.join(rel);
+        if !input.exists() {
+            continue;
+        }
+        let inp = input.to_str().unwrap();
+        for f in ["inf", "1", "0.2"] {
+            reference(&[
+                "generate",
+                inp,
+                refout.to_str().unwrap(),
+                "--hcf",
+                f,
+                "--pcf",
+                f,
+            ]);
+            let mut want: BTreeMap<String, u64> = BTreeMap::new();
+            for (k, c) in reference_lines(&std::fs::read_to_string(&refout).unwrap()) {
+                *want.entry(k).or_default() += c;
+            }
+            let ours = ukvs(&["mementomap", "generate", inp, "-q", "--hcf", f, "--pcf", f]);
+            assert_eq!(
+                as_reference(&ours).into_iter().collect::<BTreeMap<_, _>>(),
+                want,
+                "{rel} at factor {f}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked}");
+}
