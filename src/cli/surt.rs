@@ -14,7 +14,8 @@ use ukvs::surt::{key_into, Options};
 /// output line per input line, in order. Where the reference raises (bad
 /// port, blank line, ...), the key is the URL unchanged, as cdxj-indexer
 /// does, and a warning names the line. Input is read as bytes: URLs need
-/// not be UTF-8. A trailing CR of a CRLF line is dropped.
+/// not be UTF-8. A trailing CR of a CRLF line is dropped; a LF inside an
+/// argument kept unchanged is written `%0A`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Prefix keys with the scheme: `http://(com,example)/`.
@@ -61,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if !args.quiet {
                     eprintln!("ukvs surt: {}: {err}; key is the URL unchanged", place());
                 }
-                out.extend_from_slice(url);
+                echo_url(url, &mut out);
             }
             out.push(b'\n');
             wtr.write_all(&out)
@@ -98,6 +99,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("ukvs surt: {kept} URL(s) kept unchanged because the reference rejects them");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Appends `url` as its own key (the reference rejected it). A line feed
+/// inside it (possible only in an argument) is written `%0A`, so that every
+/// input still gives exactly one output line.
+fn echo_url(url: &[u8], out: &mut Vec<u8>) {
+    for &b in url {
+        if b == b'\n' {
+            out.extend_from_slice(b"%0A");
+        } else {
+            out.push(b);
+        }
+    }
 }
 
 /// The raw bytes of a command-line argument (any bytes on Unix).
