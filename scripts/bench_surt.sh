@@ -13,7 +13,8 @@
 # hosts that would make the reference call the system resolver are left
 # out so that DNS does not slow the reference down.
 #
-# Output: keys/s for both and the ratio (target: ukvs >= 30x).
+# Output: keys/s for both (best of REPS runs each, default 3) and the
+# ratio (target: ukvs >= 30x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
@@ -99,15 +100,23 @@ EOF
 now() { date +%s.%N; }
 secs() { python3 -c "print(max($2 - $1, 1e-9))"; }
 
-# Rust: best of 3 (the machine is shared).
-best=""
-for _ in 1 2 3; do
-    t0=$(now); "$BIN" surt --quiet < "$WORK/urls.txt" > /dev/null; t1=$(now)
-    s=$(secs "$t0" "$t1")
-    if [[ -z "$best" ]] || python3 -c "import sys; sys.exit(0 if $s < $best else 1)"; then best=$s; fi
-done
-t0=$(now); python3 "$WORK/ref.py" < "$WORK/urls.txt" > "$WORK/ref.keys"; t1=$(now)
-py=$(secs "$t0" "$t1")
+# Best wall time of REPS runs of "$@" (stdin from the URL list, stdout to
+# $OUT); the same number of runs for both tools, since the machine may be
+# shared.
+REPS="${REPS:-3}"
+best_of() {
+    local best="" t0 t1 s
+    for _ in $(seq "$REPS"); do
+        t0=$(now); "$@" < "$WORK/urls.txt" > "$OUT"; t1=$(now)
+        s=$(secs "$t0" "$t1")
+        if [[ -z "$best" ]] || python3 -c "import sys; sys.exit(0 if $s < $best else 1)"; then best=$s; fi
+    done
+    echo "$best"
+}
+OUT=/dev/null
+best=$(best_of "$BIN" surt --quiet)
+OUT="$WORK/ref.keys"
+py=$(best_of python3 "$WORK/ref.py")
 "$BIN" surt --quiet < "$WORK/urls.txt" > "$WORK/ukvs.keys"
 if cmp -s "$WORK/ref.keys" "$WORK/ukvs.keys"; then
     echo "keys identical to the reference on all $LINES URLs"
