@@ -135,6 +135,31 @@ fn surt_profile(o: &surt::Options) -> serde_json::Value {
     })
 }
 
+/// The SURT options an index's `!meta` object records under `surt` (as
+/// [`header_lines`] writes it): `None` when the object has no `surt`
+/// member, an error when a member is not a boolean. Absent members take
+/// the reference's defaults.
+pub fn surt_options_from_meta(meta: &serde_json::Value) -> Result<Option<surt::Options>, String> {
+    let Some(p) = meta.get("surt") else {
+        return Ok(None);
+    };
+    if !p.is_object() {
+        return Err(format!("`surt` in !meta is not an object: {p}"));
+    }
+    let flag = |name: &str, default: bool| match p.get(name) {
+        None => Ok(default),
+        Some(serde_json::Value::Bool(b)) => Ok(*b),
+        Some(v) => Err(format!("`surt.{name}` in !meta is not a boolean: {v}")),
+    };
+    let d = surt::Options::default();
+    Ok(Some(surt::Options {
+        with_scheme: flag("with_scheme", d.with_scheme)?,
+        trailing_comma: flag("trailing_comma", d.trailing_comma)?,
+        reverse_ipaddr: flag("reverse_ipaddr", d.reverse_ipaddr)?,
+        host_massage: flag("host_massage", d.host_massage)?,
+    }))
+}
+
 /// A SHA-1, or the checksum the record declares for itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Digest<'a> {

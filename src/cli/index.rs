@@ -64,6 +64,11 @@ pub struct Args {
     /// output file).
     #[arg(long)]
     strict: bool,
+    #[command(
+        flatten,
+        next_help_heading = "SURT keys (recorded in the index's !meta)"
+    )]
+    surt: super::surt::ProfileArgs,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -137,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = capture::Options {
         profile,
         all_records: args.all_records,
-        ..capture::Options::default()
+        surt: args.surt.options(),
     };
     let mut input_errors = Vec::new();
     let paths = collect_inputs(&args.inputs, &mut input_errors)?;
@@ -417,6 +422,8 @@ struct Sink {
     paths: usize,
     sorter: Option<ukvs::sorted::ExternalSorter>,
     profile: Profile,
+    /// The SURT profile, recorded in the `!meta` header.
+    surt: ukvs::surt::Options,
     /// `--no-sort`: lines of files finished ahead of `next_file`.
     pending: BTreeMap<usize, (Vec<Vec<u8>>, bool)>,
     next_file: usize,
@@ -443,6 +450,7 @@ impl Sink {
                 )
             }),
             profile,
+            surt: args.surt.options(),
             pending: BTreeMap::new(),
             next_file: 0,
             headers_written: false,
@@ -512,7 +520,7 @@ impl Sink {
     fn write_headers(&mut self, out: &mut Output, metas: &[String]) -> anyhow::Result<()> {
         if !self.headers_written {
             self.headers_written = true;
-            for line in capture::header_lines(self.profile, &Default::default(), metas) {
+            for line in capture::header_lines(self.profile, &self.surt, metas) {
                 out.header(&line)?;
             }
         }

@@ -306,9 +306,14 @@ struct Query {
 /// The query for a URL. A URL the canonicaliser rejects is looked up as
 /// given (as cdxj-indexer keys it); `warn` says whether to say so here (a
 /// batch counts them instead of printing one message per line).
-fn url_query(url: &str, match_type: Option<MatchType>, warn: bool) -> (Query, bool) {
+fn url_query(
+    url: &str,
+    surt: &ukvs::surt::Options,
+    match_type: Option<MatchType>,
+    warn: bool,
+) -> (Query, bool) {
     let (url, m) = url_shortcut(url, match_type);
-    let (mut key, err) = ukvs::surt::key(url.as_bytes(), &ukvs::surt::Options::default());
+    let (mut key, err) = ukvs::surt::key(url.as_bytes(), surt);
     let failed = err.is_some();
     if let (Some(err), true) = (err, warn) {
         eprintln!("ukvs: lookup: {url}: {err}; looking it up as given");
@@ -376,6 +381,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sources.push(Source::open(Path::new(p), args.no_mmap)?);
     }
     let fields = value_names(&sources);
+    let surt = surt_options(&sources)?;
     let time = TimeFilter::new(
         args.from.as_deref().map(str::as_bytes),
         args.to.as_deref().map(str::as_bytes),
@@ -437,7 +443,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         let mut hit = false;
                         for q in chunk {
                             let range = if as_url {
-                                let (query, failed) = url_query(q, Some(MatchType::Exact), false);
+                                let (query, failed) =
+                                    url_query(q, &surt, Some(MatchType::Exact), false);
                                 if failed {
                                     uncanonical.fetch_add(1, Ordering::Relaxed);
                                 }
@@ -478,7 +485,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             range: KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
             url: None,
         },
-        (None, Some(url)) => url_query(url, match_type, true).0,
+        (None, Some(url)) => url_query(url, &surt, match_type, true).0,
         (None, None) => bail!("nothing to look up"),
     };
     let found = answer(&sources, &query.range, &time, &args)?;
@@ -499,6 +506,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The SURT options URLs are keyed with: the profile the indexes' `!meta`
+/// records (`ukvs index --keep-www` and the like), else the reference's
+/// defaults. Indexes keyed with different profiles cannot be searched
+/// with one key.
+fn surt_options(sources: &[Source]) -> anyhow::Result<ukvs::surt::Options> {
+    let mut found: Option<(ukvs::surt::Options, &str)> = None;
+    for s in sources {
+        let Source::Plain { search, name } = s else {
+            continue;
+        };
+        for h in search.headers() {
+            let Some(body) = h.strip_prefix(b"!meta ") else {
+                continue;
+            };
+            let Ok(meta) = ukvs::ukvs::parse_json5(body) else {
+                continue;
+            };
+            let opts = match ukvs::capture::surt_options_from_meta(&meta) {
+                Ok(Some(o)) => o,
+                Ok(None) => continue,
+                Err(e) => bail!("{name}: {e}"),
+            };
+            match &found {
+                Some((o, first)) if *o != opts => bail!(
+                    "{first} and {name} record different SURT profiles in !meta \
+                     ({} and {}): look them up separately",
+                    o.profile_name(),
+                    opts.profile_name()
+                ),
+                Some(_) => {}
+                None => found = Some((opts, name)),
+            }
+        }
+    }
+    Ok(found.map(|(o, _)| o).unwrap_or_default())
 }
 
 /// Names of the value fields between the datetime and the JSON block:

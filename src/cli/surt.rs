@@ -18,6 +18,18 @@ use ukvs::surt::{key_into, Options};
 /// argument kept unchanged is written `%0A`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// Do not warn about URLs kept unchanged.
+    #[arg(long, short)]
+    quiet: bool,
+    /// URLs; read one per line from stdin when none are given.
+    urls: Vec<OsString>,
+}
+
+/// The SURT profile flags, shared by every command that makes keys.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ProfileArgs {
     /// Prefix keys with the scheme: `http://(com,example)/`.
     #[arg(long)]
     with_scheme: bool,
@@ -30,15 +42,11 @@ pub struct Args {
     /// Keep a leading `www`/`www2`/... label instead of stripping it.
     #[arg(long)]
     keep_www: bool,
-    /// Do not warn about URLs kept unchanged.
-    #[arg(long, short)]
-    quiet: bool,
-    /// URLs; read one per line from stdin when none are given.
-    urls: Vec<OsString>,
 }
 
-impl Args {
-    fn options(&self) -> Options {
+impl ProfileArgs {
+    /// The options these flags select.
+    pub fn options(&self) -> Options {
         Options {
             with_scheme: self.with_scheme,
             trailing_comma: self.trailing_comma,
@@ -49,7 +57,7 @@ impl Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opts = args.options();
+    let opts = args.profile.options();
     let stdout = io::stdout();
     let mut wtr = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut out = Vec::with_capacity(256);

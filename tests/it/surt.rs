@@ -430,3 +430,95 @@ proptest! {
         }
     }
 }
+
+/// `ukvs index` with profile flags: the keys are the profile's keys, the
+/// profile is recorded in `!meta`, and `ukvs lookup` keys URLs with the
+/// profile the index records.
+#[test]
+fn index_records_its_profile_and_lookup_follows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = util::data_dir().join("arc").join("example.arc");
+    let sample = sample.to_str().unwrap();
+    let with = dir.path().join("with.ukvs");
+    let out = util::run(
+        &[
+            "index",
+            "-q",
+            "--keep-www",
+            "--with-scheme",
+            sample,
+            "-o",
+            with.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&with).unwrap();
+    let meta = text
+        .lines()
+        .find(|l| l.starts_with("!meta ") && l.contains("\"surt\""))
+        .expect("a !meta line with the SURT profile");
+    let meta: serde_json::Value = serde_json::from_str(&meta["!meta ".len()..]).unwrap();
+    let profile = Options {
+        with_scheme: true,
+        host_massage: false,
+        ..Options::default()
+    };
+    assert_eq!(
+        ukvs::capture::surt_options_from_meta(&meta).unwrap(),
+        Some(profile.clone())
+    );
+    // Every key is the profile's key of the record's URL.
+    let mut urls = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('!')) {
+        let json: serde_json::Value =
+            serde_json::from_str(&line[line.find('{').unwrap()..]).unwrap();
+        let url = json["url"].as_str().unwrap().to_string();
+        let (want, _) = key(url.as_bytes(), &profile);
+        assert_eq!(
+            line.split(' ').next().unwrap().as_bytes(),
+            &want[..],
+            "{line}"
+        );
+        urls.push(url);
+    }
+    assert!(!urls.is_empty());
+
+    // Lookup keys the URL with the recorded profile: found here, while the
+    // default profile's key would not be in this index.
+    let url = &urls[0];
+    let out = util::run(&["lookup", with.to_str().unwrap(), url], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (want, _) = key(url.as_bytes(), &profile);
+    assert!(
+        out.stdout.starts_with(&want),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Indexes with different profiles cannot share one key.
+    let plain = dir.path().join("plain.ukvs");
+    let out = util::run(&["index", "-q", sample, "-o", plain.to_str().unwrap()], b"");
+    assert!(out.status.success());
+    let out = util::run(
+        &[
+            "lookup",
+            with.to_str().unwrap(),
+            plain.to_str().unwrap(),
+            url,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("different SURT profiles"), "{err}");
+    assert!(err.contains("with_scheme=True host_massage=False"), "{err}");
+}
