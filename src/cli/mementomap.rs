@@ -206,6 +206,9 @@ struct LookupArgs {
     /// The map was generated with --keep-query.
     #[arg(long)]
     keep_query: bool,
+    /// Worker threads for a batch; 0 uses every core.
+    #[arg(short = 'j', long = "threads", default_value_t = 0, value_name = "N")]
+    threads: usize,
 }
 
 /// Measure a map: relative cost and the presence decisions on queries
@@ -955,33 +958,71 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut any = false;
-    let mut one = |q: &str, w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
+    let one = |q: &str, w: &mut Vec<u8>| -> io::Result<bool> {
         if q.trim().is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let surt = query_surt(q);
-        match map.lookup(&surt).map_err(io::Error::other)? {
+        let covered = match map.lookup(&surt).map_err(io::Error::other)? {
             Some(h) => {
-                any |= h.covered();
-                w.write_all(&h.key)?;
+                w.extend_from_slice(&h.key);
                 write!(w, " {} {} ", h.freq, h.steps)?;
+                h.covered()
             }
-            None => w.write_all(b"- - - ")?,
-        }
-        w.write_all(q.trim().as_bytes())?;
-        w.write_all(b"\n")
+            None => {
+                w.extend_from_slice(b"- - - ");
+                false
+            }
+        };
+        w.extend_from_slice(q.trim().as_bytes());
+        w.push(b'\n');
+        Ok(covered)
     };
-    let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
-    for q in a.queries.iter().filter(|q| *q != "-") {
-        one(q, &mut w)?;
-    }
-    if from_stdin {
+    // Answers chunk by chunk: the queries of a chunk in parallel, the
+    // chunk's output in input order.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(super::sort::thread_count(a.threads))
+        .build()
+        .context("starting threads")?;
+    let mut answer = |queries: &[String], w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
+        use rayon::prelude::*;
+        let parts: Vec<io::Result<(Vec<u8>, bool)>> = pool.install(|| {
+            queries
+                .par_chunks(512)
+                .map(|part| {
+                    let mut out = Vec::new();
+                    let mut hit = false;
+                    for q in part {
+                        hit |= one(q, &mut out)?;
+                    }
+                    Ok((out, hit))
+                })
+                .collect()
+        });
+        for part in parts {
+            let (out, hit) = part?;
+            any |= hit;
+            w.write_all(&out)?;
+        }
+        Ok(())
+    };
+    let args: Vec<String> = a.queries.iter().filter(|q| *q != "-").cloned().collect();
+    answer(&args, &mut w)?;
+    if a.queries.is_empty() || a.queries.iter().any(|q| q == "-") {
+        const CHUNK: usize = 1 << 15;
         let stdin = io::stdin();
         let mut r = BufReader::with_capacity(1 << 16, stdin.lock());
-        let mut line = String::new();
-        while r.read_line(&mut line)? > 0 {
-            one(&line, &mut w)?;
-            line.clear();
+        let mut chunk: Vec<String> = Vec::with_capacity(CHUNK);
+        loop {
+            chunk.clear();
+            let mut line = String::new();
+            while chunk.len() < CHUNK && r.read_line(&mut line)? > 0 {
+                chunk.push(std::mem::take(&mut line));
+            }
+            if chunk.is_empty() {
+                break;
+            }
+            answer(&chunk, &mut w)?;
         }
     }
     w.flush()?;

@@ -23,7 +23,8 @@ pub struct Map<D: AsRef<[u8]>> {
     /// Answers for the widest candidates (`tld,*`, `*`), which every miss
     /// asks again: few distinct keys, so a small memo saves two full
     /// searches per uncovered query.
-    memo: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Option<usize>>>,
+    /// Behind a lock so that one map serves lookups from many threads.
+    memo: std::sync::Mutex<std::collections::HashMap<Vec<u8>, Option<usize>>>,
     /// Key columns per `!fields` (2 in the columns layout, where a key has
     /// one line per bucket and a total line).
     key_columns: usize,
@@ -154,11 +155,12 @@ impl<D: AsRef<[u8]>> Map<D> {
         if memchr::memchr(b')', key).is_some() {
             return self.find(key);
         }
-        if let Some(&hit) = self.memo.borrow().get(key) {
+        let memo = || self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&hit) = memo().get(key) {
             return Ok(hit);
         }
         let hit = self.find(key)?;
-        let mut memo = self.memo.borrow_mut();
+        let mut memo = memo();
         if memo.len() < 4096 {
             memo.insert(key.to_vec(), hit);
         }

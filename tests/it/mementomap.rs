@@ -726,6 +726,47 @@ fn lookup_accepts_urls() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// A batch answered in parallel chunks: every answer in input order, each
+/// the same as the query's answer on its own.
+#[test]
+fn batch_lookup_answers_in_input_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut map = String::new();
+    for i in 0..300 {
+        map.push_str(&format!("com,h{i:03})/ {}\n", i + 1));
+        if i % 3 == 0 {
+            map.push_str(&format!("com,h{i:03})/d/* {}/{}\n", i + 2, 1));
+        }
+    }
+    let map = write(dir.path(), "m", &map);
+    let map = map.to_str().unwrap();
+    let mut queries = Vec::new();
+    for round in 0..10 {
+        for i in (0..330).rev() {
+            queries.push(format!("http://h{i:03}.com/d/{round}"));
+        }
+    }
+    let input = queries.join("\n") + "\n";
+    let out = util::run(
+        &["mementomap", "lookup", "-j", "2", map, "-"],
+        input.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), queries.len());
+    for (line, q) in lines.iter().zip(&queries) {
+        assert!(line.ends_with(&format!(" {q}")), "{line} for {q}");
+    }
+    for (i, q) in queries.iter().enumerate().step_by(97) {
+        let one = util::run(&["mementomap", "lookup", map, q], b"");
+        assert_eq!(
+            String::from_utf8_lossy(&one.stdout),
+            format!("{}\n", lines[i])
+        );
+    }
+}
+
 #[test]
 fn columns_layout_puts_buckets_in_a_key_column() {
     let input = b"com,example)/ 20140101000000 {\"url\":\"http://example.com/\"}\ncom,example)/ 20150101000000 {\"url\":\"https://example.com/\"}\ncom,example)/a 20150101000000 {\"url\":\"http://example.com/a\"}\n";
