@@ -258,6 +258,120 @@ fn cdxj_short_date_repair_differs_from_cdxj_indexer() {
     }
 }
 
+/// Regression: jwat's file ends 25 bytes into the next record's header line
+/// (`\nhttp://www.bt.dk/node/100`). Those bytes were read as more block of
+/// the good record before them, changing its length (2354) and digest. The
+/// good record keeps what cdxj-indexer gives it (2328, I2IK...), the cut
+/// header is reported with file and offset and counted as skipped.
+#[test]
+fn header_cut_by_end_of_file_does_not_join_the_record_before() {
+    let f = util::data_dir().join("arc/invalid-arcfile-record-then-garbage.arc");
+    let (out, err, code) = stdout_of(&["index", "--format", "cdxj", f.to_str().unwrap()]);
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains(
+            r#""digest": "sha1:I2IKYIGO6W5HS2FTK5347ATUZOQNUTFP", "length": "2328", "offset": "0""#
+        ),
+        "{out}"
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("invalid-arcfile-record-then-garbage.arc: offset 2329: the file ends inside a record header line (25 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 records indexed") && err.contains("1 damaged records skipped (25 bytes)"),
+        "{err}"
+    );
+}
+
+/// `gzip -c` of a whole ARC file: one member holds every record. The file
+/// is refused with a message naming it, and no line (no bogus offset) is
+/// written for it; the other inputs are indexed.
+#[test]
+fn file_gzipped_as_one_stream_is_refused() {
+    use std::io::Write;
+    let data = util::data_dir().join("arc");
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("whole.arc.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&std::fs::read(data.join("example.arc")).unwrap())
+        .unwrap();
+    let gz = enc.finish().unwrap();
+    std::fs::write(&single, &gz).unwrap();
+    let good = data.join("example.arc.gz");
+    let (out, err, code) = stdout_of(&[
+        "index",
+        "--format",
+        "cdxj",
+        single.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains("\"filename\": \"example.arc.gz\"") && !out.contains("whole.arc.gz"),
+        "{out}"
+    );
+    let want = format!(
+        "whole.arc.gz: offset 0: the file is compressed as a single gzip stream \
+         (its first gzip member holds more than one ARC record): record offsets \
+         cannot be given, so its {} bytes from here were not indexed",
+        gz.len()
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(err.contains("1 damaged records skipped"), "{err}");
+}
+
+/// An ARC record written without gzip between the members of an `.arc.gz`
+/// (gen_arc_corpus `raw-member` damage): reported with file and offset,
+/// counted as an error, and indexed at its exact offset; junk there is
+/// skipped to the next member.
+#[test]
+fn plain_bytes_inside_arc_gz_are_reported() {
+    let gz = std::fs::read(util::data_dir().join("arc/example.arc.gz")).unwrap();
+    // Members at 0 (filedesc, 171 bytes) and 171.
+    let plain = b"http://example.org/ 1.2.3.4 20140216050222 text/plain 5\nhello\n";
+    let dir = tempfile::tempdir().unwrap();
+    for (name, insert) in [
+        ("mixed.arc.gz", &plain[..]),
+        ("junk.arc.gz", &b"\x00\x01junkjunk\n"[..]),
+    ] {
+        let mut data = gz[..171].to_vec();
+        data.extend_from_slice(insert);
+        data.extend_from_slice(&gz[171..]);
+        let path = dir.path().join(name);
+        std::fs::write(&path, &data).unwrap();
+        let (out, err, code) = stdout_of(&["index", "--format", "cdxj", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        let out = String::from_utf8(out).unwrap();
+        let next = 171 + insert.len();
+        assert!(
+            out.contains(&format!("\"length\": \"856\", \"offset\": \"{next}\"")),
+            "{out}"
+        );
+        if name == "mixed.arc.gz" {
+            assert!(
+                out.contains("\"length\": \"61\", \"offset\": \"171\""),
+                "{out}"
+            );
+            assert!(
+                err.contains("mixed.arc.gz: offset 171: record of 61 bytes is not gzip-compressed"),
+                "{err}"
+            );
+        } else {
+            assert_eq!(out.lines().count(), 1, "{out}");
+            assert!(
+                err.contains("junk.arc.gz: offset 171: skipped 11 bytes")
+                    && err.contains("(11 bytes)"),
+                "{err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn jobs_and_memory_do_not_change_the_bytes() {
     let test = "jobs_and_memory_do_not_change_the_bytes";
