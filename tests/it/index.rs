@@ -94,8 +94,9 @@ fn cdx11_matches_cdx_writer_all_records() {
     cdx_writer_mode("cdx11_matches_cdx_writer_all_records", "all-records");
 }
 
-/// Runs the installed `cdxj-indexer` on `inputs`.
-fn cdxj_indexer(inputs: &[&Path]) -> Vec<u8> {
+/// Runs the installed `cdxj-indexer` on `inputs`: what it wrote, and
+/// whether it finished without an error.
+fn cdxj_indexer_run(inputs: &[&Path]) -> (Vec<u8>, bool) {
     let out = Command::new("cdxj-indexer")
         .args(inputs)
         .output()
@@ -106,19 +107,25 @@ fn cdxj_indexer(inputs: &[&Path]) -> Vec<u8> {
                 .output()
         })
         .expect("run cdxj-indexer");
-    assert!(
-        out.status.success(),
-        "cdxj-indexer failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    (out.stdout, out.status.success())
 }
 
-fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
+/// Runs the installed `cdxj-indexer` on `inputs`, which it must read
+/// without an error.
+fn cdxj_indexer(inputs: &[&Path]) -> Vec<u8> {
+    let (out, ok) = cdxj_indexer_run(inputs);
+    assert!(ok, "cdxj-indexer failed on {inputs:?}");
+    out
+}
+
+/// Our cdxj lines for `inputs` must be cdxj-indexer's (as sorted sets), and
+/// our exit code `code` (2 where we report damage that cdxj-indexer
+/// passes over in silence). Returns the number of lines.
+fn assert_same_as_cdxj_indexer_exit(inputs: &[&Path], code: i32) -> usize {
     let mut args = vec!["index", "-q", "--format", "cdxj"];
     args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-    let (out, err, code) = stdout_of(&args);
-    assert_eq!(code, 0, "{err}");
+    let (out, err, got) = stdout_of(&args);
+    assert_eq!(got, code, "{inputs:?}: {err}");
     let (ours, theirs) = (lines(&out), lines(&cdxj_indexer(inputs)));
     let only_ours: Vec<_> = ours
         .iter()
@@ -136,7 +143,11 @@ fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
         show(&only_ours),
         show(&only_theirs)
     );
-    assert!(!ours.is_empty());
+    ours.len()
+}
+
+fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
+    assert!(assert_same_as_cdxj_indexer_exit(inputs, 0) > 0);
 }
 
 /// Generates a corpus with the shared generator into a new temporary dir.
@@ -196,17 +207,30 @@ fn cdxj_matches_cdxj_indexer_on_generated_corpora() {
 }
 
 /// Corpus ARC files whose records are well-formed for cdxj-indexer (dates of
-/// 14, 16 or 18 digits, parseable header lines).
+/// 14, 16 or 18 digits, parseable header lines): our cdxj output is
+/// cdxj-indexer's. `scripts/cdxj_diff.py` lists which files qualify.
+/// Files holding only a filedesc give no line on either side.
 const WELL_FORMED: &[&str] = &[
     "webrecorder__warcio/test/data/example.arc",
     "webrecorder__warcio/test/data/example.arc.gz",
+    "webrecorder__pywb/sample_archive/warcs/example.arc",
+    "webrecorder__pywb/sample_archive/warcs/example.arc.gz",
+    "webrecorder__cdxj-indexer/test/data/example.arc",
+    "archivesunleashed__aut/src/test/resources/arc/example.arc.gz",
     "netarchivesuite__jwat/jwat-arc/src/test/resources/small_BNF.arc",
     "netarchivesuite__jwat/jwat-arc/src/test/resources/1-1-20110922131213-00000-svc-VirtualBox.arc",
+    "netarchivesuite__jwat/jwat-arc/src/test/resources/test-arc-1.0-dashed-fields.arc",
+    "internetarchive__CDX-Writer/tests/small_warcs/14_digit_plus_text_date.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/16_digit_date.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/18_digit_date.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/alexa_short_header.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/bad_mime_type.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/bad_unicode_host.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/bad_url_with_colon_1.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/bad_url_with_colon_2.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/carriage_return_in_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/chardet_failure_url.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/empty_payload_header_ending_with_lf.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/empty_record.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/formfeed_in_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/meta_tag_FI.arc.gz",
@@ -214,7 +238,33 @@ const WELL_FORMED: &[&str] = &[
     "internetarchive__CDX-Writer/tests/small_warcs/non_ascii_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/spaces_in_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/uncompressed.arc",
+    "ukwa__webarchive-discovery/warc-indexer/src/test/resources/IAH-20080430204825-00000-blackbook-truncated.arc.gz",
     "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/bitarchive/data/admin/originals/CorrectTest1.ARC",
+    "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/bitarchive/data/originals/bug830-testmaterial/3-3-20070119143010-00000-sb-test-har-001.statsbiblioteket.dk.arc",
+    "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/distribute/arcrepository/data/originals/2-2-20060731110420-00000-sb-test-har-001.statsbiblioteket.dk.arc",
+    "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/distribute/arcrepository/data/originals/3-3-20070119143010-00000-sb-test-har-001.statsbiblioteket.dk.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/input/NetarchiveSuite-netarkivet.arc.gz",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/input/fyensdk.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-1.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-2.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-3.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-empty.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-illegal.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/cdx/data/input/fyensdk.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/cdx/data/input/input-2.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/cdx/data/input/input-3.arc",
+];
+
+/// Corpus ARC files where both indexers give the same lines but we also
+/// report damage (invalid or too long declared lengths, a truncated last
+/// record), so our exit code is 2.
+const SAME_LINES_DAMAGE_REPORTED: &[&str] = &[
+    "webrecorder__warcio/test/data/bad.arc",
+    "webrecorder__pywb/sample_archive/warcs/bad.arc",
+    "webrecorder__cdxj-indexer/test/data/bad.arc",
+    "webrecorder__warcio/test/data/example-space-in-url.arc",
+    "internetarchive__CDX-Writer/tests/small_warcs/negative_content_length.arc.gz",
+    "netarchivesuite__jwat/jwat-arc/src/test/resources/test-arc-1.0-invalid-fields.arc",
 ];
 
 #[test]
@@ -226,8 +276,134 @@ fn cdxj_matches_cdxj_indexer_on_well_formed_corpus_files() {
     if !util::has_python_module("cdxj_indexer", test) {
         return;
     }
+    let mut total = 0;
     for f in WELL_FORMED {
-        assert_same_as_cdxj_indexer(&[&corpus.join(f)]);
+        total += assert_same_as_cdxj_indexer_exit(&[&corpus.join(f)], 0);
+    }
+    for f in SAME_LINES_DAMAGE_REPORTED {
+        total += assert_same_as_cdxj_indexer_exit(&[&corpus.join(f)], 2);
+    }
+    assert!(total > 700, "only {total} lines compared");
+}
+
+/// Records where our repair differs from cdxj-indexer's on purpose
+/// (FORMATS.md 2.2 lists each one and why): corpus file, our line for the
+/// record, and a piece of what cdxj-indexer writes instead (`None`: it stops
+/// with an error before that record).
+const INTENDED_DIFFERENCES: &[(&str, &str, Option<&str>)] = &[
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/15_digit_date.arc.gz",
+        r#"com,twitter)/unesco_fr.xml 20151200000000 {"url": "http://twitter.com/unesco_fr.xml", "mime": "text/xml", "status": "200", "digest": "sha1:Q6TYZPCHPZEMHLLIXWNW6MBBCGAJV3MR", "length": "723272", "offset": "673", "filename": "15_digit_date.arc.gz"}"#,
+        Some("com,twitter)/unesco_fr.xml 20151201000000 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/arc_v1_with_v2_header.arc.gz",
+        r#"com,cdnow)/cgi-bin/mserver/pagename=/rp/cdn/find/discography.html/artistid=henderson*joe/select=music 20001110112000 {"url": "http://www.cdnow.com:80/cgi-bin/mserver/pagename=/RP/CDN/FIND/discography.html/artistid=HENDERSON*JOE/select=music", "mime": "text/html", "status": "200", "digest": "sha1:Z7XLU7KXZVH3AAC6ZZLMMRVWPHC44ALO", "length": "8884", "offset": "179", "filename": "arc_v1_with_v2_header.arc.gz"}"#,
+        Some("/select=music 20001110112059 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/hex_instead_of_date.arc.gz",
+        r#"se,ki,cbt)/wwwcnt/staff/bergman.jan - {"url": "http://www.cbt.ki.se:80/wwwCNT/Staff/bergman.jan/", "mime": "text/html", "status": "200", "digest": "sha1:6SIKE3B5MYK545CZXFGHULO6EXKYTCMG", "length": "993", "offset": "161", "filename": "hex_instead_of_date.arc.gz"}"#,
+        Some("se,ki,cbt)/wwwcnt/staff/bergman.jan 29991231231659 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/transposed_header.arc.gz",
+        r#"com,mp3,play)/cgi-bin/play/play.cgi/aaiaqo93mqdabg5vcm1qbaaaafj88quauqeaaabdnyyxp6sbry55rya.wo2ewl.61xo-/losing_time.mp3 20031219215023 {"url": "http://play.mp3.com/cgi-bin/play/play.cgi/AAIAQo93MQDABG5vcm1QBAAAAFJ88QUAUQEAAABDNyyxP6SbRY55RYa.wO2ewL.61xo-/Losing_Time.mp3", "mime": "text/plain", "status": "302", "digest": "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ", "length": "347", "offset": "163", "filename": "transposed_header.arc.gz"}"#,
+        Some("/losing_time.mp3 29991231231359 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/alexa_charset_in_header.arc.gz",
+        r#"fr,allocine,free)/tv/cineaction.asp 20000824015105 {"url": "http://free.allocine.fr:80/tv/cineaction.asp", "mime": "text/html", "status": "200", "digest": "sha1:YSO3GBFJ7KRO3OPF7J43J4NMM4LVR7ZY", "length": "3974", "offset": "168", "filename": "alexa_charset_in_header.arc.gz"}"#,
+        Some("fr,allocine,free)/tv/cineaction.asp%20195.68.112.49 29991231235959 "),
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/2-metadata-1.arc",
+        r#"dk,netarkivet)/crawl/index/cdx?harvestid=2&jobid=2&majorversion=1&minorversion=0&serialno=00000&timestamp=20060329081336 26050908173821 {"url": "metadata://netarkivet.dk/crawl/index/cdx?majorversion=1&minorversion=0&harvestid=2&jobid=2&timestamp=20060329081336&serialno=00000", "digest": "sha1:VESYGIEHB4GU2QOXMIMIWBM6JSJQ6Y3D", "length": "17805", "offset": "142", "filename": "2-metadata-1.arc"}"#,
+        Some(r#"dk,kaarefc)/robots.txt%2083.92.197.98%2020060329081337%20text/html 29991206032908 "#),
+    ),
+    (
+        "netarchivesuite__netarchivesuite/harvester/harvester-test/tests/dk/netarkivet/harvester/indexserver/data/originals/arcfiles/30-metadata-4.arc",
+        r#"dk,netarkivet)/crawl/setup/duplicatereductionjobs?harvestid=1&harvestnum=3&jobid=3&majorversion=1&minorversion=0 20170125093039 {"url": "metadata://netarkivet.dk/crawl/setup/duplicatereductionjobs?majorversion=1&minorversion=0&harvestid=1&harvestnum=3&jobid=3", "digest": "sha1:3JFZEN52ZTG7DHAHMDFLPLWEVA2ZAEFQ", "length": "167", "offset": "220", "filename": "30-metadata-4.arc"}"#,
+        Some("dk,netarkivet)/crawl/setup/crawler-beans.cxml"),
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/tools/data/originals/test1.arc",
+        r#"dk,netarkivet)/test/foo/1 26050906102242 {"url": "testdata://netarkivet.dk/test/foo/1", "digest": "sha1:RL7JTSC4VL7T67OEQNZGVCZOMCDDPBOP", "length": "100", "offset": "135", "filename": "test1.arc"}"#,
+        None,
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/tools/data/originals/test2.arc",
+        r#"dk,netarkivet)/test/foo/2 26050906102242 {"url": "testdata://netarkivet.dk/test/foo/2", "digest": "sha1:KZUHHEJX72V34URB24GLV4BHRDFO2TS5", "length": "101", "offset": "135", "filename": "test2.arc"}"#,
+        None,
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/tools/data/originals/test3.arc",
+        r#"dk,netarkivet)/test/bar/1 26050906102242 {"url": "testdata://netarkivet.dk/test/bar/1", "digest": "sha1:BA4FO4SXTZRL27VWA4APJJCVFEWXTKZ3", "length": "108", "offset": "135", "filename": "test3.arc"}"#,
+        None,
+    ),
+    (
+        "iipc__webarchive-commons/src/test/resources/org/archive/format/arc/IAH-20080430204825-00000-blackbook-truncated.arc",
+        r#"org,archive)/ 20080430204826 {"url": "http://www.archive.org/", "mime": "text/html", "status": "200", "digest": "sha1:2WAXX5NUWNNCS2BDKCO5OVDQBJVNKIVV", "length": "748", "offset": "2376", "filename": "IAH-20080430204825-00000-blackbook-truncated.arc"}"#,
+        None,
+    ),
+    (
+        "ukwa__webarchive-discovery/warc-indexer/src/test/resources/IAH-20080430204825-00000-blackbook-truncated.arc",
+        r#"org,archive)/ 20080430204826 {"url": "http://www.archive.org/", "mime": "text/html", "status": "200", "digest": "sha1:2WAXX5NUWNNCS2BDKCO5OVDQBJVNKIVV", "length": "748", "offset": "2376", "filename": "IAH-20080430204825-00000-blackbook-truncated.arc"}"#,
+        None,
+    ),
+    (
+        "netarchivesuite__netarchivesuite/harvester/harvester-test/tests/dk/netarkivet/harvester/harvesting/distribute/data/originals/testserverdir1/crawldir/arcs/42-117-20051212141240-00000-sb-test-har-001.statsbiblioteket.dk.ARC",
+        r#"dk,computerworld,debat)/robots.txt 20040712071243 {"url": "http://debat.computerworld.dk/robots.txt", "digest": "sha1:R4F6JO5SSSUKGJ3UAOUP37CMQAL4BO7V", "length": "4125", "offset": "1572", "filename": "42-117-20051212141240-00000-sb-test-har-001.statsbiblioteket.dk.ARC"}"#,
+        Some(r#""digest": "sha1:WIH6GRJXUSQHRMOFDCVWEBSPWU6S64JQ", "length": "4270", "offset": "1572""#),
+    ),
+];
+
+#[test]
+fn cdxj_intended_differences_from_cdxj_indexer() {
+    let test = "cdxj_intended_differences_from_cdxj_indexer";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    let reference = util::has_python_module("cdxj_indexer", test);
+    for &(file, ours, theirs) in INTENDED_DIFFERENCES {
+        let path = corpus.join(file);
+        let (out, err, _) = stdout_of(&["index", "-q", "--format", "cdxj", path.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&out).into_owned();
+        assert!(
+            out.lines().any(|l| l == ours),
+            "{file}: our line changed:\n{out}{err}"
+        );
+        if !reference {
+            continue;
+        }
+        let (got, ok) = cdxj_indexer_run(&[&path]);
+        let got = String::from_utf8_lossy(&got).into_owned();
+        assert!(
+            !got.lines().any(|l| l == ours),
+            "{file}: cdxj-indexer now agrees"
+        );
+        match theirs {
+            Some(piece) => assert!(got.contains(piece), "{file}: cdxj-indexer wrote\n{got}"),
+            None => assert!(!ok, "{file}: cdxj-indexer no longer stops:\n{got}"),
+        }
+    }
+    // A text file that is no ARC: cdxj-indexer makes a record of its first
+    // line; we report it and write nothing.
+    let f = corpus.join(
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-nonarc.arc",
+    );
+    let (out, err, code) = stdout_of(&["index", "--format", "cdxj", f.to_str().unwrap()]);
+    assert!(out.is_empty() && code == 2, "{err}");
+    assert!(
+        err.contains("input-nonarc.arc: offset 0: skipped 30 bytes"),
+        "{err}"
+    );
+    if reference {
+        let got = String::from_utf8(cdxj_indexer(&[&f])).unwrap();
+        assert!(
+            got.starts_with("this%20file%20is)/ 29991231235959 "),
+            "{got}"
+        );
     }
 }
 
