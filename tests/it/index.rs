@@ -548,6 +548,54 @@ fn plain_bytes_inside_arc_gz_are_reported() {
     }
 }
 
+/// The `!meta` object written for the input file named `name`.
+fn file_meta(index: &str, name: &str) -> serde_json::Value {
+    index
+        .lines()
+        .filter_map(|l| l.strip_prefix("!meta "))
+        .map(|m| serde_json::from_str::<serde_json::Value>(m).unwrap())
+        .find(|m| m["filename"] == name)
+        .unwrap_or_else(|| panic!("no !meta for {name}:\n{index}"))
+}
+
+/// The filedesc's field-names line (v1 line 3) goes into `!meta` as
+/// written, next to the version line and the `<arcmetadata>` fields.
+#[test]
+fn filedesc_field_names_go_into_meta() {
+    let data = util::data_dir().join("arc");
+    let v11 = data.join("IAH-20080430204825-00000-blackbook-truncated.arc");
+    let v10 = data.join("example.arc");
+    let (out, err, code) =
+        stdout_of(&["index", "-q", v11.to_str().unwrap(), v10.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let out = String::from_utf8(out).unwrap();
+    let v1_names = "URL IP-address Archive-date Content-type Archive-length";
+    let meta = file_meta(&out, "IAH-20080430204825-00000-blackbook-truncated.arc");
+    assert_eq!(meta["filedesc"]["field_names"], v1_names, "{meta}");
+    assert_eq!(meta["filedesc"]["version"], "1.1");
+    assert!(meta["filedesc"]["metadata"]["software"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("Heritrix")));
+    let meta = file_meta(&out, "example.arc");
+    assert_eq!(meta["filedesc"]["field_names"], v1_names, "{meta}");
+    // A v1.0 file whose filedesc names the ten v2 fields.
+    let Some(corpus) = util::shared_corpus("filedesc_field_names_go_into_meta") else {
+        return;
+    };
+    let f =
+        corpus.join("internetarchive__CDX-Writer/tests/small_warcs/arc_v1_with_v2_header.arc.gz");
+    let (out, _, _) = stdout_of(&["index", "-q", f.to_str().unwrap()]);
+    let meta = file_meta(
+        &String::from_utf8(out).unwrap(),
+        "arc_v1_with_v2_header.arc.gz",
+    );
+    assert_eq!(
+        meta["filedesc"]["field_names"],
+        "URL IP-address Archive-date Content-type Result-code Checksum Location Offset Filepath Archive-length",
+        "{meta}"
+    );
+}
+
 #[test]
 fn jobs_and_memory_do_not_change_the_bytes() {
     let test = "jobs_and_memory_do_not_change_the_bytes";
