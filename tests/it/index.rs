@@ -630,6 +630,129 @@ fn jobs_and_memory_do_not_change_the_bytes() {
     }
 }
 
+/// One generated record: host, path, date, HTTP status or none (a `dns:`
+/// record), body.
+type GenRecord = (usize, u8, usize, Option<u16>, Vec<u8>);
+
+/// Writes a small ARC file: a filedesc, then `recs`, plain or one gzip
+/// member per record. Hosts, paths and dates come from small sets so that
+/// keys and datetimes repeat across records and files (sort ties).
+fn write_arc(path: &Path, recs: &[GenRecord], gz: bool) {
+    use std::io::Write;
+    const HOSTS: [&str; 3] = ["example.com", "www.example.org", "a.example.net"];
+    const DATES: [&str; 3] = ["20010203040506", "20010203040507", "20100101000000"];
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut units: Vec<Vec<u8>> = Vec::new();
+    let fd_body = b"1 0 Test\nURL IP-address Archive-date Content-type Archive-length\n";
+    let mut fd = format!(
+        "filedesc://{name} 0.0.0.0 20010203040506 text/plain {}\n",
+        fd_body.len()
+    )
+    .into_bytes();
+    fd.extend_from_slice(fd_body);
+    units.push(fd);
+    for (host, path_no, date, status, body) in recs {
+        let host = HOSTS[host % HOSTS.len()];
+        let date = DATES[date % DATES.len()];
+        let (url, mime, block) = match status {
+            Some(code) => {
+                let mut block = format!(
+                    "HTTP/1.1 {code} X\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                block.extend_from_slice(body);
+                (
+                    format!("http://{host}/p{}", path_no % 4),
+                    "text/html",
+                    block,
+                )
+            }
+            None => (format!("dns:{host}"), "text/dns", body.clone()),
+        };
+        let mut unit = format!("{url} 192.0.2.1 {date} {mime} {}\n", block.len()).into_bytes();
+        unit.extend_from_slice(&block);
+        units.push(unit);
+    }
+    let mut out = Vec::new();
+    for mut unit in units {
+        unit.push(b'\n');
+        if gz {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(&unit).unwrap();
+            out.extend_from_slice(&enc.finish().unwrap());
+        } else {
+            out.extend_from_slice(&unit);
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+mod jobs_prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record() -> impl Strategy<Value = GenRecord> {
+        (
+            0usize..3,
+            any::<u8>(),
+            0usize..3,
+            proptest::option::of(prop_oneof![Just(200u16), Just(302), Just(404)]),
+            proptest::collection::vec(any::<u8>(), 0..200),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+
+        /// Sorted and `--no-sort` output, in every profile, is the same
+        /// bytes for `-j 1`, `-j 2` and `-j 4` on generated files plus a
+        /// random pick of the ARC fixtures in `tests/data/arc`.
+        #[test]
+        fn jobs_do_not_change_the_output(
+            files in proptest::collection::vec(
+                (proptest::collection::vec(record(), 0..12), any::<bool>()),
+                1..6,
+            ),
+            fixtures in proptest::sample::subsequence(
+                vec!["example.arc", "example.arc.gz", "bad.arc", "badexample.arc.gz",
+                     "IAH-20080430204825-00000-blackbook-truncated.arc",
+                     "invalid-arcfile-record-then-garbage.arc"],
+                0..=3,
+            ),
+            format in prop_oneof![Just("ukvs"), Just("cdxj"), Just("cdx11")],
+            no_sort in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut inputs = Vec::new();
+            for (i, (recs, gz)) in files.iter().enumerate() {
+                let p = dir.path().join(format!("g{i}.arc{}", if *gz { ".gz" } else { "" }));
+                write_arc(&p, recs, *gz);
+                inputs.push(p);
+            }
+            for f in &fixtures {
+                inputs.push(util::data_dir().join("arc").join(f));
+            }
+            let run = |jobs: &str| {
+                let mut args = vec!["index", "-q", "-j", jobs, "--format", format];
+                if no_sort {
+                    args.push("--no-sort");
+                }
+                args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+                stdout_of(&args)
+            };
+            let (one, err, code) = run("1");
+            prop_assert!(code == 0 || code == 2, "{}", err);
+            prop_assert!(one.len() > 10);
+            for jobs in ["2", "4"] {
+                let (out, _, c) = run(jobs);
+                prop_assert_eq!(c, code);
+                prop_assert!(out == one, "{} -j {} differs from -j 1", format, jobs);
+            }
+        }
+    }
+}
+
 #[test]
 fn no_sort_streams_files_in_input_order() {
     let test = "no_sort_streams_files_in_input_order";
