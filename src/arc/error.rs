@@ -30,6 +30,14 @@ pub enum Error {
         offset + length
     )]
     Garbage { offset: u64, length: u64 },
+    /// The file ends inside a record's header line (no line end after it):
+    /// the record cannot be read. Its bytes were skipped and counted as a
+    /// skipped record; the record before it keeps its declared length.
+    #[error(
+        "offset {offset}: the file ends inside a record header line ({length} bytes \
+         with no line end); that record is lost, its bytes were skipped"
+    )]
+    TruncatedHeader { offset: u64, length: u64 },
     /// The length field is not a number (negative, text, missing).
     #[error(
         "offset {offset}: record length field {declared:?} is not a number; \
@@ -89,6 +97,27 @@ pub enum Error {
          (e.g. `warcio recompress`)"
     )]
     MultiRecordMember { offset: u64, length: u64 },
+    /// The file's first gzip member holds more than one record: the file
+    /// was compressed as one gzip stream (`gzip file.arc`), not one member
+    /// per record. No record can be given a replayable offset, so the rest
+    /// of the file is skipped without being decoded.
+    #[error(
+        "offset {offset}: the file is compressed as a single gzip stream (its first \
+         gzip member holds more than one ARC record): record offsets cannot be given, \
+         so its {length} bytes from here were not indexed; index the decompressed \
+         file (`gunzip`) or recompress it one gzip member per record"
+    )]
+    SingleGzipStream { offset: u64, length: u64 },
+    /// A record stored without gzip in a file that starts with a gzip
+    /// member (non-gzip bytes inside an `.arc.gz`). Its bytes are intact, so it is returned with
+    /// its exact plain offset and length; replay tools that expect a gzip
+    /// member at every offset of the file may not read it.
+    #[error(
+        "offset {offset}: record of {length} bytes is not gzip-compressed in a file \
+         of gzip members (non-gzip bytes inside a gzip file); indexed at \
+         its uncompressed offset, which tools expecting a gzip member there cannot read"
+    )]
+    UncompressedRecord { offset: u64, length: u64 },
     /// A record's block is larger than the configured limit; it was skipped.
     #[error(
         "offset {offset}: record block of {declared} bytes exceeds the {limit}-byte \
@@ -108,6 +137,7 @@ impl Error {
             Error::Io { offset, .. }
             | Error::BadHeader { offset, .. }
             | Error::Garbage { offset, .. }
+            | Error::TruncatedHeader { offset, .. }
             | Error::InvalidLength { offset, .. }
             | Error::LengthMismatch { offset, .. }
             | Error::Truncated { offset, .. }
@@ -115,6 +145,8 @@ impl Error {
             | Error::BadGzip { offset, .. }
             | Error::NotARecord { offset, .. }
             | Error::MultiRecordMember { offset, .. }
+            | Error::SingleGzipStream { offset, .. }
+            | Error::UncompressedRecord { offset, .. }
             | Error::RecordTooLarge { offset, .. } => offset,
         }
     }

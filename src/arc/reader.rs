@@ -27,6 +27,10 @@
 //! * a plausible header line inside the block: the declared length was too
 //!   long; the block is cut there and the rest is read again as the next
 //!   record ([`Error::LengthMismatch`]);
+//! * else, when what follows (past whitespace) runs to the end of the file
+//!   without a line end and starts like a header (a known scheme), the file
+//!   was cut inside the next header line: the block stays as declared and
+//!   the cut header is skipped as a lost record ([`Error::TruncatedHeader`]);
 //! * else, when the block ends at a line end and what follows (past
 //!   whitespace) starts with a control or non-ASCII byte, the bytes up to
 //!   the next plausible header or gzip member are junk between records
@@ -38,7 +42,14 @@
 //! ([`Error::InvalidLength`]). A gzip member that fails to decode is skipped
 //! to the next member or header ([`Error::BadGzip`]); one that ends with the
 //! file gives a [`Record::truncated`] record ([`Error::TruncatedMember`]); one
-//! that holds several records gives none ([`Error::MultiRecordMember`]).
+//! that holds several records gives none ([`Error::MultiRecordMember`]),
+//! and when it is the file's first unit the file was gzipped as one stream:
+//! the rest of the file is skipped undecoded ([`Error::SingleGzipStream`]).
+//! A second record is looked for while a member is decoded, so neither
+//! case inflates more than the first record and the next header line
+//! before it is known. A plain record in a file that starts with a gzip
+//! member is returned and reported ([`Error::UncompressedRecord`]); a gzip
+//! member in a plain file is read without complaint.
 //! "Plausible" is stricter than what is accepted at a boundary: URL scheme,
 //! IP, date, mime and a numeric length must all look right
 //! ([`HeaderView::is_plausible`]), so a text line in a payload is not taken
@@ -105,6 +116,9 @@ pub struct Stats {
     pub separator_bytes: u64,
     /// Gzip members that decode to nothing.
     pub empty_members: u64,
+    /// Records stored without gzip in a file whose first unit is a gzip
+    /// member (returned, and reported with [`Error::UncompressedRecord`]).
+    pub uncompressed_records: u64,
 }
 
 /// Reads ARC records with exact offsets from any `Read` (give it the raw
@@ -136,6 +150,8 @@ pub struct Reader<R> {
     done: bool,
     /// Scratch for trial decoding of candidate gzip members.
     probe: Vec<u8>,
+    /// Whether the file's first unit was a gzip member (unknown before it).
+    gzip_file: Option<bool>,
 }
 
 impl<R: Read> Reader<R> {
@@ -152,6 +168,7 @@ impl<R: Read> Reader<R> {
             stats: Stats::default(),
             done: false,
             probe: Vec::new(),
+            gzip_file: None,
         }
     }
 
@@ -213,11 +230,25 @@ impl<R: Read> Reader<R> {
         }
         // Decided per unit, not per file: a record written without gzip in
         // an `.arc.gz` (or the reverse) is read like any other.
-        if is_gzip_start(self.src.avail()) {
-            self.read_member(rec)
-        } else {
-            self.read_plain(rec)
+        let is_member = is_gzip_start(self.src.avail());
+        let gzip_file = *self.gzip_file.get_or_insert(is_member);
+        if is_member {
+            return self.read_member(rec);
         }
+        // Non-gzip bytes in a file that starts with a gzip member: junk is
+        // reported by `read_plain`; a record is read and indexed (its bytes
+        // are intact and its offset exact) but reported, since a tool that
+        // expects a gzip member at each offset of an `.arc.gz` cannot
+        // replay it.
+        let got = self.read_plain(rec)?;
+        if got && gzip_file {
+            self.stats.uncompressed_records += 1;
+            self.pending.push_back(Error::UncompressedRecord {
+                offset: rec.offset,
+                length: rec.length,
+            });
+        }
+        Ok(got)
     }
 
     fn skip_separators(&mut self) -> io::Result<()> {
@@ -245,20 +276,48 @@ impl<R: Read> Reader<R> {
         // The decoded member is header line + block (+ separator): allow
         // one maximal header line on top of the block limit.
         let limit = self.opts.max_block.saturating_add(MAX_LINE as u64 + 2);
-        let (res, too_large) = {
+        // A per-record writer never puts two records in the first member:
+        // when it holds several, the whole file is one gzip stream.
+        let first_unit = self.stats.members == 0 && self.stats.records == 0;
+        let (res, stop) = {
             // A fresh decoder per member: its state (and the CRC-32 and size
             // check of the trailer) covers exactly one member, and it
             // consumes exactly the member's bytes from `src`. Decoding
             // straight into `rec.block` saves a copy; the header line is
             // moved out of it afterwards.
             let mut dec = GzDecoder::new(&mut self.src);
-            let res = (&mut dec).take(limit).read_to_end(&mut rec.block);
-            match res {
-                Ok(_) if rec.block.len() as u64 >= limit => {
-                    (io::copy(&mut dec, &mut io::sink()).map(|_| 0), true)
+            let mut check = MultiCheck::default();
+            let mut stop = Stop::End;
+            // Decoded in steps so that a second record is seen as soon as
+            // it is decoded, not after a whole file gzipped as one stream
+            // has been inflated into memory.
+            let res = loop {
+                let room = limit - rec.block.len() as u64;
+                match (&mut dec)
+                    .take(room.min(DECODE_STEP))
+                    .read_to_end(&mut rec.block)
+                {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => {
+                        if check.found(&rec.block) {
+                            stop = Stop::Multi;
+                        } else if rec.block.len() as u64 >= limit {
+                            stop = Stop::TooLarge;
+                        } else {
+                            continue;
+                        }
+                        if stop == Stop::Multi && first_unit {
+                            // Not decoded further: see below.
+                            break Ok(());
+                        }
+                        // The rest of the member is decoded only to find
+                        // where it ends (and where the next one starts).
+                        break io::copy(&mut dec, &mut io::sink()).map(|_| ());
+                    }
+                    Err(e) => break Err(e),
                 }
-                r => (r, false),
-            }
+            };
+            (res, stop)
         };
         self.stats.members += 1;
         let end = self.src.pos();
@@ -299,8 +358,25 @@ impl<R: Read> Reader<R> {
             return Ok(false);
         }
         self.src.clear_mark();
+        if stop == Stop::Multi && first_unit {
+            // Finding the member's end would mean inflating the whole file
+            // for nothing: no record of it can be given an offset.
+            rec.clear();
+            self.discard(u64::MAX)?;
+            let length = self.src.pos() - start;
+            self.stats.skipped_bytes += length;
+            self.stats.skipped_records += 1;
+            self.pending.push_back(Error::SingleGzipStream {
+                offset: start,
+                length,
+            });
+            return Ok(false);
+        }
         let length = end - start;
-        if too_large {
+        if stop == Stop::Multi {
+            return Ok(self.multi_member(rec, start, length));
+        }
+        if stop == Stop::TooLarge {
             rec.clear();
             self.stats.skipped_bytes += length;
             self.stats.skipped_records += 1;
@@ -437,6 +513,7 @@ impl<R: Read> Reader<R> {
         let start = self.src.pos();
         let line_len = match self.src.peek_line(MAX_LINE)? {
             Some(n) => n,
+            None if self.header_cut_by_eof(0)? => return self.skip_cut_header(),
             None => return self.skip_garbage(),
         };
         let line = &self.src.avail()[..line_len - 1];
@@ -495,6 +572,13 @@ impl<R: Read> Reader<R> {
                             declared: l,
                             actual: rec.block.len() as u64,
                         });
+                    } else if self.cut_header_follows()? {
+                        // The declared length ends at a record boundary;
+                        // the end of the file cut the next header short.
+                        // The block stays as declared (cdxj-indexer and
+                        // pywb agree on this record).
+                        self.skip_separators()?;
+                        self.skip_cut_header()?;
                     } else if self.junk_follows()? {
                         // The block ends at a line end and binary bytes
                         // follow: junk between records.
@@ -550,6 +634,63 @@ impl<R: Read> Reader<R> {
             length,
         });
         Ok(false)
+    }
+
+    /// Skips the rest of the file: a header line that the end of the file
+    /// cut off (see `header_cut_by_eof`). The record it started is lost and
+    /// counted as skipped.
+    fn skip_cut_header(&mut self) -> io::Result<bool> {
+        let from = self.src.pos();
+        let length = self.discard(u64::MAX)?;
+        self.stats.skipped_bytes += length;
+        self.stats.skipped_records += 1;
+        self.pending.push_back(Error::TruncatedHeader {
+            offset: from,
+            length,
+        });
+        Ok(false)
+    }
+
+    /// Whether, past whitespace, the rest of the file is a header line that
+    /// its end cut off.
+    fn cut_header_follows(&mut self) -> io::Result<bool> {
+        let ws = self.ws_ahead()?;
+        Ok(ws <= MAX_LINE && self.header_cut_by_eof(ws)?)
+    }
+
+    /// Whether the bytes from `at` (after the current position) to the end
+    /// of the file are the start of a header line cut off by the end of the
+    /// file: no LF, no gzip magic, shorter than a header line may be, and
+    /// starting with a known scheme and its colon, or with a prefix of a
+    /// known scheme (`htt`). Without this, such a tail would read as more
+    /// block of the record before it, changing that record's length and
+    /// digest.
+    fn header_cut_by_eof(&mut self, at: usize) -> io::Result<bool> {
+        let n = self.src.fill(at + MAX_LINE + 1)?;
+        if n <= at || n > at + MAX_LINE {
+            return Ok(false);
+        }
+        let tail = &self.src.avail()[at..n];
+        Ok(memchr::memchr(b'\n', tail).is_none()
+            && memchr::memmem::find(tail, b"\x1f\x8b").is_none()
+            && starts_like_header(tail))
+    }
+
+    /// Number of whitespace bytes at the current position (counting stops a
+    /// little past `MAX_LINE`). Consumes nothing.
+    fn ws_ahead(&mut self) -> io::Result<usize> {
+        let mut i = 0;
+        loop {
+            let n = self.src.fill(i + 1)?;
+            if n <= i {
+                return Ok(i);
+            }
+            let a = self.src.avail();
+            i += a[i..].iter().take_while(|&&b| is_ws(b)).count();
+            if i < a.len() || i > MAX_LINE {
+                return Ok(i);
+            }
+        }
     }
 
     /// Where a plausible header line starts inside `block`, including a
@@ -650,21 +791,11 @@ impl<R: Read> Reader<R> {
     /// real headers (bad length, unknown scheme) must not be taken for
     /// damage; only a line that is no header at all contradicts it.
     fn at_boundary(&mut self) -> io::Result<bool> {
-        let mut i = 0;
-        loop {
-            let n = self.src.fill(i + 1)?;
-            if n <= i {
-                return Ok(true);
-            }
-            let a = self.src.avail();
-            i += a[i..].iter().take_while(|&&b| is_ws(b)).count();
-            if i < a.len() {
-                break;
-            }
-            if i > MAX_LINE {
-                // A long run of whitespace: the next step skips it.
-                return Ok(true);
-            }
+        let i = self.ws_ahead()?;
+        // The end of the file, or a long run of whitespace (the next step
+        // skips it).
+        if i > MAX_LINE || self.src.fill(i + 1)? <= i {
+            return Ok(true);
         }
         self.src.fill(i + 4)?;
         if is_gzip_start(&self.src.avail()[i..]) {
@@ -802,6 +933,122 @@ impl<R: Read> Reader<R> {
     }
 }
 
+/// Why decoding a member stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// At the member's end.
+    End,
+    /// The member holds a second record.
+    Multi,
+    /// The member decodes to more than the block limit.
+    TooLarge,
+}
+
+/// Decoded bytes of a member between two looks for a second record.
+const DECODE_STEP: u64 = 256 << 10;
+
+/// Looks, while a member is being decoded, for a second record in it: the
+/// test `split_member` makes on the whole member (an acceptable header
+/// after the declared block and its separator, or a plausible header on a
+/// later line; any plausible header after the header line when the length
+/// is invalid), made on the bytes decoded so far. It never finds what
+/// `split_member` would not, so stopping early changes no result, only
+/// when it is known.
+#[derive(Default)]
+struct MultiCheck {
+    /// Start of the block and the declared length, once the header line
+    /// has been decoded.
+    head: Option<(usize, Option<u64>)>,
+    /// Next line start to look at.
+    at: Option<usize>,
+    /// The line at `at` may be an acceptable (not only plausible) header:
+    /// it is where the declared block ends.
+    lenient: bool,
+    /// `at` is inside a line too long to be a header: go on after its LF.
+    skip_line: bool,
+    /// Nothing to find: the member does not start with a header line, or
+    /// its declared length is beyond any decodable size.
+    off: bool,
+}
+
+impl MultiCheck {
+    fn found(&mut self, data: &[u8]) -> bool {
+        if self.off {
+            return false;
+        }
+        let (body, declared) = match self.head {
+            Some(h) => h,
+            None => {
+                let Some(nl) = memchr::memchr(b'\n', data) else {
+                    self.off = data.len() > MAX_LINE;
+                    return false;
+                };
+                let Some(v) = HeaderView::parse(&data[..nl]).filter(HeaderView::is_acceptable)
+                else {
+                    self.off = true;
+                    return false;
+                };
+                let h = (nl + 1, v.length());
+                self.head = Some(h);
+                h
+            }
+        };
+        let mut at = match (self.at, declared) {
+            (Some(at), _) => at,
+            (None, None) => body,
+            (None, Some(l)) => {
+                let Some(e) = usize::try_from(l).ok().and_then(|l| body.checked_add(l)) else {
+                    self.off = true;
+                    return false;
+                };
+                // Until the declared block is complete, a header inside it
+                // is payload (an ARC archived in an ARC).
+                let Some(k) = data
+                    .get(e..)
+                    .and_then(|t| t.iter().position(|&b| !is_ws(b)))
+                else {
+                    return false;
+                };
+                self.lenient = true;
+                e + k
+            }
+        };
+        loop {
+            if self.skip_line {
+                match memchr::memchr(b'\n', &data[at..]) {
+                    Some(n) => {
+                        at += n + 1;
+                        self.skip_line = false;
+                    }
+                    None => {
+                        self.at = Some(data.len());
+                        return false;
+                    }
+                }
+            }
+            let rest = &data[at..];
+            let nl = memchr::memchr(b'\n', rest);
+            if nl.is_none() && rest.len() <= MAX_LINE {
+                // An incomplete line: wait for more bytes.
+                self.at = Some(at);
+                return false;
+            }
+            let line = &rest[..nl.unwrap_or(rest.len())];
+            if is_plausible_line(line) || (self.lenient && starts_with_header(rest)) {
+                return true;
+            }
+            self.lenient = false;
+            match nl {
+                Some(n) => at += n + 1,
+                None => {
+                    at += rest.len();
+                    self.skip_line = true;
+                }
+            }
+        }
+    }
+}
+
 /// Start of a known scheme that ends at the colon `b[colon]`, allowing
 /// other scheme bytes glued in front of it (`xQhttp:` gives the `h`).
 fn known_scheme_start(b: &[u8], colon: usize) -> Option<usize> {
@@ -850,6 +1097,22 @@ fn strip_one_lf(b: &[u8]) -> &[u8] {
     b.strip_suffix(b"\n").unwrap_or(b)
 }
 
+/// Whether `b` starts like a header line: a known scheme and its colon,
+/// or, when that is all there is, a prefix of a known scheme.
+fn starts_like_header(b: &[u8]) -> bool {
+    let n = b.iter().take_while(|&&c| is_scheme_byte(c)).count();
+    let word = &b[..n];
+    if b.get(n) == Some(&b':') {
+        KNOWN_SCHEMES.iter().any(|k| k.eq_ignore_ascii_case(word))
+    } else {
+        n == b.len()
+            && n > 0
+            && KNOWN_SCHEMES
+                .iter()
+                .any(|k| k.len() > n && k[..n].eq_ignore_ascii_case(word))
+    }
+}
+
 /// Whether `b` starts with an acceptable header line.
 fn starts_with_header(b: &[u8]) -> bool {
     let line = match memchr::memchr(b'\n', b) {
@@ -866,15 +1129,18 @@ fn find_plausible_header(b: &[u8]) -> Option<usize> {
     loop {
         let rest = &b[at..];
         let end = memchr::memchr(b'\n', rest);
-        let line = &rest[..end.unwrap_or(rest.len())];
-        if super::header::scheme_len(line).is_some()
-            && line.len() <= MAX_LINE
-            && HeaderView::parse(line).is_some_and(|v| v.is_plausible())
-        {
+        if is_plausible_line(&rest[..end.unwrap_or(rest.len())]) {
             return Some(at);
         }
         at += end? + 1;
     }
+}
+
+/// Whether `line` (without its LF) is a plausible header line.
+fn is_plausible_line(line: &[u8]) -> bool {
+    super::header::scheme_len(line).is_some()
+        && line.len() <= MAX_LINE
+        && HeaderView::parse(line).is_some_and(|v| v.is_plausible())
 }
 
 #[cfg(test)]
@@ -1117,6 +1383,200 @@ mod tests {
         let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::fast());
         enc.write_all(data).unwrap();
         enc.finish().unwrap()
+    }
+
+    /// Regression: a header line cut off by the end of the file was read as
+    /// more block of the record before it, changing its length and digest.
+    #[test]
+    fn header_cut_by_the_end_of_the_file_is_skipped() {
+        let specs: Vec<Spec> = vec![
+            ("http://a.com/".into(), b"first\n".to_vec(), b"\n"),
+            ("http://b.com/".into(), b"second body\n".to_vec(), b"\n"),
+        ];
+        for gz in [false, true] {
+            for (sep, cut) in [
+                (&b"\n"[..], &b"http://c.com/ 192.0.2.1 2001"[..]),
+                (b"", b"http://c.com/x"),
+                (b"\n\n", b"dns:"),
+                (b"\r\n", b"htt"),
+            ] {
+                let (mut data, at) = build(&specs, gz);
+                data.extend_from_slice(sep);
+                let cut_at = data.len() as u64;
+                data.extend_from_slice(cut);
+                for buffer_size in [64, 100, 4096] {
+                    let opts = Options {
+                        buffer_size,
+                        ..Options::default()
+                    };
+                    let mut rdr = Reader::with_options(&data[..], opts);
+                    let mut rec = Record::default();
+                    let mut got = vec![];
+                    let mut errors = vec![];
+                    loop {
+                        match rdr.read_record(&mut rec) {
+                            Ok(true) => got.push((rec.offset, rec.length, rec.block.clone())),
+                            Ok(false) => break,
+                            Err(e) => errors.push(e),
+                        }
+                    }
+                    let want: Vec<_> = at
+                        .iter()
+                        .zip(&specs)
+                        .map(|(&(o, l), s)| (o, l, s.1.clone()))
+                        .collect();
+                    assert_eq!(got, want, "gz {gz}, {cut:?}");
+                    assert_eq!(errors.len(), 1, "{errors:?}");
+                    assert!(
+                        matches!(
+                            errors[0],
+                            Error::TruncatedHeader { offset, length }
+                                if offset == cut_at && length == cut.len() as u64
+                        ),
+                        "{}",
+                        errors[0]
+                    );
+                    let st = rdr.stats();
+                    assert_eq!(
+                        (st.skipped_records, st.skipped_bytes),
+                        (1, cut.len() as u64)
+                    );
+                }
+            }
+        }
+        // Text going on after a block is still the block's (length too
+        // short), and a cut-off header alone is reported the same way.
+        let data = b"http://a/ 1.2.3.4 20010101000000 text/plain 2\nab cd";
+        let (recs, errors, _) = read_all(data, 64);
+        assert_eq!((recs.len(), errors), (1, 1));
+        assert_eq!(recs[0].3, b"ab cd");
+        let mut rdr = Reader::new(&b"\nhttp://a/ 1.2.3.4"[..]);
+        let err = rdr.read_record(&mut Record::default()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::TruncatedHeader {
+                    offset: 1,
+                    length: 17
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    /// Reads everything with `opts`: records as (offset, length, url),
+    /// errors, stats.
+    fn read_with(data: &[u8], opts: Options) -> (Vec<(u64, u64, Vec<u8>)>, Vec<Error>, Stats) {
+        let mut rdr = Reader::with_options(data, opts);
+        let mut rec = Record::default();
+        let (mut recs, mut errors) = (vec![], vec![]);
+        loop {
+            match rdr.read_record(&mut rec) {
+                Ok(true) => recs.push((rec.offset, rec.length, rec.header.url.clone())),
+                Ok(false) => break,
+                Err(e) => errors.push(e),
+            }
+        }
+        (recs, errors, rdr.stats().clone())
+    }
+
+    #[test]
+    fn file_gzipped_as_one_stream_is_refused_early() {
+        // The second record decodes to more than the block limit: the old
+        // reader inflated up to the limit and called it too large; the
+        // second header is now seen first and the rest is not decoded.
+        let big = vec![b'x'; 3 << 20];
+        let (plain, _) = build(
+            &[
+                (
+                    "filedesc://a.arc".into(),
+                    b"1 0 X\nURL IP-address\n".to_vec(),
+                    b"\n",
+                ),
+                ("http://a.com/".into(), b"hello".to_vec(), b"\n"),
+                ("http://b.com/".into(), big, b"\n"),
+            ],
+            false,
+        );
+        let data = member(&plain);
+        let opts = Options {
+            max_block: 1 << 20,
+            buffer_size: 4096,
+        };
+        let (recs, errors, st) = read_with(&data, opts.clone());
+        assert!(recs.is_empty());
+        assert_eq!(errors.len(), 1);
+        assert!(
+            matches!(errors[0], Error::SingleGzipStream { offset: 0, length } if length == data.len() as u64),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(
+            (st.skipped_records, st.skipped_bytes),
+            (1, data.len() as u64)
+        );
+        // Later in a file, a member holding several records is decoded to
+        // its end (without keeping it) and the members around it are kept.
+        let good = member(b"dns:x 1.2.3.4 20010101000000 text/dns 1\nz\n");
+        let mut mixed = good.clone();
+        mixed.extend_from_slice(&data);
+        mixed.extend_from_slice(&good);
+        let (recs, errors, st) = read_with(&mixed, opts);
+        let at: Vec<_> = recs.iter().map(|r| r.0).collect();
+        assert_eq!(at, [0, (good.len() + data.len()) as u64]);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            matches!(errors[0], Error::MultiRecordMember { offset, length }
+                if offset == good.len() as u64 && length == data.len() as u64),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(st.skipped_bytes, data.len() as u64);
+    }
+
+    #[test]
+    fn plain_record_between_gzip_members_is_read_and_reported() {
+        let (gz, at) = build(
+            &[
+                ("http://a.com/".into(), b"one".to_vec(), b"\n"),
+                ("http://b.com/".into(), b"two".to_vec(), b"\n"),
+            ],
+            true,
+        );
+        let (plain, plain_at) = build(&[("http://p.com/".into(), b"plain".to_vec(), b"\n")], false);
+        let cut = at[1].0 as usize;
+        let mut data = gz[..cut].to_vec();
+        data.extend_from_slice(&plain);
+        data.extend_from_slice(&gz[cut..]);
+        for buffer_size in [64, 4096] {
+            let opts = Options {
+                buffer_size,
+                ..Options::default()
+            };
+            let (recs, errors, st) = read_with(&data, opts);
+            let got: Vec<_> = recs.iter().map(|r| (r.0, r.1)).collect();
+            let shift = plain.len() as u64;
+            assert_eq!(
+                got,
+                [
+                    at[0],
+                    (cut as u64, plain_at[0].1),
+                    (at[1].0 + shift, at[1].1)
+                ]
+            );
+            assert_eq!(errors.len(), 1);
+            assert!(
+                matches!(errors[0], Error::UncompressedRecord { offset, length }
+                    if offset == cut as u64 && length == plain_at[0].1),
+                "{}",
+                errors[0]
+            );
+            assert_eq!(st.uncompressed_records, 1);
+        }
+        // A plain file with no member before its records reports nothing.
+        let (_, errors, st) = read_with(&plain, Options::default());
+        assert!(errors.is_empty());
+        assert_eq!(st.uncompressed_records, 0);
     }
 
     #[test]

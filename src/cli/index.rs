@@ -374,7 +374,8 @@ fn index_file(
 }
 
 /// The `!meta` object for one input file: its name, its filedesc record's
-/// header fields, version block and Heritrix `<arcmetadata>` fields.
+/// header fields, version block (version line and field-names line) and
+/// Heritrix `<arcmetadata>` fields.
 fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let fd = arc::FileDesc::parse(&rec.block);
@@ -394,6 +395,9 @@ fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
     desc.insert("date".into(), text(&rec.header.date).into());
     desc.insert("version".into(), fd.version.into());
     desc.insert("origin".into(), fd.origin.into());
+    if !fd.fields.is_empty() {
+        desc.insert("field_names".into(), fd.fields.into());
+    }
     if !metadata.is_empty() {
         desc.insert("metadata".into(), metadata.into());
     }

@@ -94,8 +94,9 @@ fn cdx11_matches_cdx_writer_all_records() {
     cdx_writer_mode("cdx11_matches_cdx_writer_all_records", "all-records");
 }
 
-/// Runs the installed `cdxj-indexer` on `inputs`.
-fn cdxj_indexer(inputs: &[&Path]) -> Vec<u8> {
+/// Runs the installed `cdxj-indexer` on `inputs`: what it wrote, and
+/// whether it finished without an error.
+fn cdxj_indexer_run(inputs: &[&Path]) -> (Vec<u8>, bool) {
     let out = Command::new("cdxj-indexer")
         .args(inputs)
         .output()
@@ -106,19 +107,25 @@ fn cdxj_indexer(inputs: &[&Path]) -> Vec<u8> {
                 .output()
         })
         .expect("run cdxj-indexer");
-    assert!(
-        out.status.success(),
-        "cdxj-indexer failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    (out.stdout, out.status.success())
 }
 
-fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
+/// Runs the installed `cdxj-indexer` on `inputs`, which it must read
+/// without an error.
+fn cdxj_indexer(inputs: &[&Path]) -> Vec<u8> {
+    let (out, ok) = cdxj_indexer_run(inputs);
+    assert!(ok, "cdxj-indexer failed on {inputs:?}");
+    out
+}
+
+/// Our cdxj lines for `inputs` must be cdxj-indexer's (as sorted sets), and
+/// our exit code `code` (2 where we report damage that cdxj-indexer
+/// passes over in silence). Returns the number of lines.
+fn assert_same_as_cdxj_indexer_exit(inputs: &[&Path], code: i32) -> usize {
     let mut args = vec!["index", "-q", "--format", "cdxj"];
     args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-    let (out, err, code) = stdout_of(&args);
-    assert_eq!(code, 0, "{err}");
+    let (out, err, got) = stdout_of(&args);
+    assert_eq!(got, code, "{inputs:?}: {err}");
     let (ours, theirs) = (lines(&out), lines(&cdxj_indexer(inputs)));
     let only_ours: Vec<_> = ours
         .iter()
@@ -136,7 +143,11 @@ fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
         show(&only_ours),
         show(&only_theirs)
     );
-    assert!(!ours.is_empty());
+    ours.len()
+}
+
+fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
+    assert!(assert_same_as_cdxj_indexer_exit(inputs, 0) > 0);
 }
 
 /// Generates a corpus with the shared generator into a new temporary dir.
@@ -196,17 +207,30 @@ fn cdxj_matches_cdxj_indexer_on_generated_corpora() {
 }
 
 /// Corpus ARC files whose records are well-formed for cdxj-indexer (dates of
-/// 14, 16 or 18 digits, parseable header lines).
+/// 14, 16 or 18 digits, parseable header lines): our cdxj output is
+/// cdxj-indexer's. `scripts/cdxj_diff.py` lists which files qualify.
+/// Files holding only a filedesc give no line on either side.
 const WELL_FORMED: &[&str] = &[
     "webrecorder__warcio/test/data/example.arc",
     "webrecorder__warcio/test/data/example.arc.gz",
+    "webrecorder__pywb/sample_archive/warcs/example.arc",
+    "webrecorder__pywb/sample_archive/warcs/example.arc.gz",
+    "webrecorder__cdxj-indexer/test/data/example.arc",
+    "archivesunleashed__aut/src/test/resources/arc/example.arc.gz",
     "netarchivesuite__jwat/jwat-arc/src/test/resources/small_BNF.arc",
     "netarchivesuite__jwat/jwat-arc/src/test/resources/1-1-20110922131213-00000-svc-VirtualBox.arc",
+    "netarchivesuite__jwat/jwat-arc/src/test/resources/test-arc-1.0-dashed-fields.arc",
+    "internetarchive__CDX-Writer/tests/small_warcs/14_digit_plus_text_date.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/16_digit_date.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/18_digit_date.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/alexa_short_header.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/bad_mime_type.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/bad_unicode_host.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/bad_url_with_colon_1.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/bad_url_with_colon_2.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/carriage_return_in_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/chardet_failure_url.arc.gz",
+    "internetarchive__CDX-Writer/tests/small_warcs/empty_payload_header_ending_with_lf.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/empty_record.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/formfeed_in_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/meta_tag_FI.arc.gz",
@@ -214,7 +238,33 @@ const WELL_FORMED: &[&str] = &[
     "internetarchive__CDX-Writer/tests/small_warcs/non_ascii_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/spaces_in_url.arc.gz",
     "internetarchive__CDX-Writer/tests/small_warcs/uncompressed.arc",
+    "ukwa__webarchive-discovery/warc-indexer/src/test/resources/IAH-20080430204825-00000-blackbook-truncated.arc.gz",
     "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/bitarchive/data/admin/originals/CorrectTest1.ARC",
+    "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/bitarchive/data/originals/bug830-testmaterial/3-3-20070119143010-00000-sb-test-har-001.statsbiblioteket.dk.arc",
+    "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/distribute/arcrepository/data/originals/2-2-20060731110420-00000-sb-test-har-001.statsbiblioteket.dk.arc",
+    "netarchivesuite__netarchivesuite/archive/archive-test/tests/dk/netarkivet/archive/distribute/arcrepository/data/originals/3-3-20070119143010-00000-sb-test-har-001.statsbiblioteket.dk.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/input/NetarchiveSuite-netarkivet.arc.gz",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/input/fyensdk.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-1.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-2.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-3.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-empty.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-illegal.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/cdx/data/input/fyensdk.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/cdx/data/input/input-2.arc",
+    "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/cdx/data/input/input-3.arc",
+];
+
+/// Corpus ARC files where both indexers give the same lines but we also
+/// report damage (invalid or too long declared lengths, a truncated last
+/// record), so our exit code is 2.
+const SAME_LINES_DAMAGE_REPORTED: &[&str] = &[
+    "webrecorder__warcio/test/data/bad.arc",
+    "webrecorder__pywb/sample_archive/warcs/bad.arc",
+    "webrecorder__cdxj-indexer/test/data/bad.arc",
+    "webrecorder__warcio/test/data/example-space-in-url.arc",
+    "internetarchive__CDX-Writer/tests/small_warcs/negative_content_length.arc.gz",
+    "netarchivesuite__jwat/jwat-arc/src/test/resources/test-arc-1.0-invalid-fields.arc",
 ];
 
 #[test]
@@ -226,8 +276,134 @@ fn cdxj_matches_cdxj_indexer_on_well_formed_corpus_files() {
     if !util::has_python_module("cdxj_indexer", test) {
         return;
     }
+    let mut total = 0;
     for f in WELL_FORMED {
-        assert_same_as_cdxj_indexer(&[&corpus.join(f)]);
+        total += assert_same_as_cdxj_indexer_exit(&[&corpus.join(f)], 0);
+    }
+    for f in SAME_LINES_DAMAGE_REPORTED {
+        total += assert_same_as_cdxj_indexer_exit(&[&corpus.join(f)], 2);
+    }
+    assert!(total > 700, "only {total} lines compared");
+}
+
+/// Records where our repair differs from cdxj-indexer's on purpose
+/// (FORMATS.md 2.2 lists each one and why): corpus file, our line for the
+/// record, and a piece of what cdxj-indexer writes instead (`None`: it stops
+/// with an error before that record).
+const INTENDED_DIFFERENCES: &[(&str, &str, Option<&str>)] = &[
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/15_digit_date.arc.gz",
+        r#"com,twitter)/unesco_fr.xml 20151200000000 {"url": "http://twitter.com/unesco_fr.xml", "mime": "text/xml", "status": "200", "digest": "sha1:Q6TYZPCHPZEMHLLIXWNW6MBBCGAJV3MR", "length": "723272", "offset": "673", "filename": "15_digit_date.arc.gz"}"#,
+        Some("com,twitter)/unesco_fr.xml 20151201000000 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/arc_v1_with_v2_header.arc.gz",
+        r#"com,cdnow)/cgi-bin/mserver/pagename=/rp/cdn/find/discography.html/artistid=henderson*joe/select=music 20001110112000 {"url": "http://www.cdnow.com:80/cgi-bin/mserver/pagename=/RP/CDN/FIND/discography.html/artistid=HENDERSON*JOE/select=music", "mime": "text/html", "status": "200", "digest": "sha1:Z7XLU7KXZVH3AAC6ZZLMMRVWPHC44ALO", "length": "8884", "offset": "179", "filename": "arc_v1_with_v2_header.arc.gz"}"#,
+        Some("/select=music 20001110112059 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/hex_instead_of_date.arc.gz",
+        r#"se,ki,cbt)/wwwcnt/staff/bergman.jan - {"url": "http://www.cbt.ki.se:80/wwwCNT/Staff/bergman.jan/", "mime": "text/html", "status": "200", "digest": "sha1:6SIKE3B5MYK545CZXFGHULO6EXKYTCMG", "length": "993", "offset": "161", "filename": "hex_instead_of_date.arc.gz"}"#,
+        Some("se,ki,cbt)/wwwcnt/staff/bergman.jan 29991231231659 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/transposed_header.arc.gz",
+        r#"com,mp3,play)/cgi-bin/play/play.cgi/aaiaqo93mqdabg5vcm1qbaaaafj88quauqeaaabdnyyxp6sbry55rya.wo2ewl.61xo-/losing_time.mp3 20031219215023 {"url": "http://play.mp3.com/cgi-bin/play/play.cgi/AAIAQo93MQDABG5vcm1QBAAAAFJ88QUAUQEAAABDNyyxP6SbRY55RYa.wO2ewL.61xo-/Losing_Time.mp3", "mime": "text/plain", "status": "302", "digest": "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ", "length": "347", "offset": "163", "filename": "transposed_header.arc.gz"}"#,
+        Some("/losing_time.mp3 29991231231359 "),
+    ),
+    (
+        "internetarchive__CDX-Writer/tests/small_warcs/alexa_charset_in_header.arc.gz",
+        r#"fr,allocine,free)/tv/cineaction.asp 20000824015105 {"url": "http://free.allocine.fr:80/tv/cineaction.asp", "mime": "text/html", "status": "200", "digest": "sha1:YSO3GBFJ7KRO3OPF7J43J4NMM4LVR7ZY", "length": "3974", "offset": "168", "filename": "alexa_charset_in_header.arc.gz"}"#,
+        Some("fr,allocine,free)/tv/cineaction.asp%20195.68.112.49 29991231235959 "),
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/2-metadata-1.arc",
+        r#"dk,netarkivet)/crawl/index/cdx?harvestid=2&jobid=2&majorversion=1&minorversion=0&serialno=00000&timestamp=20060329081336 26050908173821 {"url": "metadata://netarkivet.dk/crawl/index/cdx?majorversion=1&minorversion=0&harvestid=2&jobid=2&timestamp=20060329081336&serialno=00000", "digest": "sha1:VESYGIEHB4GU2QOXMIMIWBM6JSJQ6Y3D", "length": "17805", "offset": "142", "filename": "2-metadata-1.arc"}"#,
+        Some(r#"dk,kaarefc)/robots.txt%2083.92.197.98%2020060329081337%20text/html 29991206032908 "#),
+    ),
+    (
+        "netarchivesuite__netarchivesuite/harvester/harvester-test/tests/dk/netarkivet/harvester/indexserver/data/originals/arcfiles/30-metadata-4.arc",
+        r#"dk,netarkivet)/crawl/setup/duplicatereductionjobs?harvestid=1&harvestnum=3&jobid=3&majorversion=1&minorversion=0 20170125093039 {"url": "metadata://netarkivet.dk/crawl/setup/duplicatereductionjobs?majorversion=1&minorversion=0&harvestid=1&harvestnum=3&jobid=3", "digest": "sha1:3JFZEN52ZTG7DHAHMDFLPLWEVA2ZAEFQ", "length": "167", "offset": "220", "filename": "30-metadata-4.arc"}"#,
+        Some("dk,netarkivet)/crawl/setup/crawler-beans.cxml"),
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/tools/data/originals/test1.arc",
+        r#"dk,netarkivet)/test/foo/1 26050906102242 {"url": "testdata://netarkivet.dk/test/foo/1", "digest": "sha1:RL7JTSC4VL7T67OEQNZGVCZOMCDDPBOP", "length": "100", "offset": "135", "filename": "test1.arc"}"#,
+        None,
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/tools/data/originals/test2.arc",
+        r#"dk,netarkivet)/test/foo/2 26050906102242 {"url": "testdata://netarkivet.dk/test/foo/2", "digest": "sha1:KZUHHEJX72V34URB24GLV4BHRDFO2TS5", "length": "101", "offset": "135", "filename": "test2.arc"}"#,
+        None,
+    ),
+    (
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/tools/data/originals/test3.arc",
+        r#"dk,netarkivet)/test/bar/1 26050906102242 {"url": "testdata://netarkivet.dk/test/bar/1", "digest": "sha1:BA4FO4SXTZRL27VWA4APJJCVFEWXTKZ3", "length": "108", "offset": "135", "filename": "test3.arc"}"#,
+        None,
+    ),
+    (
+        "iipc__webarchive-commons/src/test/resources/org/archive/format/arc/IAH-20080430204825-00000-blackbook-truncated.arc",
+        r#"org,archive)/ 20080430204826 {"url": "http://www.archive.org/", "mime": "text/html", "status": "200", "digest": "sha1:2WAXX5NUWNNCS2BDKCO5OVDQBJVNKIVV", "length": "748", "offset": "2376", "filename": "IAH-20080430204825-00000-blackbook-truncated.arc"}"#,
+        None,
+    ),
+    (
+        "ukwa__webarchive-discovery/warc-indexer/src/test/resources/IAH-20080430204825-00000-blackbook-truncated.arc",
+        r#"org,archive)/ 20080430204826 {"url": "http://www.archive.org/", "mime": "text/html", "status": "200", "digest": "sha1:2WAXX5NUWNNCS2BDKCO5OVDQBJVNKIVV", "length": "748", "offset": "2376", "filename": "IAH-20080430204825-00000-blackbook-truncated.arc"}"#,
+        None,
+    ),
+    (
+        "netarchivesuite__netarchivesuite/harvester/harvester-test/tests/dk/netarkivet/harvester/harvesting/distribute/data/originals/testserverdir1/crawldir/arcs/42-117-20051212141240-00000-sb-test-har-001.statsbiblioteket.dk.ARC",
+        r#"dk,computerworld,debat)/robots.txt 20040712071243 {"url": "http://debat.computerworld.dk/robots.txt", "digest": "sha1:R4F6JO5SSSUKGJ3UAOUP37CMQAL4BO7V", "length": "4125", "offset": "1572", "filename": "42-117-20051212141240-00000-sb-test-har-001.statsbiblioteket.dk.ARC"}"#,
+        Some(r#""digest": "sha1:WIH6GRJXUSQHRMOFDCVWEBSPWU6S64JQ", "length": "4270", "offset": "1572""#),
+    ),
+];
+
+#[test]
+fn cdxj_intended_differences_from_cdxj_indexer() {
+    let test = "cdxj_intended_differences_from_cdxj_indexer";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    let reference = util::has_python_module("cdxj_indexer", test);
+    for &(file, ours, theirs) in INTENDED_DIFFERENCES {
+        let path = corpus.join(file);
+        let (out, err, _) = stdout_of(&["index", "-q", "--format", "cdxj", path.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&out).into_owned();
+        assert!(
+            out.lines().any(|l| l == ours),
+            "{file}: our line changed:\n{out}{err}"
+        );
+        if !reference {
+            continue;
+        }
+        let (got, ok) = cdxj_indexer_run(&[&path]);
+        let got = String::from_utf8_lossy(&got).into_owned();
+        assert!(
+            !got.lines().any(|l| l == ours),
+            "{file}: cdxj-indexer now agrees"
+        );
+        match theirs {
+            Some(piece) => assert!(got.contains(piece), "{file}: cdxj-indexer wrote\n{got}"),
+            None => assert!(!ok, "{file}: cdxj-indexer no longer stops:\n{got}"),
+        }
+    }
+    // A text file that is no ARC: cdxj-indexer makes a record of its first
+    // line; we report it and write nothing.
+    let f = corpus.join(
+        "netarchivesuite__netarchivesuite/common/common-test/tests/dk/netarkivet/common/utils/arc/data/originals/input-nonarc.arc",
+    );
+    let (out, err, code) = stdout_of(&["index", "--format", "cdxj", f.to_str().unwrap()]);
+    assert!(out.is_empty() && code == 2, "{err}");
+    assert!(
+        err.contains("input-nonarc.arc: offset 0: skipped 30 bytes"),
+        "{err}"
+    );
+    if reference {
+        let got = String::from_utf8(cdxj_indexer(&[&f])).unwrap();
+        assert!(
+            got.starts_with("this%20file%20is)/ 29991231235959 "),
+            "{got}"
+        );
     }
 }
 
@@ -256,6 +432,168 @@ fn cdxj_short_date_repair_differs_from_cdxj_indexer() {
         let rest = |s: &str| s.split_once(" {").map(|(_, r)| r.to_string());
         assert_eq!(rest(&ours), rest(&theirs));
     }
+}
+
+/// Regression: jwat's file ends 25 bytes into the next record's header line
+/// (`\nhttp://www.bt.dk/node/100`). Those bytes were read as more block of
+/// the good record before them, changing its length (2354) and digest. The
+/// good record keeps what cdxj-indexer gives it (2328, I2IK...), the cut
+/// header is reported with file and offset and counted as skipped.
+#[test]
+fn header_cut_by_end_of_file_does_not_join_the_record_before() {
+    let f = util::data_dir().join("arc/invalid-arcfile-record-then-garbage.arc");
+    let (out, err, code) = stdout_of(&["index", "--format", "cdxj", f.to_str().unwrap()]);
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains(
+            r#""digest": "sha1:I2IKYIGO6W5HS2FTK5347ATUZOQNUTFP", "length": "2328", "offset": "0""#
+        ),
+        "{out}"
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("invalid-arcfile-record-then-garbage.arc: offset 2329: the file ends inside a record header line (25 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 records indexed") && err.contains("1 damaged records skipped (25 bytes)"),
+        "{err}"
+    );
+}
+
+/// `gzip -c` of a whole ARC file: one member holds every record. The file
+/// is refused with a message naming it, and no line (no bogus offset) is
+/// written for it; the other inputs are indexed.
+#[test]
+fn file_gzipped_as_one_stream_is_refused() {
+    use std::io::Write;
+    let data = util::data_dir().join("arc");
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("whole.arc.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&std::fs::read(data.join("example.arc")).unwrap())
+        .unwrap();
+    let gz = enc.finish().unwrap();
+    std::fs::write(&single, &gz).unwrap();
+    let good = data.join("example.arc.gz");
+    let (out, err, code) = stdout_of(&[
+        "index",
+        "--format",
+        "cdxj",
+        single.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains("\"filename\": \"example.arc.gz\"") && !out.contains("whole.arc.gz"),
+        "{out}"
+    );
+    let want = format!(
+        "whole.arc.gz: offset 0: the file is compressed as a single gzip stream \
+         (its first gzip member holds more than one ARC record): record offsets \
+         cannot be given, so its {} bytes from here were not indexed",
+        gz.len()
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(err.contains("1 damaged records skipped"), "{err}");
+}
+
+/// An ARC record written without gzip between the members of an `.arc.gz`
+/// (gen_arc_corpus `raw-member` damage): reported with file and offset,
+/// counted as an error, and indexed at its exact offset; junk there is
+/// skipped to the next member.
+#[test]
+fn plain_bytes_inside_arc_gz_are_reported() {
+    let gz = std::fs::read(util::data_dir().join("arc/example.arc.gz")).unwrap();
+    // Members at 0 (filedesc, 171 bytes) and 171.
+    let plain = b"http://example.org/ 1.2.3.4 20140216050222 text/plain 5\nhello\n";
+    let dir = tempfile::tempdir().unwrap();
+    for (name, insert) in [
+        ("mixed.arc.gz", &plain[..]),
+        ("junk.arc.gz", &b"\x00\x01junkjunk\n"[..]),
+    ] {
+        let mut data = gz[..171].to_vec();
+        data.extend_from_slice(insert);
+        data.extend_from_slice(&gz[171..]);
+        let path = dir.path().join(name);
+        std::fs::write(&path, &data).unwrap();
+        let (out, err, code) = stdout_of(&["index", "--format", "cdxj", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        let out = String::from_utf8(out).unwrap();
+        let next = 171 + insert.len();
+        assert!(
+            out.contains(&format!("\"length\": \"856\", \"offset\": \"{next}\"")),
+            "{out}"
+        );
+        if name == "mixed.arc.gz" {
+            assert!(
+                out.contains("\"length\": \"61\", \"offset\": \"171\""),
+                "{out}"
+            );
+            assert!(
+                err.contains("mixed.arc.gz: offset 171: record of 61 bytes is not gzip-compressed"),
+                "{err}"
+            );
+        } else {
+            assert_eq!(out.lines().count(), 1, "{out}");
+            assert!(
+                err.contains("junk.arc.gz: offset 171: skipped 11 bytes")
+                    && err.contains("(11 bytes)"),
+                "{err}"
+            );
+        }
+    }
+}
+
+/// The `!meta` object written for the input file named `name`.
+fn file_meta(index: &str, name: &str) -> serde_json::Value {
+    index
+        .lines()
+        .filter_map(|l| l.strip_prefix("!meta "))
+        .map(|m| serde_json::from_str::<serde_json::Value>(m).unwrap())
+        .find(|m| m["filename"] == name)
+        .unwrap_or_else(|| panic!("no !meta for {name}:\n{index}"))
+}
+
+/// The filedesc's field-names line (v1 line 3) goes into `!meta` as
+/// written, next to the version line and the `<arcmetadata>` fields.
+#[test]
+fn filedesc_field_names_go_into_meta() {
+    let data = util::data_dir().join("arc");
+    let v11 = data.join("IAH-20080430204825-00000-blackbook-truncated.arc");
+    let v10 = data.join("example.arc");
+    let (out, err, code) =
+        stdout_of(&["index", "-q", v11.to_str().unwrap(), v10.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let out = String::from_utf8(out).unwrap();
+    let v1_names = "URL IP-address Archive-date Content-type Archive-length";
+    let meta = file_meta(&out, "IAH-20080430204825-00000-blackbook-truncated.arc");
+    assert_eq!(meta["filedesc"]["field_names"], v1_names, "{meta}");
+    assert_eq!(meta["filedesc"]["version"], "1.1");
+    assert!(meta["filedesc"]["metadata"]["software"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("Heritrix")));
+    let meta = file_meta(&out, "example.arc");
+    assert_eq!(meta["filedesc"]["field_names"], v1_names, "{meta}");
+    // A v1.0 file whose filedesc names the ten v2 fields.
+    let Some(corpus) = util::shared_corpus("filedesc_field_names_go_into_meta") else {
+        return;
+    };
+    let f =
+        corpus.join("internetarchive__CDX-Writer/tests/small_warcs/arc_v1_with_v2_header.arc.gz");
+    let (out, _, _) = stdout_of(&["index", "-q", f.to_str().unwrap()]);
+    let meta = file_meta(
+        &String::from_utf8(out).unwrap(),
+        "arc_v1_with_v2_header.arc.gz",
+    );
+    assert_eq!(
+        meta["filedesc"]["field_names"],
+        "URL IP-address Archive-date Content-type Result-code Checksum Location Offset Filepath Archive-length",
+        "{meta}"
+    );
 }
 
 #[test]
@@ -289,6 +627,129 @@ fn jobs_and_memory_do_not_change_the_bytes() {
             .map(<[u8]>::to_vec)
             .collect();
         assert_eq!(sorted, in_order, "{format}: output is not in byte order");
+    }
+}
+
+/// One generated record: host, path, date, HTTP status or none (a `dns:`
+/// record), body.
+type GenRecord = (usize, u8, usize, Option<u16>, Vec<u8>);
+
+/// Writes a small ARC file: a filedesc, then `recs`, plain or one gzip
+/// member per record. Hosts, paths and dates come from small sets so that
+/// keys and datetimes repeat across records and files (sort ties).
+fn write_arc(path: &Path, recs: &[GenRecord], gz: bool) {
+    use std::io::Write;
+    const HOSTS: [&str; 3] = ["example.com", "www.example.org", "a.example.net"];
+    const DATES: [&str; 3] = ["20010203040506", "20010203040507", "20100101000000"];
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut units: Vec<Vec<u8>> = Vec::new();
+    let fd_body = b"1 0 Test\nURL IP-address Archive-date Content-type Archive-length\n";
+    let mut fd = format!(
+        "filedesc://{name} 0.0.0.0 20010203040506 text/plain {}\n",
+        fd_body.len()
+    )
+    .into_bytes();
+    fd.extend_from_slice(fd_body);
+    units.push(fd);
+    for (host, path_no, date, status, body) in recs {
+        let host = HOSTS[host % HOSTS.len()];
+        let date = DATES[date % DATES.len()];
+        let (url, mime, block) = match status {
+            Some(code) => {
+                let mut block = format!(
+                    "HTTP/1.1 {code} X\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                block.extend_from_slice(body);
+                (
+                    format!("http://{host}/p{}", path_no % 4),
+                    "text/html",
+                    block,
+                )
+            }
+            None => (format!("dns:{host}"), "text/dns", body.clone()),
+        };
+        let mut unit = format!("{url} 192.0.2.1 {date} {mime} {}\n", block.len()).into_bytes();
+        unit.extend_from_slice(&block);
+        units.push(unit);
+    }
+    let mut out = Vec::new();
+    for mut unit in units {
+        unit.push(b'\n');
+        if gz {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(&unit).unwrap();
+            out.extend_from_slice(&enc.finish().unwrap());
+        } else {
+            out.extend_from_slice(&unit);
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+mod jobs_prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record() -> impl Strategy<Value = GenRecord> {
+        (
+            0usize..3,
+            any::<u8>(),
+            0usize..3,
+            proptest::option::of(prop_oneof![Just(200u16), Just(302), Just(404)]),
+            proptest::collection::vec(any::<u8>(), 0..200),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+
+        /// Sorted and `--no-sort` output, in every profile, is the same
+        /// bytes for `-j 1`, `-j 2` and `-j 4` on generated files plus a
+        /// random pick of the ARC fixtures in `tests/data/arc`.
+        #[test]
+        fn jobs_do_not_change_the_output(
+            files in proptest::collection::vec(
+                (proptest::collection::vec(record(), 0..12), any::<bool>()),
+                1..6,
+            ),
+            fixtures in proptest::sample::subsequence(
+                vec!["example.arc", "example.arc.gz", "bad.arc", "badexample.arc.gz",
+                     "IAH-20080430204825-00000-blackbook-truncated.arc",
+                     "invalid-arcfile-record-then-garbage.arc"],
+                0..=3,
+            ),
+            format in prop_oneof![Just("ukvs"), Just("cdxj"), Just("cdx11")],
+            no_sort in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut inputs = Vec::new();
+            for (i, (recs, gz)) in files.iter().enumerate() {
+                let p = dir.path().join(format!("g{i}.arc{}", if *gz { ".gz" } else { "" }));
+                write_arc(&p, recs, *gz);
+                inputs.push(p);
+            }
+            for f in &fixtures {
+                inputs.push(util::data_dir().join("arc").join(f));
+            }
+            let run = |jobs: &str| {
+                let mut args = vec!["index", "-q", "-j", jobs, "--format", format];
+                if no_sort {
+                    args.push("--no-sort");
+                }
+                args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+                stdout_of(&args)
+            };
+            let (one, err, code) = run("1");
+            prop_assert!(code == 0 || code == 2, "{}", err);
+            prop_assert!(one.len() > 10);
+            for jobs in ["2", "4"] {
+                let (out, _, c) = run(jobs);
+                prop_assert_eq!(c, code);
+                prop_assert!(out == one, "{} -j {} differs from -j 1", format, jobs);
+            }
+        }
     }
 }
 
