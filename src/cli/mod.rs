@@ -16,6 +16,7 @@ mod index;
 mod lookup;
 mod mementomap;
 mod merge;
+mod output;
 mod sort;
 mod surt;
 mod validate;
