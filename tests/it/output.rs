@@ -208,3 +208,61 @@ fn a_failed_run_leaves_no_temporary_file_and_keeps_the_old_output() {
         }
     }
 }
+
+/// A UKVS capture index with `n` captures of one URL, headers from
+/// `samples/expected.ukvs`: megabytes of output for a single lookup.
+fn many_captures(dir: &Path, n: usize) -> PathBuf {
+    let sample = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/expected.ukvs"),
+    )
+    .unwrap();
+    let mut text: String = sample
+        .lines()
+        .filter(|l| l.starts_with("!context") || l.starts_with("!fields"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        text.contains("!fields"),
+        "samples/expected.ukvs has no !fields"
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "com,example)/ 20140127171200 {i:09} B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A\n"
+        ));
+    }
+    write(dir, "many.ukvs", text.as_bytes())
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_quietly() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let idx = many_captures(dir.path(), 200_000);
+    let idx = idx.to_str().unwrap();
+    for args in [
+        vec!["lookup", idx, "--key", "com,example)/"],
+        vec!["lookup", idx, "--key", "com,example)/", "--output", "json"],
+        vec!["cat", idx],
+        vec!["cat", "--json", idx],
+        vec!["sort", idx],
+        vec!["merge", idx, idx],
+    ] {
+        let mut child = Command::new(util::bin())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one line, then close the pipe as `head -1` does.
+        let mut first = String::new();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut first).unwrap();
+        assert!(!first.is_empty(), "{args:?} wrote nothing");
+        drop(stdout);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
