@@ -713,6 +713,112 @@ com,example)/ 20140127171251 http://example.com warc/revisit - B2LT - - 553 1187
     );
 }
 
+/// The TimeMap of RFC 7089 section 5 (its example's datetimes), from a
+/// CDX index: original, self, timegate, then the mementos in time order
+/// whatever order the lookup found them in.
+#[test]
+fn lookup_link_output_is_an_rfc7089_timemap() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = write(
+        dir.path(),
+        "i.cdx",
+        b" CDX N b a m s k r M S V g\n\
+org,example,a)/ 20000620180259 http://a.example.org/ text/html 200 B2LT - - 1046 334 a.warc.gz\n\
+org,example,a)/ 20000621011731 http://a.example.org/ text/html 200 B2LT - - 1046 1380 a.warc.gz\n\
+org,example,a)/ 20000621011731 http://a.example.org/ warc/revisit - B2LT - - 553 2426 a.warc.gz\n\
+org,example,a)/ 20091027204954 https://a.example.org/ text/html 200 C3MU - - 1046 2979 a.warc.gz\n",
+    );
+    let i = idx.to_str().unwrap();
+    let base = [
+        "lookup",
+        i,
+        "a.example.org",
+        "--output",
+        "link",
+        "--archive-prefix",
+        "http://arxiv.example.net/web/",
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "--timemap-url",
+        "http://arxiv.example.net/timemap/http://a.example.org",
+        "--timegate-url",
+        "http://arxiv.example.net/timegate/http://a.example.org",
+        // Found nearest first: the TimeMap must still be in time order.
+        "--closest",
+        "20091027204954",
+    ]);
+    let o = util::run(&args, b"");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        text,
+        "<https://a.example.org/>; rel=\"original\",\n\
+<http://arxiv.example.net/timemap/http://a.example.org>; rel=\"self\"; type=\"application/link-format\"; \
+from=\"Tue, 20 Jun 2000 18:02:59 GMT\"; until=\"Tue, 27 Oct 2009 20:49:54 GMT\",\n\
+<http://arxiv.example.net/timegate/http://a.example.org>; rel=\"timegate\",\n\
+<http://arxiv.example.net/web/20000620180259/http://a.example.org/>; rel=\"first memento\"; datetime=\"Tue, 20 Jun 2000 18:02:59 GMT\",\n\
+<http://arxiv.example.net/web/20000621011731/http://a.example.org/>; rel=\"memento\"; datetime=\"Wed, 21 Jun 2000 01:17:31 GMT\",\n\
+<http://arxiv.example.net/web/20091027204954/https://a.example.org/>; rel=\"last memento\"; datetime=\"Tue, 27 Oct 2009 20:49:54 GMT\"\n"
+    );
+    // Every entry has the link-format shape `<URI>; rel="..."(; k="v")*`.
+    for entry in text.trim_end().split(",\n") {
+        let (uri, params) = entry.split_once(">; ").expect(entry);
+        assert!(
+            uri.starts_with('<') && !uri[1..].contains(['<', '>', ' ']),
+            "{entry}"
+        );
+        assert!(params.starts_with("rel=\""), "{entry}");
+        for p in params.split("; ") {
+            let (k, v) = p.split_once('=').expect(p);
+            assert!(
+                !k.is_empty() && v.starts_with('"') && v.ends_with('"'),
+                "{entry}"
+            );
+        }
+    }
+
+    // Without the TimeMap's and TimeGate's URLs their links are left out;
+    // the order of the results does not move `first`/`last`.
+    let mut args = base.to_vec();
+    args.push("--reverse");
+    let o = util::run(&args, b"");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !text.contains("rel=\"self\"") && !text.contains("timegate"),
+        "{text}"
+    );
+    let rels: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("rel=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        rels,
+        ["original", "first memento", "memento", "last memento"]
+    );
+
+    // A TimeMap is about one URL: other match types are refused.
+    for extra in [&["--match", "prefix"][..], &["--keys", "-"][..]] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let o = util::run(&args, b"org,example,a)/\n");
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("TimeMap"),
+            "{extra:?}"
+        );
+    }
+    // Nothing found: nothing printed, exit 1.
+    let o = util::run(&["lookup", i, "b.example.org", "--output", "link"], b"");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+}
+
 // ---------------------------------------------------------------------------
 // ZipNum against pywb
 
