@@ -819,6 +819,80 @@ from=\"Tue, 20 Jun 2000 18:02:59 GMT\"; until=\"Tue, 27 Oct 2009 20:49:54 GMT\",
     assert!(o.stdout.is_empty());
 }
 
+/// A line out of place that no probe of a search visits: the search alone
+/// answers "nothing" for its key; `--check` reads the whole file and names
+/// the line, for plain files and ZipNum clusters alike.
+#[test]
+fn lookup_check_reports_disorder_off_the_search_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = b"!meta {}\ncom,a)/ 1\ncom,b)/ 1\ncom,z)/ 1\ncom,c)/ 1\ncom,d)/ 1\n";
+    let bad = write(dir.path(), "bad.cdxj", text);
+    let b = bad.to_str().unwrap();
+    // The search alone: `com,z)/` and `com,b)/` bound the probes
+    // consistently, so the misplaced `com,c)/` is silently missed.
+    let o = util::run(&["lookup", b, "--key", "com,c)/"], b"");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let at = text.windows(9).position(|w| w == b"com,c)/ 1").unwrap();
+    for args in [
+        vec!["lookup", "--check", b, "--key", "com,c)/"],
+        vec!["lookup", "--check", b],
+    ] {
+        let o = util::run(&args, b"");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("bad.cdxj: line 5 (byte {at}) is out of order")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("1 lines out of order"), "{err}");
+    }
+    // A sorted file passes and the query is answered.
+    let good = write(
+        dir.path(),
+        "good.cdxj",
+        b"!meta {}\ncom,a)/ 1\ncom,c)/ 1\ncom,c)/ 2",
+    );
+    let g = good.to_str().unwrap();
+    let o = util::run(&["lookup", "--check", g], b"");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = util::run(&["lookup", "--check", g, "--key", "com,c)/"], b"");
+    assert_eq!(o.stdout, b"com,c)/ 1\ncom,c)/ 2\n");
+
+    // A cluster whose second block holds a line out of order.
+    let lines: Vec<Vec<u8>> = ["a 1", "b 1", "c 1", "e 1", "d 1", "f 1"]
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+    let (idx, shards) = build_cluster(&lines, 2, 2);
+    let cluster = dir.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    let mut loc = String::new();
+    for (name, bytes) in &shards {
+        write(&cluster, &format!("{name}.gz"), bytes);
+        loc.push_str(&format!("{name}\t{name}.gz\n"));
+    }
+    write(&cluster, "c.idx", &idx);
+    write(&cluster, "c.loc", loc.as_bytes());
+    let o = util::run(&["lookup", "--check", cluster.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("block 3 of shard s1, line 1 (byte 0 of the block) is out of order"),
+        "{err}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // ZipNum against pywb
 
