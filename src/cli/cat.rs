@@ -12,6 +12,7 @@ use ukvs::ukvs::{
     Writer,
 };
 
+use super::output::Output;
 use super::validate::open_input;
 
 /// Print records as UKVS (default) or as one JSON object per line (--json).
@@ -59,16 +60,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(exit(bad))
         }
         Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."));
-            let tmp = tempfile::NamedTempFile::new_in(dir)
-                .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-            let (tmp, bad) = cat_all(&args, io::BufWriter::new(tmp))?;
-            let tmp = tmp.into_inner().map_err(|e| e.into_error())?;
-            tmp.persist(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            let (out, bad) = cat_all(&args, Output::create(path)?)?;
+            out.commit()?;
             Ok(exit(bad))
         }
     }

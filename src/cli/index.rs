@@ -23,6 +23,8 @@ use rayon::prelude::*;
 use ukvs::arc;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
 
+use super::output::Output as Dest;
+
 /// Index ARC files (.arc, .arc.gz) into a sorted capture index.
 ///
 /// Directories are searched recursively for `*.arc` and `*.arc.gz` (any
@@ -563,92 +565,6 @@ impl Sink {
     }
 }
 
-/// Standard output, or a temporary file renamed over the target at the end.
-enum Dest {
-    Stdout(io::BufWriter<io::StdoutLock<'static>>),
-    File {
-        wtr: io::BufWriter<tempfile::NamedTempFile>,
-        target: PathBuf,
-    },
-}
-
-impl Dest {
-    fn open(path: Option<&Path>) -> anyhow::Result<Dest> {
-        let stdout = || Dest::Stdout(io::BufWriter::with_capacity(1 << 20, io::stdout().lock()));
-        match path {
-            None => Ok(stdout()),
-            Some(p) if p.as_os_str() == "-" => Ok(stdout()),
-            Some(p) => {
-                let dir = match p.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d,
-                    _ => Path::new("."),
-                };
-                let tmp = tempfile::Builder::new()
-                    .prefix(".ukvs-index-")
-                    .tempfile_in(dir)
-                    .with_context(|| {
-                        format!("cannot create a temporary file in {}", dir.display())
-                    })?;
-                Ok(Dest::File {
-                    wtr: io::BufWriter::with_capacity(1 << 20, tmp),
-                    target: p.to_path_buf(),
-                })
-            }
-        }
-    }
-
-    fn name(&self) -> String {
-        match self {
-            Dest::Stdout(_) => "stdout".into(),
-            Dest::File { target, .. } => target.display().to_string(),
-        }
-    }
-
-    /// Flushes, and for a file renames the finished temporary file over
-    /// the target.
-    fn commit(self) -> anyhow::Result<()> {
-        match self {
-            Dest::Stdout(mut w) => w.flush().context("cannot write to stdout"),
-            Dest::File { wtr, target } => {
-                let tmp = wtr
-                    .into_inner()
-                    .map_err(|e| e.into_error())
-                    .with_context(|| format!("cannot write {}", target.display()))?;
-                tmp.as_file()
-                    .sync_all()
-                    .with_context(|| format!("cannot write {}", target.display()))?;
-                tmp.persist(&target).with_context(|| {
-                    format!("cannot rename the finished index to {}", target.display())
-                })?;
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Write for Dest {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Dest::Stdout(w) => w.write(buf),
-            Dest::File { wtr, .. } => wtr.write(buf),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            Dest::Stdout(w) => w.write_all(buf),
-            Dest::File { wtr, .. } => wtr.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Dest::Stdout(w) => w.flush(),
-            Dest::File { wtr, .. } => wtr.flush(),
-        }
-    }
-}
-
 /// Where index lines go: UKVS output passes through `ukvs::Writer`, which
 /// checks each line (and, when sorted, the byte order) as it goes out;
 /// CDXJ and CDX lines are written as they are.
@@ -659,7 +575,7 @@ enum Output {
 
 impl Output {
     fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> anyhow::Result<Output> {
-        let dest = Dest::open(path)?;
+        let dest = Dest::create(path.unwrap_or(Path::new("-")))?.durable();
         Ok(match (profile, sorted) {
             (Profile::Ukvs, true) => Output::Ukvs(ukvs::ukvs::Writer::new(dest)),
             (Profile::Ukvs, false) => Output::Ukvs(ukvs::ukvs::Writer::unsorted(dest)),

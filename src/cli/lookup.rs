@@ -73,6 +73,20 @@ pub struct Args {
     /// Prefix of memento URLs in `--output link` (`{prefix}{datetime}/{url}`).
     #[arg(long, default_value = "")]
     archive_prefix: String,
+    /// Where the TimeMap of `--output link` is served: its `rel="self"`
+    /// link (left out when not given, as a lookup cannot know it).
+    #[arg(long, value_name = "URL")]
+    timemap_url: Option<String>,
+    /// The TimeGate of the URL, linked as `rel="timegate"` in `--output link`.
+    #[arg(long, value_name = "URL")]
+    timegate_url: Option<String>,
+    /// First read every INDEX whole and check that its lines ascend (a
+    /// full pass, O(n)); lines out of order are reported with file, line
+    /// and byte offset, and the lookup fails (exit 2). A search alone only
+    /// notices disorder on its own path. With a single INDEX and no query,
+    /// only checks.
+    #[arg(long)]
+    check: bool,
     /// Read index files into memory instead of mapping them.
     #[arg(long)]
     no_mmap: bool,
@@ -259,6 +273,60 @@ impl Source {
     }
 }
 
+/// Disorders reported per index by `--check` before the count.
+const MAX_REPORTED: usize = 10;
+
+/// `--check`: proves the order of every source, printing each disorder
+/// found (the first few per index) and failing if there is any.
+fn check_order(sources: &[Source]) -> anyhow::Result<()> {
+    let mut bad = Vec::new();
+    for source in sources {
+        let (name, report) = match source {
+            Source::Plain { name, search } => (name, search.check_order(MAX_REPORTED)),
+            Source::Cluster {
+                name,
+                cluster,
+                shards,
+            } => {
+                let fetch = |shard: &str, offset: u64, length: u64| {
+                    let paths = shards.get(shard).ok_or_else(|| {
+                        std::io::Error::other(format!("shard {shard:?} is not in the .loc file"))
+                    })?;
+                    fetch_block(paths, offset, length)
+                };
+                let report = cluster
+                    .check_order(MAX_REPORTED, fetch)
+                    .with_context(|| format!("checking {name}"))?;
+                (name, report)
+            }
+        };
+        for d in &report.found {
+            let place = match &d.block {
+                Some((shard, no)) => format!(
+                    "block {no} of shard {shard}, line {} (byte {} of the block)",
+                    d.line_no, d.offset
+                ),
+                None => format!("line {} (byte {})", d.line_no, d.offset),
+            };
+            eprintln!(
+                "ukvs: lookup: {name}: {place} is out of order: {:?} sorts before the line above it {:?}",
+                String::from_utf8_lossy(&d.line),
+                String::from_utf8_lossy(&d.previous)
+            );
+        }
+        if report.count > 0 {
+            bad.push(format!("{name} ({} lines out of order)", report.count));
+        }
+    }
+    if !bad.is_empty() {
+        bail!(
+            "not sorted: {}; a binary search cannot trust it (sort it with `ukvs sort`)",
+            bad.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Reads a `.loc` file: `shard<TAB>path[<TAB>path...]`, paths relative to
 /// the `.loc` file's directory. Like pywb, a shard's paths are tried in
 /// order and the first that opens is read.
@@ -368,7 +436,7 @@ fn answer<'s>(
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let batch = args.keys.is_some() || args.urls.is_some();
     let mut paths = args.positional.clone();
-    let url = if args.key.is_some() || batch {
+    let url = if args.key.is_some() || batch || (args.check && paths.len() == 1) {
         None
     } else {
         if paths.len() < 2 {
@@ -376,9 +444,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         paths.pop()
     };
+    if batch && args.output == Format::Link {
+        bail!("--output link prints one TimeMap for one URL; it cannot answer --keys or --urls");
+    }
+    if args.output == Format::Link {
+        let m = match (&args.key, &url) {
+            (None, Some(url)) => url_shortcut(url, args.match_type.map(MatchType::from)).1,
+            _ => args
+                .match_type
+                .map(MatchType::from)
+                .unwrap_or(MatchType::Exact),
+        };
+        if m != MatchType::Exact {
+            bail!("--output link prints the TimeMap of one URL: it needs an exact match");
+        }
+    }
     let mut sources = Vec::new();
     for p in &paths {
         sources.push(Source::open(Path::new(p), args.no_mmap)?);
+    }
+    if args.check {
+        check_order(&sources)?;
+        if url.is_none() && args.key.is_none() && !batch {
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     let fields = value_names(&sources);
     let surt = surt_options(&sources)?;
@@ -490,13 +579,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let found = answer(&sources, &query.range, &time, &args)?;
     if args.output == Format::Link {
-        write_timemap(
-            &mut out,
-            &found,
-            query.url.as_deref(),
-            &args.archive_prefix,
-            &fields,
-        )?;
+        let links = TimeMapLinks {
+            prefix: &args.archive_prefix,
+            timemap: args.timemap_url.as_deref(),
+            timegate: args.timegate_url.as_deref(),
+        };
+        write_timemap(&mut out, &found, query.url.as_deref(), &links, &fields)?;
     } else {
         write_lines(&mut out, &found, args.output, &fields)?;
     }
@@ -694,32 +782,66 @@ fn http_date(datetime: &str) -> String {
     )
 }
 
-/// An RFC 7089 TimeMap of the results: the original URL, then mementos
-/// (first and last marked), in the order found.
+/// The URLs a TimeMap links to besides its mementos.
+struct TimeMapLinks<'a> {
+    /// Memento URLs are `{prefix}{datetime}/{url}`.
+    prefix: &'a str,
+    /// The TimeMap's own URL (`rel="self"`), when known.
+    timemap: Option<&'a str>,
+    /// The TimeGate (`rel="timegate"`), when known.
+    timegate: Option<&'a str>,
+}
+
+/// An RFC 7089 TimeMap (application/link-format) of the results, shaped
+/// like the example of RFC 7089 section 5: the original resource, the
+/// TimeMap itself (with `from`/`until`) and the TimeGate when their URLs
+/// are given, then the mementos in time order, the earliest marked
+/// `first memento` and the latest `last memento`.
+///
+/// The original is the URL captured by the latest memento (captures of one
+/// SURT key may differ in scheme or `www.`); each memento links to its own
+/// captured URL. Lines without a `url` field (the default UKVS profile
+/// keeps it in the JSON block, CDX11 in a column) fall back to the URL
+/// asked for, else to the key. Repeated `(datetime, url)` pairs, such as a
+/// response and its revisit in the same second, are one memento. Nothing
+/// is printed when nothing was found.
 fn write_timemap(
     wtr: &mut impl Write,
     found: &[Cow<[u8]>],
     url: Option<&str>,
-    prefix: &str,
+    links: &TimeMapLinks,
     names: &[String],
 ) -> anyhow::Result<()> {
-    let mementos: Vec<(String, String)> = found
+    let mut mementos: Vec<(String, String)> = found
         .iter()
         .map(|l| {
             let (key, datetime, map) = to_json(l, names);
-            let original = map
-                .get("url")
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-                .unwrap_or(key);
+            let original = match map.get("url").and_then(|v| v.as_str()) {
+                Some(u) => u.to_string(),
+                None => url.map_or(key, str::to_string),
+            };
             (datetime, original)
         })
         .collect();
-    let original = url
-        .map(str::to_string)
-        .or_else(|| mementos.first().map(|m| m.1.clone()))
-        .unwrap_or_default();
-    write!(wtr, "<{original}>; rel=\"original\"")?;
+    // Time order (stable, so equal datetimes keep index order).
+    mementos.sort_by(|a, b| a.0.cmp(&b.0));
+    mementos.dedup();
+    let (Some(first), Some(last)) = (mementos.first(), mementos.last()) else {
+        return Ok(());
+    };
+    write!(wtr, "<{}>; rel=\"original\"", link_uri(&last.1))?;
+    if let Some(timemap) = links.timemap {
+        write!(
+            wtr,
+            ",\n<{}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\"",
+            link_uri(timemap),
+            http_date(&first.0),
+            http_date(&last.0)
+        )?;
+    }
+    if let Some(timegate) = links.timegate {
+        write!(wtr, ",\n<{}>; rel=\"timegate\"", link_uri(timegate))?;
+    }
     let n = mementos.len();
     for (i, (datetime, orig)) in mementos.iter().enumerate() {
         let rel = match (i == 0, i + 1 == n) {
@@ -730,12 +852,32 @@ fn write_timemap(
         };
         write!(
             wtr,
-            ",\n<{prefix}{datetime}/{orig}>; rel=\"{rel}\"; datetime=\"{}\"",
+            ",\n<{}>; rel=\"{rel}\"; datetime=\"{}\"",
+            link_uri(&format!("{}{datetime}/{orig}", links.prefix)),
             http_date(datetime)
         )?;
     }
     wtr.write_all(b"\n")?;
     Ok(())
+}
+
+/// A URI made safe between `<` and `>` of a link-format entry: bytes a URI
+/// cannot hold (controls, space, `<`, `>`, `"`, non-ASCII) percent-encoded,
+/// everything else (including `%` escapes already there) kept.
+fn link_uri(uri: &str) -> Cow<'_, str> {
+    let unsafe_byte = |b: u8| b <= b' ' || b >= 0x7f || matches!(b, b'<' | b'>' | b'"');
+    if !uri.bytes().any(unsafe_byte) {
+        return Cow::Borrowed(uri);
+    }
+    let mut out = String::with_capacity(uri.len() + 8);
+    for b in uri.bytes() {
+        if unsafe_byte(b) {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(char::from(b));
+        }
+    }
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -747,6 +889,19 @@ mod tests {
         assert_eq!(http_date("20140127171200"), "Mon, 27 Jan 2014 17:12:00 GMT");
         assert_eq!(http_date("19700101000000"), "Thu, 01 Jan 1970 00:00:00 GMT");
         assert_eq!(http_date("20000229235959"), "Tue, 29 Feb 2000 23:59:59 GMT");
+    }
+
+    #[test]
+    fn link_uris_escape_what_would_end_the_link() {
+        assert_eq!(
+            link_uri("http://a.example/x?q=1%20"),
+            "http://a.example/x?q=1%20"
+        );
+        assert_eq!(
+            link_uri("http://a.example/<b> \"c\""),
+            "http://a.example/%3Cb%3E%20%22c%22"
+        );
+        assert_eq!(link_uri("http://a.example/é"), "http://a.example/%C3%A9");
     }
 
     #[test]

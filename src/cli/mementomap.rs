@@ -25,6 +25,8 @@ use ukvs::mementomap::merge::{Merger, Source};
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
 use ukvs::sorted::ExternalSorter;
 
+use super::output::Output;
+
 /// Build, compact, merge, query and evaluate MementoMaps (archive holdings
 /// summaries for routing lookups).
 #[derive(Debug, clap::Args)]
@@ -441,26 +443,10 @@ fn tmp_dir(out: &OutputArgs) -> PathBuf {
 /// Writes `header` then the spooled body to the output, atomically for
 /// files.
 fn write_output(out: &OutputArgs, header: &[u8], mut body: impl Read) -> anyhow::Result<()> {
-    if is_stdin(&out.output) {
-        let stdout = io::stdout();
-        let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
-        w.write_all(header)?;
-        io::copy(&mut body, &mut w)?;
-        w.flush()?;
-        return Ok(());
-    }
-    let dir = tmp_dir(out);
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    {
-        let mut w = BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
-        w.write_all(header)?;
-        io::copy(&mut body, &mut w)?;
-        w.flush()?;
-    }
-    tmp.persist(&out.output)
-        .with_context(|| format!("writing {}", out.output.display()))?;
-    Ok(())
+    let mut w = Output::create(&out.output)?;
+    w.write_all(header)?;
+    io::copy(&mut body, &mut w)?;
+    w.commit()
 }
 
 fn now() -> String {

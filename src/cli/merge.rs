@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use ukvs::sorted::Merge;
 
-use super::sort::{input_name, open_input, Output};
+use super::output::Output;
+use super::sort::{input_name, open_input};
 
 /// Merge already sorted index files into one sorted file.
 ///

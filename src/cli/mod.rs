@@ -7,6 +7,7 @@
 //! Exit codes: 0 success, 1 nothing found (lookups), 2 error. A broken pipe
 //! on stdout ends the run quietly with 0, as `head` users expect.
 
+use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -16,6 +17,7 @@ mod index;
 mod lookup;
 mod mementomap;
 mod merge;
+mod output;
 mod sort;
 mod surt;
 mod validate;
@@ -67,11 +69,42 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// True when the error chain ends in a broken pipe (the reader went away).
+/// True when a cause of the error is a broken pipe (the reader went away).
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    err.chain().any(broken_pipe_cause)
+}
+
+/// Whether one cause is, or carries, a broken pipe. `source()` alone
+/// misses some: an `#[error(transparent)]` variant (`ukvs::ukvs::Error::Io`)
+/// and an `io::Error` wrapping another error both forward `source()` past
+/// the error they hold, so that error never shows up in the chain and must
+/// be reached by downcasting.
+fn broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(e) = cause.downcast_ref::<io::Error>() {
+        return e.kind() == io::ErrorKind::BrokenPipe
+            || e.get_ref().is_some_and(|inner| broken_pipe_cause(inner));
+    }
+    match cause.downcast_ref::<ukvs::ukvs::Error>() {
+        Some(ukvs::ukvs::Error::Io(e)) => broken_pipe_cause(e),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_pipe_is_found_through_wrapping_errors() {
+        let pipe = || io::Error::from(io::ErrorKind::BrokenPipe);
+        let plain = anyhow::Error::from(pipe()).context("writing stdout");
+        assert!(is_broken_pipe(&plain));
+        let transparent =
+            anyhow::Error::from(ukvs::ukvs::Error::Io(pipe())).context("cannot write a line");
+        assert!(is_broken_pipe(&transparent));
+        let wrapped = anyhow::Error::from(io::Error::other(ukvs::ukvs::Error::Io(pipe())));
+        assert!(is_broken_pipe(&wrapped));
+        let other = anyhow::Error::from(ukvs::ukvs::Error::Io(io::Error::other("disk full")));
+        assert!(!is_broken_pipe(&other));
+    }
 }

@@ -1,7 +1,7 @@
 //! `ukvs sort`: external merge sort of index files in byte order.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{mpsc, Mutex};
@@ -9,6 +9,8 @@ use std::sync::{mpsc, Mutex};
 use anyhow::{bail, Context};
 use flate2::read::MultiGzDecoder;
 use ukvs::sorted::{self, Run};
+
+use super::output::Output;
 
 /// Sort index lines (UKVS, CDXJ, CDX) in byte order with bounded memory.
 ///
@@ -94,83 +96,6 @@ pub(super) fn input_name(path: &Path) -> String {
         "<stdin>".to_string()
     } else {
         path.display().to_string()
-    }
-}
-
-/// An output that appears whole or not at all: a temporary file beside the
-/// target, renamed over it by [`Output::commit`] (stdout for `-`).
-pub(super) enum Output {
-    Stdout(BufWriter<io::Stdout>),
-    File {
-        wtr: BufWriter<tempfile::NamedTempFile>,
-        path: PathBuf,
-    },
-}
-
-impl Output {
-    /// Starts writing `path` (`-` = stdout).
-    pub(super) fn create(path: &Path) -> anyhow::Result<Output> {
-        if path == Path::new("-") {
-            return Ok(Output::Stdout(BufWriter::with_capacity(
-                1 << 20,
-                io::stdout(),
-            )));
-        }
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let tmp = tempfile::Builder::new()
-            .prefix(".ukvs-tmp-")
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-        Ok(Output::File {
-            wtr: BufWriter::with_capacity(1 << 20, tmp),
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// Writes a line and its LF.
-    pub(super) fn write_all_line(&mut self, line: &[u8]) -> io::Result<()> {
-        self.write_all(line)?;
-        self.write_all(b"\n")
-    }
-
-    /// Flushes and moves the finished output into place.
-    pub(super) fn commit(self) -> anyhow::Result<()> {
-        match self {
-            Output::Stdout(mut w) => w.flush().context("writing stdout")?,
-            Output::File { wtr, path } => {
-                let tmp = wtr
-                    .into_inner()
-                    .map_err(|e| e.into_error())
-                    .with_context(|| format!("writing {}", path.display()))?;
-                tmp.persist(&path)
-                    .with_context(|| format!("cannot rename the output into {}", path.display()))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Write for Output {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Output::Stdout(w) => w.write(buf),
-            Output::File { wtr, .. } => wtr.write(buf),
-        }
-    }
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            Output::Stdout(w) => w.write_all(buf),
-            Output::File { wtr, .. } => wtr.write_all(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Output::Stdout(w) => w.flush(),
-            Output::File { wtr, .. } => wtr.flush(),
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! `ukvs zipnum build`: ZipNum clusters (gzip blocks + secondary index).
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use ukvs::sorted::lines::is_header;
 use ukvs::sorted::zipnum::{Block, BlockWriter, DEFAULT_LINES_PER_BLOCK};
 
+use super::output::Output;
 use super::sort::{input_name, open_input};
 
 /// Build ZipNum clusters (compressed, sharded indexes that pywb and
@@ -50,26 +51,6 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Build(args) => build(args),
     }
-}
-
-/// Writes `path` via a temporary file in the same directory.
-fn atomic_writer(path: &std::path::Path) -> anyhow::Result<BufWriter<tempfile::NamedTempFile>> {
-    let dir = path.parent().unwrap_or(std::path::Path::new("."));
-    let tmp = tempfile::Builder::new()
-        .prefix(".ukvs-tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    Ok(BufWriter::with_capacity(1 << 20, tmp))
-}
-
-fn persist(wtr: BufWriter<tempfile::NamedTempFile>, path: &std::path::Path) -> anyhow::Result<()> {
-    let tmp = wtr
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot rename into {}", path.display()))?;
-    Ok(())
 }
 
 /// Data lines (headers skipped) of the input, checked to ascend.
@@ -134,10 +115,10 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let idx_path = args.output.join("index.idx");
     let loc_path = args.output.join("index.loc");
 
-    let mut idx = atomic_writer(&idx_path)?;
+    let mut idx = Output::file(&idx_path)?;
     let mut shard_no = 0usize;
-    let mut shard = atomic_writer(&shard_path(0))?;
-    let mut finished_shards: Vec<(BufWriter<tempfile::NamedTempFile>, PathBuf)> = Vec::new();
+    let mut shard = Output::file(&shard_path(0))?;
+    let mut finished_shards: Vec<Output> = Vec::new();
     let mut offset = 0u64;
     let mut block_no = 0u64;
     let mut in_shard = 0u64;
@@ -145,9 +126,9 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 
     let mut emit = |block: ukvs::sorted::zipnum::FinishedBlock| -> anyhow::Result<()> {
         if in_shard == blocks_per_shard {
-            let next = atomic_writer(&shard_path(shard_no + 1))?;
+            let next = Output::file(&shard_path(shard_no + 1))?;
             let full = std::mem::replace(&mut shard, next);
-            finished_shards.push((full, shard_path(shard_no)));
+            finished_shards.push(full);
             shard_no += 1;
             in_shard = 0;
             offset = 0;
@@ -176,15 +157,15 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     if let Some(block) = writer.flush()? {
         emit(block)?;
     }
-    finished_shards.push((shard, shard_path(shard_no)));
-    let mut loc = atomic_writer(&loc_path)?;
+    finished_shards.push(shard);
+    let mut loc = Output::file(&loc_path)?;
     for i in 0..finished_shards.len() {
         writeln!(loc, "{}\t{}.cdx.gz", shard_name(i), shard_name(i))?;
     }
-    for (wtr, path) in finished_shards {
-        persist(wtr, &path)?;
+    for shard in finished_shards {
+        shard.commit()?;
     }
-    persist(loc, &loc_path)?;
-    persist(idx, &idx_path)?;
+    loc.commit()?;
+    idx.commit()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -31,7 +31,7 @@ pub use query::{
     datetime_to_secs, prefix_key_for_url, sort_closest, url_shortcut, KeyRange, MatchType,
     TimeFilter, Upper,
 };
-pub use search::{Range, Search};
+pub use search::{Disorder, OrderReport, Range, Search};
 pub use sort::{merge_runs, reduce_runs, spill, ExternalSorter, Run, Span, MAX_FAN_IN, SPAN_BYTES};
 
 /// Why a sorted-file operation failed.

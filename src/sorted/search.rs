@@ -12,14 +12,68 @@
 //! last line found below the key and the last found above it) and the
 //! range scan checks that consecutive lines ascend; a violation is an
 //! [`Error::Unsorted`] naming the byte offset. This catches disorder on the
-//! path of a query, not everywhere: `ukvs merge` or `ukvs sort` prove a
-//! whole file.
+//! path of a query, not everywhere: a line out of place that no probe
+//! visits can make a lookup of its own key miss it. [`Search::check_order`]
+//! (`ukvs lookup --check`) reads the whole file to prove its order.
 
 use std::cmp::Ordering;
 
 use super::lines::{header_end, line_at, line_start, next_line_start, Lines};
 use super::query::KeyRange;
 use super::Error;
+
+/// A data line that sorts before the line above it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disorder {
+    /// 1-based line number (in the file, or in the block for a ZipNum
+    /// block).
+    pub line_no: u64,
+    /// Byte offset of the line (in the file, or in the uncompressed block).
+    pub offset: u64,
+    /// For a ZipNum cluster: the shard and block number holding the line.
+    pub block: Option<(String, u64)>,
+    /// The line out of order.
+    pub line: Vec<u8>,
+    /// The line above it.
+    pub previous: Vec<u8>,
+}
+
+/// Result of a full order check: the first disorders found and how many
+/// lines in all sort before the line above them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OrderReport {
+    /// The first places where the order breaks (at most the `max` asked).
+    pub found: Vec<Disorder>,
+    /// Lines out of order in all.
+    pub count: u64,
+}
+
+impl OrderReport {
+    /// Checks `line` (at `offset`, line `line_no`) against `previous`.
+    pub(crate) fn check(
+        &mut self,
+        max: usize,
+        previous: Option<&[u8]>,
+        line: &[u8],
+        at: (u64, u64),
+        block: impl FnOnce() -> Option<(String, u64)>,
+    ) {
+        let Some(previous) = previous else { return };
+        if line >= previous {
+            return;
+        }
+        self.count += 1;
+        if self.found.len() < max {
+            self.found.push(Disorder {
+                line_no: at.0,
+                offset: at.1,
+                block: block(),
+                line: line.to_vec(),
+                previous: previous.to_vec(),
+            });
+        }
+    }
+}
 
 /// Bytes of each sampled line kept in memory by [`Search::sample`].
 const SAMPLE_PREFIX: usize = 32;
@@ -156,6 +210,23 @@ impl<D: AsRef<[u8]>> Search<D> {
         }
         self.samples = samples;
         Ok(())
+    }
+
+    /// Reads every data line and checks it against the one before: the
+    /// order a binary search assumes, proven for the whole file (O(n), one
+    /// sequential pass). Reports the first `max` disorders and their count.
+    pub fn check_order(&self, max: usize) -> OrderReport {
+        let buf = self.data.as_ref();
+        let mut report = OrderReport::default();
+        let headers = buf.get(..self.body).unwrap_or_default();
+        let mut line_no = memchr::memchr_iter(b'\n', headers).count() as u64;
+        let mut prev: Option<&[u8]> = None;
+        for (at, line) in Lines::new(buf, self.body) {
+            line_no += 1;
+            report.check(max, prev, line, (line_no, at as u64), || None);
+            prev = Some(line);
+        }
+        report
     }
 
     /// The whole file.

@@ -25,7 +25,7 @@ use flate2::Compression;
 
 use super::lines::{key_datetime, Lines};
 use super::query::KeyRange;
-use super::search::Search;
+use super::search::{OrderReport, Search};
 use super::Error;
 
 /// Lines per block unless told otherwise (pywb's and Common Crawl's).
@@ -254,6 +254,43 @@ impl<D: AsRef<[u8]>> Cluster<D> {
             out.push(block);
         }
         Ok(out)
+    }
+
+    /// Checks the whole cluster's order: the `.idx` lines, then every line
+    /// of every block against the one before it, across block and shard
+    /// boundaries (blocks fetched one at a time with
+    /// `fetch(shard, offset, length)`). Reports the first `max` disorders
+    /// (those of the `.idx` carry no block) and their count.
+    pub fn check_order(
+        &self,
+        max: usize,
+        mut fetch: impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+    ) -> Result<OrderReport, Error> {
+        let mut report = self.idx.check_order(max);
+        let mut prev: Option<Vec<u8>> = None;
+        for block in self.blocks(&KeyRange::all())? {
+            let bytes =
+                fetch(&block.shard, block.offset, block.length).map_err(|err| Error::BadBlock {
+                    shard: block.shard.clone(),
+                    offset: block.offset,
+                    err,
+                })?;
+            let text = decompress_block(&bytes, &block.shard, block.offset)?;
+            for (no, (at, line)) in Lines::new(&text, 0).enumerate() {
+                let place = || Some((block.shard.clone(), block.block_no));
+                report.check(
+                    max,
+                    prev.as_deref(),
+                    line,
+                    (no as u64 + 1, at as u64),
+                    place,
+                );
+                let p = prev.get_or_insert_with(Vec::new);
+                p.clear();
+                p.extend_from_slice(line);
+            }
+        }
+        Ok(report)
     }
 
     /// The lines of `range`, fetching each block's bytes with

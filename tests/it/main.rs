@@ -3,6 +3,7 @@
 mod arc;
 mod index;
 mod mementomap;
+mod output;
 mod sorted;
 mod surt;
 mod ukvs;

@@ -713,6 +713,186 @@ com,example)/ 20140127171251 http://example.com warc/revisit - B2LT - - 553 1187
     );
 }
 
+/// The TimeMap of RFC 7089 section 5 (its example's datetimes), from a
+/// CDX index: original, self, timegate, then the mementos in time order
+/// whatever order the lookup found them in.
+#[test]
+fn lookup_link_output_is_an_rfc7089_timemap() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = write(
+        dir.path(),
+        "i.cdx",
+        b" CDX N b a m s k r M S V g\n\
+org,example,a)/ 20000620180259 http://a.example.org/ text/html 200 B2LT - - 1046 334 a.warc.gz\n\
+org,example,a)/ 20000621011731 http://a.example.org/ text/html 200 B2LT - - 1046 1380 a.warc.gz\n\
+org,example,a)/ 20000621011731 http://a.example.org/ warc/revisit - B2LT - - 553 2426 a.warc.gz\n\
+org,example,a)/ 20091027204954 https://a.example.org/ text/html 200 C3MU - - 1046 2979 a.warc.gz\n",
+    );
+    let i = idx.to_str().unwrap();
+    let base = [
+        "lookup",
+        i,
+        "a.example.org",
+        "--output",
+        "link",
+        "--archive-prefix",
+        "http://arxiv.example.net/web/",
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "--timemap-url",
+        "http://arxiv.example.net/timemap/http://a.example.org",
+        "--timegate-url",
+        "http://arxiv.example.net/timegate/http://a.example.org",
+        // Found nearest first: the TimeMap must still be in time order.
+        "--closest",
+        "20091027204954",
+    ]);
+    let o = util::run(&args, b"");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        text,
+        "<https://a.example.org/>; rel=\"original\",\n\
+<http://arxiv.example.net/timemap/http://a.example.org>; rel=\"self\"; type=\"application/link-format\"; \
+from=\"Tue, 20 Jun 2000 18:02:59 GMT\"; until=\"Tue, 27 Oct 2009 20:49:54 GMT\",\n\
+<http://arxiv.example.net/timegate/http://a.example.org>; rel=\"timegate\",\n\
+<http://arxiv.example.net/web/20000620180259/http://a.example.org/>; rel=\"first memento\"; datetime=\"Tue, 20 Jun 2000 18:02:59 GMT\",\n\
+<http://arxiv.example.net/web/20000621011731/http://a.example.org/>; rel=\"memento\"; datetime=\"Wed, 21 Jun 2000 01:17:31 GMT\",\n\
+<http://arxiv.example.net/web/20091027204954/https://a.example.org/>; rel=\"last memento\"; datetime=\"Tue, 27 Oct 2009 20:49:54 GMT\"\n"
+    );
+    // Every entry has the link-format shape `<URI>; rel="..."(; k="v")*`.
+    for entry in text.trim_end().split(",\n") {
+        let (uri, params) = entry.split_once(">; ").expect(entry);
+        assert!(
+            uri.starts_with('<') && !uri[1..].contains(['<', '>', ' ']),
+            "{entry}"
+        );
+        assert!(params.starts_with("rel=\""), "{entry}");
+        for p in params.split("; ") {
+            let (k, v) = p.split_once('=').expect(p);
+            assert!(
+                !k.is_empty() && v.starts_with('"') && v.ends_with('"'),
+                "{entry}"
+            );
+        }
+    }
+
+    // Without the TimeMap's and TimeGate's URLs their links are left out;
+    // the order of the results does not move `first`/`last`.
+    let mut args = base.to_vec();
+    args.push("--reverse");
+    let o = util::run(&args, b"");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !text.contains("rel=\"self\"") && !text.contains("timegate"),
+        "{text}"
+    );
+    let rels: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("rel=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        rels,
+        ["original", "first memento", "memento", "last memento"]
+    );
+
+    // A TimeMap is about one URL: other match types are refused.
+    for extra in [&["--match", "prefix"][..], &["--keys", "-"][..]] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let o = util::run(&args, b"org,example,a)/\n");
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("TimeMap"),
+            "{extra:?}"
+        );
+    }
+    // Nothing found: nothing printed, exit 1.
+    let o = util::run(&["lookup", i, "b.example.org", "--output", "link"], b"");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+}
+
+/// A line out of place that no probe of a search visits: the search alone
+/// answers "nothing" for its key; `--check` reads the whole file and names
+/// the line, for plain files and ZipNum clusters alike.
+#[test]
+fn lookup_check_reports_disorder_off_the_search_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = b"!meta {}\ncom,a)/ 1\ncom,b)/ 1\ncom,z)/ 1\ncom,c)/ 1\ncom,d)/ 1\n";
+    let bad = write(dir.path(), "bad.cdxj", text);
+    let b = bad.to_str().unwrap();
+    // The search alone: `com,z)/` and `com,b)/` bound the probes
+    // consistently, so the misplaced `com,c)/` is silently missed.
+    let o = util::run(&["lookup", b, "--key", "com,c)/"], b"");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let at = text.windows(9).position(|w| w == b"com,c)/ 1").unwrap();
+    for args in [
+        vec!["lookup", "--check", b, "--key", "com,c)/"],
+        vec!["lookup", "--check", b],
+    ] {
+        let o = util::run(&args, b"");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("bad.cdxj: line 5 (byte {at}) is out of order")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("1 lines out of order"), "{err}");
+    }
+    // A sorted file passes and the query is answered.
+    let good = write(
+        dir.path(),
+        "good.cdxj",
+        b"!meta {}\ncom,a)/ 1\ncom,c)/ 1\ncom,c)/ 2",
+    );
+    let g = good.to_str().unwrap();
+    let o = util::run(&["lookup", "--check", g], b"");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = util::run(&["lookup", "--check", g, "--key", "com,c)/"], b"");
+    assert_eq!(o.stdout, b"com,c)/ 1\ncom,c)/ 2\n");
+
+    // A cluster whose second block holds a line out of order.
+    let lines: Vec<Vec<u8>> = ["a 1", "b 1", "c 1", "e 1", "d 1", "f 1"]
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+    let (idx, shards) = build_cluster(&lines, 2, 2);
+    let cluster = dir.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    let mut loc = String::new();
+    for (name, bytes) in &shards {
+        write(&cluster, &format!("{name}.gz"), bytes);
+        loc.push_str(&format!("{name}\t{name}.gz\n"));
+    }
+    write(&cluster, "c.idx", &idx);
+    write(&cluster, "c.loc", loc.as_bytes());
+    let o = util::run(&["lookup", "--check", cluster.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("block 3 of shard s1, line 1 (byte 0 of the block) is out of order"),
+        "{err}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // ZipNum against pywb
 

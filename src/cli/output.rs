@@ -1,0 +1,178 @@
+//! Output files that appear whole or not at all.
+//!
+//! Every subcommand that writes a file goes through [`Output`]: the bytes
+//! go to a temporary file in the target's directory (so the final rename
+//! stays on one file system), and [`Output::commit`] renames it over the
+//! target. An error or a panic before that drops the temporary file, which
+//! deletes it; the target keeps its old content.
+//!
+//! Two things a plain `NamedTempFile::persist` gets wrong are handled here:
+//!
+//! * Mode: the temporary file is created with mode 0666, which the kernel
+//!   narrows by the umask exactly as for `File::create` (`tempfile`'s
+//!   default 0600 would make every index private).
+//! * Targets that are not regular files (a FIFO, `/dev/null`, a terminal,
+//!   `/dev/stdout`): renaming over them would replace the device node or
+//!   the pipe with a regular file (as root, `-o /dev/null` would replace
+//!   `/dev/null`). Such targets are opened and written directly; there is
+//!   nothing to make atomic about a stream.
+//!
+//! A symbolic link to a regular file is resolved first, so the file it
+//! points to is replaced and the link kept.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// Buffer size of every output: large writes, few system calls.
+const BUF: usize = 1 << 20;
+
+/// Standard output, a temporary file renamed over the target by
+/// [`Output::commit`], or a stream target written directly.
+pub enum Output {
+    Stdout(BufWriter<io::Stdout>),
+    Temp {
+        wtr: BufWriter<tempfile::NamedTempFile>,
+        target: PathBuf,
+        sync: bool,
+    },
+    Direct {
+        wtr: BufWriter<File>,
+        target: PathBuf,
+    },
+}
+
+impl Output {
+    /// Starts writing `path`; `-` is standard output.
+    pub fn create(path: &Path) -> anyhow::Result<Output> {
+        if path == Path::new("-") {
+            return Ok(Output::Stdout(BufWriter::with_capacity(BUF, io::stdout())));
+        }
+        Output::file(path)
+    }
+
+    /// Starts writing the file `path` (`-` is a file name here).
+    pub fn file(path: &Path) -> anyhow::Result<Output> {
+        match fs::metadata(path) {
+            // FIFOs, devices, sockets: write through, never replace.
+            Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                return Ok(Output::Direct {
+                    wtr: BufWriter::with_capacity(BUF, file),
+                    target: path.to_path_buf(),
+                });
+            }
+            Ok(meta) if meta.is_dir() => {
+                anyhow::bail!("cannot write {}: it is a directory", path.display())
+            }
+            _ => {}
+        }
+        // Replace the file a link points to, not the link.
+        let target = match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path)
+                .with_context(|| format!("cannot resolve the link {}", path.display()))?,
+            _ => path.to_path_buf(),
+        };
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".ukvs-tmp-");
+        // 0666 as `File::create` asks for it; the kernel applies the umask.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let tmp = builder
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        Ok(Output::Temp {
+            wtr: BufWriter::with_capacity(BUF, tmp),
+            target,
+            sync: false,
+        })
+    }
+
+    /// Makes [`Output::commit`] flush the file to the disk before the
+    /// rename, so that after a crash the target is the old or the new file
+    /// whole, never a renamed but empty one.
+    pub fn durable(mut self) -> Output {
+        if let Output::Temp { sync, .. } = &mut self {
+            *sync = true;
+        }
+        self
+    }
+
+    /// The target, for messages.
+    pub fn name(&self) -> String {
+        match self {
+            Output::Stdout(_) => "stdout".into(),
+            Output::Temp { target, .. } | Output::Direct { target, .. } => {
+                target.display().to_string()
+            }
+        }
+    }
+
+    /// Writes a line and its LF.
+    pub fn write_all_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.write_all(line)?;
+        self.write_all(b"\n")
+    }
+
+    /// Flushes and moves the finished file into place.
+    pub fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Output::Stdout(mut w) => w.flush().context("cannot write to stdout"),
+            Output::Direct { mut wtr, target } => wtr
+                .flush()
+                .with_context(|| format!("cannot write {}", target.display())),
+            Output::Temp { wtr, target, sync } => {
+                let tmp = wtr
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("cannot write {}", target.display()))?;
+                if sync {
+                    tmp.as_file()
+                        .sync_all()
+                        .with_context(|| format!("cannot write {}", target.display()))?;
+                }
+                // On failure the error holds the temporary file and drops
+                // it, which deletes it.
+                tmp.persist(&target).with_context(|| {
+                    format!("cannot rename the output into {}", target.display())
+                })?;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Stdout(w) => w.write(buf),
+            Output::Temp { wtr, .. } => wtr.write(buf),
+            Output::Direct { wtr, .. } => wtr.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.write_all(buf),
+            Output::Temp { wtr, .. } => wtr.write_all(buf),
+            Output::Direct { wtr, .. } => wtr.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.flush(),
+            Output::Temp { wtr, .. } => wtr.flush(),
+            Output::Direct { wtr, .. } => wtr.flush(),
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Output files: temp file + rename for regular files, written through for
+//! FIFOs and devices, mode from the umask, nothing left behind on error.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::util;
+
+/// Three sorted CDXJ lines and the same lines shuffled.
+const SORTED: &[u8] =
+    b"com,a)/ 20140101000000 {}\ncom,b)/ 20140101000000 {}\ncom,c)/ 20140101000000 {}\n";
+const SHUFFLED: &[u8] =
+    b"com,c)/ 20140101000000 {}\ncom,a)/ 20140101000000 {}\ncom,b)/ 20140101000000 {}\n";
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Names of leftover temporary files in `dir`.
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".ukvs-tmp-") || n.starts_with(".tmp"))
+        .collect()
+}
+
+/// Makes a FIFO with the `mkfifo` command; `None` (and a skip message)
+/// where there is none.
+fn mkfifo(path: &Path, test: &str) -> Option<()> {
+    match Command::new("mkfifo").arg(path).status() {
+        Ok(s) if s.success() => Some(()),
+        _ => {
+            eprintln!("SKIPPED {test}: the `mkfifo` command is not available");
+            None
+        }
+    }
+}
+
+#[test]
+fn output_to_a_fifo_is_written_through_not_replaced() {
+    let test = "output_to_a_fifo_is_written_through_not_replaced";
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", SHUFFLED);
+    let fifo = dir.path().join("fifo");
+    if mkfifo(&fifo, test).is_none() {
+        return;
+    }
+    let sorted_input = write(dir.path(), "sorted.cdxj", SORTED);
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/expected.ukvs");
+    for args in [
+        vec!["sort", input.to_str().unwrap()],
+        vec!["merge", sorted_input.to_str().unwrap()],
+        vec!["cat", sample.to_str().unwrap()],
+    ] {
+        let want = util::run(&args, b"");
+        assert!(want.status.success(), "{args:?}");
+        // Opening a FIFO for reading blocks until a writer opens it.
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let mut full = args.clone();
+        full.extend(["-o", fifo.to_str().unwrap()]);
+        let o = util::run(&full, b"");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let got = reader.join().unwrap();
+        assert_eq!(got, want.stdout, "{args:?}");
+        assert!(!got.is_empty(), "{args:?}");
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "{args:?} replaced the FIFO");
+        assert!(temp_files(dir.path()).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn output_to_a_device_is_written_through_not_replaced() {
+    let test = "output_to_a_device_is_written_through_not_replaced";
+    if !Path::new("/dev/null").exists() {
+        eprintln!("SKIPPED {test}: /dev/null is absent");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", SORTED);
+    // A link to /dev/null stands for the device: were it replaced by a
+    // rename, the link (not /dev/null) would be what is lost.
+    let null = dir.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    for verb in ["merge", "sort"] {
+        let o = util::run(
+            &[verb, input.to_str().unwrap(), "-o", null.to_str().unwrap()],
+            b"",
+        );
+        assert!(
+            o.status.success(),
+            "{verb}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let meta = std::fs::symlink_metadata(&null).unwrap();
+        assert!(meta.file_type().is_symlink(), "{verb} replaced the link");
+        assert!(
+            std::fs::metadata(&null)
+                .unwrap()
+                .file_type()
+                .is_char_device(),
+            "{verb}: the link no longer leads to a device"
+        );
+        assert!(temp_files(dir.path()).is_empty(), "{verb}");
+    }
+}
+
+#[test]
+fn output_through_a_link_replaces_the_linked_file_and_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", SHUFFLED);
+    let real = write(dir.path(), "real.cdxj", b"old\n");
+    let link = dir.path().join("link.cdxj");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let o = util::run(
+        &[
+            "sort",
+            input.to_str().unwrap(),
+            "-o",
+            link.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&real).unwrap(), SORTED);
+}
+
+#[test]
+fn new_output_files_get_their_mode_from_the_umask() {
+    let test = "new_output_files_get_their_mode_from_the_umask";
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.cdxj", SHUFFLED);
+    let bin = util::bin();
+    for (umask, mode) in [("022", 0o644), ("027", 0o640), ("002", 0o664)] {
+        for verb in ["sort", "cat"] {
+            let out = dir.path().join(format!("out-{verb}-{umask}.cdxj"));
+            // The shell sets the umask for the child it execs.
+            let status = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "umask {umask} && exec \"$0\" {verb} \"$1\" -o \"$2\""
+                ))
+                .arg(&bin)
+                .arg(&input)
+                .arg(&out)
+                .status();
+            let Ok(status) = status else {
+                eprintln!("SKIPPED {test}: no `sh` to set a umask");
+                return;
+            };
+            assert!(status.success(), "{verb} with umask {umask}");
+            let got = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+            assert_eq!(got, mode, "{verb} with umask {umask}: {got:o}");
+        }
+    }
+}
+
+#[test]
+fn a_failed_run_leaves_no_temporary_file_and_keeps_the_old_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let unsorted = write(dir.path(), "unsorted.cdxj", SHUFFLED);
+    let out = write(dir.path(), "out.cdxj", b"previous\n");
+    let cluster = dir.path().join("cluster");
+    for args in [
+        vec![
+            "merge",
+            unsorted.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        vec![
+            "zipnum",
+            "build",
+            unsorted.to_str().unwrap(),
+            "-o",
+            cluster.to_str().unwrap(),
+        ],
+    ] {
+        let o = util::run(&args, b"");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("out of order"), "{args:?}: {err}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"previous\n");
+        assert!(temp_files(dir.path()).is_empty(), "{args:?}");
+        if cluster.exists() {
+            let left: Vec<_> = std::fs::read_dir(&cluster)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .collect();
+            assert!(left.is_empty(), "{args:?} left {left:?}");
+        }
+    }
+}
+
+/// A UKVS capture index with `n` captures of one URL, headers from
+/// `samples/expected.ukvs`: megabytes of output for a single lookup.
+fn many_captures(dir: &Path, n: usize) -> PathBuf {
+    let sample = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/expected.ukvs"),
+    )
+    .unwrap();
+    let mut text: String = sample
+        .lines()
+        .filter(|l| l.starts_with("!context") || l.starts_with("!fields"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        text.contains("!fields"),
+        "samples/expected.ukvs has no !fields"
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "com,example)/ 20140127171200 {i:09} B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A\n"
+        ));
+    }
+    write(dir, "many.ukvs", text.as_bytes())
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_quietly() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let idx = many_captures(dir.path(), 200_000);
+    let idx = idx.to_str().unwrap();
+    for args in [
+        vec!["lookup", idx, "--key", "com,example)/"],
+        vec!["lookup", idx, "--key", "com,example)/", "--output", "json"],
+        vec!["cat", idx],
+        vec!["cat", "--json", idx],
+        vec!["sort", idx],
+        vec!["merge", idx, idx],
+    ] {
+        let mut child = Command::new(util::bin())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one line, then close the pipe as `head -1` does.
+        let mut first = String::new();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut first).unwrap();
+        assert!(!first.is_empty(), "{args:?} wrote nothing");
+        drop(stdout);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
