@@ -46,19 +46,19 @@ enum Sub {
 #[derive(Debug, Clone, clap::Args)]
 struct RollupArgs {
     /// Host compaction factor: smaller rolls up harder ("inf" = never).
-    #[arg(long)]
+    #[arg(long, value_parser = non_negative)]
     hcf: Option<f64>,
     /// Path compaction factor: smaller rolls up harder ("inf" = never).
-    #[arg(long)]
+    #[arg(long, value_parser = non_negative)]
     pcf: Option<f64>,
     /// Host power-law alpha.
-    #[arg(long, default_value_t = 16.329)]
+    #[arg(long, default_value_t = 16.329, value_parser = non_negative)]
     ha: f64,
     /// Host power-law k.
     #[arg(long, default_value_t = 0.714)]
     hk: f64,
     /// Path power-law alpha.
-    #[arg(long, default_value_t = 24.546)]
+    #[arg(long, default_value_t = 24.546, value_parser = non_negative)]
     pa: f64,
     /// Path power-law k.
     #[arg(long, default_value_t = 1.429)]
@@ -230,6 +230,15 @@ struct EvaluateArgs {
     /// Factors for --sweep.
     #[arg(long, value_delimiter = ',', default_values_t = [f64::INFINITY, 8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.125, 0.0625, 0.0])]
     factors: Vec<f64>,
+}
+
+/// A cut-off parameter: a number >= 0 or "inf" (negative cut-offs would
+/// roll up nodes without children).
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x >= 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a number >= 0 (or inf)")),
+    }
 }
 
 fn parse_dimension(s: &str) -> Result<Dimension, String> {
