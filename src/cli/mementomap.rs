@@ -117,10 +117,13 @@ struct OutputArgs {
 ///
 /// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
 /// or gzipped, files or "-" for stdin; each must be sorted in byte order
-/// (LC_ALL=C). One streaming pass; memory O(key depth): rollups rewind a
-/// temporary file, never a buffer. Without rollup options every URI key
-/// gets its own line (the reference's `generate`); with --hcf/--pcf or a
-/// quota the power-law rollup of `compact` is applied on the way.
+/// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
+/// a URL found in two of them counts once as URI-R (captures are lines: a
+/// line present in two inputs counts twice as URI-M). One streaming pass;
+/// memory O(key depth): rollups rewind a temporary file, never a buffer.
+/// Without rollup options every URI key gets its own line (the
+/// reference's `generate`); with --hcf/--pcf or a quota the power-law
+/// rollup of `compact` is applied on the way.
 #[derive(Debug, clap::Args)]
 struct GenerateArgs {
     /// Sorted capture indexes ("-" = stdin).
@@ -320,6 +323,48 @@ fn for_each_line(
         f(line, *no)?;
     }
     Ok(())
+}
+
+/// A line of one of several inputs: bytes (no LF), input index, 1-based
+/// line number.
+type InputLine = (Vec<u8>, usize, u64);
+
+/// The lines of several sorted inputs in byte order (a k-way merge; equal
+/// lines in input order). Memory: one line per input.
+fn merged_lines(
+    inputs: &[PathBuf],
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>>> {
+    let mut streams = Vec::with_capacity(inputs.len());
+    for (i, p) in inputs.iter().enumerate() {
+        let mut r = open_stream(p)?;
+        let name = p.display().to_string();
+        let mut no = 0u64;
+        streams.push(std::iter::from_fn(move || {
+            let mut buf = Vec::new();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) => None,
+                Ok(_) => {
+                    no += 1;
+                    if buf.last() == Some(&b'\n') {
+                        buf.pop();
+                    }
+                    Some(Ok((buf, i, no)))
+                }
+                Err(e) => Some(Err(
+                    anyhow::Error::new(e).context(format!("reading {name} after line {no}"))
+                )),
+            }
+        }));
+    }
+    // Errors first, so a failing input stops the run at once.
+    Ok(itertools::kmerge_by(
+        streams,
+        |x: &anyhow::Result<InputLine>, y: &anyhow::Result<InputLine>| match (x, y) {
+            (Ok((lx, ix, _)), Ok((ly, iy, _))) => (lx, ix) < (ly, iy),
+            (Err(_), _) => true,
+            (Ok(_), Err(_)) => false,
+        },
+    ))
 }
 
 /// Records of a sorted map file (headers skipped).
@@ -750,9 +795,8 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             .push(line.strip_suffix(b"\n").unwrap_or(&line))
     }));
     let mut bad = 0u64;
-    for p in &a.inputs {
-        let name = p.display().to_string();
-        for_each_line(open_input(p)?, |line, no| match g.push_line(line, no) {
+    {
+        let mut feed = |name: &str, line: &[u8], no: u64| match g.push_line(line, no) {
             Ok(()) => Ok(()),
             Err(e @ MapError::Line { .. }) => {
                 if a.strict {
@@ -764,8 +808,21 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
                 }
                 Ok(())
             }
-            Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
-        })?;
+            Err(e) => Err(anyhow::Error::new(e).context(name.to_string())),
+        };
+        if let [p] = a.inputs.as_slice() {
+            let name = p.display().to_string();
+            for_each_line(open_input(p)?, |line, no| feed(&name, line, no))?;
+        } else {
+            // Several sorted inputs may overlap (the same URL in two
+            // indexes): merged into one sorted stream, the captures of a
+            // SURT are adjacent again, so a URL counts once as URI-R.
+            let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
+            for item in merged_lines(&a.inputs)? {
+                let (line, input, no) = item?;
+                feed(&names[input], &line, no)?;
+            }
+        }
     }
     let (main, _late_in_memory, gstats) = g.finish()?;
     let mut main = main.into_inner().map_err(|e| e.into_error())?;

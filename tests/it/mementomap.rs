@@ -767,6 +767,76 @@ fn exclusion_is_not_rolled_into_a_second_zero_entry() {
 }
 
 #[test]
+fn overlapping_inputs_count_a_url_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // `com,x)/` is in both inputs, not next to each other in the first.
+    let a = write(
+        d,
+        "a.cdxj",
+        "com,x)/ 2014 {\"url\":\"http://x.com/\"}\ncom,x)/a 2014 {\"url\":\"http://x.com/a\"}\n",
+    );
+    let b = write(d, "b.cdxj", "com,x)/ 2015 {\"url\":\"http://x.com/\"}\n");
+    let out = ukvs(&[
+        "mementomap",
+        "generate",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(data(&out), ["com,x)/ 2/1", "com,x)/a 1/1"]);
+
+    // Two overlapping thirds of an archive: the map of both is the map of
+    // one sorted file holding the lines of both, and its URI-R counts are
+    // those of the whole archive.
+    let text = synth_cdxj(13, 80, true);
+    let lines: Vec<&str> = text.lines().collect();
+    let part = |skip: usize| -> Vec<&str> {
+        lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 != skip)
+            .map(|(_, l)| *l)
+            .collect()
+    };
+    let (pa, pb) = (part(0), part(1));
+    let mut both: Vec<&str> = pa.iter().chain(&pb).copied().collect();
+    both.sort_unstable();
+    let join = |v: &[&str]| v.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let fa = write(d, "pa.cdxj", &join(&pa));
+    let fb = write(d, "pb.cdxj", &join(&pb));
+    let fboth = write(d, "both.cdxj", &join(&both));
+    let whole = write(d, "whole.cdxj", &text);
+    let gen = |inputs: &[&Path]| {
+        let mut args = vec!["mementomap", "generate", "-q"];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        data(&ukvs(&args))
+    };
+    let merged = gen(&[&fa, &fb]);
+    assert_eq!(merged, gen(&[&fboth]));
+    assert_eq!(
+        merged,
+        gen(&[&fb, &fa]),
+        "the order of the inputs does not matter"
+    );
+    let whole = gen(&[&whole]);
+    assert_eq!(merged.len(), whole.len());
+    let urir = |l: &str| {
+        l.split(' ')
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    for (m, w) in merged.iter().zip(&whole) {
+        assert_eq!(m.split(' ').next(), w.split(' ').next());
+        assert_eq!(urir(m), urir(w), "{m} vs {w}");
+    }
+}
+
+#[test]
 fn quota_keeps_recall() {
     let dir = tempfile::tempdir().unwrap();
     let text = synth_cdxj(21, 120, true);
