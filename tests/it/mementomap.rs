@@ -836,6 +836,87 @@ fn overlapping_inputs_count_a_url_once() {
     }
 }
 
+/// The smallest map with full recall, in bytes, from the error a quota of
+/// one byte gives.
+fn smallest_map_bytes(args: &[&str]) -> u64 {
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["--max-bytes", "1"]);
+    let out = util::run(&a, b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("cannot be met"), "{err}");
+    let at = err.rfind("lines and ").expect("size in the error") + "lines and ".len();
+    err[at..].split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn max_bytes_is_met_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = synth_cdxj(21, 120, true);
+    let index = write(d, "idx.cdxj", &text);
+    let ex = write(d, "ex.txt", "org\ncom,site3)/a\n");
+    let held: String = text
+        .lines()
+        .map(|l| format!("{}\n", l.split(' ').next().unwrap()))
+        .collect();
+    let map = d.join("m.map");
+    let m = map.to_str().unwrap();
+    for extra in [
+        &[][..],
+        &["--by", "datetime:year", "--layout", "columns"][..],
+        &["--by", "status"][..],
+    ] {
+        let mut base = vec![
+            "mementomap",
+            "generate",
+            index.to_str().unwrap(),
+            "--exclude",
+            ex.to_str().unwrap(),
+            "-q",
+            "-o",
+            m,
+        ];
+        base.extend_from_slice(extra);
+        ukvs(&base);
+        let full = std::fs::metadata(&map).unwrap().len();
+        let min = smallest_map_bytes(&base);
+        assert!(min < full / 4, "{min} vs {full}");
+        let mut a = base.clone();
+        let below = (min - 1).to_string();
+        a.extend_from_slice(&["--max-bytes", &below]);
+        assert_eq!(util::run(&a, b"").status.code(), Some(2), "{extra:?}");
+        for n in [
+            min,
+            min + 1,
+            min + 40,
+            (min + full) / 3,
+            (min + full) / 2,
+            full - 1,
+            full,
+        ] {
+            let mut a = base.clone();
+            let ns = n.to_string();
+            a.extend_from_slice(&["--max-bytes", &ns]);
+            ukvs(&a);
+            let got = std::fs::metadata(&map).unwrap().len();
+            assert!(got <= n, "{got} bytes for --max-bytes {n} {extra:?}");
+            // Full recall: every page the archive holds outside the
+            // exclusions is covered.
+            let out = util::run(&["mementomap", "lookup", m, "-"], held.as_bytes());
+            for l in String::from_utf8(out.stdout).unwrap().lines() {
+                let q = l.rsplit(' ').next().unwrap();
+                if q.starts_with("org,") || q.starts_with("com,site3)/a") {
+                    continue;
+                }
+                let f: Vec<&str> = l.split(' ').collect();
+                let zero = f[1] == "0" || f[1].starts_with("0/");
+                assert!(f[0] != "-" && !zero, "{l} at {n}");
+            }
+        }
+    }
+}
+
 #[test]
 fn quota_keeps_recall() {
     let dir = tempfile::tempdir().unwrap();
