@@ -48,19 +48,19 @@ enum Sub {
 #[derive(Debug, Clone, clap::Args)]
 struct RollupArgs {
     /// Host compaction factor: smaller rolls up harder ("inf" = never).
-    #[arg(long)]
+    #[arg(long, value_parser = non_negative)]
     hcf: Option<f64>,
     /// Path compaction factor: smaller rolls up harder ("inf" = never).
-    #[arg(long)]
+    #[arg(long, value_parser = non_negative)]
     pcf: Option<f64>,
     /// Host power-law alpha.
-    #[arg(long, default_value_t = 16.329)]
+    #[arg(long, default_value_t = 16.329, value_parser = non_negative)]
     ha: f64,
     /// Host power-law k.
     #[arg(long, default_value_t = 0.714)]
     hk: f64,
     /// Path power-law alpha.
-    #[arg(long, default_value_t = 24.546)]
+    #[arg(long, default_value_t = 24.546, value_parser = non_negative)]
     pa: f64,
     /// Path power-law k.
     #[arg(long, default_value_t = 1.429)]
@@ -74,7 +74,9 @@ struct RollupArgs {
     /// Compact until the map has at most N data lines (100 % recall kept).
     #[arg(long, value_name = "N")]
     max_lines: Option<u64>,
-    /// Compact until the map file has at most N bytes (100 % recall kept).
+    /// Compact until the map file, headers included, has at most N bytes
+    /// (100 % recall kept); an error when even the map `*` (plus exclusion
+    /// entries) is bigger.
     #[arg(long, value_name = "N")]
     max_bytes: Option<u64>,
 }
@@ -119,10 +121,13 @@ struct OutputArgs {
 ///
 /// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
 /// or gzipped, files or "-" for stdin; each must be sorted in byte order
-/// (LC_ALL=C). One streaming pass; memory O(key depth): rollups rewind a
-/// temporary file, never a buffer. Without rollup options every URI key
-/// gets its own line (the reference's `generate`); with --hcf/--pcf or a
-/// quota the power-law rollup of `compact` is applied on the way.
+/// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
+/// a URL found in two of them counts once as URI-R (captures are lines: a
+/// line present in two inputs counts twice as URI-M). One streaming pass;
+/// memory O(key depth): rollups rewind a temporary file, never a buffer.
+/// Without rollup options every URI key gets its own line (the
+/// reference's `generate`); with --hcf/--pcf or a quota the power-law
+/// rollup of `compact` is applied on the way.
 #[derive(Debug, clap::Args)]
 struct GenerateArgs {
     /// Sorted capture indexes ("-" = stdin).
@@ -237,6 +242,15 @@ struct EvaluateArgs {
     factors: Vec<f64>,
 }
 
+/// A cut-off parameter: a number >= 0 or "inf" (negative cut-offs would
+/// roll up nodes without children).
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x >= 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a number >= 0 (or inf)")),
+    }
+}
+
 fn parse_dimension(s: &str) -> Result<Dimension, String> {
     Dimension::parse(s).ok_or_else(|| {
         format!("unknown dimension {s:?} (datetime:year, datetime:month, status, mime)")
@@ -318,6 +332,48 @@ fn for_each_line(
     Ok(())
 }
 
+/// A line of one of several inputs: bytes (no LF), input index, 1-based
+/// line number.
+type InputLine = (Vec<u8>, usize, u64);
+
+/// The lines of several sorted inputs in byte order (a k-way merge; equal
+/// lines in input order). Memory: one line per input.
+fn merged_lines(
+    inputs: &[PathBuf],
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>>> {
+    let mut streams = Vec::with_capacity(inputs.len());
+    for (i, p) in inputs.iter().enumerate() {
+        let mut r = open_stream(p)?;
+        let name = p.display().to_string();
+        let mut no = 0u64;
+        streams.push(std::iter::from_fn(move || {
+            let mut buf = Vec::new();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) => None,
+                Ok(_) => {
+                    no += 1;
+                    if buf.last() == Some(&b'\n') {
+                        buf.pop();
+                    }
+                    Some(Ok((buf, i, no)))
+                }
+                Err(e) => Some(Err(
+                    anyhow::Error::new(e).context(format!("reading {name} after line {no}"))
+                )),
+            }
+        }));
+    }
+    // Errors first, so a failing input stops the run at once.
+    Ok(itertools::kmerge_by(
+        streams,
+        |x: &anyhow::Result<InputLine>, y: &anyhow::Result<InputLine>| match (x, y) {
+            (Ok((lx, ix, _)), Ok((ly, iy, _))) => (lx, ix) < (ly, iy),
+            (Err(_), _) => true,
+            (Ok(_), Err(_)) => false,
+        },
+    ))
+}
+
 /// Records of a sorted map file (headers skipped).
 fn map_source(p: &Path) -> anyhow::Result<Source> {
     let mut r = open_stream(p)?;
@@ -384,6 +440,14 @@ impl FileSpool {
             file_len: 0,
             buf: Vec::with_capacity(1 << 20),
         })
+    }
+
+    /// A reader of everything spooled so far; the spool stays usable.
+    fn reader(&mut self) -> io::Result<File> {
+        self.flush_buf()?;
+        let mut f = self.file.try_clone()?;
+        f.seek(SeekFrom::Start(0))?;
+        Ok(f)
     }
 
     /// Flushes and returns the file positioned at its start.
@@ -489,6 +553,8 @@ struct Compacted {
     spool: FileSpool,
     stats: Stats,
     params: Params,
+    /// Zero entries written (only counted for the `*` fallback).
+    zeros: usize,
 }
 
 /// Runs the compactor over `records`.
@@ -506,33 +572,40 @@ fn compact_stream(
         spool,
         stats,
         params,
+        zeros: 0,
     })
 }
 
 /// Compaction honouring --max-lines / --max-bytes: the least compaction
 /// (largest factor) that meets the quota. Rollups only generalise, so every
 /// candidate keeps 100 % recall; if even factor 0 is too big, the map
-/// becomes the single line `*` (plus exclusion entries).
+/// becomes the single line `*` (plus exclusion entries), the smallest map
+/// with full recall; if that is too big too, the quota cannot be met.
+/// `bytes` gives the size of the finished file (headers included) a
+/// candidate would make.
 fn compact_with_quota(
     raw: &mut File,
     rollup: &RollupArgs,
     base: Params,
-    header_len: u64,
     tmp: &Path,
+    bytes: &dyn Fn(&mut Compacted) -> anyhow::Result<u64>,
 ) -> anyhow::Result<Compacted> {
-    let fits = |c: &Compacted| {
-        rollup.max_lines.map_or(true, |n| c.stats.lines_out <= n)
-            && rollup
-                .max_bytes
-                .map_or(true, |n| header_len + c.spool.position() <= n)
+    let fits = |c: &mut Compacted| -> anyhow::Result<bool> {
+        if rollup.max_lines.is_some_and(|n| c.stats.lines_out > n) {
+            return Ok(false);
+        }
+        match rollup.max_bytes {
+            Some(n) => Ok(bytes(c)? <= n),
+            None => Ok(true),
+        }
     };
     let mut run = |params: Params| -> anyhow::Result<Compacted> {
         raw.seek(SeekFrom::Start(0))?;
         let src = map_lines(BufReader::with_capacity(1 << 20, raw.try_clone()?));
         compact_stream(src, params, tmp)
     };
-    let first = run(base)?;
-    if fits(&first) {
+    let mut first = run(base)?;
+    if fits(&mut first)? {
         return Ok(first);
     }
     // Halve the factor until it fits, then bisect between the last two.
@@ -546,21 +619,33 @@ fn compact_with_quota(
     let mut best = None;
     for _ in 0..40 {
         f /= 2.0;
-        let c = run(base.with_factor(f))?;
-        if fits(&c) {
+        let mut c = run(base.with_factor(f))?;
+        if fits(&mut c)? {
             best = Some((f, c));
             break;
         }
         hi = f;
     }
     if best.is_none() {
-        let c = run(base.with_factor(0.0))?;
-        if fits(&c) {
+        let mut c = run(base.with_factor(0.0))?;
+        if fits(&mut c)? {
             best = Some((0.0, c));
         }
     }
     let Some((mut lo, mut good)) = best else {
-        return everything_line(raw, base, tmp);
+        let mut c = everything_line(raw, base, tmp)?;
+        if fits(&mut c)? {
+            return Ok(c);
+        }
+        let size = bytes(&mut c)?;
+        bail!(
+            "the quota{}{} cannot be met with full recall: the smallest such map (`*` and {} exclusion entries) has {} lines and {} bytes",
+            rollup.max_lines.map(|n| format!(" --max-lines {n}")).unwrap_or_default(),
+            rollup.max_bytes.map(|n| format!(" --max-bytes {n}")).unwrap_or_default(),
+            c.zeros,
+            c.stats.lines_out,
+            size
+        );
     };
     for _ in 0..8 {
         let mid = if lo == 0.0 {
@@ -568,8 +653,8 @@ fn compact_with_quota(
         } else {
             (lo * hi).sqrt()
         };
-        let c = run(base.with_factor(mid))?;
-        if fits(&c) {
+        let mut c = run(base.with_factor(mid))?;
+        if fits(&mut c)? {
             lo = mid;
             good = c;
         } else {
@@ -580,7 +665,8 @@ fn compact_with_quota(
 }
 
 /// The map that says "anything may be here": `*` with the total, plus the
-/// zero entries.
+/// zero entries (a zero `*` entry replaces the total line; no line when
+/// nothing is held).
 fn everything_line(raw: &mut File, base: Params, tmp: &Path) -> anyhow::Result<Compacted> {
     raw.seek(SeekFrom::Start(0))?;
     let mut total: Option<Frequency> = None;
@@ -598,21 +684,26 @@ fn everything_line(raw: &mut File, base: Params, tmp: &Path) -> anyhow::Result<C
     let mut spool = FileSpool::new(tmp)?;
     let mut stats = Stats {
         lines_in,
-        rollups: 1,
         ..Stats::default()
     };
     let mut line = Vec::new();
-    Record::new(b"*".to_vec(), total.unwrap_or_default()).write_to(&mut line);
-    for z in &zeros {
-        z.write_to(&mut line);
+    let star = match total {
+        Some(t) if !zeros.iter().any(|z| z.key == b"*") => Some(Record::new(b"*".to_vec(), t)),
+        _ => None,
+    };
+    // `*` sorts before every other key.
+    for r in star.iter().chain(&zeros) {
+        r.write_to(&mut line);
+        stats.lines_out += 1;
     }
     spool.append(&line)?;
-    stats.lines_out = 1 + zeros.len() as u64;
+    stats.rollups = u64::from(star.is_some());
     stats.total = total;
     Ok(Compacted {
         spool,
         stats,
         params: base.with_factor(0.0),
+        zeros: zeros.len(),
     })
 }
 
@@ -643,10 +734,18 @@ fn finish_map(
     rollup: &RollupArgs,
     params: Params,
     out: &OutputArgs,
-    mut header: Header,
+    header: Header,
     columns: Option<(&str, &str)>,
 ) -> anyhow::Result<Stats> {
     let tmp = tmp_dir(out);
+    // The headers carry the total and the parameters used, so a quota in
+    // bytes is checked against the finished file of each candidate.
+    let final_header = |c: &Compacted| {
+        let mut h = header.clone();
+        h.total = c.stats.total;
+        h.extra.insert("compaction".into(), params_json(&c.params));
+        h
+    };
     let quota = rollup.max_lines.is_some() || rollup.max_bytes.is_some();
     let compacted = if quota {
         // The quota search compacts several times: keep the uncompacted
@@ -659,19 +758,28 @@ fn finish_map(
             raw.append(&line)?;
         }
         let mut raw = raw.into_reader()?;
-        let probe = Header {
-            total: Some(Frequency::default()),
-            ..header.clone()
+        let bytes = |c: &mut Compacted| -> anyhow::Result<u64> {
+            let head = final_header(c).to_bytes().len() as u64;
+            let body = match columns {
+                None => c.spool.position(),
+                Some((dim, all)) => {
+                    let mut n = 0u64;
+                    let mut line = Vec::new();
+                    for r in map_lines(BufReader::with_capacity(1 << 20, c.spool.reader()?)) {
+                        line.clear();
+                        r?.write_columns(dim, all, &mut line);
+                        n += line.len() as u64;
+                    }
+                    n
+                }
+            };
+            Ok(head + body)
         };
-        let header_len = probe.to_bytes().len() as u64 + 64;
-        compact_with_quota(&mut raw, rollup, params, header_len, &tmp)?
+        compact_with_quota(&mut raw, rollup, params, &tmp, &bytes)?
     } else {
         compact_stream(records, params, &tmp)?
     };
-    header.total = compacted.stats.total;
-    header
-        .extra
-        .insert("compaction".into(), params_json(&compacted.params));
+    let header = final_header(&compacted);
     let stats = compacted.stats;
     let mut body = compacted.spool.into_reader()?;
     if let Some((dim, all)) = columns {
@@ -730,9 +838,8 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             .push(line.strip_suffix(b"\n").unwrap_or(&line))
     }));
     let mut bad = 0u64;
-    for p in &a.inputs {
-        let name = p.display().to_string();
-        for_each_line(open_input(p)?, |line, no| match g.push_line(line, no) {
+    {
+        let mut feed = |name: &str, line: &[u8], no: u64| match g.push_line(line, no) {
             Ok(()) => Ok(()),
             Err(e @ MapError::Line { .. }) => {
                 if a.strict {
@@ -744,8 +851,21 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
                 }
                 Ok(())
             }
-            Err(e) => Err(anyhow::Error::new(e).context(name.clone())),
-        })?;
+            Err(e) => Err(anyhow::Error::new(e).context(name.to_string())),
+        };
+        if let [p] = a.inputs.as_slice() {
+            let name = p.display().to_string();
+            for_each_line(open_input(p)?, |line, no| feed(&name, line, no))?;
+        } else {
+            // Several sorted inputs may overlap (the same URL in two
+            // indexes): merged into one sorted stream, the captures of a
+            // SURT are adjacent again, so a URL counts once as URI-R.
+            let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
+            for item in merged_lines(&a.inputs)? {
+                let (line, input, no) = item?;
+                feed(&names[input], &line, no)?;
+            }
+        }
     }
     let (main, _late_in_memory, gstats) = g.finish()?;
     let mut main = main.into_inner().map_err(|e| e.into_error())?;

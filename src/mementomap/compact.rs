@@ -21,8 +21,14 @@
 //! line uses a temporary file so that memory stays O(depth).
 //!
 //! Departures from the reference (see FORMATS.md "6. MementoMap"):
+//! * a key first closes what it leaves in both layers, then opens its
+//!   nodes, so a node never starts past a rewind (the reference opens host
+//!   nodes before its path rollup rewinds, and a later host rollup then
+//!   rewinds to that stale offset, leaving garbage and unsorted lines);
 //! * zero entries (`0`, `0/N`) are not summed into rollups and are written
-//!   again after a rollup that swallowed them, so exclusions survive;
+//!   again after a rollup that swallowed them, so exclusions survive; a
+//!   subtree of zero entries only, or one holding a zero entry with the
+//!   wildcard's own key, is not rolled up;
 //! * keys without a comma (`localhost)/`, `*`) are kept, not dropped;
 //! * input must be sorted; an out-of-order key is an error, not garbage.
 
@@ -233,22 +239,38 @@ impl<S: Spool> Compactor<S> {
         // add nothing to a rollup's counts.
         let contrib = if zero { None } else { Some(rec.freq) };
         let extra = if zero { None } else { rec.extra.as_ref() };
+        let srcs = [strip_sep(host, SEP[HOST]), strip_sep(k, SEP[PATH])];
+        let ends = [
+            level_ends(host, SEP[HOST], self.trail[HOST].len()),
+            level_ends(k, SEP[PATH], self.trail[PATH].len()),
+        ];
+        // Close what this key leaves, in both layers, before opening
+        // anything for it: a rollup cuts the output back, and a node opened
+        // before the cut would remember a start past the new end (the
+        // reference's defect: its later rollup then rewinds to that stale
+        // offset, leaving rolled-up lines and fragments behind).
         for layer in [HOST, PATH] {
-            let src = if layer == HOST { host } else { k };
-            let ends = level_ends(src, SEP[layer], self.trail[layer].len());
-            let src = strip_sep(src, SEP[layer]);
-            for (i, &end) in ends.iter().enumerate() {
-                let key = &src[..end];
+            // The first level whose open node is not this key's (the
+            // trail is filled from level 0: past a free slot nothing is
+            // open).
+            let left = ends[layer].iter().enumerate().find_map(|(i, &end)| {
+                let node = self.trail[layer][i].as_ref()?;
+                (node.key != srcs[layer][..end]).then_some(i)
+            });
+            if let Some(i) = left {
+                self.close_subtree(layer, i)?;
+            }
+        }
+        for layer in [HOST, PATH] {
+            for (i, &end) in ends[layer].iter().enumerate() {
+                let key = &srcs[layer][..end];
                 match &mut self.trail[layer][i] {
-                    Some(node) if node.key == key => {
+                    Some(node) => {
                         node.freq = add_opt(node.freq, contrib);
                         node.extra = combine_extra(node.extra.take(), extra, false);
-                        continue;
                     }
-                    Some(_) => self.close_subtree(layer, i)?,
-                    None => {}
+                    None => self.open(layer, i, key, contrib, extra),
                 }
-                self.open(layer, i, key, contrib, extra);
             }
         }
         self.write(rec)?;
@@ -301,7 +323,7 @@ impl<S: Spool> Compactor<S> {
             if i == 0 && layer == HOST {
                 continue;
             }
-            if node.children as f64 > self.cut[layer][i] {
+            if self.qualifies(layer, i, node) {
                 let node = self.trail[layer][i].take();
                 if let Some(node) = node {
                     self.rollup(layer, node)?;
@@ -325,6 +347,27 @@ impl<S: Spool> Compactor<S> {
         Ok(())
     }
 
+    /// Whether `node` (open at `level` of `layer`) is rolled up when it
+    /// closes: more children than the cut-off, and something to summarise.
+    /// A subtree of zero entries only is left alone (a wildcard `0` would
+    /// claim an exclusion nobody made), and so is one holding a zero entry
+    /// with the wildcard's own key (two lines for one key; the zero must
+    /// stay to keep the exclusion, the wildcard to keep recall).
+    fn qualifies(&self, layer: usize, level: usize, node: &Node) -> bool {
+        if node.children == 0 || node.freq.is_none() {
+            return false;
+        }
+        if node.children as f64 <= self.cut[layer][level] {
+            return false;
+        }
+        let first = self.zeros.partition_point(|(pos, _)| *pos < node.start);
+        !self.zeros[first..].iter().any(|(_, z)| {
+            z.key.len() == node.key.len() + 2
+                && z.key.starts_with(&node.key)
+                && z.key[node.key.len()..] == [SEP[layer], b'*']
+        })
+    }
+
     fn rollup(&mut self, layer: usize, node: Node) -> Result<(), Error> {
         self.spool.truncate(node.start)?;
         self.stats.lines_out = node.start_line;
@@ -334,12 +377,10 @@ impl<S: Spool> Compactor<S> {
         let mut key = node.key;
         key.push(SEP[layer]);
         key.push(b'*');
+        // `qualifies` only lets nodes with a non-zero count through.
         let roll = Record {
             key,
-            freq: node.freq.unwrap_or(Frequency {
-                urim: super::freq::Count::exact(0),
-                urir: super::freq::Count::UNKNOWN,
-            }),
+            freq: node.freq.unwrap_or_default(),
             extra: node.extra,
         };
         // The wildcard line and the zero entries it swallowed, in key order.
@@ -494,5 +535,126 @@ mod tests {
             compact_records(&recs, Params::COMPACT),
             Err(Error::Unsorted { line: 2, .. })
         ));
+    }
+
+    #[test]
+    fn host_rollup_after_path_rollup_on_the_same_line() {
+        // `com,x,d0)/` closes the path node `com,x)` (rolled up: the output
+        // is cut back) and opens the host node `com,x,d0`, which rolls up
+        // later. Opened before the cut, it used to keep a start past the
+        // new end: the rollup then left the lines it replaced in place and
+        // wrote `com,x,d0,*` after them, out of order and double-counted.
+        let input = "com,x)/a 1\ncom,x)/b 1\ncom,x)/c 1\ncom,x)/d 1\ncom,x)/e 1\ncom,x,d0)/ 1\ncom,x,d0,a)/ 1\ncom,z)/ 1\n";
+        assert_eq!(
+            run(input, Params::COMPACT.with_factor(0.125)),
+            "com,x)/* 5\ncom,x,d0,* 2\ncom,z)/ 1\n"
+        );
+    }
+
+    #[test]
+    fn subtrees_of_zero_entries_are_not_rolled_up() {
+        // Three excluded pages under `/p`: a rollup would write `/p/* 0`,
+        // an exclusion nobody asked for.
+        let input = "com,x)/a 1\ncom,x)/p/a/* 0/1\ncom,x)/p/b/* 0/2\ncom,x)/p/c/* 0\ncom,x)/z 1\n";
+        // Cut-offs 4.9 (host root: 3 children stay) and 1.8 (`/p`: 3
+        // children would roll up).
+        let p = Params {
+            pcf: 0.2,
+            ..Params::GENERATE
+        };
+        assert_eq!(
+            run(input, p),
+            "com,x)/a 1\ncom,x)/p/a/* 0/1\ncom,x)/p/b/* 0/2\ncom,x)/p/c/* 0\ncom,x)/z 1\n"
+        );
+    }
+
+    #[test]
+    fn zero_entry_with_the_wildcard_key_blocks_the_rollup() {
+        // An exclusion `/p/*` next to pages under `/p` (maps merged from
+        // several sources): rolling `/p` up would write `/p/*` twice.
+        let input = "com,x)/p/* 0/4\ncom,x)/p/a 1\ncom,x)/p/b 1\ncom,x)/p/c 1\n";
+        // `/p` has 4 children, over its cut-off of 0.9.
+        let p = Params {
+            pcf: 0.1,
+            ..Params::GENERATE
+        };
+        assert_eq!(run(input, p), input);
+    }
+
+    use proptest::prelude::*;
+
+    /// Sorted, distinct map keys from a small alphabet: sparse and dense
+    /// subtrees side by side, so that both layers roll up, at every level
+    /// and on the same line.
+    fn map_records() -> impl Strategy<Value = Vec<Record>> {
+        proptest::collection::btree_map(
+            "(com|org),a(,[b-c]){0,3}\\)(/[a-c-]){0,3}",
+            1..6u64,
+            1..100,
+        )
+        .prop_map(|m| {
+            let mut recs: Vec<Record> = m
+                .into_iter()
+                .filter_map(|(k, n)| {
+                    let key = super::super::key::map_key(k.as_bytes(), false)?;
+                    Some(Record::new(key, Frequency::exact(n, 1)))
+                })
+                .collect();
+            recs.sort_by(|a, b| a.key.cmp(&b.key));
+            recs.dedup_by(|b, a| {
+                let same = a.key == b.key;
+                if same {
+                    a.freq = a.freq.plus(b.freq);
+                }
+                same
+            });
+            recs
+        })
+    }
+
+    fn factor() -> impl Strategy<Value = f64> {
+        prop_oneof![Just(f64::INFINITY), Just(0.0), 0.0f64..1.5, 0.05f64..0.3]
+    }
+
+    proptest! {
+        /// Whatever the input and the parameters: lines strictly in byte
+        /// order, the captures counted once (rollups replace what they
+        /// summarise), and every input key still covered.
+        #[test]
+        fn rollups_keep_order_counts_and_recall(
+            recs in map_records(),
+            hcf in factor(),
+            pcf in factor(),
+            hdepth in 1usize..9,
+            pdepth in 1usize..10,
+        ) {
+            let p = Params { hcf, pcf, hdepth, pdepth, ..Params::COMPACT };
+            let (body, stats) = compact_records(&recs, p).unwrap();
+            let mut keys = Vec::new();
+            let mut total = 0u64;
+            for line in body.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let r = Record::parse(line, 0).unwrap();
+                total += r.freq.urim.value.unwrap_or(0);
+                keys.push(r.key);
+            }
+            prop_assert!(
+                keys.windows(2).all(|w| w[0] < w[1]),
+                "out of order: {}",
+                String::from_utf8_lossy(&body)
+            );
+            let want: u64 = recs.iter().map(|r| r.freq.urim.value.unwrap_or(0)).sum();
+            prop_assert_eq!(total, want, "{}", String::from_utf8_lossy(&body));
+            prop_assert_eq!(stats.lines_out, keys.len() as u64);
+            let map = super::super::lookup::Map::new(body.as_slice());
+            for r in &recs {
+                let hit = map.lookup(&r.key).unwrap();
+                prop_assert!(
+                    hit.is_some_and(|h| h.covered()),
+                    "{} lost: {}",
+                    String::from_utf8_lossy(&r.key),
+                    String::from_utf8_lossy(&body)
+                );
+            }
+        }
     }
 }

@@ -807,6 +807,64 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
         }
     }
 
+    proptest! {
+        /// Exclusions through generation and compaction at any factor: keys
+        /// unique and in order, zero entries only for the excluded prefixes
+        /// (each written once), every excluded capture answered "not held",
+        /// every other one covered, and the non-zero counts add up to the
+        /// captures not excluded.
+        #[test]
+        fn exclusions_survive_compaction(
+            lines in capture_lines(),
+            excl in proptest::collection::btree_set(
+                "(com|org),a(,[ab])?(\\)/([ab]{1,2})?)?",
+                1..6,
+            ),
+            f in prop_oneof![Just(f64::INFINITY), Just(0.0), 0.0f64..2.0, 0.0f64..0.2],
+        ) {
+            let exclude: Vec<Vec<u8>> =
+                excl.iter().filter_map(|e| exclusion_key(e.as_bytes())).collect();
+            let opts = Options { exclude: exclude.clone(), ..Options::default() };
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let (recs, stats) = records_of(text.as_bytes(), &opts).unwrap();
+            let (body, _) = super::super::compact::compact_records(
+                &recs,
+                super::super::Params::COMPACT.with_factor(f),
+            )
+            .unwrap();
+            let shown = String::from_utf8_lossy(&body).into_owned();
+            let out: Vec<Record> = body
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| Record::parse(l, 0).unwrap())
+                .collect();
+            prop_assert!(out.windows(2).all(|w| w[0].key < w[1].key), "order: {}", shown);
+            let zeros: Vec<&[u8]> =
+                out.iter().filter(|r| r.freq.is_zero()).map(|r| &r.key[..]).collect();
+            let mut want_zeros: Vec<&[u8]> = exclude.iter().map(Vec::as_slice).collect();
+            want_zeros.sort();
+            want_zeros.dedup();
+            prop_assert_eq!(zeros, want_zeros, "{}", shown);
+            let total: u64 = out.iter().map(|r| r.freq.urim.value.unwrap_or(0)).sum();
+            prop_assert_eq!(total, stats.captures - stats.excluded, "{}", shown);
+            let map = super::super::lookup::Map::new(body.as_slice());
+            for l in &lines {
+                let surt = l.split(' ').next().unwrap_or("");
+                let key = map_key(surt.as_bytes(), false).unwrap_or_default();
+                let excluded = candidates(&key, false)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| exclude.contains(&c));
+                let hit = map.lookup(surt.as_bytes()).unwrap();
+                prop_assert_eq!(
+                    hit.is_some_and(|h| h.covered()),
+                    !excluded,
+                    "{} at factor {}: {}", surt, f, shown
+                );
+            }
+        }
+    }
+
     #[test]
     fn json_member_scan() {
         let j = br#"{"note":"url","u":["url"],"url" : "http://a/\"b"}"#;
