@@ -84,6 +84,15 @@ fn lib_err(e: ukvs::ukvs::Error) -> anyhow::Error {
     }
 }
 
+/// The message of an error on line `n`, without the `line N: ` that
+/// library errors start with (the caller prints `file:n: ` already).
+fn message_at(e: &anyhow::Error, n: u64) -> String {
+    match e.downcast_ref::<ukvs::ukvs::Error>() {
+        Some(lib) if lib.line() == Some(n) => lib.detail(),
+        _ => format!("{e:#}"),
+    }
+}
+
 /// State shared across files: the writer and the schema of the output.
 struct Out<W: Write> {
     json: bool,
@@ -206,7 +215,7 @@ fn cat_one<R: io::Read, W: Write>(
                     return Err(e);
                 }
             }
-            eprintln!("{name}:{n}: {e:#}");
+            eprintln!("{name}:{n}: {}", message_at(&e, n));
             out.bad += 1;
         }
         if st.skip {

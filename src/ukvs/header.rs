@@ -68,6 +68,22 @@ impl Schema {
         }
     }
 
+    /// Whether `name` names one of the fields of a line with `fields`
+    /// fields: a declared name, or without `!fields` one of `key`,
+    /// `value1` .. `value<fields-1>` (what [`Schema::name`] gives them).
+    pub fn names_field(&self, name: &str, fields: usize) -> bool {
+        if self.declared {
+            return self.position(name).is_some();
+        }
+        if name == "key" {
+            return fields >= 1;
+        }
+        name.strip_prefix("value")
+            .filter(|d| !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<usize>().ok())
+            .is_some_and(|i| i >= 1 && i < fields)
+    }
+
     /// Position of a field by name, keys first.
     pub fn position(&self, name: &str) -> Option<usize> {
         self.keys
@@ -294,6 +310,10 @@ mod tests {
         let u = Schema::undeclared();
         assert_eq!(u.name(0), "key");
         assert_eq!(u.name(2), "value2");
+        assert!(u.names_field("key", 1) && u.names_field("value2", 3));
+        assert!(!u.names_field("value3", 3) && !u.names_field("value02", 3));
+        assert!(!u.names_field("value", 3) && !u.names_field("value+1", 3));
+        assert!(s.names_field("q", 4) && !s.names_field("key", 4));
     }
 
     #[test]

@@ -83,7 +83,7 @@ pub enum Error {
     BadFields { line: u64, what: String },
     /// Expansion found the same name twice (a field and an OSLJ member, or
     /// two fields). Rename one of them.
-    #[error("line {line}: name `{name}` appears both as a field and in the OSLJ (or twice)")]
+    #[error("line {line}: name `{name}` appears both as a field and in the JSON block")]
     Clash { line: u64, name: String },
     /// A line handed to the writer contains a newline or starts like a
     /// header line; it would change the meaning of the file.
@@ -95,4 +95,36 @@ pub enum Error {
     /// Reading or writing failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// The line the error names, if it names one.
+    pub fn line(&self) -> Option<u64> {
+        match *self {
+            Error::OutOfOrder { line, .. }
+            | Error::HeaderAfterData { line, .. }
+            | Error::Arity { line, .. }
+            | Error::Syntax { line, .. }
+            | Error::Json { line, .. }
+            | Error::BadFields { line, .. }
+            | Error::Clash { line, .. }
+            | Error::InvalidLine { line, .. }
+            | Error::Convert { line, .. } => Some(line),
+            Error::Io(_) => None,
+        }
+    }
+
+    /// The message without its leading `line N: ` (`line N, ` before a
+    /// column), for callers that print `file:line: ` themselves.
+    pub fn detail(&self) -> String {
+        let full = self.to_string();
+        let Some(line) = self.line() else {
+            return full;
+        };
+        let colon = format!("line {line}: ");
+        let comma = format!("line {line}, ");
+        full.strip_prefix(&colon)
+            .or_else(|| full.strip_prefix(&comma))
+            .map_or_else(|| full.clone(), str::to_owned)
+    }
 }

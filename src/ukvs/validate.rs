@@ -4,9 +4,12 @@
 //! the problems of each line as it goes, so a caller can print them with
 //! the file name while streaming. Per data line it does one pass over the
 //! fields (memchr), one comparison with the previous line and, when the
-//! line has an OSLJ, a non-allocating strict JSON check; JSON5 and full
-//! parsing happen only when the strict check fails or a MementoMap
-//! breakdown has to be inspected.
+//! line has an OSLJ, a non-allocating strict JSON check with a scan of its
+//! member names (repeated names, names that clash with a field); JSON5 and
+//! full parsing happen only when that check cannot vouch for the text (see
+//! `json::check_json5`) or a MementoMap breakdown has to be inspected.
+//! Whatever `ukvs cat --json` refuses in a record, `validate` reports on
+//! that record's line.
 
 use std::fmt;
 
@@ -34,8 +37,9 @@ impl fmt::Display for Problem {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProblemKind {
-    /// A header line after the first data line.
-    HeaderAfterData { name: String },
+    /// A header line after the first data line (`first_data_line`); it is
+    /// not applied, as readers skip it.
+    HeaderAfterData { name: String, first_data_line: u64 },
     /// A header whose value is wrong (bad JSON, bad `!fields`, a second
     /// `!fields`/`!context`/`!id` that differs, no name).
     Header { what: String },
@@ -45,8 +49,12 @@ pub enum ProblemKind {
     NoKey,
     /// Quoting or escape error at a byte column (1-based).
     Syntax { column: usize, what: String },
-    /// The OSLJ is not a JSON(5) object.
+    /// The OSLJ is not a JSON(5) object (or repeats a member name, holds a
+    /// lone surrogate, bytes that are not UTF-8, `Infinity` or `NaN`).
     Json { message: String },
+    /// An OSLJ member named like one of the line's fields: expansion
+    /// would have two values for one name.
+    Clash { name: String },
     /// The line sorts before the previous data line.
     OutOfOrder { previous_line: u64 },
     /// Same key as the previous data line, in a file where keys are unique
@@ -69,7 +77,13 @@ impl fmt::Display for ProblemKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ProblemKind::*;
         match self {
-            HeaderAfterData { name } => write!(f, "header `!{name}` after the first data line"),
+            HeaderAfterData {
+                name,
+                first_data_line,
+            } => write!(
+                f,
+                "header `!{name}` after the first data line (line {first_data_line}); ignored"
+            ),
             Header { what } => write!(f, "bad header: {what}"),
             Arity { expected, got } => {
                 write!(f, "{got} fields where `!fields` declares {expected}")
@@ -77,6 +91,10 @@ impl fmt::Display for ProblemKind {
             NoKey => write!(f, "no key field before the JSON block"),
             Syntax { column, what } => write!(f, "column {column}: {what}"),
             Json { message } => write!(f, "invalid JSON block: {message}"),
+            Clash { name } => write!(
+                f,
+                "name `{name}` appears both as a field and in the JSON block"
+            ),
             OutOfOrder { previous_line } => {
                 write!(f, "out of byte order: sorts before line {previous_line}")
             }
@@ -126,7 +144,15 @@ pub struct Validator {
     freq_at: Option<usize>,
     datetime_at: Option<usize>,
     mementomap: bool,
-    seen_data: bool,
+    /// Whether the missing `frequency` of a MementoMap was reported.
+    reported_no_frequency: bool,
+    /// Line number of the first data line (0 before it).
+    first_data_line: u64,
+    /// Reused buffers of the OSLJ member scan.
+    members: super::json::Members,
+    /// First bytes of the field names: most OSLJ member names are ruled
+    /// out as clashes by one lookup.
+    field_initials: [bool; 256],
     /// Number of the line being checked (1-based).
     line: u64,
     /// Copy of the previous data line: the order check and the duplicate
@@ -159,7 +185,10 @@ impl Validator {
             freq_at: None,
             datetime_at: None,
             mementomap: false,
-            seen_data: false,
+            reported_no_frequency: false,
+            first_data_line: 0,
+            members: super::json::Members::default(),
+            field_initials: initials(&Schema::undeclared()),
             line: 0,
             previous: Vec::new(),
             previous_key_len: 0,
@@ -192,12 +221,15 @@ impl Validator {
             Line::Blank => self.report(ProblemKind::Blank),
             Line::Header(h) => {
                 self.summary.headers += 1;
-                if self.seen_data {
+                if self.first_data_line > 0 {
+                    // Readers (`cat`, lookups) read the header block only,
+                    // so a late header changes nothing for them: it is
+                    // reported and not applied here either.
                     self.report(ProblemKind::HeaderAfterData {
                         name: String::from_utf8_lossy(h.name).into_owned(),
+                        first_data_line: self.first_data_line,
                     });
-                }
-                if h.name.is_empty() {
+                } else if h.name.is_empty() {
                     self.report(ProblemKind::Header {
                         what: "`!` without a name".into(),
                     });
@@ -208,17 +240,21 @@ impl Validator {
                         Error::Json { message, .. } => format!("invalid JSON: {message}"),
                         Error::BadFields { what, .. } => format!("`!fields`: {what}"),
                         Error::InvalidLine { what, .. } => what,
-                        other => other.to_string(),
+                        other => other.detail(),
                     };
                     self.report(ProblemKind::Header { what });
+                } else {
+                    // Headers may come in any order, so what the records
+                    // mean (arity, MementoMap checks) is recomputed after
+                    // each one.
+                    self.refresh_schema();
                 }
-                // Headers may come in any order, so what the records mean
-                // (arity, MementoMap checks) is recomputed after each one.
-                self.refresh_schema();
             }
             Line::Data(r) => {
                 self.summary.records += 1;
-                self.seen_data = true;
+                if self.first_data_line == 0 {
+                    self.first_data_line = self.line;
+                }
                 self.data(r.as_bytes());
             }
         }
@@ -236,6 +272,7 @@ impl Validator {
     /// `frequency` and datetime key columns are.
     fn refresh_schema(&mut self) {
         self.schema = self.headers.schema();
+        self.field_initials = initials(&self.schema);
         self.mementomap = self.headers.is_mementomap();
         self.summary.mementomap = self.mementomap;
         self.freq_at = None;
@@ -247,6 +284,16 @@ impl Validator {
                 self.freq_at = Some(1);
             }
             self.datetime_at = self.schema.keys.iter().position(|k| k == "datetime");
+            // `!meta {type: "MementoMap"}` with a `!fields` that has no
+            // `frequency`: no line could be read as a MementoMap entry.
+            if self.schema.declared && self.freq_at.is_none() && !self.reported_no_frequency {
+                self.reported_no_frequency = true;
+                self.report(ProblemKind::Header {
+                    what: "a MementoMap's `!fields` must name a `frequency` value \
+                           (`{keys: [\"surt\"], values: [\"frequency\"]}`)"
+                        .into(),
+                });
+            }
         }
     }
 
@@ -311,7 +358,7 @@ impl Validator {
             }
         }
         if let Some(j) = oslj {
-            self.check_oslj(j);
+            self.check_oslj(j, n);
         }
         // A line that could not be split (or had fewer fields than keys)
         // counts as its own key: it still takes part in the order check.
@@ -382,13 +429,30 @@ impl Validator {
         }
     }
 
-    /// Checks the OSLJ. Outside MementoMaps only validity matters, so the
-    /// cheap non-allocating skim is enough; MementoMap breakdowns need the
+    /// Checks the OSLJ of a line with `fields` fields. Outside MementoMaps
+    /// validity and member names are all that matter, so the cheap
+    /// non-allocating check is enough; MementoMap breakdowns need the
     /// parsed value to look at their keys and frequencies.
-    fn check_oslj(&mut self, j: &[u8]) {
+    fn check_oslj(&mut self, j: &[u8], fields: usize) {
+        let mut clash: Option<String> = None;
         if !self.mementomap {
-            if let Err(message) = super::json::check_json5(j) {
+            let schema = &self.schema;
+            let initials = &self.field_initials;
+            let mut top = |name: &str| {
+                let maybe = name
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| initials[usize::from(b)]);
+                if maybe && clash.is_none() && schema.names_field(name, fields) {
+                    clash = Some(name.to_owned());
+                }
+            };
+            let checked = super::json::check_json5(j, &mut self.members, &mut top);
+            if let Err(message) = checked {
                 self.report(ProblemKind::Json { message });
+            }
+            if let Some(name) = clash {
+                self.report(ProblemKind::Clash { name });
             }
             return;
         }
@@ -401,6 +465,12 @@ impl Validator {
                 message: "not a JSON object".into(),
             });
         };
+        if let Some(name) = members
+            .keys()
+            .find(|name| self.schema.names_field(name, fields))
+        {
+            self.report(ProblemKind::Clash { name: name.clone() });
+        }
         // A MementoMap breakdown is an object of `key: frequency`; under
         // `datetime` the keys are datetime prefixes or ranges.
         for (name, inner) in &members {
@@ -432,6 +502,23 @@ impl Validator {
             }
         }
     }
+}
+
+/// Which bytes start a field name of `schema` (`key` and `value<n>`
+/// without `!fields`).
+fn initials(schema: &Schema) -> [bool; 256] {
+    let mut out = [false; 256];
+    if schema.declared {
+        for name in schema.keys.iter().chain(&schema.values) {
+            if let Some(b) = name.bytes().next() {
+                out[usize::from(b)] = true;
+            }
+        }
+    } else {
+        out[usize::from(b'k')] = true;
+        out[usize::from(b'v')] = true;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -487,7 +574,8 @@ mod tests {
                 (
                     5,
                     ProblemKind::HeaderAfterData {
-                        name: "meta".into()
+                        name: "meta".into(),
+                        first_data_line: 2
                     }
                 ),
                 (

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use ukvs::ukvs::{
-    classify, format_record, parse_json5, Field, Line, Record, Schema, Token, Validator, Writer,
+    classify, format_record, parse_json5, Field, Line, ProblemKind, Record, Schema, Token,
+    Validator, Writer,
 };
 
 use crate::util;
@@ -249,6 +250,49 @@ fn malformed_files_are_rejected_on_the_right_line() {
             "meta-not-object.ukvs",
             &[":2: bad header: `!meta` must be a JSON object"],
         ),
+        (
+            "field-oslj-clash.ukvs",
+            &[":3: name `offset` appears both as a field and in the JSON block"],
+        ),
+        (
+            "lone-surrogate.ukvs",
+            &[":2: invalid JSON block: at column 10 of the JSON: missing unicode trail surrogate"],
+        ),
+        (
+            "bad-utf8-json.ukvs",
+            &[":2: invalid JSON block: not UTF-8"],
+        ),
+        (
+            "duplicate-member.ukvs",
+            &[
+                ":2: invalid JSON block: member `url` appears twice in one object",
+                ":3: invalid JSON block: at column 21 of the JSON: member `a` appears twice",
+            ],
+        ),
+        (
+            "header-duplicate-member.ukvs",
+            &[":1: bad header: invalid JSON: member `type` appears twice in one object"],
+        ),
+        (
+            "header-lone-surrogate.ukvs",
+            &[":2: bad header: invalid JSON: at column 9 of the JSON: unexpected unicode trail surrogate"],
+        ),
+        (
+            "json5-numbers.ukvs",
+            &[
+                ":2: invalid JSON block: at column 10 of the JSON: Infinity has no strict JSON form",
+                ":3: invalid JSON block: at column 5 of the JSON: NaN has no strict JSON form",
+                ":4: invalid JSON block: at column 5 of the JSON: error parsing number: too large",
+            ],
+        ),
+        (
+            "mementomap-no-frequency.ukvs",
+            &[":2: bad header: a MementoMap's `!fields` must name a `frequency` value"],
+        ),
+        (
+            "fields-after-data.ukvs",
+            &[":2: header `!fields` after the first data line (line 1); ignored"],
+        ),
     ];
     for (name, wants) in cases {
         let p = bad(name);
@@ -276,6 +320,72 @@ fn malformed_files_are_rejected_on_the_right_line() {
         })
         .count();
     assert_eq!(listed, cases.len());
+}
+
+/// Whatever `cat --json` refuses in a record or header, `validate` reports
+/// on the same line: the fixtures of each class, and the JSON problems of
+/// every malformed fixture.
+#[test]
+fn validate_rejects_what_cat_json_rejects_on_the_same_lines() {
+    let lines_named = |text: &str, p: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = text
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix(p)?
+                    .strip_prefix(':')?
+                    .split(':')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        v.dedup();
+        v
+    };
+    for e in std::fs::read_dir(util::data_dir().join("ukvs-bad")).unwrap() {
+        let path = e.unwrap().path();
+        if !path.extension().is_some_and(|x| x == "ukvs") {
+            continue;
+        }
+        let p = path.to_str().unwrap();
+        let (vcode, vout, _) = run(&["validate", "-q", p]);
+        let (ccode, _, cerr) = run(&["cat", "--json", p]);
+        let by_validate = lines_named(&vout, p);
+        let by_cat = lines_named(&cerr, p);
+        // Every line cat refuses is one validate reports.
+        for l in &by_cat {
+            assert!(
+                by_validate.contains(l),
+                "{p}: cat refuses line {l}, validate does not: {vout}{cerr}"
+            );
+        }
+        if ccode != 0 {
+            assert_eq!(vcode, 2, "{p}");
+        }
+        // And for the classes of this comparison, the same lines exactly.
+        let name = path.file_name().unwrap().to_str().unwrap();
+        if [
+            "field-oslj-clash.ukvs",
+            "lone-surrogate.ukvs",
+            "bad-utf8-json.ukvs",
+            "duplicate-member.ukvs",
+            "header-duplicate-member.ukvs",
+            "header-lone-surrogate.ukvs",
+            "json5-numbers.ukvs",
+            "fields-after-data.ukvs",
+        ]
+        .contains(&name)
+        {
+            assert_eq!(ccode, 2, "{p}: {cerr}");
+            assert_eq!(by_cat, by_validate, "{p}: {vout}{cerr}");
+        }
+        // No message repeats the line number it is printed after.
+        for l in cerr.lines() {
+            if let Some(n) = lines_named(l, p).first() {
+                assert!(!l.contains(&format!(": line {n}")), "{l}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -451,10 +561,20 @@ fn clash_between_field_and_oslj_names_the_line() {
     assert_eq!(stdout.lines().count(), 1, "the good line is still printed");
     assert!(
         stderr.contains(&format!(
-            "{}:3: line 3: name `frequency` appears both",
+            "{}:3: name `frequency` appears both as a field and in the JSON block\n",
             p.display()
         )),
         "{stderr}"
+    );
+    // validate reports the same line.
+    let (code, stdout, _) = run(&["validate", "-q", p.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stdout,
+        format!(
+            "{}:3: name `frequency` appears both as a field and in the JSON block\n",
+            p.display()
+        )
     );
 }
 
@@ -726,8 +846,115 @@ fn write_json5(v: &Value, style: u64, out: &mut String) {
     }
 }
 
+/// An OSLJ made of pieces that exercise every JSON class `validate` must
+/// judge as expansion does: member names equal to field names (also as
+/// `\u` escapes), repeated names at any depth, lone surrogates, bytes that
+/// are not UTF-8, JSON5 forms with `Infinity`/`NaN`, numbers beyond 64 bits.
+fn tricky_oslj() -> impl Strategy<Value = Vec<u8>> {
+    let name = prop_oneof![
+        Just(&b"a"[..]),
+        Just(&b"b"[..]),
+        Just(&b"key"[..]),
+        Just(&b"value1"[..]),
+        Just(&b"value2"[..]),
+        Just(&b"surt"[..]),
+        Just(&b"x"[..]),
+        Just(&b"\\u0061"[..]),
+        Just(&b"\\u0078"[..]),
+    ];
+    let value = prop_oneof![
+        Just(&b"1"[..]),
+        Just(&b"null"[..]),
+        Just(&b"\"s\""[..]),
+        Just(&b"\"\\ud800\""[..]),
+        Just(&b"\"\\udc00x\""[..]),
+        Just(&b"\"\\ud83d\\ude00\""[..]),
+        Just("\"é\"".as_bytes()),
+        Just(&b"\"\xff\""[..]),
+        Just(&b"Infinity"[..]),
+        Just(&b"-Infinity"[..]),
+        Just(&b"NaN"[..]),
+        Just(&b"1e400"[..]),
+        Just(&b"123456789012345678901234567890"[..]),
+        Just(&b"{\"a\":1,\"a\":2}"[..]),
+        Just(&b"{\"a\":{\"a\":1}}"[..]),
+        Just(&b"[{\"k\":1},{\"k\":2},{\"k\":1,\"j\":1}]"[..]),
+        Just(&b"[{\"k\":1,\"k\":1}]"[..]),
+    ];
+    (
+        proptest::collection::vec((name, value, any::<bool>()), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(members, trailing)| {
+            let mut out = b"{".to_vec();
+            for (i, (n, v, bare)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                // A bare (JSON5) name where it is an identifier.
+                if *bare && n.iter().all(u8::is_ascii_alphanumeric) {
+                    out.extend_from_slice(n);
+                } else {
+                    out.push(b'"');
+                    out.extend_from_slice(n);
+                    out.push(b'"');
+                }
+                out.push(b':');
+                out.extend_from_slice(v);
+            }
+            if trailing && !members.is_empty() {
+                out.push(b',');
+            }
+            out.push(b'}');
+            out
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `validate` reports a problem on every line expansion refuses, and
+    /// a JSON or clash problem only on lines expansion refuses.
+    #[test]
+    fn validate_judges_json_as_expansion_does(
+        fields in proptest::collection::vec(prop_oneof![Just("a"), Just("-"), Just("\"b c\"")], 1..4),
+        oslj in tricky_oslj(),
+        declared in any::<bool>(),
+    ) {
+        let mut line = fields.join(" ").into_bytes();
+        line.push(b' ');
+        line.extend_from_slice(&oslj);
+        let mut v = Validator::new();
+        let schema = if declared {
+            let header: &[u8] = br#"!fields {"keys":["surt"],"values":["a","b"]}"#;
+            prop_assert!(v.line(header).is_empty());
+            Schema::new(["surt"], ["a", "b"])
+        } else {
+            Schema::undeclared()
+        };
+        let problems = v.line(&line).to_vec();
+        let Line::Data(record) = classify(&line) else {
+            return Err(TestCaseError::fail("not a data line"));
+        };
+        let expanded = ukvs::ukvs::expand(&record, &schema, 2);
+        let text = String::from_utf8_lossy(&line);
+        if let Err(e) = &expanded {
+            prop_assert!(!problems.is_empty(), "{}: expand says {}, validate nothing", text, e);
+        }
+        let json_problem = problems.iter().any(|p| {
+            matches!(p.kind, ProblemKind::Json { .. } | ProblemKind::Clash { .. })
+        });
+        if json_problem {
+            prop_assert!(expanded.is_err(), "{}: validate says {:?}, expand nothing", text, problems);
+        }
+        // What expands is what `cat` writes back, numbers digit for digit.
+        if let Ok(obj) = expanded {
+            if oslj.windows(30).any(|w| w == b"123456789012345678901234567890") {
+                let back = serde_json::to_string(&obj).unwrap();
+                prop_assert!(back.contains("123456789012345678901234567890"), "{}", back);
+            }
+        }
+    }
 
     /// write -> read -> write gives identical bytes, and reading gives back
     /// the values written.
