@@ -86,6 +86,17 @@ pub struct Search<D> {
     /// sit above the sorted body and never take part in the search.
     body: usize,
     samples: Samples,
+    /// Where the part of a line that must ascend ends (see
+    /// [`Search::order_by_prefix_before`]); `None`: the whole line.
+    order_end: Option<u8>,
+}
+
+/// The part of `line` that must ascend: up to the first `end` byte.
+fn order_key(line: &[u8], end: Option<u8>) -> &[u8] {
+    match end.and_then(|e| memchr::memchr(e, line)) {
+        Some(i) => &line[..i],
+        None => line,
+    }
 }
 
 /// Line starts sampled at a fixed byte step, with the first bytes of each
@@ -164,7 +175,18 @@ impl<D: AsRef<[u8]>> Search<D> {
             data,
             body,
             samples: Samples::default(),
+            order_end: None,
         }
+    }
+
+    /// Order checks compare lines only up to the first `end` byte. A ZipNum
+    /// `.idx` is ordered by its first keys (before the TAB): two blocks
+    /// that start with the same key are listed in block order, whose
+    /// shard and offset columns need not ascend as text (`s10` < `s9`,
+    /// `100` < `42`).
+    pub fn order_by_prefix_before(mut self, end: u8) -> Search<D> {
+        self.order_end = Some(end);
+        self
     }
 
     /// Samples a line every `step` bytes to speed up many lookups (a batch
@@ -179,7 +201,7 @@ impl<D: AsRef<[u8]>> Search<D> {
         let mut prev: &[u8] = &[];
         while pos < buf.len() {
             let (line, _) = line_at(buf, pos);
-            if line < prev {
+            if order_key(line, self.order_end) < order_key(prev, self.order_end) {
                 return Err(Error::Unsorted {
                     offset: pos as u64,
                     line: String::from_utf8_lossy(line).into_owned(),
@@ -223,7 +245,13 @@ impl<D: AsRef<[u8]>> Search<D> {
         let mut prev: Option<&[u8]> = None;
         for (at, line) in Lines::new(buf, self.body) {
             line_no += 1;
-            report.check(max, prev, line, (line_no, at as u64), || None);
+            report.check(
+                max,
+                prev.map(|p| order_key(p, self.order_end)),
+                order_key(line, self.order_end),
+                (line_no, at as u64),
+                || None,
+            );
             prev = Some(line);
         }
         report
@@ -277,7 +305,7 @@ impl<D: AsRef<[u8]>> Search<D> {
             let mut pos = lo;
             while pos < hi {
                 let (line, next) = line_at(buf, pos);
-                if line < prev {
+                if order_key(line, self.order_end) < order_key(prev, self.order_end) {
                     return Err(Error::Unsorted {
                         offset: pos as u64,
                         line: String::from_utf8_lossy(line).into_owned(),
@@ -302,7 +330,10 @@ impl<D: AsRef<[u8]>> Search<D> {
             // In a sorted file every line between two probes lies between
             // them; a probe outside its bounds proves the file unsorted
             // here, at the cost of two comparisons.
-            if below.is_some_and(|b| line < b) || above.is_some_and(|a| line > a) {
+            let k = order_key(line, self.order_end);
+            if below.is_some_and(|b| k < order_key(b, self.order_end))
+                || above.is_some_and(|a| k > order_key(a, self.order_end))
+            {
                 return Err(Error::Unsorted {
                     offset: start as u64,
                     line: String::from_utf8_lossy(line).into_owned(),
@@ -345,6 +376,7 @@ impl<D: AsRef<[u8]>> Search<D> {
             lines: Lines::new(buf, pos),
             range,
             prev,
+            order_end: self.order_end,
             done: false,
         })
     }
@@ -371,6 +403,7 @@ pub struct Range<'s, 'r> {
     lines: Lines<'s>,
     range: &'r KeyRange,
     prev: Option<&'s [u8]>,
+    order_end: Option<u8>,
     done: bool,
 }
 
@@ -385,7 +418,10 @@ impl<'s> Iterator for Range<'s, '_> {
             self.done = true;
             return None;
         };
-        if self.prev.is_some_and(|p| line < p) {
+        if self
+            .prev
+            .is_some_and(|p| order_key(line, self.order_end) < order_key(p, self.order_end))
+        {
             self.done = true;
             return Some(Err(Error::Unsorted {
                 offset: offset as u64,

@@ -212,7 +212,7 @@ impl<D: AsRef<[u8]>> Cluster<D> {
     /// Wraps the bytes of a `.idx` file.
     pub fn new(idx: D) -> Cluster<D> {
         Cluster {
-            idx: Search::new(idx),
+            idx: Search::new(idx).order_by_prefix_before(b'\t'),
         }
     }
 
