@@ -1242,3 +1242,170 @@ fn schemas_reject_what_they_should() {
 fn root_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
+
+#[test]
+fn cat_reads_cdxj_that_starts_with_a_meta_line() {
+    let fixture = util::data_dir().join("cdxj/cdxj-indexer-compressed.cdxj");
+    let want = concat!(
+        "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n",
+        "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"offset\",\"digest\"]}\n",
+        "!meta {\"type\":\"CaptureIndex\",\"generator\":\"ukvs 0.1.0\",\"source_format\":\"cdxj\",",
+        "\"source_meta\":[{\"format\":\"cdxj-gzip-1.0\",\"filename\":\"data.cdxj.gz\"}]}\n",
+        "com,example)/ 20170306040206 0 - {\"length\":191}\n",
+        "com,example)/ 20170306040348 191 - {\"length\":189}\n",
+        "org,commoncrawl)/ 20170722005011 380 - {\"length\":190}\n",
+        "org,commoncrawl)/ 20170722005011 570 - {\"length\":20}\n",
+    );
+    let (code, stdout, stderr) = run(&["cat", fixture.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, want);
+    let (code, stdout, stderr) = run(&["cat", "--from", "cdxj", fixture.to_str().unwrap()]);
+    assert_eq!((code, stdout.as_str()), (0, want), "{stderr}");
+    // The result validates and its headers pass the schemas.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("idx.ukvs");
+    std::fs::write(&out, want).unwrap();
+    let (code, stdout, _) = run(&["validate", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(check_file_against_schemas(&out) >= 7);
+    // Expanded, the records carry the capture-index names.
+    let (_, json_out, _) = run(&["cat", "--json", fixture.to_str().unwrap()]);
+    assert_eq!(
+        ndjson(&json_out)[1],
+        json!({"surt": "com,example)/", "datetime": "20170306040348", "offset": "191",
+               "digest": null, "length": 189})
+    );
+    // Another `!` line in a CDXJ file is reported, not taken for data.
+    let odd = dir.path().join("odd.cdxj");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    std::fs::write(&odd, text.replacen("\ncom,", "\n!other x\ncom,", 1)).unwrap();
+    let (code, stdout, stderr) = run(&["cat", odd.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "{}:2: `!other` in a CDXJ file is not a `!meta <n> {{...}}` line; skipped\n",
+            odd.display()
+        )
+    );
+    assert_eq!(stdout, want);
+
+    // Made again by cdxj-indexer itself, when it is installed.
+    let test = "cat_reads_cdxj_that_starts_with_a_meta_line";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    if !util::has_python_module("cdxj_indexer", test) {
+        return;
+    }
+    let data = corpus.join("webrecorder__cdxj-indexer/test/data");
+    let status = std::process::Command::new("python3")
+        .current_dir(dir.path())
+        .args([
+            "-m",
+            "cdxj_indexer.main",
+            "-c",
+            "data.cdxj.gz",
+            "-l",
+            "1",
+            "-o",
+            "made.cdxj",
+        ])
+        .arg(data.join("example.warc.gz"))
+        .arg(data.join("cc.warc.gz"))
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let made = dir.path().join("made.cdxj");
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), text);
+    let (code, stdout, stderr) = run(&["cat", made.to_str().unwrap()]);
+    assert_eq!((code, stdout.as_str()), (0, want), "{stderr}");
+}
+
+#[test]
+fn cat_refuses_an_unusable_cdx_legend_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (legend, why) in [
+        (" CDX N b a m s a g", "letter `a` (url) appears twice"),
+        (" CDX N b a m s k bb", "`bb` is not one letter"),
+        (
+            " CDX a m s k",
+            "no key column: neither N (massaged url) nor A (canonized url)",
+        ),
+        (" CDX N a m s k", "no date column: no b"),
+    ] {
+        let p = dir.path().join("bad.cdx");
+        std::fs::write(&p, format!("{legend}\ncom,a)/ 20140101000000 x y z w\n")).unwrap();
+        let p = p.to_str().unwrap();
+        let (code, stdout, stderr) = run(&["cat", p]);
+        assert_eq!(code, 2, "{legend}");
+        assert_eq!(stdout, "", "{legend}");
+        assert_eq!(
+            stderr,
+            format!(
+                "{p}:1: cannot convert: bad CDX legend: {why}\n{p}: skipped: its CDX legend cannot be used\n"
+            )
+        );
+    }
+    // The next file is still read.
+    let good = dir.path().join("good.cdx");
+    std::fs::write(&good, " CDX N b a\ncom,a)/ 20140101000000 http://a/\n").unwrap();
+    let bad = dir.path().join("bad.cdx");
+    let (code, stdout, _) = run(&["cat", bad.to_str().unwrap(), good.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        stdout.ends_with("com,a)/ 20140101000000 - - {\"url\":\"http://a/\"}\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn cat_keeps_big_numbers_and_reads_null_as_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ukvs = dir.path().join("big.ukvs");
+    std::fs::write(
+        &ukvs,
+        "!fields {keys: ['k'], values: ['v']}\na x {\"n\":123456789012345678901234567890,\"m\":-18446744073709551617,\"f\":-0.10}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["cat", ukvs.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.lines().nth(1).unwrap(),
+        r#"a x {"n":123456789012345678901234567890,"m":-18446744073709551617,"f":-0.10}"#
+    );
+    let (_, json_out, _) = run(&["cat", "--json", ukvs.to_str().unwrap()]);
+    assert_eq!(
+        json_out,
+        "{\"k\":\"a\",\"v\":\"x\",\"n\":123456789012345678901234567890,\"m\":-18446744073709551617,\"f\":-0.10}\n"
+    );
+
+    let cdxj = dir.path().join("big.cdxj");
+    std::fs::write(
+        &cdxj,
+        concat!(
+            "com,a)/ 20140101000000 {\"offset\": 123456789012345678901234567890, \"digest\": null, \"length\": \"99999999999999999999999\", \"status\": null}\n",
+            "com,b)/ 20140101000000 {\"offset\": null, \"digest\": \"-\", \"mime\": \"text/html\"}\n",
+            "com,c)/ 20140101000000 {offset: Infinity}\n",
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["cat", cdxj.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let records: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(
+        records,
+        [
+            r#"com,a)/ 20140101000000 123456789012345678901234567890 - {"length":99999999999999999999999}"#,
+            r#"com,b)/ 20140101000000 - - {"mime":"text/html"}"#,
+        ]
+    );
+    assert_eq!(
+        stderr,
+        format!(
+            "{}:3: invalid JSON: at column 10 of the JSON: Infinity has no strict JSON form (write it as a string or leave it out)\n",
+            cdxj.display()
+        )
+    );
+}
