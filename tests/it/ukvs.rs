@@ -1409,3 +1409,170 @@ fn cat_keeps_big_numbers_and_reads_null_as_unknown() {
         )
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A whole file (headers of every kind, records of a random schema,
+    /// OSLJ blocks) written by the writer reads back through the header
+    /// block and the tokenizer, is written again to identical bytes, and
+    /// validates without a problem.
+    #[test]
+    fn whole_files_round_trip(
+        context in proptest::option::of(Just(json!(["https://oduwsdl.github.io/contexts/ukvs"]))),
+        id in proptest::option::of("[a-z:/.]{1,20}".prop_map(|u| json!({"uri": u}))),
+        metas in proptest::collection::vec(json_object(), 0..3),
+        (nkeys, nvalues) in (1usize..3, 0usize..3),
+        rows in proptest::collection::vec(
+            (proptest::collection::vec(field_value(), 5), proptest::option::of(json_object())),
+            0..12,
+        ),
+        other in proptest::option::of("[a-z0-9 {}:]{0,12}"),
+    ) {
+        let keys: Vec<String> = (0..nkeys).map(|i| format!("k{i}")).collect();
+        let values: Vec<String> = (0..nvalues).map(|i| format!("v{i}")).collect();
+        let mut w = Writer::new(Vec::new());
+        if let Some(c) = &context {
+            w.header("context", c).unwrap();
+        }
+        if let Some(i) = &id {
+            w.header("id", i).unwrap();
+        }
+        w.header("fields", &json!({"keys": keys, "values": values})).unwrap();
+        for m in &metas {
+            w.header("meta", m).unwrap();
+        }
+        if let Some(o) = &other {
+            // Readers trim the spaces around a header value.
+            let mut line = b"!x-other".to_vec();
+            if !o.trim().is_empty() {
+                line.push(b' ');
+                line.extend_from_slice(o.trim().as_bytes());
+            }
+            w.raw_header(&line).unwrap();
+        }
+        // Records in byte order, as a sorted index has them.
+        let mut lines: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|(fields, oslj)| {
+                let refs: Vec<Option<&[u8]>> =
+                    fields[..nkeys + nvalues].iter().map(|f| f.as_deref()).collect();
+                let mut l = Vec::new();
+                format_record(&mut l, &refs, oslj.as_ref());
+                l
+            })
+            .collect();
+        lines.sort();
+        for l in &lines {
+            w.write_line(l).unwrap();
+        }
+        let first = w.finish().unwrap();
+
+        // Read: the header block, then every record through the tokenizer.
+        let (headers, at) = ukvs::ukvs::Headers::read_block(&first).unwrap();
+        prop_assert_eq!(headers.schema(), Schema::new(keys.clone(), values.clone()));
+        let mut again = Writer::new(Vec::new());
+        for h in headers.lines() {
+            again.raw_header(&h).unwrap();
+        }
+        for line in first[at..].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let Line::Data(r) = classify(line) else {
+                return Err(TestCaseError::fail("not a data line"));
+            };
+            let mut fields = Vec::new();
+            let mut oslj = None;
+            for t in r.tokens() {
+                match t.unwrap() {
+                    Token::Field(f) => fields.push(f.value().map(|v| v.into_owned())),
+                    Token::Json(j) => oslj = Some(parse_json5(j).unwrap()),
+                }
+            }
+            prop_assert_eq!(fields.len(), nkeys + nvalues);
+            let refs: Vec<Option<&[u8]>> = fields.iter().map(|f| f.as_deref()).collect();
+            again.write_record(&refs, oslj.as_ref()).unwrap();
+        }
+        let second = again.finish().unwrap();
+        prop_assert_eq!(
+            String::from_utf8_lossy(&second),
+            String::from_utf8_lossy(&first)
+        );
+        prop_assert_eq!(second, first.clone());
+
+        let mut v = Validator::new();
+        let mut problems = Vec::new();
+        for l in first.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            problems.extend(v.line(l).iter().map(|p| p.to_string()));
+        }
+        prop_assert!(problems.is_empty(), "{:?}\n{}", problems, String::from_utf8_lossy(&first));
+    }
+}
+
+/// The JSON Schemas and `validate` agree on the fixtures: a `!fields` or
+/// `!meta` value the schema refuses is a problem `validate` reports on that
+/// line, and the MementoMap breakdowns `validate` refuses are refused by
+/// the MementoMap OSLJ schema.
+#[test]
+fn schemas_and_validate_agree_on_the_fixtures() {
+    let fields_s = schema("fields.schema.json");
+    let meta_s = schema("meta.schema.json");
+    let map_s = schema("mementomap-oslj.schema.json");
+    let mut files = Vec::new();
+    for dir in ["ukvs", "ukvs-bad"] {
+        for e in std::fs::read_dir(util::data_dir().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "ukvs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut refused_headers = 0;
+    let mut refused_oslj = 0;
+    for f in &files {
+        let text = std::fs::read(f).unwrap();
+        let mut v = Validator::new();
+        let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        if text.ends_with(b"\n") {
+            lines.pop();
+        }
+        for (i, &line) in lines.iter().enumerate() {
+            let problems: Vec<String> = v.line(line).iter().map(|p| p.to_string()).collect();
+            let what = format!("{}:{}", f.display(), i + 1);
+            match classify(line) {
+                Line::Header(h) => {
+                    let s = match h.name {
+                        b"fields" => &fields_s,
+                        b"meta" => &meta_s,
+                        _ => continue,
+                    };
+                    let Ok(value) = h.json() else { continue };
+                    if !s.is_valid(&value) {
+                        refused_headers += 1;
+                        assert!(
+                            !problems.is_empty(),
+                            "{what}: schema refuses {value}, validate does not"
+                        );
+                    }
+                }
+                Line::Data(r) => {
+                    let flags_oslj = problems
+                        .iter()
+                        .any(|p| p.contains("bad frequency") || p.contains("bad datetime key"));
+                    let Some(Ok(Token::Json(j))) = r.tokens().last() else {
+                        continue;
+                    };
+                    let Ok(value) = parse_json5(j) else { continue };
+                    if v.headers().is_mementomap() && flags_oslj {
+                        refused_oslj += 1;
+                        assert!(
+                            !map_s.is_valid(&value),
+                            "{what}: validate refuses {value}, the schema does not"
+                        );
+                    }
+                }
+                Line::Blank => {}
+            }
+        }
+    }
+    assert!(refused_headers >= 2, "{refused_headers}");
+    assert!(refused_oslj >= 2, "{refused_oslj}");
+}
