@@ -17,8 +17,10 @@ use super::validate::open_input;
 
 /// Print records as UKVS (default) or as one JSON object per line (--json).
 ///
-/// Reads UKVS, CDXJ (`surt datetime {json}`) and classic CDX (the legend
-/// line ` CDX N b a m s k ...` names the columns); CDXJ and CDX become
+/// Reads UKVS, CDXJ (`surt datetime {json}`, perhaps after `!meta 0 {...}`
+/// lines, kept as `source_meta`) and classic CDX (the legend line
+/// ` CDX N b a m s k ...` names the columns; a file whose legend repeats a
+/// letter or lacks N/A or b is skipped); CDXJ and CDX become
 /// capture-index records (`surt datetime offset digest {...}`). UKVS output
 /// is normalised: headers first with strict JSON, one space between
 /// fields, compact strict JSON blocks. With several files the headers of
@@ -178,8 +180,12 @@ struct FileState {
     /// Schema the records of this file are read with, set at the first
     /// data line.
     schema: Option<Schema>,
-    /// Whether this file's records are skipped (its `!fields` differ).
-    skip: bool,
+    /// Why the rest of this file is skipped (its `!fields` differ from the
+    /// first file's, its CDX legend cannot be used), once it is.
+    skip: Option<&'static str>,
+    /// The objects of CDXJ `!meta 0 {...}` lines, kept in the output's
+    /// `!meta`.
+    cdxj_meta: Vec<Value>,
 }
 
 fn cat_one<R: io::Read, W: Write>(
@@ -197,7 +203,8 @@ fn cat_one<R: io::Read, W: Write>(
         },
         headers: Headers::default(),
         schema: None,
-        skip: false,
+        skip: None,
+        cdxj_meta: Vec::new(),
     };
     let mut n = 0u64;
     loop {
@@ -218,8 +225,8 @@ fn cat_one<R: io::Read, W: Write>(
             eprintln!("{name}:{n}: {}", message_at(&e, n));
             out.bad += 1;
         }
-        if st.skip {
-            eprintln!("{name}: skipped: its `!fields` differ from the first file's");
+        if let Some(why) = st.skip {
+            eprintln!("{name}: skipped: {why}");
             out.bad += 1;
             return Ok(());
         }
@@ -244,10 +251,19 @@ fn cat_line<W: Write>(
         if classify(line) == Line::Blank {
             return Ok(());
         }
-        let sniffed = convert::sniff(line);
+        let sniffed = match convert::sniff(line, n) {
+            Ok(s) => s,
+            Err(e) => {
+                st.skip = Some("its CDX legend cannot be used");
+                return Err(lib_err(e));
+            }
+        };
         st.source = Some(match (from, sniffed) {
             (From::Cdx, s @ Source::Cdx(_)) => s,
-            (From::Cdx, _) => anyhow::bail!("--from cdx but the first line is not a CDX legend"),
+            (From::Cdx, _) => {
+                st.skip = Some("not a CDX file");
+                anyhow::bail!("--from cdx but the first line is not a CDX legend")
+            }
             (_, s) => s,
         });
         if matches!(st.source, Some(Source::Cdx(_))) {
@@ -282,7 +298,22 @@ fn cat_classified<W: Write>(
             st.headers.add(&h, n).map_err(lib_err)
         }
         // CDXJ files may carry `!meta 0 {...}` lines of their own.
-        (Source::Cdxj, Line::Header(_)) => Ok(()),
+        (Source::Cdxj, Line::Header(h)) => {
+            let name = String::from_utf8_lossy(h.name);
+            if st.schema.is_some() {
+                anyhow::bail!("header `!{name}` after the first data line; skipped");
+            }
+            let Some(json) = convert::cdxj_meta(line) else {
+                anyhow::bail!(
+                    "`!{name}` in a CDXJ file is not a `!meta <n> {{...}}` line; skipped"
+                );
+            };
+            let v =
+                parse_json5(json).map_err(|m| anyhow::anyhow!("invalid JSON in `!meta`: {m}"))?;
+            anyhow::ensure!(v.is_object(), "the JSON of `!meta` is not an object");
+            st.cdxj_meta.push(v);
+            Ok(())
+        }
         (Source::Cdx(_), Line::Header(_)) => {
             anyhow::bail!("a line starting with `!` in a CDX file")
         }
@@ -290,7 +321,7 @@ fn cat_classified<W: Write>(
             if st.schema.is_none() {
                 start_records(source, st, out)?;
             }
-            if st.skip {
+            if st.skip.is_some() {
                 return Ok(());
             }
             match &st.schema {
@@ -302,7 +333,7 @@ fn cat_classified<W: Write>(
             if st.schema.is_none() {
                 start_records(source, st, out)?;
             }
-            if st.skip {
+            if st.skip.is_some() {
                 return Ok(());
             }
             let cap = match source {
@@ -333,7 +364,7 @@ fn start_records<W: Write>(
 ) -> anyhow::Result<()> {
     let headers = match source {
         Source::Ukvs => std::mem::take(&mut st.headers),
-        s => convert::capture_headers(s),
+        s => convert::capture_headers(s, &st.cdxj_meta),
     };
     let schema = headers.schema();
     match &out.schema {
@@ -346,7 +377,7 @@ fn start_records<W: Write>(
             out.schema = Some(schema.clone());
         }
         Some(first) if first.keys != schema.keys || first.values != schema.values => {
-            st.skip = true;
+            st.skip = Some("its `!fields` differ from the first file's");
         }
         Some(_) => {}
     }

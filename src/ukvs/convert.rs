@@ -8,7 +8,7 @@
 //! written as a string, because `-` means "unknown" in every one of these
 //! formats.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map, Number, Value};
 
 use super::{Error, Headers, Schema, Token};
 
@@ -23,26 +23,51 @@ pub enum Source {
     Cdx(CdxLegend),
 }
 
-/// Guesses the format from the first non-blank line: a CDX legend
-/// (` CDX ...`), a header (`!`), or a line shaped like CDXJ (three tokens,
-/// the second all digits, the third a JSON object). Anything else is UKVS.
-pub fn sniff(first: &[u8]) -> Source {
+/// Guesses the format from the first non-blank line (number `line`, for
+/// the error): a CDX legend (` CDX ...`), a CDXJ `!meta 0 {...}` line
+/// ([`cdxj_meta`]), another header (`!`: UKVS), or a line shaped like CDXJ
+/// (three tokens, the second all digits, the third a JSON object).
+/// Anything else is UKVS. A legend that cannot be used (a letter twice, no
+/// key or date column) is an error: no line of that file can be read.
+pub fn sniff(first: &[u8], line: u64) -> Result<Source, Error> {
     // The legend test comes first: it is the only unambiguous signature.
     if let Some(legend) = CdxLegend::parse(first) {
-        return Source::Cdx(legend);
+        return legend.map(Source::Cdx).map_err(|what| Error::Convert {
+            line,
+            what: format!("bad CDX legend: {what}"),
+        });
+    }
+    if cdxj_meta(first).is_some() {
+        return Ok(Source::Cdxj);
     }
     if first.first() == Some(&b'!') {
-        return Source::Ukvs;
+        return Ok(Source::Ukvs);
     }
     let mut tokens = super::Record::new(first).tokens();
-    match (tokens.next(), tokens.next(), tokens.next()) {
+    Ok(match (tokens.next(), tokens.next(), tokens.next()) {
         (
             Some(Ok(Token::Field(_))),
             Some(Ok(Token::Field(super::Field::Plain(dt)))),
             Some(Ok(Token::Json(_))),
         ) if dt.iter().all(u8::is_ascii_digit) => Source::Cdxj,
         _ => Source::Ukvs,
-    }
+    })
+}
+
+/// The JSON text of a CDXJ `!meta` line, or `None` when `line` is not one.
+///
+/// pywb and cdxj-indexer (`--compress`, the index of a ZipNum cluster)
+/// start a CDXJ file with `!meta 0 {"format": "cdxj-gzip-1.0", ...}`: a
+/// header named `meta`, a number (it sorts the line first), then a JSON
+/// object. A UKVS `!meta` value is a JSON object itself, so a number in
+/// front of the object marks the CDXJ form.
+pub fn cdxj_meta(line: &[u8]) -> Option<&[u8]> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let rest = super::line::trim_spaces(line.strip_prefix(b"!meta ")?);
+    let digits = rest.iter().position(|b| !b.is_ascii_digit())?;
+    let json = rest[digits..].strip_prefix(b" ")?;
+    let json = super::line::trim_spaces(json);
+    (digits > 0 && json.first() == Some(&b'{')).then_some(json)
 }
 
 /// The legend line of a classic CDX file: its first byte is the field
@@ -56,8 +81,12 @@ pub struct CdxLegend {
 }
 
 impl CdxLegend {
-    /// Reads a legend line; `None` when the line is not one.
-    pub fn parse(line: &[u8]) -> Option<CdxLegend> {
+    /// Reads a legend line: `None` when the line is not one (no delimiter
+    /// byte and `CDX` at its start), an error saying why when it is one
+    /// that cannot be used: a token that is not one letter, a letter
+    /// twice (two columns for one name), no key column (`N`, or the `A`
+    /// of old files) or no date column (`b`).
+    pub fn parse(line: &[u8]) -> Option<Result<CdxLegend, String>> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let (&delimiter, rest) = line.split_first()?;
         // The delimiter is whatever byte precedes `CDX` (a space in every
@@ -71,14 +100,41 @@ impl CdxLegend {
         if parts.next()? != b"CDX" {
             return None;
         }
+        Some(CdxLegend::from_parts(delimiter, parts))
+    }
+
+    /// Checks the letters after `CDX` (see [`CdxLegend::parse`]).
+    fn from_parts<'a>(
+        delimiter: u8,
+        parts: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<CdxLegend, String> {
         let mut letters = Vec::new();
         for p in parts {
-            match p {
-                [c] if c.is_ascii_alphabetic() || *c == b'#' => letters.push(*c),
-                _ => return None,
+            let &[c] = p else {
+                return Err(format!(
+                    "`{}` is not one letter",
+                    String::from_utf8_lossy(p)
+                ));
+            };
+            if !(c.is_ascii_alphabetic() || c == b'#') {
+                return Err(format!("`{}` is not a legend letter", c as char));
             }
+            if letters.contains(&c) {
+                return Err(format!(
+                    "letter `{}` ({}) appears twice",
+                    c as char,
+                    cdx_column_name(c)
+                ));
+            }
+            letters.push(c);
         }
-        Some(CdxLegend { delimiter, letters })
+        if !letters.iter().any(|&c| c == b'N' || c == b'A') {
+            return Err("no key column: neither N (massaged url) nor A (canonized url)".into());
+        }
+        if !letters.contains(&b'b') {
+            return Err("no date column: no b".into());
+        }
+        Ok(CdxLegend { delimiter, letters })
     }
 
     /// The legend as written after `CDX`, for provenance in `!meta`.
@@ -92,12 +148,14 @@ impl CdxLegend {
     }
 }
 
-/// The name a CDX legend letter gets in the OSLJ. The letters are those of
-/// the Internet Archive's CDX legend; the names follow the capture index
-/// where one exists (`a` url, `m` mime, `s` status, `S` length, `g`
-/// filename, `r` redirect, `e` ip, `M` robotflags as pywb calls it).
-pub fn cdx_letter_name(letter: u8) -> &'static str {
-    match letter {
+/// The name a CDX legend letter gets in the OSLJ, `None` for a letter the
+/// legend does not define. The letters are those of the Internet
+/// Archive's CDX legend (FORMATS.md 1.9 lists them with their meaning);
+/// the names follow the capture index where one exists (`a` url, `m`
+/// mime, `s` status, `S` length, `g` filename, `r` redirect, `e` ip, `M`
+/// robotflags as pywb calls it).
+pub fn cdx_letter_name(letter: u8) -> Option<&'static str> {
+    Some(match letter {
         b'A' => "canonized_url",
         b'B' => "news_group",
         b'C' => "rulespace_category",
@@ -144,7 +202,17 @@ pub fn cdx_letter_name(letter: u8) -> &'static str {
         b'y' => "src_urls",
         b'z' => "script_urls",
         b'#' => "comment",
-        _ => "unknown",
+        _ => return None,
+    })
+}
+
+/// The OSLJ name of a column: its legend name, or `cdx_` and the letter
+/// for a letter the legend does not define (kept rather than refused:
+/// some tools add their own).
+pub fn cdx_column_name(letter: u8) -> String {
+    match cdx_letter_name(letter) {
+        Some(name) => name.to_owned(),
+        None => format!("cdx_{}", letter as char),
     }
 }
 
@@ -153,8 +221,11 @@ pub fn capture_schema() -> Schema {
     Schema::new(["surt", "datetime"], ["offset", "digest"])
 }
 
-/// The headers written before converted records.
-pub fn capture_headers(source: &Source) -> Headers {
+/// The headers written before converted records; `source_meta` holds the
+/// objects of the input's CDXJ `!meta` lines ([`cdxj_meta`]), kept in
+/// `!meta` as `source_meta` so that what they say (a ZipNum index's data
+/// file) is not lost.
+pub fn capture_headers(source: &Source, source_meta: &[Value]) -> Headers {
     let mut meta =
         json!({"type": "CaptureIndex", "generator": concat!("ukvs ", env!("CARGO_PKG_VERSION"))});
     match source {
@@ -162,7 +233,12 @@ pub fn capture_headers(source: &Source) -> Headers {
             meta["source_format"] = json!("cdx");
             meta["cdx_legend"] = json!(legend.to_text());
         }
-        Source::Cdxj => meta["source_format"] = json!("cdxj"),
+        Source::Cdxj => {
+            meta["source_format"] = json!("cdxj");
+            if !source_meta.is_empty() {
+                meta["source_meta"] = Value::Array(source_meta.to_vec());
+            }
+        }
         Source::Ukvs => {}
     }
     Headers {
@@ -245,8 +321,9 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
             b'v' => uoffset = Some(col),
             b'k' => digest = Some(col),
             _ => {
-                let name = cdx_letter_name(letter);
-                extra.insert(name.to_owned(), typed(name, col));
+                let name = cdx_column_name(letter);
+                let v = typed(&name, col);
+                extra.insert(name, v);
             }
         }
     }
@@ -318,17 +395,26 @@ pub fn from_cdxj(line: &[u8], line_no: u64) -> Result<Capture, Error> {
         return Err(bad("the JSON block is not an object"));
     };
     // pywb and cdxj-indexer write offsets as strings, others as numbers;
-    // fields are text either way.
+    // fields are text either way. `null` and `-` are unknown: the field
+    // is `-`. Numbers keep their exact text, however large.
     let text = |v: Value| match v {
-        Value::String(s) => s.into_bytes(),
-        other => other.to_string().into_bytes(),
+        Value::Null => None,
+        Value::String(s) => Some(s.into_bytes()),
+        other => Some(other.to_string().into_bytes()),
     };
-    let offset = obj.shift_remove("offset").map(text).filter(|v| v != b"-");
+    let offset = obj
+        .shift_remove("offset")
+        .and_then(text)
+        .filter(|v| v != b"-");
     let digest = obj
         .shift_remove("digest")
-        .map(text)
+        .and_then(text)
         .filter(|v| v != b"-")
         .map(|d| prefixed_digest(&d));
+    // A `null` member is unknown too, like a `-` column of a CDX file,
+    // which is left out: the CDX and CDXJ forms of one index convert to
+    // the same records.
+    obj.retain(|_, v| !v.is_null());
     // The capture-index schema types these as numbers (CDXJ writers
     // disagree); values that are not plain digits are kept as written.
     for name in ["status", "length"] {
@@ -358,15 +444,17 @@ fn prefixed_digest(d: &[u8]) -> Vec<u8> {
 }
 
 /// Numbers stay numbers for the members the capture index types as such
-/// (`status`, `length`, `arc_length`); everything else is a string.
+/// (`status`, `length`, `arc_length`), with their exact digits however
+/// many; everything else is a string, and so is a number with a leading
+/// zero (JSON has no such number).
 fn typed(name: &str, col: &[u8]) -> Value {
     let s = String::from_utf8_lossy(col);
     if matches!(name, "status" | "length" | "arc_length")
         && !col.is_empty()
         && col.iter().all(u8::is_ascii_digit)
     {
-        if let Ok(n) = s.parse::<u64>() {
-            return Value::from(n);
+        if let Ok(n) = s.parse::<Number>() {
+            return Value::Number(n);
         }
     }
     Value::String(s.into_owned())
@@ -378,9 +466,11 @@ mod tests {
 
     #[test]
     fn cdx11_line() {
-        let legend = CdxLegend::parse(b" CDX N b a m s k r M S V g").unwrap();
+        let legend = CdxLegend::parse(b" CDX N b a m s k r M S V g")
+            .unwrap()
+            .unwrap();
         assert_eq!(
-            sniff(b" CDX N b a m s k r M S V g"),
+            sniff(b" CDX N b a m s k r M S V g", 1).unwrap(),
             Source::Cdx(legend.clone())
         );
         let c = from_cdx(
@@ -402,7 +492,7 @@ mod tests {
     #[test]
     fn cdxj_line() {
         let line = br#"com,example)/ 20140216050221 {"url": "http://example.com/", "mime": "text/html", "status": "200", "digest": "sha1:B2LT", "length": "856", "offset": "171", "filename": "example.arc.gz"}"#;
-        assert_eq!(sniff(line), Source::Cdxj);
+        assert_eq!(sniff(line, 1).unwrap(), Source::Cdxj);
         let c = from_cdxj(line, 1).unwrap();
         let mut buf = Vec::new();
         c.format(&mut buf);
@@ -415,7 +505,9 @@ mod tests {
 
     #[test]
     fn unknown_keys_stay_placeholders() {
-        let legend = CdxLegend::parse(b" CDX N b a m s k r M V g").unwrap();
+        let legend = CdxLegend::parse(b" CDX N b a m s k r M V g")
+            .unwrap()
+            .unwrap();
         let c = from_cdx(
             &legend,
             b"- 20081119011153 filedesc://x.arc arc/filedesc0.1.0 - MJ4Q - - 0 x.arc",
@@ -434,7 +526,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.surt, c.offset), (None, Some(b"0".to_vec())));
-        let no_key = CdxLegend::parse(b" CDX a b").unwrap();
+        // A legend made by hand without its checks is still refused
+        // line by line.
+        let no_key = CdxLegend {
+            delimiter: b' ',
+            letters: b"ab".to_vec(),
+        };
         assert!(matches!(
             from_cdx(&no_key, b"http://a/ 2014", 4),
             Err(Error::Convert { line: 4, .. })
@@ -443,9 +540,117 @@ mod tests {
 
     #[test]
     fn sniffs_ukvs() {
-        assert_eq!(sniff(b"!fields {}"), Source::Ukvs);
-        assert_eq!(sniff(b"com,a)/ 300"), Source::Ukvs);
+        assert_eq!(sniff(b"!fields {}", 1).unwrap(), Source::Ukvs);
+        assert_eq!(sniff(b"!meta {\"a\": 0}", 1).unwrap(), Source::Ukvs);
+        assert_eq!(sniff(b"com,a)/ 300", 1).unwrap(), Source::Ukvs);
         assert_eq!(CdxLegend::parse(b"CDX N b"), None);
-        assert_eq!(CdxLegend::parse(b" CDX N bb"), None);
+        assert_eq!(CdxLegend::parse(b"xCDX N b"), None);
+    }
+
+    #[test]
+    fn sniffs_cdxj_with_its_meta_line() {
+        let meta = br#"!meta 0 {"format": "cdxj-gzip-1.0", "filename": "data.cdxj.gz"}"#;
+        assert_eq!(sniff(meta, 1).unwrap(), Source::Cdxj);
+        assert_eq!(
+            cdxj_meta(meta),
+            Some(&br#"{"format": "cdxj-gzip-1.0", "filename": "data.cdxj.gz"}"#[..])
+        );
+        assert_eq!(cdxj_meta(b"!meta 12  {}\r"), Some(&b"{}"[..]));
+        for not in [
+            &b"!meta {}"[..],
+            b"!meta 0{}",
+            b"!meta x {}",
+            b"!meta 0 x",
+            b"!metax 0 {}",
+            b"!meta",
+        ] {
+            assert_eq!(cdxj_meta(not), None, "{}", String::from_utf8_lossy(not));
+        }
+    }
+
+    #[test]
+    fn unusable_legends_are_refused_with_the_reason() {
+        let err = |l: &[u8]| CdxLegend::parse(l).unwrap().unwrap_err();
+        assert_eq!(err(b" CDX N b bb"), "`bb` is not one letter");
+        assert_eq!(err(b" CDX N b a m a"), "letter `a` (url) appears twice");
+        assert_eq!(err(b" CDX N b N"), "letter `N` (surt) appears twice");
+        assert!(err(b" CDX a b m").starts_with("no key column"));
+        assert!(err(b" CDX N a m").starts_with("no date column"));
+        assert_eq!(err(b" CDX N b 1"), "`1` is not a legend letter");
+        let e = sniff(b" CDX N b a a", 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 1: cannot convert: bad CDX legend: letter `a` (url) appears twice"
+        );
+        // Old files key on A; unknown letters are kept under `cdx_<letter>`.
+        let old = CdxLegend::parse(b" CDX A b e a m s c k r V v D d g M n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(old.letters.len(), 16);
+        let odd = CdxLegend::parse(b" CDX N b E").unwrap().unwrap();
+        let c = from_cdx(&odd, b"com,a)/ 2014 x", 2).unwrap();
+        assert_eq!(c.extra["cdx_E"], "x");
+    }
+
+    #[test]
+    fn every_letter_of_the_ia_legend_has_its_own_name() {
+        // The Internet Archive's legend: these letters and no others.
+        let ia = b"ABCDFGHIJKLMNPQRSUVXYZabcdefghijklmnoprstvxyz#";
+        let mut names: Vec<&str> = ia.iter().map(|&c| cdx_letter_name(c).unwrap()).collect();
+        for c in 0u8..=255 {
+            assert_eq!(cdx_letter_name(c).is_some(), ia.contains(&c), "{c}");
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ia.len(), "two letters share a name");
+        // The CDX-11 legend of pywb and cdxj-indexer.
+        let eleven: Vec<&str> = b"NbamskrMSVg"
+            .iter()
+            .map(|&c| cdx_letter_name(c).unwrap())
+            .collect();
+        assert_eq!(
+            eleven,
+            [
+                "surt",
+                "datetime",
+                "url",
+                "mime",
+                "status",
+                "digest",
+                "redirect",
+                "robotflags",
+                "length",
+                "offset",
+                "filename"
+            ]
+        );
+    }
+
+    #[test]
+    fn cdxj_nulls_are_unknown_and_numbers_keep_their_digits() {
+        let c = from_cdxj(
+            br#"com,a)/ 2014 {"offset": null, "digest": null, "mime": null, "length": 123456789012345678901234567890, "x": -0.10}"#,
+            3,
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        c.format(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            r#"com,a)/ 2014 - - {"length":123456789012345678901234567890,"x":-0.10}"#
+        );
+        let c = from_cdxj(br#"com,a)/ 2014 {"offset": 98765432109876543210987}"#, 1).unwrap();
+        assert_eq!(c.offset.as_deref(), Some(&b"98765432109876543210987"[..]));
+        let e = from_cdxj(b"com,a)/ 2014 {offset: Infinity}", 7).unwrap_err();
+        assert!(
+            matches!(&e, Error::Json { line: 7, message } if message.contains("no strict JSON form")),
+            "{e}"
+        );
+        let legend = CdxLegend::parse(b" CDX N b S").unwrap().unwrap();
+        let c = from_cdx(&legend, b"com,a)/ 2014 98765432109876543210987", 1).unwrap();
+        assert_eq!(
+            serde_json::to_string(&c.extra).unwrap(),
+            r#"{"length":98765432109876543210987}"#
+        );
     }
 }

@@ -1242,3 +1242,337 @@ fn schemas_reject_what_they_should() {
 fn root_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
+
+#[test]
+fn cat_reads_cdxj_that_starts_with_a_meta_line() {
+    let fixture = util::data_dir().join("cdxj/cdxj-indexer-compressed.cdxj");
+    let want = concat!(
+        "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n",
+        "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"offset\",\"digest\"]}\n",
+        "!meta {\"type\":\"CaptureIndex\",\"generator\":\"ukvs 0.1.0\",\"source_format\":\"cdxj\",",
+        "\"source_meta\":[{\"format\":\"cdxj-gzip-1.0\",\"filename\":\"data.cdxj.gz\"}]}\n",
+        "com,example)/ 20170306040206 0 - {\"length\":191}\n",
+        "com,example)/ 20170306040348 191 - {\"length\":189}\n",
+        "org,commoncrawl)/ 20170722005011 380 - {\"length\":190}\n",
+        "org,commoncrawl)/ 20170722005011 570 - {\"length\":20}\n",
+    );
+    let (code, stdout, stderr) = run(&["cat", fixture.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, want);
+    let (code, stdout, stderr) = run(&["cat", "--from", "cdxj", fixture.to_str().unwrap()]);
+    assert_eq!((code, stdout.as_str()), (0, want), "{stderr}");
+    // The result validates and its headers pass the schemas.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("idx.ukvs");
+    std::fs::write(&out, want).unwrap();
+    let (code, stdout, _) = run(&["validate", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(check_file_against_schemas(&out) >= 7);
+    // Expanded, the records carry the capture-index names.
+    let (_, json_out, _) = run(&["cat", "--json", fixture.to_str().unwrap()]);
+    assert_eq!(
+        ndjson(&json_out)[1],
+        json!({"surt": "com,example)/", "datetime": "20170306040348", "offset": "191",
+               "digest": null, "length": 189})
+    );
+    // Another `!` line in a CDXJ file is reported, not taken for data.
+    let odd = dir.path().join("odd.cdxj");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    std::fs::write(&odd, text.replacen("\ncom,", "\n!other x\ncom,", 1)).unwrap();
+    let (code, stdout, stderr) = run(&["cat", odd.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "{}:2: `!other` in a CDXJ file is not a `!meta <n> {{...}}` line; skipped\n",
+            odd.display()
+        )
+    );
+    assert_eq!(stdout, want);
+
+    // Made again by cdxj-indexer itself, when it is installed.
+    let test = "cat_reads_cdxj_that_starts_with_a_meta_line";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    if !util::has_python_module("cdxj_indexer", test) {
+        return;
+    }
+    let data = corpus.join("webrecorder__cdxj-indexer/test/data");
+    let status = std::process::Command::new("python3")
+        .current_dir(dir.path())
+        .args([
+            "-m",
+            "cdxj_indexer.main",
+            "-c",
+            "data.cdxj.gz",
+            "-l",
+            "1",
+            "-o",
+            "made.cdxj",
+        ])
+        .arg(data.join("example.warc.gz"))
+        .arg(data.join("cc.warc.gz"))
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let made = dir.path().join("made.cdxj");
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), text);
+    let (code, stdout, stderr) = run(&["cat", made.to_str().unwrap()]);
+    assert_eq!((code, stdout.as_str()), (0, want), "{stderr}");
+}
+
+#[test]
+fn cat_refuses_an_unusable_cdx_legend_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (legend, why) in [
+        (" CDX N b a m s a g", "letter `a` (url) appears twice"),
+        (" CDX N b a m s k bb", "`bb` is not one letter"),
+        (
+            " CDX a m s k",
+            "no key column: neither N (massaged url) nor A (canonized url)",
+        ),
+        (" CDX N a m s k", "no date column: no b"),
+    ] {
+        let p = dir.path().join("bad.cdx");
+        std::fs::write(&p, format!("{legend}\ncom,a)/ 20140101000000 x y z w\n")).unwrap();
+        let p = p.to_str().unwrap();
+        let (code, stdout, stderr) = run(&["cat", p]);
+        assert_eq!(code, 2, "{legend}");
+        assert_eq!(stdout, "", "{legend}");
+        assert_eq!(
+            stderr,
+            format!(
+                "{p}:1: cannot convert: bad CDX legend: {why}\n{p}: skipped: its CDX legend cannot be used\n"
+            )
+        );
+    }
+    // The next file is still read.
+    let good = dir.path().join("good.cdx");
+    std::fs::write(&good, " CDX N b a\ncom,a)/ 20140101000000 http://a/\n").unwrap();
+    let bad = dir.path().join("bad.cdx");
+    let (code, stdout, _) = run(&["cat", bad.to_str().unwrap(), good.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        stdout.ends_with("com,a)/ 20140101000000 - - {\"url\":\"http://a/\"}\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn cat_keeps_big_numbers_and_reads_null_as_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ukvs = dir.path().join("big.ukvs");
+    std::fs::write(
+        &ukvs,
+        "!fields {keys: ['k'], values: ['v']}\na x {\"n\":123456789012345678901234567890,\"m\":-18446744073709551617,\"f\":-0.10}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["cat", ukvs.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.lines().nth(1).unwrap(),
+        r#"a x {"n":123456789012345678901234567890,"m":-18446744073709551617,"f":-0.10}"#
+    );
+    let (_, json_out, _) = run(&["cat", "--json", ukvs.to_str().unwrap()]);
+    assert_eq!(
+        json_out,
+        "{\"k\":\"a\",\"v\":\"x\",\"n\":123456789012345678901234567890,\"m\":-18446744073709551617,\"f\":-0.10}\n"
+    );
+
+    let cdxj = dir.path().join("big.cdxj");
+    std::fs::write(
+        &cdxj,
+        concat!(
+            "com,a)/ 20140101000000 {\"offset\": 123456789012345678901234567890, \"digest\": null, \"length\": \"99999999999999999999999\", \"status\": null}\n",
+            "com,b)/ 20140101000000 {\"offset\": null, \"digest\": \"-\", \"mime\": \"text/html\"}\n",
+            "com,c)/ 20140101000000 {offset: Infinity}\n",
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["cat", cdxj.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let records: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(
+        records,
+        [
+            r#"com,a)/ 20140101000000 123456789012345678901234567890 - {"length":99999999999999999999999}"#,
+            r#"com,b)/ 20140101000000 - - {"mime":"text/html"}"#,
+        ]
+    );
+    assert_eq!(
+        stderr,
+        format!(
+            "{}:3: invalid JSON: at column 10 of the JSON: Infinity has no strict JSON form (write it as a string or leave it out)\n",
+            cdxj.display()
+        )
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A whole file (headers of every kind, records of a random schema,
+    /// OSLJ blocks) written by the writer reads back through the header
+    /// block and the tokenizer, is written again to identical bytes, and
+    /// validates without a problem.
+    #[test]
+    fn whole_files_round_trip(
+        context in proptest::option::of(Just(json!(["https://oduwsdl.github.io/contexts/ukvs"]))),
+        id in proptest::option::of("[a-z:/.]{1,20}".prop_map(|u| json!({"uri": u}))),
+        metas in proptest::collection::vec(json_object(), 0..3),
+        (nkeys, nvalues) in (1usize..3, 0usize..3),
+        rows in proptest::collection::vec(
+            (proptest::collection::vec(field_value(), 5), proptest::option::of(json_object())),
+            0..12,
+        ),
+        other in proptest::option::of("[a-z0-9 {}:]{0,12}"),
+    ) {
+        let keys: Vec<String> = (0..nkeys).map(|i| format!("k{i}")).collect();
+        let values: Vec<String> = (0..nvalues).map(|i| format!("v{i}")).collect();
+        let mut w = Writer::new(Vec::new());
+        if let Some(c) = &context {
+            w.header("context", c).unwrap();
+        }
+        if let Some(i) = &id {
+            w.header("id", i).unwrap();
+        }
+        w.header("fields", &json!({"keys": keys, "values": values})).unwrap();
+        for m in &metas {
+            w.header("meta", m).unwrap();
+        }
+        if let Some(o) = &other {
+            // Readers trim the spaces around a header value.
+            let mut line = b"!x-other".to_vec();
+            if !o.trim().is_empty() {
+                line.push(b' ');
+                line.extend_from_slice(o.trim().as_bytes());
+            }
+            w.raw_header(&line).unwrap();
+        }
+        // Records in byte order, as a sorted index has them.
+        let mut lines: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|(fields, oslj)| {
+                let refs: Vec<Option<&[u8]>> =
+                    fields[..nkeys + nvalues].iter().map(|f| f.as_deref()).collect();
+                let mut l = Vec::new();
+                format_record(&mut l, &refs, oslj.as_ref());
+                l
+            })
+            .collect();
+        lines.sort();
+        for l in &lines {
+            w.write_line(l).unwrap();
+        }
+        let first = w.finish().unwrap();
+
+        // Read: the header block, then every record through the tokenizer.
+        let (headers, at) = ukvs::ukvs::Headers::read_block(&first).unwrap();
+        prop_assert_eq!(headers.schema(), Schema::new(keys.clone(), values.clone()));
+        let mut again = Writer::new(Vec::new());
+        for h in headers.lines() {
+            again.raw_header(&h).unwrap();
+        }
+        for line in first[at..].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let Line::Data(r) = classify(line) else {
+                return Err(TestCaseError::fail("not a data line"));
+            };
+            let mut fields = Vec::new();
+            let mut oslj = None;
+            for t in r.tokens() {
+                match t.unwrap() {
+                    Token::Field(f) => fields.push(f.value().map(|v| v.into_owned())),
+                    Token::Json(j) => oslj = Some(parse_json5(j).unwrap()),
+                }
+            }
+            prop_assert_eq!(fields.len(), nkeys + nvalues);
+            let refs: Vec<Option<&[u8]>> = fields.iter().map(|f| f.as_deref()).collect();
+            again.write_record(&refs, oslj.as_ref()).unwrap();
+        }
+        let second = again.finish().unwrap();
+        prop_assert_eq!(
+            String::from_utf8_lossy(&second),
+            String::from_utf8_lossy(&first)
+        );
+        prop_assert_eq!(second, first.clone());
+
+        let mut v = Validator::new();
+        let mut problems = Vec::new();
+        for l in first.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            problems.extend(v.line(l).iter().map(|p| p.to_string()));
+        }
+        prop_assert!(problems.is_empty(), "{:?}\n{}", problems, String::from_utf8_lossy(&first));
+    }
+}
+
+/// The JSON Schemas and `validate` agree on the fixtures: a `!fields` or
+/// `!meta` value the schema refuses is a problem `validate` reports on that
+/// line, and the MementoMap breakdowns `validate` refuses are refused by
+/// the MementoMap OSLJ schema.
+#[test]
+fn schemas_and_validate_agree_on_the_fixtures() {
+    let fields_s = schema("fields.schema.json");
+    let meta_s = schema("meta.schema.json");
+    let map_s = schema("mementomap-oslj.schema.json");
+    let mut files = Vec::new();
+    for dir in ["ukvs", "ukvs-bad"] {
+        for e in std::fs::read_dir(util::data_dir().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "ukvs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut refused_headers = 0;
+    let mut refused_oslj = 0;
+    for f in &files {
+        let text = std::fs::read(f).unwrap();
+        let mut v = Validator::new();
+        let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        if text.ends_with(b"\n") {
+            lines.pop();
+        }
+        for (i, &line) in lines.iter().enumerate() {
+            let problems: Vec<String> = v.line(line).iter().map(|p| p.to_string()).collect();
+            let what = format!("{}:{}", f.display(), i + 1);
+            match classify(line) {
+                Line::Header(h) => {
+                    let s = match h.name {
+                        b"fields" => &fields_s,
+                        b"meta" => &meta_s,
+                        _ => continue,
+                    };
+                    let Ok(value) = h.json() else { continue };
+                    if !s.is_valid(&value) {
+                        refused_headers += 1;
+                        assert!(
+                            !problems.is_empty(),
+                            "{what}: schema refuses {value}, validate does not"
+                        );
+                    }
+                }
+                Line::Data(r) => {
+                    let flags_oslj = problems
+                        .iter()
+                        .any(|p| p.contains("bad frequency") || p.contains("bad datetime key"));
+                    let Some(Ok(Token::Json(j))) = r.tokens().last() else {
+                        continue;
+                    };
+                    let Ok(value) = parse_json5(j) else { continue };
+                    if v.headers().is_mementomap() && flags_oslj {
+                        refused_oslj += 1;
+                        assert!(
+                            !map_s.is_valid(&value),
+                            "{what}: validate refuses {value}, the schema does not"
+                        );
+                    }
+                }
+                Line::Blank => {}
+            }
+        }
+    }
+    assert!(refused_headers >= 2, "{refused_headers}");
+    assert!(refused_oslj >= 2, "{refused_oslj}");
+}
