@@ -461,6 +461,125 @@ fn merge_cli_combines_sorted_inputs_and_rejects_unsorted_ones() {
     assert!(!out2.exists(), "a failed merge must leave no output");
 }
 
+#[test]
+fn merge_to_stdout_that_stops_does_not_claim_nothing_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.cdxj", b"a 1\nb 1\n");
+    let bad = write(dir.path(), "bad.cdxj", b"a 2\nc 1\nb 2\n");
+    let (g, b) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let o = util::run(&["merge", g, b], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("no output written"), "{err}");
+    assert!(err.contains("the output to stdout is incomplete"), "{err}");
+    assert!(err.contains("bad.cdxj: line 3 is out of order"), "{err}");
+    let out = dir.path().join("out.cdxj");
+    let o = util::run(&["merge", g, b, "-o", out.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("out.cdxj not written"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn sort_and_merge_refuse_inputs_with_different_fields_or_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields_a =
+        "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"offset\",\"digest\"]}\n";
+    let fields_b = "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"digest\"]}\n";
+    let ctx_a = "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n";
+    let ctx_b = "!context [\"https://example.org/other\"]\n";
+    let a = write(
+        dir.path(),
+        "a.ukvs",
+        format!("{ctx_a}{fields_a}com,a)/ 1 5 D\n").as_bytes(),
+    );
+    let same = write(
+        dir.path(),
+        "same.ukvs",
+        format!("{ctx_a}{fields_a}com,b)/ 1 6 E\n").as_bytes(),
+    );
+    let other_fields = write(
+        dir.path(),
+        "f.ukvs",
+        format!("{ctx_a}{fields_b}com,b)/ 1 E\n").as_bytes(),
+    );
+    let other_ctx = write(
+        dir.path(),
+        "c.ukvs",
+        format!("{ctx_b}{fields_a}com,b)/ 1 6 E\n").as_bytes(),
+    );
+    let cdx_a = write(
+        dir.path(),
+        "a.cdx",
+        b" CDX N b a m s k r M S V g\ncom,a)/ 1 x\n",
+    );
+    let cdx_b = write(
+        dir.path(),
+        "b.cdx",
+        b" CDX N b a m s k r V g\ncom,b)/ 1 x\n",
+    );
+    for verb in ["sort", "merge"] {
+        for (other, what) in [(&other_fields, "`!fields`"), (&other_ctx, "`!context`")] {
+            let o = util::run(&[verb, a.to_str().unwrap(), other.to_str().unwrap()], b"");
+            assert_eq!(o.status.code(), Some(2), "{verb} {what}");
+            assert!(o.stdout.is_empty(), "{verb} {what}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains(&format!(
+                    "{} and {} declare different {what} headers",
+                    a.display(),
+                    other.display()
+                )),
+                "{verb}: {err}"
+            );
+        }
+        let o = util::run(
+            &[verb, cdx_a.to_str().unwrap(), cdx_b.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(o.status.code(), Some(2), "{verb} CDX legends");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("CDX legend"));
+        // The same headers combine into one block.
+        let o = util::run(&[verb, a.to_str().unwrap(), same.to_str().unwrap()], b"");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8(o.stdout).unwrap(),
+            format!("{ctx_a}{fields_a}com,a)/ 1 5 D\ncom,b)/ 1 6 E\n")
+        );
+    }
+}
+
+#[test]
+fn sort_writes_the_cdx_legend_once_for_combined_cdx_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let legend = " CDX N b a m s k r M S V g";
+    let a = format!(
+        "{legend}\ncom,b)/ 20140101000000 http://b.com/ text/html 200 X - - 1 2 f.warc.gz\n"
+    );
+    let b = format!(
+        "{legend}\r\ncom,a)/ 20140101000000 http://a.com/ text/html 200 Y - - 1 9 f.warc.gz\n"
+    );
+    let pa = write(dir.path(), "a.cdx", a.as_bytes());
+    let pb = write(dir.path(), "b.cdx", b.as_bytes());
+    // Concatenated on stdin (the second legend mid-stream), and as files
+    // (one legend with CRLF).
+    let concatenated = format!("{a}{a}");
+    for (args, stdin) in [
+        (vec!["sort", "--unique"], concatenated.as_bytes()),
+        (
+            vec!["sort", pa.to_str().unwrap(), pb.to_str().unwrap()],
+            &b""[..],
+        ),
+    ] {
+        let o = util::run(&args, stdin);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(text.matches(" CDX ").count(), 1, "{args:?}: {text}");
+        assert!(text.starts_with(&format!("{legend}\n")), "{args:?}: {text}");
+    }
+}
+
 /// The lookup oracle for several files: merge by line (ties in file
 /// order), filter, then closest / reverse / limit as pywb orders them.
 fn cli_oracle(
