@@ -7,7 +7,7 @@ use anyhow::Context;
 use ukvs::sorted::Merge;
 
 use super::output::Output;
-use super::sort::{input_name, open_input};
+use super::sort::{combine_headers, input_name, open_input};
 
 /// Merge already sorted index files into one sorted file.
 ///
@@ -36,13 +36,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         inputs.push((input_name(path), open_input(path)?));
     }
     let mut merge = Merge::new(inputs, true)?;
+    let headers = combine_headers(merge.input_headers().to_vec())?;
     let mut out = Output::create(&args.output)?;
-    for h in merge.headers() {
+    for h in &headers {
         out.write_all_line(h)?;
     }
-    merge
-        .write_to(&mut out, args.unique)
-        .context("merge stopped; no output written")?;
+    // Only a file is left untouched by a failure; a stream has had lines.
+    let stopped = match &out {
+        Output::Temp { target, .. } => format!("merge stopped; {} not written", target.display()),
+        _ => format!("merge stopped; the output to {} is incomplete", out.name()),
+    };
+    merge.write_to(&mut out, args.unique).context(stopped)?;
     out.commit()?;
     Ok(ExitCode::SUCCESS)
 }

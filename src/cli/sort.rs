@@ -99,6 +99,44 @@ pub(super) fn input_name(path: &Path) -> String {
     }
 }
 
+/// The header block of a combined file: the headers of every input (with
+/// the file each came from), a trailing CR dropped, in byte order without
+/// duplicates. Inputs that declare different `!fields`, `!context` or CDX
+/// legends describe their lines differently and cannot share one file:
+/// that is an error naming both.
+pub(super) fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> anyhow::Result<Vec<Vec<u8>>> {
+    fn kind(h: &[u8]) -> Option<&'static str> {
+        let word = h.split(|&b| b == b' ').next().unwrap_or_default();
+        match word {
+            b"!fields" => Some("`!fields`"),
+            b"!context" => Some("`!context`"),
+            _ if h.starts_with(b" CDX") => Some("CDX legend"),
+            _ => None,
+        }
+    }
+    let mut declared: Vec<(&'static str, &[u8], &str)> = Vec::new();
+    let mut out = Vec::with_capacity(headers.len());
+    for (h, name) in &headers {
+        let h = h.strip_suffix(b"\r").unwrap_or(h);
+        if let Some(k) = kind(h) {
+            match declared.iter().find(|(dk, _, _)| *dk == k) {
+                Some((_, first, first_name)) if *first != h => bail!(
+                    "{first_name} and {name} declare different {k} headers ({:?} and {:?}); \
+                     their lines cannot share one file",
+                    String::from_utf8_lossy(first),
+                    String::from_utf8_lossy(h)
+                ),
+                Some(_) => {}
+                None => declared.push((k, h, name)),
+            }
+        }
+        out.push(h.to_vec());
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// Threads for `-j N` (0 = all cores).
 pub(super) fn thread_count(j: usize) -> usize {
     if j > 0 {
@@ -134,7 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let work_rx = Mutex::new(work_rx);
     let spilled: Mutex<Vec<(usize, File)>> = Mutex::new(Vec::new());
     let failure: Mutex<Option<io::Error>> = Mutex::new(None);
-    let mut headers: Vec<Vec<u8>> = Vec::new();
+    let mut headers: Vec<(Vec<u8>, String)> = Vec::new();
     let mut last_run = Run::default();
     let mut run_count = 0usize;
 
@@ -207,8 +245,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if line.last() == Some(&b'\n') {
                     line.pop();
                 }
-                if at_top && sorted::lines::is_header(&line) {
-                    headers.push(line.clone());
+                // A CDX legend is never data: one in the middle is the
+                // legend of a concatenated file, not a line to sort.
+                if (at_top && sorted::lines::is_header(&line)) || line.starts_with(b" CDX ") {
+                    headers.push((line.clone(), name.clone()));
                     continue;
                 }
                 at_top = false;
@@ -225,8 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(err) = failure.into_inner().ok().flatten() {
         return Err(err).context("writing a temporary run");
     }
-    headers.sort();
-    headers.dedup();
+    let headers = combine_headers(headers)?;
 
     let mut out = Output::create(&args.output)?;
     for h in &headers {

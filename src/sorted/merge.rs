@@ -70,6 +70,8 @@ pub struct Merge<R> {
     /// advanced on the next call.
     current: Option<(Vec<u8>, usize)>,
     headers: Vec<Vec<u8>>,
+    /// Every input's headers, in input order, with the input's name.
+    input_headers: Vec<(Vec<u8>, String)>,
 }
 
 impl<R: BufRead> Merge<R> {
@@ -85,6 +87,7 @@ impl<R: BufRead> Merge<R> {
             heap: BinaryHeap::new(),
             current: None,
             headers: Vec::new(),
+            input_headers: Vec::new(),
         };
         // Prime every input with its first data line; headers are only
         // recognised above the data, as a `!` line further down is data
@@ -99,6 +102,7 @@ impl<R: BufRead> Merge<R> {
             let mut line = Vec::new();
             let mut more = input.read(&mut line)?;
             while more && split_headers && is_header(&line) {
+                merge.input_headers.push((line.clone(), input.name.clone()));
                 merge.headers.push(std::mem::take(&mut line));
                 more = input.read(&mut line)?;
             }
@@ -117,6 +121,12 @@ impl<R: BufRead> Merge<R> {
     /// Header lines of all inputs, in byte order, duplicates dropped.
     pub fn headers(&self) -> &[Vec<u8>] {
         &self.headers
+    }
+
+    /// The header lines of every input as read, in input order, each with
+    /// the name of its input (to check that the inputs agree).
+    pub fn input_headers(&self) -> &[(Vec<u8>, String)] {
+        &self.input_headers
     }
 
     /// The next line in byte order (without LF), or `None` at the end.

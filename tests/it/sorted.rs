@@ -461,6 +461,125 @@ fn merge_cli_combines_sorted_inputs_and_rejects_unsorted_ones() {
     assert!(!out2.exists(), "a failed merge must leave no output");
 }
 
+#[test]
+fn merge_to_stdout_that_stops_does_not_claim_nothing_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.cdxj", b"a 1\nb 1\n");
+    let bad = write(dir.path(), "bad.cdxj", b"a 2\nc 1\nb 2\n");
+    let (g, b) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let o = util::run(&["merge", g, b], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("no output written"), "{err}");
+    assert!(err.contains("the output to stdout is incomplete"), "{err}");
+    assert!(err.contains("bad.cdxj: line 3 is out of order"), "{err}");
+    let out = dir.path().join("out.cdxj");
+    let o = util::run(&["merge", g, b, "-o", out.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("out.cdxj not written"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn sort_and_merge_refuse_inputs_with_different_fields_or_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields_a =
+        "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"offset\",\"digest\"]}\n";
+    let fields_b = "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"digest\"]}\n";
+    let ctx_a = "!context [\"https://oduwsdl.github.io/contexts/ukvs\"]\n";
+    let ctx_b = "!context [\"https://example.org/other\"]\n";
+    let a = write(
+        dir.path(),
+        "a.ukvs",
+        format!("{ctx_a}{fields_a}com,a)/ 1 5 D\n").as_bytes(),
+    );
+    let same = write(
+        dir.path(),
+        "same.ukvs",
+        format!("{ctx_a}{fields_a}com,b)/ 1 6 E\n").as_bytes(),
+    );
+    let other_fields = write(
+        dir.path(),
+        "f.ukvs",
+        format!("{ctx_a}{fields_b}com,b)/ 1 E\n").as_bytes(),
+    );
+    let other_ctx = write(
+        dir.path(),
+        "c.ukvs",
+        format!("{ctx_b}{fields_a}com,b)/ 1 6 E\n").as_bytes(),
+    );
+    let cdx_a = write(
+        dir.path(),
+        "a.cdx",
+        b" CDX N b a m s k r M S V g\ncom,a)/ 1 x\n",
+    );
+    let cdx_b = write(
+        dir.path(),
+        "b.cdx",
+        b" CDX N b a m s k r V g\ncom,b)/ 1 x\n",
+    );
+    for verb in ["sort", "merge"] {
+        for (other, what) in [(&other_fields, "`!fields`"), (&other_ctx, "`!context`")] {
+            let o = util::run(&[verb, a.to_str().unwrap(), other.to_str().unwrap()], b"");
+            assert_eq!(o.status.code(), Some(2), "{verb} {what}");
+            assert!(o.stdout.is_empty(), "{verb} {what}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains(&format!(
+                    "{} and {} declare different {what} headers",
+                    a.display(),
+                    other.display()
+                )),
+                "{verb}: {err}"
+            );
+        }
+        let o = util::run(
+            &[verb, cdx_a.to_str().unwrap(), cdx_b.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(o.status.code(), Some(2), "{verb} CDX legends");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("CDX legend"));
+        // The same headers combine into one block.
+        let o = util::run(&[verb, a.to_str().unwrap(), same.to_str().unwrap()], b"");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8(o.stdout).unwrap(),
+            format!("{ctx_a}{fields_a}com,a)/ 1 5 D\ncom,b)/ 1 6 E\n")
+        );
+    }
+}
+
+#[test]
+fn sort_writes_the_cdx_legend_once_for_combined_cdx_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let legend = " CDX N b a m s k r M S V g";
+    let a = format!(
+        "{legend}\ncom,b)/ 20140101000000 http://b.com/ text/html 200 X - - 1 2 f.warc.gz\n"
+    );
+    let b = format!(
+        "{legend}\r\ncom,a)/ 20140101000000 http://a.com/ text/html 200 Y - - 1 9 f.warc.gz\n"
+    );
+    let pa = write(dir.path(), "a.cdx", a.as_bytes());
+    let pb = write(dir.path(), "b.cdx", b.as_bytes());
+    // Concatenated on stdin (the second legend mid-stream), and as files
+    // (one legend with CRLF).
+    let concatenated = format!("{a}{a}");
+    for (args, stdin) in [
+        (vec!["sort", "--unique"], concatenated.as_bytes()),
+        (
+            vec!["sort", pa.to_str().unwrap(), pb.to_str().unwrap()],
+            &b""[..],
+        ),
+    ] {
+        let o = util::run(&args, stdin);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(text.matches(" CDX ").count(), 1, "{args:?}: {text}");
+        assert!(text.starts_with(&format!("{legend}\n")), "{args:?}: {text}");
+    }
+}
+
 /// The lookup oracle for several files: merge by line (ties in file
 /// order), filter, then closest / reverse / limit as pywb orders them.
 fn cli_oracle(
@@ -1034,18 +1153,45 @@ fn pywb_params_as_args(params: &str) -> Vec<String> {
 #[test]
 fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
     let test = "pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup";
-    let Some(corpus) = util::shared_corpus(test) else {
-        return;
-    };
     if !ensure_pywb(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lines = pywb_sample_lines(&corpus.join("webrecorder__pywb/sample_archive/zipcdx"));
-    let input = write(dir.path(), "sample.cdx", &file_bytes(&lines, false, true));
+    // The repository's own ARC files as a CDX11 index. Some fixtures are
+    // damaged on purpose, so `index` reports errors (exit 2) and indexes
+    // every good record.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let input = dir.path().join("repo.cdx");
+    let o = util::run(
+        &[
+            "index",
+            "--format",
+            "cdx11",
+            root.join("samples").to_str().unwrap(),
+            util::data_dir().join("arc").to_str().unwrap(),
+            "-o",
+            input.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 2)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines = std::fs::read(&input).unwrap();
+    let data_lines = lines
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && !l.starts_with(b" CDX"))
+        .count();
+    assert!(
+        data_lines >= 20,
+        "only {data_lines} captures in the repository's ARC files"
+    );
     let cluster = dir.path().join("cluster");
-    // 20 lines a block gives 10 blocks: within pywb's page of 10 blocks, so
-    // pywb answers whole; two shards; duplicate keys straddle blocks.
+    // 3 lines a block gives 8 blocks: within pywb's page of 10 blocks, so
+    // pywb answers whole; two shards; the six captures of example.com
+    // straddle blocks.
     let o = util::run(
         &[
             "zipnum",
@@ -1054,7 +1200,7 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
             "-o",
             cluster.to_str().unwrap(),
             "--lines-per-block",
-            "20",
+            "3",
             "--shards",
             "2",
         ],
@@ -1088,56 +1234,56 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let queries: &[(&str, &str, &[&str])] = &[
-        ("url=iana.org", "org,iana)/", &["--match", "exact"]),
+        ("url=example.com", "com,example)/", &["--match", "exact"]),
         (
-            "url=iana.org&matchType=prefix",
-            "org,iana)/",
+            "url=archive.org&matchType=prefix",
+            "org,archive)/",
             &["--match", "prefix"],
         ),
         (
-            "url=iana.org/_css/*",
-            "org,iana)/_css/",
+            "url=archive.org/images/*",
+            "org,archive)/images/",
             &["--match", "prefix"],
         ),
         (
-            "url=iana.org&matchType=host",
-            "org,iana)/",
+            "url=archive.org&matchType=host",
+            "org,archive)/",
             &["--match", "host"],
         ),
-        ("url=*.example.com", "com,example)/", &["--match", "domain"]),
+        ("url=*.umkc.edu", "edu,umkc)/", &["--match", "domain"]),
         (
-            "url=iana.org&matchType=domain&limit=7",
-            "org,iana)/",
-            &["--match", "domain", "--limit", "7"],
+            "url=example.com&matchType=domain&limit=4",
+            "com,example)/",
+            &["--match", "domain", "--limit", "4"],
         ),
         (
-            "url=iana.org&matchType=prefix&reverse=1&limit=5",
-            "org,iana)/",
-            &["--match", "prefix", "--reverse", "--limit", "5"],
+            "url=archive.org&matchType=prefix&reverse=1&limit=3",
+            "org,archive)/",
+            &["--match", "prefix", "--reverse", "--limit", "3"],
         ),
         (
-            "url=iana.org&matchType=host&from=201401262008&to=2014012620",
-            "org,iana)/",
+            "url=archive.org&matchType=host&from=2008043020482&to=200804302048",
+            "org,archive)/",
             &[
                 "--match",
                 "host",
                 "--from",
-                "201401262008",
+                "2008043020482",
                 "--to",
-                "2014012620",
+                "200804302048",
             ],
         ),
         (
-            "url=iana.org/_css/2013.1/fonts/opensans-bold.ttf&closest=20140126200900&limit=3",
-            "org,iana)/_css/2013.1/fonts/opensans-bold.ttf",
-            &["--closest", "20140126200900", "--limit", "3"],
+            "url=example.com&closest=20140301000000&limit=3",
+            "com,example)/",
+            &["--closest", "20140301000000", "--limit", "3"],
         ),
         (
-            "url=iana.org/_css/2013.1/*",
-            "org,iana)/_css/2013.1/",
-            &["--match", "prefix"],
+            "url=cctr.umkc.edu/user/jbenz/tst.htm",
+            "edu,umkc,cctr)/user/jbenz/tst.htm",
+            &[],
         ),
-        ("url=http://www.iana.org/", "org,iana)/", &[]),
+        ("url=http://www.archive.org/", "org,archive)/", &[]),
         (
             "url=example.com/nothing-here",
             "com,example)/nothing-here",
@@ -1179,5 +1325,5 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
         );
     }
     // The comparison means something only if pywb found captures.
-    assert!(answered > 300, "pywb answered only {answered} lines");
+    assert!(answered >= 30, "pywb answered only {answered} lines");
 }
