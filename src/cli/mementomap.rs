@@ -20,7 +20,7 @@ use ukvs::mementomap::generate::{
 };
 use ukvs::mementomap::header::{iso8601, Header};
 use ukvs::mementomap::key::map_key;
-use ukvs::mementomap::lookup::Map;
+use ukvs::mementomap::lookup::{DatetimeRange, Map};
 use ukvs::mementomap::merge::{Merger, Source};
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
 use ukvs::sorted::ExternalSorter;
@@ -211,6 +211,13 @@ struct LookupArgs {
     /// The map was generated with --keep-query.
     #[arg(long)]
     keep_query: bool,
+    /// Count only captures made during RANGE (`2014`, `2010:2012`,
+    /// `:2009`, `201603:`), from the map's datetime buckets (a `datetime`
+    /// key column or OSLJ member); buckets that only overlap the range, or
+    /// entries without buckets, give upper bounds (`n-`). An entry with no
+    /// bucket in the range answers `0` (not held then).
+    #[arg(long, value_name = "RANGE", value_parser = parse_range)]
+    datetime: Option<DatetimeRange>,
 }
 
 /// Measure a map: relative cost and the presence decisions on queries
@@ -244,6 +251,11 @@ fn non_negative(s: &str) -> Result<f64, String> {
         Ok(x) if x >= 0.0 => Ok(x),
         _ => Err(format!("{s:?} is not a number >= 0 (or inf)")),
     }
+}
+
+fn parse_range(s: &str) -> Result<DatetimeRange, String> {
+    DatetimeRange::parse(s.as_bytes())
+        .ok_or_else(|| format!("{s:?} is not a datetime range (2014, 2010:2012, :2009, 201603:)"))
 }
 
 fn parse_dimension(s: &str) -> Result<Dimension, String> {
@@ -1072,6 +1084,12 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         Box::new(map_file(&f, &a.map)?)
     };
     let map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    if a.datetime.is_some() && !map.has_datetime() {
+        bail!(
+            "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
+            a.map.display()
+        );
+    }
     let stdout = io::stdout();
     let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut any = false;
@@ -1080,7 +1098,11 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
             return Ok(());
         }
         let surt = query_surt(q);
-        match map.lookup(&surt).map_err(io::Error::other)? {
+        let hit = match &a.datetime {
+            Some(range) => map.lookup_during(&surt, range),
+            None => map.lookup(&surt),
+        };
+        match hit.map_err(io::Error::other)? {
             Some(h) => {
                 any |= h.covered();
                 w.write_all(&h.key)?;
