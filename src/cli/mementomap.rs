@@ -935,15 +935,15 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     let stats = finish_map(merged, &a.rollup, params, &a.out, header, columns)?;
     if !a.out.quiet {
-        report_generate(&gstats, &stats, bad);
+        report_generate(&gstats, &stats);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn report_generate(g: &GenStats, s: &Stats, bad: u64) {
+fn report_generate(g: &GenStats, s: &Stats) {
     eprintln!(
-        "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {} bad lines skipped, total {}",
-        g.lines, g.captures, s.lines_out, s.rollups, g.excluded, bad, s.total.unwrap_or_default()
+        "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {}, total {}",
+        g.lines, g.captures, s.lines_out, s.rollups, g.excluded, g.skipped, s.total.unwrap_or_default()
     );
     if g.capped > 0 {
         eprintln!(

@@ -989,6 +989,10 @@ fn gz_input_and_bad_lines_are_reported() {
     );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("in.cdxj.gz: line 2"), "{err}");
+    assert!(
+        err.contains("1 bad lines skipped (1 first field without `)`)"),
+        "the summary counts bad lines by reason: {err}"
+    );
     let out = util::run(
         &["mementomap", "generate", "--strict", p.to_str().unwrap()],
         b"",
