@@ -20,7 +20,7 @@ use ukvs::mementomap::generate::{
 };
 use ukvs::mementomap::header::{iso8601, Header};
 use ukvs::mementomap::key::map_key;
-use ukvs::mementomap::lookup::Map;
+use ukvs::mementomap::lookup::{DatetimeRange, Map};
 use ukvs::mementomap::merge::{Merger, Source};
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
 use ukvs::sorted::ExternalSorter;
@@ -216,6 +216,13 @@ struct LookupArgs {
     /// Worker threads for a batch; 0 uses every core.
     #[arg(short = 'j', long = "threads", default_value_t = 0, value_name = "N")]
     threads: usize,
+    /// Count only captures made during RANGE (`2014`, `2010:2012`,
+    /// `:2009`, `201603:`), from the map's datetime buckets (a `datetime`
+    /// key column or OSLJ member); buckets that only overlap the range, or
+    /// entries without buckets, give upper bounds (`n-`). An entry with no
+    /// bucket in the range answers `0` (not held then).
+    #[arg(long, value_name = "RANGE", value_parser = parse_range)]
+    datetime: Option<DatetimeRange>,
 }
 
 /// Measure a map: relative cost and the presence decisions on queries
@@ -249,6 +256,11 @@ fn non_negative(s: &str) -> Result<f64, String> {
         Ok(x) if x >= 0.0 => Ok(x),
         _ => Err(format!("{s:?} is not a number >= 0 (or inf)")),
     }
+}
+
+fn parse_range(s: &str) -> Result<DatetimeRange, String> {
+    DatetimeRange::parse(s.as_bytes())
+        .ok_or_else(|| format!("{s:?} is not a datetime range (2014, 2010:2012, :2009, 201603:)"))
 }
 
 fn parse_dimension(s: &str) -> Result<Dimension, String> {
@@ -912,15 +924,15 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     let stats = finish_map(merged, &a.rollup, params, &a.out, header, columns)?;
     if !a.out.quiet {
-        report_generate(&gstats, &stats, bad);
+        report_generate(&gstats, &stats);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn report_generate(g: &GenStats, s: &Stats, bad: u64) {
+fn report_generate(g: &GenStats, s: &Stats) {
     eprintln!(
-        "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {} bad lines skipped, total {}",
-        g.lines, g.captures, s.lines_out, s.rollups, g.excluded, bad, s.total.unwrap_or_default()
+        "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {}, total {}",
+        g.lines, g.captures, s.lines_out, s.rollups, g.excluded, g.skipped, s.total.unwrap_or_default()
     );
     if g.capped > 0 {
         eprintln!(
@@ -1061,6 +1073,12 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         Box::new(map_file(&f, &a.map)?)
     };
     let map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    if a.datetime.is_some() && !map.has_datetime() {
+        bail!(
+            "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
+            a.map.display()
+        );
+    }
     let stdout = io::stdout();
     let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut any = false;
@@ -1069,7 +1087,11 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
             return Ok(false);
         }
         let surt = query_surt(q);
-        let covered = match map.lookup(&surt).map_err(io::Error::other)? {
+        let hit = match &a.datetime {
+            Some(range) => map.lookup_during(&surt, range),
+            None => map.lookup(&surt),
+        };
+        let covered = match hit.map_err(io::Error::other)? {
             Some(h) => {
                 w.extend_from_slice(&h.key);
                 write!(w, " {} {} ", h.freq, h.steps)?;

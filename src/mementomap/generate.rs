@@ -93,14 +93,56 @@ pub struct GenStats {
     pub captures: u64,
     /// Header and empty lines skipped.
     pub headers: u64,
-    /// Lines skipped as unusable (reported one by one).
-    pub skipped: u64,
+    /// Lines skipped as unusable (reported one by one), by reason.
+    pub skipped: Skipped,
     /// Captures under an excluded prefix.
     pub excluded: u64,
     /// Records that arrived out of order and went through the sort.
     pub late: u64,
     /// SURTs whose URL variants passed [`GROUP_URL_CAP`].
     pub capped: u64,
+}
+
+/// Unusable input lines, by reason. None of them names a page, so each is
+/// skipped whatever the reason; the reasons tell the user what to fix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// The first field is a URL (`http://...`): the input was not indexed
+    /// into SURTs.
+    pub url: u64,
+    /// Control bytes or invalid UTF-8 in a line that names no page: a
+    /// corrupt or binary input.
+    pub binary: u64,
+    /// Any other first field without `)`.
+    pub not_surt: u64,
+}
+
+impl Skipped {
+    /// All skipped lines.
+    pub fn total(&self) -> u64 {
+        self.url + self.binary + self.not_surt
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    /// `3 bad lines skipped (2 URLs instead of SURTs, 1 binary or
+    /// corrupt)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bad lines skipped", self.total())?;
+        let parts: Vec<String> = [
+            (self.url, "URLs instead of SURTs"),
+            (self.binary, "binary or corrupt"),
+            (self.not_surt, "first field without `)`"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if !parts.is_empty() {
+            write!(f, " ({})", parts.join(", "))?;
+        }
+        Ok(())
+    }
 }
 
 /// The map key of an exclusion line: `com,example,` or `com,example`
@@ -309,14 +351,23 @@ impl Aggregator {
         let mut key = std::mem::take(&mut self.key_buf);
         if !map_key_into(cap.surt, self.opts.keep_query, &mut key) {
             self.key_buf = key;
-            self.stats.skipped += 1;
+            let shown = String::from_utf8_lossy(&cap.surt[..cap.surt.len().min(80)]);
+            let binary =
+                line.iter().any(|&b| b < 0x20 && b != b'\t') || std::str::from_utf8(line).is_err();
+            let reason = if memchr::memmem::find(cap.surt, b"://").is_some() {
+                self.stats.skipped.url += 1;
+                format!("first field {shown:?} is a URL, not a SURT (index the captures, or convert with `ukvs surt`)")
+            } else if binary {
+                self.stats.skipped.binary += 1;
+                format!("binary or corrupt line (control bytes or invalid UTF-8), first field {shown:?}")
+            } else {
+                self.stats.skipped.not_surt += 1;
+                format!("first field {shown:?} is not a SURT (no `)`)")
+            };
             return Err(Error::Line {
                 line: line_no,
                 offset: 0,
-                reason: format!(
-                    "first field {:?} is not a SURT (no `)`)",
-                    String::from_utf8_lossy(&cap.surt[..cap.surt.len().min(80)])
-                ),
+                reason,
             });
         };
         self.stats.captures += 1;
@@ -713,6 +764,26 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
             "com,x)/a 1/1\ncom,x)/private/* 0/2\ncom,x)/z 1/1\n"
         );
         assert_eq!(stats.excluded, 3);
+    }
+
+    #[test]
+    fn bad_lines_are_counted_by_reason() {
+        let input = b"com,x)/ 2014\nhttp://x.com/ 2014\nnot-a-surt 2014\n\x00\x01junk\nbad\xff 2014\ncom,y)/ 2015\n";
+        let (recs, stats) = records_of(input, &Options::default()).unwrap();
+        assert_eq!(lines(&recs), "com,x)/ 1/1\ncom,y)/ 1/1\n");
+        assert_eq!(
+            stats.skipped,
+            Skipped {
+                url: 1,
+                binary: 2,
+                not_surt: 1
+            }
+        );
+        assert_eq!(
+            stats.skipped.to_string(),
+            "4 bad lines skipped (1 URLs instead of SURTs, 2 binary or corrupt, 1 first field without `)`)"
+        );
+        assert_eq!(Skipped::default().to_string(), "0 bad lines skipped");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! Unlike the reference, a key sorting after the last line is simply not
 //! found, and the search never needs the map to be a file.
 
-use super::freq::Frequency;
+use super::freq::{Count, Frequency};
 use super::key::candidates;
 use super::record::Record;
 use super::Error;
@@ -28,6 +28,8 @@ pub struct Map<D: AsRef<[u8]>> {
     /// Key columns per `!fields` (2 in the columns layout, where a key has
     /// one line per bucket and a total line).
     key_columns: usize,
+    /// The `!fields` key names (empty when the map does not say).
+    key_names: Vec<String>,
 }
 
 /// The entry that answered a lookup.
@@ -54,18 +56,24 @@ impl<D: AsRef<[u8]>> Map<D> {
     /// Wraps map bytes; header lines at the top are skipped.
     pub fn new(data: D) -> Map<D> {
         let search = Search::new(data);
-        let key_columns = search
+        let key_names: Vec<String> = search
             .headers()
             .find_map(|h| h.strip_prefix(b"!fields "))
             .and_then(|v| crate::ukvs::parse_json5(v).ok())
-            .and_then(|v| v.get("keys").and_then(|k| k.as_array()).map(Vec::len))
-            .unwrap_or(1)
-            .max(1);
+            .and_then(|v| {
+                v.get("keys").and_then(|k| k.as_array()).map(|k| {
+                    k.iter()
+                        .map(|n| n.as_str().unwrap_or_default().to_string())
+                        .collect()
+                })
+            })
+            .unwrap_or_default();
         Map {
             search,
             keep_query: false,
             memo: Default::default(),
-            key_columns,
+            key_columns: key_names.len().max(1),
+            key_names,
         }
     }
 
@@ -150,6 +158,106 @@ impl<D: AsRef<[u8]>> Map<D> {
         sum.unwrap_or_default()
     }
 
+    /// Whether a datetime breakdown can be read: the columns layout with a
+    /// `datetime` key column, or the OSLJ layout (whose lines may carry a
+    /// `datetime` object).
+    pub fn has_datetime(&self) -> bool {
+        self.key_columns < 2 || self.key_names.get(1).is_some_and(|n| n == "datetime")
+    }
+
+    /// [`Map::lookup`], counting only the captures made during `range`.
+    ///
+    /// The most specific entry still decides; its frequency is the sum of
+    /// its datetime buckets (key column or OSLJ `datetime` member) that
+    /// overlap `range`. A bucket inside the range counts as it is; one
+    /// that only overlaps it (or has no datetime, `-`), or an entry without
+    /// buckets, counts as an upper bound (`n-`). URI-R sums over buckets are
+    /// upper bounds too (a URL can be captured in several). No bucket in
+    /// the range gives `0`: not held during the range.
+    pub fn lookup_during(&self, surt: &[u8], range: &DatetimeRange) -> Result<Option<Hit>, Error> {
+        let Some(mut hit) = self.lookup(surt)? else {
+            return Ok(None);
+        };
+        let (buckets, total) = self.buckets_at(hit.offset, &hit.key);
+        let mut sum: Option<Frequency> = None;
+        let mut all_in = true;
+        for (bucket, freq) in buckets {
+            let overlap = bucket.map_or(Overlap::Partial, |b| range.overlap(&b));
+            all_in &= overlap == Overlap::Full;
+            let part = match overlap {
+                Overlap::None => continue,
+                Overlap::Full => freq,
+                Overlap::Partial => Frequency {
+                    urim: freq.urim.overlapping(),
+                    urir: freq.urir.overlapping(),
+                },
+            };
+            sum = Some(sum.map_or(part, |s| s.add_overlapping(part)));
+        }
+        // Every bucket in range: the total line counts the same captures,
+        // with an exact URI-R.
+        if all_in && total.is_some() {
+            sum = total;
+        }
+        hit.freq = sum.unwrap_or(Frequency {
+            urim: Count::exact(0),
+            urir: Count::UNKNOWN,
+        });
+        Ok(Some(hit))
+    }
+
+    /// The datetime buckets of the key whose first line is at `offset`
+    /// (`None` = a bucket without datetime) and, in the columns layout, its
+    /// total line. Without a breakdown, the entry's frequency as one bucket
+    /// of all time.
+    fn buckets_at(&self, offset: usize, key: &[u8]) -> (Buckets, Option<Frequency>) {
+        let data = self.search.as_bytes();
+        let mut buckets = Vec::new();
+        if self.key_columns < 2 {
+            let Ok(rec) = Record::parse(line_at(data, offset).0, 0) else {
+                return (buckets, None);
+            };
+            match rec.extra.as_ref().and_then(|e| e.get("datetime")) {
+                Some(serde_json::Value::Object(m)) if !rec.freq.is_zero() => {
+                    for (b, f) in m {
+                        let f = f.as_str().and_then(|t| Frequency::parse(t.as_bytes()).ok());
+                        buckets.push((DatetimeRange::parse(b.as_bytes()), f.unwrap_or_default()));
+                    }
+                }
+                _ => buckets.push((Some(DatetimeRange::ALL), rec.freq)),
+            }
+            return (buckets, None);
+        }
+        let mut total = None;
+        let mut pos = offset;
+        while pos < data.len() {
+            let (line, next) = line_at(data, pos);
+            if key_of(line) != key {
+                break;
+            }
+            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+            let _ = fields.next();
+            let bucket = fields.next().unwrap_or_default();
+            let freq = fields
+                .next()
+                .and_then(|f| Frequency::parse(f).ok())
+                .unwrap_or_default();
+            if bucket == b":" || bucket == b"*" {
+                total = Some(freq);
+            } else {
+                buckets.push((DatetimeRange::parse(bucket), freq));
+            }
+            if next <= pos {
+                break;
+            }
+            pos = next;
+        }
+        if buckets.is_empty() {
+            buckets.extend(total.map(|t| (Some(DatetimeRange::ALL), t)));
+        }
+        (buckets, total)
+    }
+
     /// [`Map::find`] remembering wide keys (no `)`: `tld,*`, `*`).
     fn find_memo(&self, key: &[u8]) -> Result<Option<usize>, Error> {
         if memchr::memchr(b')', key).is_some() {
@@ -174,6 +282,68 @@ impl<D: AsRef<[u8]>> Map<D> {
     /// Offset of the line whose key is exactly `key`.
     pub fn find(&self, key: &[u8]) -> Result<Option<usize>, Error> {
         find_in(&self.search, key)
+    }
+}
+
+/// A datetime interval as the spec writes datetime keys: 1-14 digits
+/// (`2014` = all of 2014), or `from:to` with either end open
+/// (`2010:2012`, `:2009`, `201603:`, `:`). Ends are padded to 14 digits,
+/// `from` with `0`s and `to` with `9`s, and compared as bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatetimeRange {
+    lo: [u8; 14],
+    hi: [u8; 14],
+}
+
+/// Datetime buckets of one entry with their frequencies.
+type Buckets = Vec<(Option<DatetimeRange>, Frequency)>;
+
+/// How a bucket lies against a range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Overlap {
+    None,
+    Partial,
+    Full,
+}
+
+impl DatetimeRange {
+    /// All time (`:`).
+    pub const ALL: DatetimeRange = DatetimeRange {
+        lo: [b'0'; 14],
+        hi: [b'9'; 14],
+    };
+
+    /// Parses `2014`, `2010:2012`, `:2009`, `201603:` or `:`; `None` for
+    /// anything else (`-`, letters, more than 14 digits, from > to).
+    pub fn parse(s: &[u8]) -> Option<DatetimeRange> {
+        let (from, to) = match memchr::memchr(b':', s) {
+            Some(i) => (&s[..i], &s[i + 1..]),
+            None if s.is_empty() => return None,
+            None => (s, s),
+        };
+        let end = |d: &[u8], fill: u8| -> Option<[u8; 14]> {
+            if d.len() > 14 || !d.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let mut v = [fill; 14];
+            v[..d.len()].copy_from_slice(d);
+            Some(v)
+        };
+        let r = DatetimeRange {
+            lo: end(from, b'0')?,
+            hi: end(to, b'9')?,
+        };
+        (r.lo <= r.hi).then_some(r)
+    }
+
+    fn overlap(&self, b: &DatetimeRange) -> Overlap {
+        if b.hi < self.lo || b.lo > self.hi {
+            Overlap::None
+        } else if self.lo <= b.lo && b.hi <= self.hi {
+            Overlap::Full
+        } else {
+            Overlap::Partial
+        }
     }
 }
 
@@ -296,6 +466,76 @@ mod tests {
         assert_eq!(h.freq.to_string(), "10/2");
         assert!(!m.lookup(b"com,x)/a").unwrap().unwrap().covered());
         assert_eq!(m.lookup(b"com,y)/").unwrap().unwrap().freq.to_string(), "7");
+    }
+
+    #[test]
+    fn datetime_ranges_parse_and_overlap() {
+        let r = |s: &str| DatetimeRange::parse(s.as_bytes());
+        assert_eq!(r(":"), Some(DatetimeRange::ALL));
+        assert_eq!(r("2014"), r("2014:2014"));
+        for bad in [
+            "",
+            "-",
+            "20x4",
+            "2015:2014",
+            "123456789012345",
+            "2014:2015:2016",
+        ] {
+            assert_eq!(r(bad), None, "{bad}");
+        }
+        let q = r("2010:2012").unwrap();
+        assert_eq!(q.overlap(&r("2011").unwrap()), Overlap::Full);
+        assert_eq!(q.overlap(&r("201212").unwrap()), Overlap::Full);
+        assert_eq!(q.overlap(&r("2012:2013").unwrap()), Overlap::Partial);
+        assert_eq!(q.overlap(&r(":2009").unwrap()), Overlap::None);
+        assert_eq!(
+            r(":2009").unwrap().overlap(&r("2009").unwrap()),
+            Overlap::Full
+        );
+        assert_eq!(
+            r("201603:").unwrap().overlap(&r("2016").unwrap()),
+            Overlap::Partial
+        );
+        assert_eq!(
+            r("201603:").unwrap().overlap(&r("201602").unwrap()),
+            Overlap::None
+        );
+        assert_eq!(
+            r("201603:").unwrap().overlap(&r("2099").unwrap()),
+            Overlap::Full
+        );
+    }
+
+    #[test]
+    fn lookup_during_sums_the_buckets_in_range() {
+        let map = "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"frequency\"]}\ncom,x)/ 2009 1/1\ncom,x)/ 2010 2/1\ncom,x)/ 2012 4/2\ncom,x)/ 2016:2018 8/3\ncom,x)/ : 15/3\ncom,x)/a 2014 0/1\ncom,x)/a : 0/1\ncom,y)/ : 5/2\n";
+        let m = Map::new(map.as_bytes());
+        assert!(m.has_datetime());
+        let during = |q: &str, r: &str| {
+            let h = m
+                .lookup_during(q.as_bytes(), &DatetimeRange::parse(r.as_bytes()).unwrap())
+                .unwrap()
+                .unwrap();
+            (h.freq.to_string(), h.covered())
+        };
+        assert_eq!(during("com,x)/", ":"), ("15/3".to_string(), true));
+        assert_eq!(during("com,x)/", "2010:2012"), ("6/3-".to_string(), true));
+        assert_eq!(during("com,x)/", "2012"), ("4/2".to_string(), true));
+        assert_eq!(during("com,x)/", ":2009"), ("1/1".to_string(), true));
+        assert_eq!(during("com,x)/", "201603:"), ("8-/3-".to_string(), true));
+        assert_eq!(during("com,x)/", "2013:2015"), ("0".to_string(), false));
+        assert!(!during("com,x)/a", "2014").1);
+        // Only a total line: all time, so any narrower range is a bound.
+        assert_eq!(during("com,y)/", "2014"), ("5-/2-".to_string(), true));
+        // The OSLJ layout reads the `datetime` member.
+        let m = Map::new(&b"com,x)/ 3/2 {\"datetime\":{\"2014\":\"1/1\",\"2015\":\"2/2\"}}\n"[..]);
+        let h = m
+            .lookup_during(b"com,x)/", &DatetimeRange::parse(b"2015:").unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.freq.to_string(), "2/2");
+        let cols = Map::new(&b"!fields {\"keys\":[\"surt\",\"status\"]}\ncom,x)/ 200 1\n"[..]);
+        assert!(!cols.has_datetime());
     }
 
     #[test]

@@ -989,6 +989,10 @@ fn gz_input_and_bad_lines_are_reported() {
     );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("in.cdxj.gz: line 2"), "{err}");
+    assert!(
+        err.contains("1 bad lines skipped (1 first field without `)`)"),
+        "the summary counts bad lines by reason: {err}"
+    );
     let out = util::run(
         &["mementomap", "generate", "--strict", p.to_str().unwrap()],
         b"",
@@ -1130,6 +1134,103 @@ fn columns_layout_puts_buckets_in_a_key_column() {
         "com,example)/ 2/2 0 com,example)/\n"
     );
     let out = util::run(&["mementomap", "generate", "--layout", "columns"], input);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `lookup --datetime` on the columns layout: for ranges made of whole
+/// years (the buckets), URI-M is exactly the captures of the page in the
+/// range, counted from the index itself; a range cutting a year gives an
+/// upper bound at least as large as the truth.
+#[test]
+fn lookup_during_datetime_ranges_in_columns_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = synth_cdxj(17, 60, false);
+    let index = write(dir.path(), "idx.cdxj", &text);
+    let map = dir.path().join("m.map");
+    let m = map.to_str().unwrap();
+    ukvs(&[
+        "mementomap",
+        "generate",
+        index.to_str().unwrap(),
+        "-q",
+        "--by",
+        "datetime:year",
+        "--layout",
+        "columns",
+        "-o",
+        m,
+    ]);
+    let captures: Vec<(&str, u32)> = text
+        .lines()
+        .map(|l| {
+            let mut f = l.split(' ');
+            let surt = f.next().unwrap();
+            (surt, f.next().unwrap()[..6].parse().unwrap())
+        })
+        .collect();
+    let pages: BTreeSet<&str> = captures.iter().map(|(s, _)| *s).collect();
+    let queries: String = pages.iter().map(|p| format!("{p}\n")).collect();
+    let mut checked = 0;
+    for (range, lo, hi, exact) in [
+        ("2008:2011", 200800, 201112, true),
+        (":2009", 0, 200912, true),
+        ("2012:", 201200, 999999, true),
+        ("2010", 201000, 201012, true),
+        ("201003:2012", 201003, 201212, false),
+    ] {
+        let out = util::run(
+            &["mementomap", "lookup", m, "--datetime", range, "-"],
+            queries.as_bytes(),
+        );
+        assert!(out.status.code().is_some_and(|c| c < 2));
+        for l in String::from_utf8(out.stdout).unwrap().lines() {
+            let f: Vec<&str> = l.split(' ').collect();
+            let (key, freq, steps, page) = (f[0], f[1], f[2], f[3]);
+            assert_eq!(steps, "0", "{l}");
+            assert_eq!(key, page);
+            let truth = captures
+                .iter()
+                .filter(|(s, ym)| *s == page && (lo..=hi).contains(ym))
+                .count() as u64;
+            let urim = freq.split('/').next().unwrap();
+            if exact {
+                assert_eq!(urim, truth.to_string(), "{range}: {l}");
+            } else if urim != "0" {
+                let n: u64 = urim.trim_end_matches('-').parse().unwrap();
+                assert!(urim.ends_with('-') || n == truth, "{range}: {l}");
+                assert!(n >= truth, "{range}: {l} vs {truth}");
+            } else {
+                assert_eq!(truth, 0, "{range}: {l}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "{checked}");
+    // A map whose second column is not a datetime refuses the option.
+    let status = dir.path().join("s.map");
+    ukvs(&[
+        "mementomap",
+        "generate",
+        index.to_str().unwrap(),
+        "-q",
+        "--by",
+        "status",
+        "--layout",
+        "columns",
+        "-o",
+        status.to_str().unwrap(),
+    ]);
+    let out = util::run(
+        &[
+            "mementomap",
+            "lookup",
+            status.to_str().unwrap(),
+            "--datetime",
+            "2014",
+            "com,x)/",
+        ],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2));
 }
 
