@@ -1466,7 +1466,10 @@ mod tests {
 
     /// Reads everything with `opts`: records as (offset, length, url),
     /// errors, stats.
-    fn read_with(data: &[u8], opts: Options) -> (Vec<(u64, u64, Vec<u8>)>, Vec<Error>, Stats) {
+    /// Records as (offset, length, url).
+    type Found = Vec<(u64, u64, Vec<u8>)>;
+
+    fn read_with(data: &[u8], opts: Options) -> (Found, Vec<Error>, Stats) {
         let mut rdr = Reader::with_options(data, opts);
         let mut rec = Record::default();
         let (mut recs, mut errors) = (vec![], vec![]);
