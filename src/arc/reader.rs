@@ -292,12 +292,14 @@ impl<R: Read> Reader<R> {
             // it is decoded, not after a whole file gzipped as one stream
             // has been inflated into memory.
             let res = loop {
-                let room = limit - rec.block.len() as u64;
-                match (&mut dec)
-                    .take(room.min(DECODE_STEP))
-                    .read_to_end(&mut rec.block)
-                {
+                let want = (limit - rec.block.len() as u64).min(DECODE_STEP);
+                match (&mut dec).take(want).read_to_end(&mut rec.block) {
                     Ok(0) => break Ok(()),
+                    // Less than asked for: the member has ended, and
+                    // `split_member` looks at all of it (the usual case of
+                    // a small member costs no look here). The first member
+                    // is looked at anyway: it decides `SingleGzipStream`.
+                    Ok(n) if (n as u64) < want && !first_unit => continue,
                     Ok(_) => {
                         if check.found(&rec.block) {
                             stop = Stop::Multi;
