@@ -42,22 +42,6 @@ fn read_path(path: &Path) -> Read {
     read_bytes(&std::fs::read(path).expect("read fixture"))
 }
 
-/// Prints the records of the file named by `$ARC_DUMP` (debugging aid).
-#[test]
-#[ignore]
-fn dump_env() {
-    let Ok(p) = std::env::var("ARC_DUMP") else {
-        return;
-    };
-    let r = read_path(Path::new(&p));
-    for (o, l, u) in &r.recs {
-        println!("{o}\t{l}\t{}", String::from_utf8_lossy(u));
-    }
-    for e in &r.errors {
-        println!("ERR {e}");
-    }
-}
-
 fn fixture(name: &str) -> std::path::PathBuf {
     crate::util::data_dir().join("arc").join(name)
 }
