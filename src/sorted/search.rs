@@ -119,6 +119,50 @@ struct Samples {
     top_lens: Vec<u8>,
 }
 
+/// Bodies larger than this are sampled in parallel parts.
+const SAMPLE_PARALLEL_FROM: usize = 64 << 20;
+
+/// Samples of the lines starting in `[pos, end)` (`pos` a line start), a
+/// line every `step` bytes; sampled lines out of order are an error.
+fn sample_part(
+    buf: &[u8],
+    mut pos: usize,
+    end: usize,
+    step: usize,
+    order_end: Option<u8>,
+) -> Result<Samples, Error> {
+    let mut samples = Samples::default();
+    let mut prev: &[u8] = &[];
+    while pos < end {
+        let (line, _) = line_at(buf, pos);
+        if order_key(line, order_end) < order_key(prev, order_end) {
+            return Err(Error::Unsorted {
+                offset: pos as u64,
+                line: String::from_utf8_lossy(line).into_owned(),
+            });
+        }
+        prev = line;
+        let n = line.len().min(SAMPLE_PREFIX);
+        let mut prefix = [0u8; SAMPLE_PREFIX];
+        prefix[..n].copy_from_slice(&line[..n]);
+        samples.starts.push(pos);
+        samples.prefixes.push(prefix);
+        samples.lens.push(n as u8);
+        let target = pos.saturating_add(step);
+        if target >= end {
+            break;
+        }
+        let at = line_start(buf, target);
+        // A line longer than the step: sample the one after it.
+        pos = if at > pos {
+            at
+        } else {
+            next_line_start(buf, target)
+        };
+    }
+    Ok(samples)
+}
+
 /// Samples per entry of [`Samples::top`].
 const SAMPLE_FANOUT: usize = 64;
 
@@ -193,38 +237,64 @@ impl<D: AsRef<[u8]>> Search<D> {
     /// over a huge file). Costs one pass touching a page per `step` bytes
     /// and about 40 bytes of memory per sample; answers do not change.
     /// Sampled lines out of order are reported as [`Error::Unsorted`].
-    pub fn sample(&mut self, step: usize) -> Result<(), Error> {
+    pub fn sample(&mut self, step: usize) -> Result<(), Error>
+    where
+        D: Sync,
+    {
+        // A big file is sampled in parts on every core.
+        let parts = if self.data.as_ref().len() - self.body > SAMPLE_PARALLEL_FROM {
+            rayon::current_num_threads().max(1)
+        } else {
+            1
+        };
+        self.sample_in_parts(step, parts)
+    }
+
+    /// [`Search::sample`] in `parts` parts sampled in parallel; each part
+    /// starts at a line start and the parts' samples join in file order.
+    fn sample_in_parts(&mut self, step: usize, parts: usize) -> Result<(), Error>
+    where
+        D: Sync,
+    {
         let buf = self.data.as_ref();
         let step = step.max(1);
-        let mut samples = Samples::default();
-        let mut pos = self.body;
-        let mut prev: &[u8] = &[];
-        while pos < buf.len() {
-            let (line, _) = line_at(buf, pos);
-            if order_key(line, self.order_end) < order_key(prev, self.order_end) {
-                return Err(Error::Unsorted {
-                    offset: pos as u64,
-                    line: String::from_utf8_lossy(line).into_owned(),
-                });
-            }
-            prev = line;
-            let n = line.len().min(SAMPLE_PREFIX);
-            let mut prefix = [0u8; SAMPLE_PREFIX];
-            prefix[..n].copy_from_slice(&line[..n]);
-            samples.starts.push(pos);
-            samples.prefixes.push(prefix);
-            samples.lens.push(n as u8);
-            let target = pos.saturating_add(step);
-            if target >= buf.len() {
-                break;
-            }
-            let at = line_start(buf, target);
-            // A line longer than the step: sample the one after it.
-            pos = if at > pos {
-                at
+        let order_end = self.order_end;
+        let parts = parts.max(1);
+        let mut bounds = vec![self.body];
+        for i in 1..parts {
+            let target = self.body + (buf.len() - self.body) / parts * i;
+            let at = if line_start(buf, target) == target {
+                target
             } else {
                 next_line_start(buf, target)
             };
+            bounds.push(at.max(*bounds.last().unwrap_or(&self.body)));
+        }
+        bounds.push(buf.len());
+        let pieces: Vec<Result<Samples, Error>> = {
+            use rayon::prelude::*;
+            bounds
+                .par_windows(2)
+                .map(|w| sample_part(buf, w[0], w[1], step, order_end))
+                .collect()
+        };
+        let mut samples = Samples::default();
+        for piece in pieces {
+            let piece = piece?;
+            // The joint between two parts is checked like any other pair.
+            if let (Some(&last), Some(&first)) = (samples.starts.last(), piece.starts.first()) {
+                let (a, _) = line_at(buf, last);
+                let (b, _) = line_at(buf, first);
+                if order_key(b, order_end) < order_key(a, order_end) {
+                    return Err(Error::Unsorted {
+                        offset: first as u64,
+                        line: String::from_utf8_lossy(b).into_owned(),
+                    });
+                }
+            }
+            samples.starts.extend(piece.starts);
+            samples.prefixes.extend(piece.prefixes);
+            samples.lens.extend(piece.lens);
         }
         for j in (0..samples.starts.len()).step_by(SAMPLE_FANOUT) {
             samples.top.push(samples.prefixes[j]);
@@ -475,6 +545,45 @@ mod tests {
         assert!(exact(data, b"!meta").is_empty());
         let s = Search::new(&data[..]);
         assert_eq!(s.headers().count(), 2);
+    }
+
+    #[test]
+    fn sampling_in_parts_gives_the_same_answers() {
+        let mut data = Vec::new();
+        for i in 0..400u32 {
+            // Varying lengths, some longer than the step, repeated keys.
+            let k = i / 3;
+            data.extend_from_slice(
+                format!("k{k:04} {}\n", "x".repeat((i % 3 * 20 + k % 7) as usize)).as_bytes(),
+            );
+        }
+        let plain = Search::new(&data[..]);
+        for parts in [1, 2, 3, 7, 50] {
+            for step in [1, 16, 64, 300] {
+                let mut s = Search::new(&data[..]);
+                s.sample_in_parts(step, parts).unwrap();
+                for k in 0..140u32 {
+                    for key in [
+                        format!("k{k:04}"),
+                        format!("k{k:04} xx"),
+                        format!("k{k:04}~"),
+                    ] {
+                        assert_eq!(
+                            s.lower_bound(key.as_bytes()).unwrap(),
+                            plain.lower_bound(key.as_bytes()).unwrap(),
+                            "{key} parts {parts} step {step}"
+                        );
+                    }
+                }
+            }
+        }
+        // Disorder at the joint of two parts is found.
+        let bad = b"a\nb\nc\nd\nA\ne\nf\ng\n";
+        let mut s = Search::new(&bad[..]);
+        assert!(matches!(
+            s.sample_in_parts(1, 2),
+            Err(Error::Unsorted { .. })
+        ));
     }
 
     #[test]
