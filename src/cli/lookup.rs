@@ -255,10 +255,7 @@ impl Source {
                 shards,
             } => {
                 let fetch = |shard: &str, offset: u64, length: u64| {
-                    let paths = shards.get(shard).ok_or_else(|| {
-                        std::io::Error::other(format!("shard {shard:?} is not in the .loc file"))
-                    })?;
-                    fetch_block(paths, offset, length)
+                    fetch_shard_block(shards, shard, offset, length)
                 };
                 let found = cluster
                     .range(range, fetch)
@@ -289,10 +286,7 @@ fn check_order(sources: &[Source]) -> anyhow::Result<()> {
                 shards,
             } => {
                 let fetch = |shard: &str, offset: u64, length: u64| {
-                    let paths = shards.get(shard).ok_or_else(|| {
-                        std::io::Error::other(format!("shard {shard:?} is not in the .loc file"))
-                    })?;
-                    fetch_block(paths, offset, length)
+                    fetch_shard_block(shards, shard, offset, length)
                 };
                 let report = cluster
                     .check_order(MAX_REPORTED, fetch)
@@ -344,6 +338,19 @@ fn read_loc(path: &Path) -> anyhow::Result<HashMap<String, Vec<PathBuf>>> {
         }
     }
     Ok(map)
+}
+
+/// Reads a block of `shard`, found through the `.loc` file's paths.
+fn fetch_shard_block(
+    shards: &HashMap<String, Vec<PathBuf>>,
+    shard: &str,
+    offset: u64,
+    length: u64,
+) -> std::io::Result<Vec<u8>> {
+    let paths = shards
+        .get(shard)
+        .ok_or_else(|| std::io::Error::other(format!("shard {shard:?} is not in the .loc file")))?;
+    fetch_block(paths, offset, length)
 }
 
 /// Reads `length` bytes at `offset` of the first path of a shard that opens.

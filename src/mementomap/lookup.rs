@@ -32,6 +32,34 @@ pub struct Map<D: AsRef<[u8]>> {
     key_names: Vec<String>,
 }
 
+/// The lines of `key` in the columns layout from `offset` on: each line's
+/// bucket (second column) and frequency (third).
+fn bucket_lines<'a>(
+    data: &'a [u8],
+    offset: usize,
+    key: &'a [u8],
+) -> impl Iterator<Item = (&'a [u8], Frequency)> + 'a {
+    let mut pos = offset;
+    std::iter::from_fn(move || {
+        if pos >= data.len() {
+            return None;
+        }
+        let (line, next) = line_at(data, pos);
+        if key_of(line) != key {
+            return None;
+        }
+        pos = if next > pos { next } else { data.len() };
+        let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+        let _ = fields.next();
+        let bucket = fields.next().unwrap_or_default();
+        let freq = fields
+            .next()
+            .and_then(|f| Frequency::parse(f).ok())
+            .unwrap_or_default();
+        Some((bucket, freq))
+    })
+}
+
 /// The entry that answered a lookup.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
@@ -132,28 +160,12 @@ impl<D: AsRef<[u8]>> Map<D> {
             let line = line_at(data, offset).0;
             return Record::parse(line, 0).map(|r| r.freq).unwrap_or_default();
         }
-        let mut pos = offset;
         let mut sum: Option<Frequency> = None;
-        while pos < data.len() {
-            let (line, next) = line_at(data, pos);
-            if key_of(line) != key {
-                break;
-            }
-            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
-            let _ = fields.next();
-            let bucket = fields.next().unwrap_or_default();
-            let freq = fields
-                .next()
-                .and_then(|f| Frequency::parse(f).ok())
-                .unwrap_or_default();
+        for (bucket, freq) in bucket_lines(data, offset, key) {
             if bucket == b":" || bucket == b"*" {
                 return freq;
             }
             sum = Some(sum.map_or(freq, |s| s.plus(freq)));
-            if next <= pos {
-                break;
-            }
-            pos = next;
         }
         sum.unwrap_or_default()
     }
@@ -229,28 +241,12 @@ impl<D: AsRef<[u8]>> Map<D> {
             return (buckets, None);
         }
         let mut total = None;
-        let mut pos = offset;
-        while pos < data.len() {
-            let (line, next) = line_at(data, pos);
-            if key_of(line) != key {
-                break;
-            }
-            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
-            let _ = fields.next();
-            let bucket = fields.next().unwrap_or_default();
-            let freq = fields
-                .next()
-                .and_then(|f| Frequency::parse(f).ok())
-                .unwrap_or_default();
+        for (bucket, freq) in bucket_lines(data, offset, key) {
             if bucket == b":" || bucket == b"*" {
                 total = Some(freq);
             } else {
                 buckets.push((DatetimeRange::parse(bucket), freq));
             }
-            if next <= pos {
-                break;
-            }
-            pos = next;
         }
         if buckets.is_empty() {
             buckets.extend(total.map(|t| (Some(DatetimeRange::ALL), t)));

@@ -269,13 +269,7 @@ impl<D: AsRef<[u8]>> Cluster<D> {
         let mut report = self.idx.check_order(max);
         let mut prev: Option<Vec<u8>> = None;
         for block in self.blocks(&KeyRange::all())? {
-            let bytes =
-                fetch(&block.shard, block.offset, block.length).map_err(|err| Error::BadBlock {
-                    shard: block.shard.clone(),
-                    offset: block.offset,
-                    err,
-                })?;
-            let text = decompress_block(&bytes, &block.shard, block.offset)?;
+            let text = block_text(&block, &mut fetch)?;
             for (no, (at, line)) in Lines::new(&text, 0).enumerate() {
                 let place = || Some((block.shard.clone(), block.block_no));
                 report.check(
@@ -303,13 +297,7 @@ impl<D: AsRef<[u8]>> Cluster<D> {
         let mut out: Vec<Vec<u8>> = Vec::new();
         let mut prev: Option<Vec<u8>> = None;
         for block in self.blocks(range)? {
-            let bytes =
-                fetch(&block.shard, block.offset, block.length).map_err(|err| Error::BadBlock {
-                    shard: block.shard.clone(),
-                    offset: block.offset,
-                    err,
-                })?;
-            let text = decompress_block(&bytes, &block.shard, block.offset)?;
+            let text = block_text(&block, &mut fetch)?;
             // Lines before the range are the tail of the step-back block;
             // order is still checked on them, across block boundaries too.
             for (at, line) in Lines::new(&text, 0) {
@@ -335,6 +323,19 @@ impl<D: AsRef<[u8]>> Cluster<D> {
         }
         Ok(out)
     }
+}
+
+/// The uncompressed lines of `block`, its bytes read with `fetch`.
+fn block_text(
+    block: &Block,
+    fetch: &mut impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+) -> Result<Vec<u8>, Error> {
+    let bytes = fetch(&block.shard, block.offset, block.length).map_err(|err| Error::BadBlock {
+        shard: block.shard.clone(),
+        offset: block.offset,
+        err,
+    })?;
+    decompress_block(&bytes, &block.shard, block.offset)
 }
 
 #[cfg(test)]
