@@ -3,18 +3,18 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context};
-use rayon::prelude::*;
 use ukvs::sorted::zipnum::Cluster;
 use ukvs::sorted::{
     lines, prefix_key_for_url, sort_closest, url_shortcut, KeyRange, MatchType, Search, TimeFilter,
 };
 
+use super::batch;
 use super::sort::{open_input, thread_count};
 
 /// Look up captures of a URL (or key) in sorted indexes.
@@ -499,24 +499,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut any = false;
         let mut sampled = false;
         let uncanonical = AtomicU64::new(0);
-        // Queries are answered a chunk at a time in parallel; each chunk's
-        // output is written in input order.
-        const CHUNK: usize = 1 << 16;
         // Sampling costs a page per step of each file: worth it from a few
         // thousand queries on.
         const SAMPLE_AFTER: usize = 4096;
         const SAMPLE_STEP: usize = 4 << 10;
-        let mut queries: Vec<String> = Vec::with_capacity(CHUNK);
-        let mut line = String::new();
         loop {
-            queries.clear();
-            while queries.len() < CHUNK {
-                line.clear();
-                if rdr.read_line(&mut line).context("reading queries")? == 0 {
-                    break;
-                }
-                queries.push(line.trim_end_matches(['\n', '\r']).to_string());
-            }
+            let queries = batch::read_chunk(&mut rdr, batch::CHUNK).context("reading queries")?;
             if queries.is_empty() {
                 break;
             }
@@ -531,35 +519,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             sampled = true;
-            let results: Vec<anyhow::Result<(Vec<u8>, bool)>> = pool.install(|| {
-                queries
-                    .par_chunks(1024)
-                    .map(|chunk| {
-                        let mut buf = Vec::new();
-                        let mut hit = false;
-                        for q in chunk {
-                            let range = if as_url {
-                                let (query, failed) =
-                                    url_query(q, &surt, Some(MatchType::Exact), false);
-                                if failed {
-                                    uncanonical.fetch_add(1, Ordering::Relaxed);
-                                }
-                                query.range
-                            } else {
-                                KeyRange::new(q.as_bytes(), MatchType::Exact)
-                            };
-                            let found = answer(&sources, &range, &time, &args)?;
-                            hit |= !found.is_empty();
-                            write_lines(&mut buf, &found, args.output, &fields)?;
-                        }
-                        Ok((buf, hit))
-                    })
-                    .collect()
-            });
-            for r in results {
-                let (buf, hit) = r?;
-                any |= hit;
-                out.write_all(&buf)?;
+            let (bufs, hit) = batch::answer_in_order(&pool, &queries, 1024, |q, buf| {
+                let range = if as_url {
+                    let (query, failed) = url_query(q, &surt, Some(MatchType::Exact), false);
+                    if failed {
+                        uncanonical.fetch_add(1, Ordering::Relaxed);
+                    }
+                    query.range
+                } else {
+                    KeyRange::new(q.as_bytes(), MatchType::Exact)
+                };
+                let found = answer(&sources, &range, &time, &args)?;
+                write_lines(buf, &found, args.output, &fields)?;
+                anyhow::Ok(!found.is_empty())
+            })?;
+            any |= hit;
+            for buf in &bufs {
+                out.write_all(buf)?;
             }
         }
         out.flush()?;
@@ -674,18 +650,9 @@ fn parse_values(body: &[u8]) -> Option<Vec<String>> {
     Some(names)
 }
 
-/// CDX11 field names after key and datetime (` CDX N b a m s k r M S V g`).
-const CDX11: [&str; 9] = [
-    "url",
-    "mime",
-    "status",
-    "digest",
-    "redirect",
-    "robotflags",
-    "length",
-    "offset",
-    "filename",
-];
+/// CDX11 value letters after key and datetime (` CDX N b a m s k r M S V g`),
+/// named as `ukvs cat` names them.
+const CDX11_VALUES: &[u8] = b"amskrMSVg";
 
 /// Key, datetime and the other fields of an index line as JSON.
 fn to_json(
@@ -702,8 +669,11 @@ fn to_json(
     let datetime = parts.next().unwrap_or_default().to_string();
     let rest: Vec<&str> = parts.collect();
     let mut map = serde_json::Map::new();
-    let names: Vec<&str> = if json.is_none() && rest.len() == CDX11.len() {
-        CDX11.to_vec()
+    let names: Vec<&str> = if json.is_none() && rest.len() == CDX11_VALUES.len() {
+        CDX11_VALUES
+            .iter()
+            .filter_map(|&c| ukvs::ukvs::convert::cdx_letter_name(c))
+            .collect()
     } else {
         names.iter().map(String::as_str).collect()
     };

@@ -1113,40 +1113,20 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting threads")?;
     let mut answer = |queries: &[String], w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
-        use rayon::prelude::*;
-        let parts: Vec<io::Result<(Vec<u8>, bool)>> = pool.install(|| {
-            queries
-                .par_chunks(512)
-                .map(|part| {
-                    let mut out = Vec::new();
-                    let mut hit = false;
-                    for q in part {
-                        hit |= one(q, &mut out)?;
-                    }
-                    Ok((out, hit))
-                })
-                .collect()
-        });
-        for part in parts {
-            let (out, hit) = part?;
-            any |= hit;
-            w.write_all(&out)?;
+        let (bufs, hit) = super::batch::answer_in_order(&pool, queries, 512, one)?;
+        any |= hit;
+        for buf in &bufs {
+            w.write_all(buf)?;
         }
         Ok(())
     };
     let args: Vec<String> = a.queries.iter().filter(|q| *q != "-").cloned().collect();
     answer(&args, &mut w)?;
     if a.queries.is_empty() || a.queries.iter().any(|q| q == "-") {
-        const CHUNK: usize = 1 << 15;
         let stdin = io::stdin();
         let mut r = BufReader::with_capacity(1 << 16, stdin.lock());
-        let mut chunk: Vec<String> = Vec::with_capacity(CHUNK);
         loop {
-            chunk.clear();
-            let mut line = String::new();
-            while chunk.len() < CHUNK && r.read_line(&mut line)? > 0 {
-                chunk.push(std::mem::take(&mut line));
-            }
+            let chunk = super::batch::read_chunk(&mut r, super::batch::CHUNK)?;
             if chunk.is_empty() {
                 break;
             }
