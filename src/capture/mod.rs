@@ -535,6 +535,22 @@ impl Indexer {
             }
             surt::key(&text, &self.opts.surt).0
         };
+        // The reference writes a key it cannot canonicalise as the URL;
+        // a LF there (only a hand-built record can carry one) would split
+        // the line, so it is written `%0A`.
+        let key = if key.contains(&b'\n') {
+            key.iter()
+                .fold(Vec::with_capacity(key.len() + 8), |mut v, &b| {
+                    if b == b'\n' {
+                        v.extend_from_slice(b"%0A");
+                    } else {
+                        v.push(b);
+                    }
+                    v
+                })
+        } else {
+            key
+        };
         let parse_http =
             h.length.unwrap_or(0) != 0 && (url.starts_with(b"http:") || url.starts_with(b"https:"));
         let head = if parse_http {

@@ -371,6 +371,32 @@ fn keys_never_look_like_headers_or_quotes() {
     assert!(l.starts_with("%21weird)/ 20080430204825 0 "), "{l}");
 }
 
+#[test]
+fn cdxj_key_of_a_url_with_a_line_feed_stays_on_one_line() {
+    let r = Record {
+        header: Header {
+            url: b":\n\x0e".to_vec(),
+            ..Header::default()
+        },
+        ..Record::default()
+    };
+    let mut idx = Indexer::new(
+        Options {
+            profile: Profile::Cdxj,
+            ..Options::default()
+        },
+        b"f.arc",
+    );
+    let mut out = Vec::new();
+    assert_eq!(idx.write(&r, &mut out), Outcome::Indexed);
+    let l = String::from_utf8(out).unwrap();
+    assert!(
+        l.starts_with(":%0A\u{e} - {\"url\": \":\\n\\u000e\""),
+        "{l:?}"
+    );
+    assert_eq!(l.matches('\n').count(), 1, "{l:?}");
+}
+
 mod prop {
     use super::*;
     use proptest::prelude::*;
