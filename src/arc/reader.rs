@@ -121,6 +121,9 @@ pub struct Stats {
     pub uncompressed_records: u64,
 }
 
+/// The most [`Reader`] reserves ahead for one block before its bytes arrive.
+const READ_RESERVE_MAX: u64 = 64 << 20;
+
 /// Reads ARC records with exact offsets from any `Read` (give it the raw
 /// file, not a decompressing reader: gzip is handled here, member by member).
 ///
@@ -756,18 +759,10 @@ impl<R: Read> Reader<R> {
     /// Appends up to `n` bytes to `out`, growing it as data arrives (a huge
     /// declared length does not allocate up front). Returns bytes read.
     fn read_n(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
-        let mut left = n;
-        while left > 0 {
-            if self.src.fill(1)? == 0 {
-                break;
-            }
-            let a = self.src.avail();
-            let k = a.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            out.extend_from_slice(&a[..k]);
-            self.src.consume(k);
-            left -= k as u64;
-        }
-        Ok(n - left)
+        // One allocation for the whole block (within reason: the declared
+        // length may be a lie).
+        out.reserve(usize::try_from(n.min(READ_RESERVE_MAX)).unwrap_or(0));
+        self.src.read_to(out, n)
     }
 
     fn discard(&mut self, n: u64) -> io::Result<u64> {

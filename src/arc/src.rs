@@ -19,6 +19,9 @@ use std::io::{self, BufRead, Read};
 /// corrupt member is then re-scanned from where decoding stopped).
 const MAX_MARK: usize = 16 << 20;
 
+/// Reads at least this long bypass the buffer once it is empty.
+const DIRECT_READ_MIN: u64 = 64 << 10;
+
 pub(crate) struct Src<R> {
     inner: R,
     buf: Vec<u8>,
@@ -128,6 +131,42 @@ impl<R: Read> Src<R> {
         let n = n.min(self.end - self.start);
         self.start += n;
         self.pos += n as u64;
+    }
+
+    /// Appends the next `n` bytes (fewer at the end of the file) to `out`
+    /// and consumes them; returns how many. What the buffer holds is
+    /// copied; once it is empty and no mark keeps bytes, the rest of a
+    /// large read goes from the inner reader straight into `out`, sparing
+    /// the copy through the buffer.
+    pub(crate) fn read_to(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
+        let mut left = n;
+        while left > 0 {
+            let have = self.end - self.start;
+            if have == 0 && self.mark.is_none() && left >= DIRECT_READ_MIN && !self.eof {
+                let got = match (&mut self.inner).take(left).read_to_end(out) {
+                    Ok(got) => got as u64,
+                    Err(e) => {
+                        self.failed = true;
+                        return Err(e);
+                    }
+                };
+                self.pos += got;
+                left -= got;
+                if left > 0 {
+                    self.eof = true;
+                }
+                break;
+            }
+            if self.fill(1)? == 0 {
+                break;
+            }
+            let a = self.avail();
+            let k = a.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            out.extend_from_slice(&a[..k]);
+            self.consume(k);
+            left -= k as u64;
+        }
+        Ok(n - left)
     }
 
     /// Makes at least `want` unconsumed bytes available, or all that is left

@@ -27,12 +27,12 @@
 use std::borrow::Cow;
 
 use data_encoding::BASE32;
-use sha1::{Digest as _, Sha1};
 
-use crate::arc::Record;
+use crate::arc::{Header, Record};
 use crate::surt;
 
 pub mod datetime;
+pub mod hash;
 pub mod http;
 pub mod json;
 pub mod robots;
@@ -182,10 +182,7 @@ impl Digest<'_> {
     }
 }
 
-/// SHA-1 of `data` (hardware-accelerated where the CPU has SHA extensions).
-pub fn sha1(data: &[u8]) -> [u8; 20] {
-    Sha1::digest(data).into()
-}
+pub use hash::sha1;
 
 /// A base32 SHA-1 checksum carried by the header line (`urn:sha1:` or
 /// `sha1:` prefix, the ARC revision-3 proposal's form).
@@ -246,6 +243,43 @@ pub fn safe_url(url: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// The payload of a block whose HTTP head was read as `head`: what follows
+/// the head, or the whole block when there is none.
+fn payload<'r>(block: &'r [u8], head: Option<&http::Head>) -> &'r [u8] {
+    head.map_or(block, |hd| {
+        block.get(hd.payload_start..).unwrap_or_default()
+    })
+}
+
+/// Whether cdxj-indexer reads an HTTP head in the block: records with a
+/// non-zero declared length and an `http:`/`https:` URL (a `<...>`
+/// wrapper dropped).
+fn cdxj_parses_http(h: &Header) -> bool {
+    let url = match &h.url[..] {
+        [b'<', inner @ .., b'>'] => inner,
+        u => u,
+    };
+    h.length.unwrap_or(0) != 0 && (url.starts_with(b"http:") || url.starts_with(b"https:"))
+}
+
+/// The bytes CDX-Writer digests: a filedesc block without its version and
+/// field-name lines, the body after the head of a block that starts with
+/// `HTTP`, else the whole block.
+fn cdx11_digest_input(rec: &Record) -> &[u8] {
+    let block = &rec.block[..];
+    if is_filedesc(rec) {
+        let mut rest = block;
+        for _ in 0..2 {
+            rest = memchr::memchr(b'\n', rest).map_or(&[][..], |i| &rest[i + 1..]);
+        }
+        rest
+    } else if block.starts_with(b"HTTP") {
+        &block[http::cdx_writer_payload_start(block)..]
+    } else {
+        block
+    }
+}
+
 /// The record's date as a 14-digit datetime; when the date field cannot
 /// be repaired but the IP field holds 14 digits, the two were swapped by
 /// the writer and the IP field's value is used.
@@ -296,6 +330,16 @@ pub struct Capture<'a> {
 impl<'a> Capture<'a> {
     /// Reads one record the `ukvs` profile's way.
     pub fn from_record(rec: &'a Record, surt_opts: &surt::Options) -> Capture<'a> {
+        Capture::from_hashed(rec, surt_opts, None)
+    }
+
+    /// As [`Capture::from_record`], with the SHA-1 of the record's
+    /// [`Indexer::digest_input`] when the caller has it already.
+    fn from_hashed(
+        rec: &'a Record,
+        surt_opts: &surt::Options,
+        hashed: Option<[u8; 20]>,
+    ) -> Capture<'a> {
         let h = &rec.header;
         let url = safe_url(&h.url);
         let http = is_http_url(&url);
@@ -304,12 +348,11 @@ impl<'a> Capture<'a> {
         } else {
             None
         };
-        let payload = head.as_ref().map_or(&rec.block[..], |hd| {
-            rec.block.get(hd.payload_start..).unwrap_or_default()
-        });
         let digest = match declared_sha1(&h.checksum) {
             Some(d) => Digest::Declared(d),
-            None => Digest::Sha1(sha1(payload)),
+            None => {
+                Digest::Sha1(hashed.unwrap_or_else(|| sha1(payload(&rec.block, head.as_ref()))))
+            }
         };
         let mut key = surt::key(&url, surt_opts).0;
         if needs_key_escape(&key) {
@@ -481,22 +524,75 @@ impl Indexer {
     /// Appends the line for `rec` to `out` (with `\n`), or nothing when the
     /// profile leaves the record out.
     pub fn write(&mut self, rec: &Record, out: &mut Vec<u8>) -> Outcome {
+        self.write_hashed(rec, None, out)
+    }
+
+    /// The bytes whose SHA-1 is `rec`'s digest in this profile, or `None`
+    /// when its line needs none (the header line carries a checksum, or
+    /// the profile leaves filedesc records out). Callers that index many
+    /// records hash these inputs together ([`hash::sha1_batch`]) and pass
+    /// each digest to [`Indexer::write_hashed`].
+    pub fn digest_input<'r>(&self, rec: &'r Record) -> Option<&'r [u8]> {
+        if declared_sha1(&rec.header.checksum).is_some() {
+            return None;
+        }
+        match self.opts.profile {
+            Profile::Ukvs => {
+                if is_filedesc(rec) && !self.opts.all_records {
+                    return None;
+                }
+                let head = if is_http_url(&safe_url(&rec.header.url)) {
+                    http::Head::parse(&rec.block)
+                } else {
+                    None
+                };
+                Some(payload(&rec.block, head.as_ref()))
+            }
+            Profile::Cdxj => {
+                if is_filedesc(rec) {
+                    return None;
+                }
+                let head = if cdxj_parses_http(&rec.header) {
+                    http::Head::parse(&rec.block)
+                } else {
+                    None
+                };
+                Some(payload(&rec.block, head.as_ref()))
+            }
+            Profile::Cdx11 => {
+                if is_filedesc(rec) && !self.opts.all_records {
+                    return None;
+                }
+                Some(cdx11_digest_input(rec))
+            }
+        }
+    }
+
+    /// As [`Indexer::write`], with `hashed` the SHA-1 of
+    /// [`Indexer::digest_input`]`(rec)` when the caller has it (`None`: the
+    /// digest is computed here).
+    pub fn write_hashed(
+        &mut self,
+        rec: &Record,
+        hashed: Option<[u8; 20]>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
         match self.opts.profile {
             Profile::Ukvs => {
                 if is_filedesc(rec) && !self.opts.all_records {
                     return Outcome::Filtered;
                 }
-                Capture::from_record(rec, &self.opts.surt).write_ukvs(&self.filename, out);
+                Capture::from_hashed(rec, &self.opts.surt, hashed).write_ukvs(&self.filename, out);
                 Outcome::Indexed
             }
-            Profile::Cdxj => self.write_cdxj(rec, out),
-            Profile::Cdx11 => self.write_cdx11(rec, out),
+            Profile::Cdxj => self.write_cdxj(rec, hashed, out),
+            Profile::Cdx11 => self.write_cdx11(rec, hashed, out),
         }
     }
 
     /// cdxj-indexer 1.5 (warcio ARC reading): every record but the filedesc;
     /// values are JSON strings, keys in its order, `json.dumps` spacing.
-    fn write_cdxj(&mut self, rec: &Record, out: &mut Vec<u8>) -> Outcome {
+    fn write_cdxj(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
         if is_filedesc(rec) {
             return Outcome::Filtered;
         }
@@ -551,19 +647,16 @@ impl Indexer {
         } else {
             key
         };
-        let parse_http =
-            h.length.unwrap_or(0) != 0 && (url.starts_with(b"http:") || url.starts_with(b"https:"));
-        let head = if parse_http {
+        let head = if cdxj_parses_http(h) {
             http::Head::parse(&rec.block)
         } else {
             None
         };
-        let payload = head.as_ref().map_or(&rec.block[..], |hd| {
-            rec.block.get(hd.payload_start..).unwrap_or_default()
-        });
         let digest = match declared_sha1(&h.checksum) {
             Some(d) => Digest::Declared(d),
-            None => Digest::Sha1(sha1(payload)),
+            None => {
+                Digest::Sha1(hashed.unwrap_or_else(|| sha1(payload(&rec.block, head.as_ref()))))
+            }
         };
 
         out.extend_from_slice(&key);
@@ -596,7 +689,12 @@ impl Indexer {
     }
 
     /// CDX-Writer's default (`N b a m s k r M S V g`) line.
-    fn write_cdx11(&mut self, rec: &Record, out: &mut Vec<u8>) -> Outcome {
+    fn write_cdx11(
+        &mut self,
+        rec: &Record,
+        hashed: Option<[u8; 20]>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
         let h = &rec.header;
         let filedesc = is_filedesc(rec);
         if filedesc && !self.opts.all_records {
@@ -628,19 +726,7 @@ impl Indexer {
         let is_http_block = !filedesc && block.starts_with(b"HTTP");
         let digest = match declared_sha1(&h.checksum) {
             Some(d) => Digest::Declared(d),
-            None if filedesc => {
-                // The version and field-name lines are not part of the
-                // digested content.
-                let mut rest = block;
-                for _ in 0..2 {
-                    rest = memchr::memchr(b'\n', rest).map_or(&[][..], |i| &rest[i + 1..]);
-                }
-                Digest::Sha1(sha1(rest))
-            }
-            None if is_http_block => {
-                Digest::Sha1(sha1(&block[http::cdx_writer_payload_start(block)..]))
-            }
-            None => Digest::Sha1(sha1(block)),
+            None => Digest::Sha1(hashed.unwrap_or_else(|| sha1(cdx11_digest_input(rec)))),
         };
         let mime: &[u8] = if filedesc {
             b"warc/filedesc"

@@ -297,6 +297,27 @@ fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     }
 }
 
+/// Records read before their digests are computed together.
+const BATCH_RECORDS: usize = 8;
+/// Block bytes after which a batch is closed early (large records).
+const BATCH_BYTES: usize = 4 << 20;
+/// Buffer capacity the record slots of a batch keep between batches.
+const BATCH_KEEP: usize = 64 << 20;
+
+/// Frees the largest record buffers of `batch` until the capacity kept
+/// for the next batch is at most [`BATCH_KEEP`]: one huge record does not
+/// pin its size in every slot.
+fn release_large_buffers(batch: &mut [arc::Record]) {
+    let mut kept: usize = batch.iter().map(|r| r.block.capacity()).sum();
+    while kept > BATCH_KEEP {
+        let Some(big) = batch.iter_mut().max_by_key(|r| r.block.capacity()) else {
+            return;
+        };
+        kept -= big.block.capacity();
+        big.block = Vec::new();
+    }
+}
+
 /// Indexes one file, sending its lines, errors and summary to the writer.
 fn index_file(
     file: usize,
@@ -323,48 +344,69 @@ fn index_file(
         }
     };
     let mut rdr = arc::Reader::new(f);
-    let mut rec = arc::Record::default();
+    // Records are read in batches so that their digests are computed
+    // together (`hash::sha1_batch`, several messages per core at once).
+    let mut batch: Vec<arc::Record> = Vec::new();
+    let mut digests = Vec::new();
     let mut last_end = 0u64;
-    loop {
+    let mut more = true;
+    while more {
         if abort.load(Ordering::Relaxed) {
             return;
         }
-        match rdr.read_record(&mut rec) {
-            Ok(true) => {
-                if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
-                    meta = Some(filedesc_meta(&name, &rec));
+        let mut n = 0;
+        let mut bytes = 0;
+        while n < BATCH_RECORDS && bytes < BATCH_BYTES {
+            if n == batch.len() {
+                batch.push(arc::Record::default());
+            }
+            match rdr.read_record(&mut batch[n]) {
+                Ok(true) => {
+                    bytes += batch[n].block.len();
+                    n += 1;
                 }
-                match indexer.write(&rec, &mut buf) {
-                    Outcome::Indexed => stats.records += 1,
-                    Outcome::Filtered => stats.filtered += 1,
+                Ok(false) => {
+                    more = false;
+                    break;
                 }
-                let end = rec.offset + rec.length;
-                if let Some(pb) = pb {
-                    pb.inc(end.saturating_sub(last_end));
-                }
-                last_end = last_end.max(end);
-                if buf.len() >= CHUNK {
-                    let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096));
-                    if tx.send(Msg::Lines { file, buf: chunk }).is_err() {
-                        return;
+                Err(e) => {
+                    stats.errors += 1;
+                    let fatal = e.is_fatal();
+                    let text = format!("{}: {e}", path.display());
+                    if tx.send(Msg::Error { text }).is_err() || fatal {
+                        more = false;
+                        break;
                     }
                 }
             }
-            Ok(false) => break,
-            Err(e) => {
-                stats.errors += 1;
-                let fatal = e.is_fatal();
-                if tx
-                    .send(Msg::Error {
-                        text: format!("{}: {e}", path.display()),
-                    })
-                    .is_err()
-                    || fatal
-                {
-                    break;
+        }
+        let records = &batch[..n];
+        let inputs: Vec<Option<&[u8]>> = records.iter().map(|r| indexer.digest_input(r)).collect();
+        let msgs: Vec<&[u8]> = inputs.iter().flatten().copied().collect();
+        capture::hash::sha1_batch(&msgs, &mut digests);
+        let mut hashed = digests.iter();
+        for (rec, input) in records.iter().zip(&inputs) {
+            if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
+                meta = Some(filedesc_meta(&name, rec));
+            }
+            let digest = input.and_then(|_| hashed.next().copied());
+            match indexer.write_hashed(rec, digest, &mut buf) {
+                Outcome::Indexed => stats.records += 1,
+                Outcome::Filtered => stats.filtered += 1,
+            }
+            let end = rec.offset + rec.length;
+            if let Some(pb) = pb {
+                pb.inc(end.saturating_sub(last_end));
+            }
+            last_end = last_end.max(end);
+            if buf.len() >= CHUNK {
+                let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096));
+                if tx.send(Msg::Lines { file, buf: chunk }).is_err() {
+                    return;
                 }
             }
         }
+        release_large_buffers(&mut batch);
     }
     stats.bytes = last_end;
     stats.skipped = rdr.stats().skipped_records;
