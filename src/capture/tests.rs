@@ -377,9 +377,16 @@ fn keys_never_look_like_headers_or_quotes() {
 #[test]
 fn digest_input_is_what_each_profile_digests() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/arc");
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     for sample in ["example.arc", "small_BNF.arc"] {
-        files.push(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples").join(sample));
+        files.push(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("samples")
+                .join(sample),
+        );
     }
     let mut seen = 0;
     for path in files {
@@ -402,13 +409,22 @@ fn digest_input_is_what_each_profile_digests() {
 fn assert_digest_input_agrees(r: &Record) {
     for profile in [Profile::Ukvs, Profile::Cdxj, Profile::Cdx11] {
         for all_records in [false, true] {
-            let opts = Options { profile, all_records, ..Options::default() };
+            let opts = Options {
+                profile,
+                all_records,
+                ..Options::default()
+            };
             let mut idx = Indexer::new(opts, b"f.arc");
             let (mut own, mut given) = (Vec::new(), Vec::new());
             let o1 = idx.write(r, &mut own);
             let hashed = idx.digest_input(r).map(sha1);
             let o2 = idx.write_hashed(r, hashed, &mut given);
-            assert_eq!((o1, &own), (o2, &given), "{profile:?} all={all_records} {:?}", r.header_line);
+            assert_eq!(
+                (o1, &own),
+                (o2, &given),
+                "{profile:?} all={all_records} {:?}",
+                r.header_line
+            );
         }
     }
 }

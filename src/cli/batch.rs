@@ -22,14 +22,15 @@ pub(super) fn read_chunk(rdr: &mut dyn BufRead, n: usize) -> std::io::Result<Vec
     Ok(out)
 }
 
-/// Answers `queries` on `pool`, `part` queries per task: `one` appends a
-/// query's answer to a buffer and says whether it found something. Gives
-/// the buffers in input order and whether any query found something.
+/// Answers `queries` on `pool`, `part` queries per task: `answer` appends
+/// the answers of a run of queries to a buffer and says whether it found
+/// something. Gives the buffers in input order and whether any query
+/// found something.
 pub(super) fn answer_in_order<E: Send>(
     pool: &rayon::ThreadPool,
     queries: &[String],
     part: usize,
-    one: impl Fn(&str, &mut Vec<u8>) -> Result<bool, E> + Sync,
+    answer: impl Fn(&[String], &mut Vec<u8>) -> Result<bool, E> + Sync,
 ) -> Result<(Vec<Vec<u8>>, bool), E> {
     use rayon::prelude::*;
     let parts: Vec<Result<(Vec<u8>, bool), E>> = pool.install(|| {
@@ -37,10 +38,7 @@ pub(super) fn answer_in_order<E: Send>(
             .par_chunks(part.max(1))
             .map(|qs| {
                 let mut buf = Vec::new();
-                let mut hit = false;
-                for q in qs {
-                    hit |= one(q, &mut buf)?;
-                }
+                let hit = answer(qs, &mut buf)?;
                 Ok((buf, hit))
             })
             .collect()

@@ -229,19 +229,24 @@ impl Source {
     }
 
     /// Lines in `range` passing `time`, in index order.
+    /// The lines of `range` that pass `time`; `at` is the range's lower
+    /// bound in a plain index when the caller found it already
+    /// ([`Search::lower_bounds`]).
     fn lines<'s>(
         &'s self,
         range: &KeyRange,
         time: &TimeFilter,
+        at: Option<usize>,
     ) -> anyhow::Result<Vec<Cow<'s, [u8]>>> {
         let keep = |line: &[u8]| !time.is_active() || time.accepts(lines::key_datetime(line).1);
         match self {
             Source::Plain { name, search } => {
                 let mut out = Vec::new();
-                for item in search
-                    .range(range)
-                    .with_context(|| format!("searching {name}"))?
-                {
+                let found = match at {
+                    Some(pos) => search.range_from(range, pos),
+                    None => search.range(range),
+                };
+                for item in found.with_context(|| format!("searching {name}"))? {
                     let (_, line) = item.with_context(|| format!("searching {name}"))?;
                     if keep(line) {
                         out.push(Cow::Borrowed(line));
@@ -405,18 +410,21 @@ fn url_query(
 
 /// Lines of every source for one query, merged in byte order (ties in
 /// source order), filtered and ordered as asked.
+/// The answer to one query; `at(i)` is the lower bound of the range in
+/// source `i` when the caller found it already.
 fn answer<'s>(
     sources: &'s [Source],
     range: &KeyRange,
+    at: impl Fn(usize) -> Option<usize>,
     time: &TimeFilter,
     args: &Args,
 ) -> anyhow::Result<Vec<Cow<'s, [u8]>>> {
     let mut found: Vec<Cow<'s, [u8]>> = if sources.len() == 1 {
-        sources[0].lines(range, time)?
+        sources[0].lines(range, time, at(0))?
     } else {
         let mut tagged = Vec::new();
         for (i, s) in sources.iter().enumerate() {
-            tagged.extend(s.lines(range, time)?.into_iter().map(|l| (l, i)));
+            tagged.extend(s.lines(range, time, at(i))?.into_iter().map(|l| (l, i)));
         }
         // Each list is sorted; a stable sort by line keeps source order for
         // equal lines, as a k-way merge with a source tie-break would.
@@ -519,19 +527,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             sampled = true;
-            let (bufs, hit) = batch::answer_in_order(&pool, &queries, 1024, |q, buf| {
-                let range = if as_url {
-                    let (query, failed) = url_query(q, &surt, Some(MatchType::Exact), false);
-                    if failed {
-                        uncanonical.fetch_add(1, Ordering::Relaxed);
-                    }
-                    query.range
-                } else {
-                    KeyRange::new(q.as_bytes(), MatchType::Exact)
-                };
-                let found = answer(&sources, &range, &time, &args)?;
-                write_lines(buf, &found, args.output, &fields)?;
-                anyhow::Ok(!found.is_empty())
+            let (bufs, hit) = batch::answer_in_order(&pool, &queries, 1024, |qs, buf| {
+                let ranges: Vec<KeyRange> = qs
+                    .iter()
+                    .map(|q| {
+                        if as_url {
+                            let (query, failed) =
+                                url_query(q, &surt, Some(MatchType::Exact), false);
+                            if failed {
+                                uncanonical.fetch_add(1, Ordering::Relaxed);
+                            }
+                            query.range
+                        } else {
+                            KeyRange::new(q.as_bytes(), MatchType::Exact)
+                        }
+                    })
+                    .collect();
+                // The lower bounds in each sampled index, found together.
+                let starts: Vec<&[u8]> = ranges.iter().map(|r| &r.start[..]).collect();
+                let mut bounds = Vec::with_capacity(sources.len());
+                for source in &sources {
+                    bounds.push(match source {
+                        Source::Plain { name, search } if search.is_sampled() => Some(
+                            search
+                                .lower_bounds(&starts)
+                                .with_context(|| format!("searching {name}"))?,
+                        ),
+                        _ => None,
+                    });
+                }
+                let mut hit = false;
+                for (i, range) in ranges.iter().enumerate() {
+                    let at = |s: usize| bounds[s].as_ref().map(|b| b[i]);
+                    let found = answer(&sources, range, at, &time, &args)?;
+                    write_lines(buf, &found, args.output, &fields)?;
+                    hit |= !found.is_empty();
+                }
+                anyhow::Ok(hit)
             })?;
             any |= hit;
             for buf in &bufs {
@@ -560,7 +592,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(url)) => url_query(url, &surt, match_type, true).0,
         (None, None) => bail!("nothing to look up"),
     };
-    let found = answer(&sources, &query.range, &time, &args)?;
+    let found = answer(&sources, &query.range, |_| None, &time, &args)?;
     if args.output == Format::Link {
         let links = TimeMapLinks {
             prefix: &args.archive_prefix,

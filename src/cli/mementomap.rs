@@ -1113,7 +1113,10 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting threads")?;
     let mut answer = |queries: &[String], w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
-        let (bufs, hit) = super::batch::answer_in_order(&pool, queries, 512, one)?;
+        let (bufs, hit) = super::batch::answer_in_order(&pool, queries, 512, |qs, buf| {
+            qs.iter()
+                .try_fold(false, |hit, q| Ok::<_, io::Error>(one(q, buf)? || hit))
+        })?;
         any |= hit;
         for buf in &bufs {
             w.write_all(buf)?;

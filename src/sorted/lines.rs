@@ -96,6 +96,11 @@ impl<'a> Lines<'a> {
     pub fn new(buf: &'a [u8], pos: usize) -> Lines<'a> {
         Lines { buf, pos }
     }
+
+    /// The bytes from the next line on.
+    pub fn rest(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
+    }
 }
 
 impl<'a> Iterator for Lines<'a> {

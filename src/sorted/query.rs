@@ -109,6 +109,21 @@ impl KeyRange {
         }
     }
 
+    /// [`KeyRange::is_past`] of the line that starts `rest`, decided from
+    /// its first bytes alone when they suffice (`None` when the line is
+    /// too short to tell, or `rest` ends first): a scan can stop without
+    /// reading the rest of the line after the range.
+    pub fn is_past_head(&self, rest: &[u8]) -> Option<bool> {
+        let n = match &self.upper {
+            Upper::Exact => self.start.len() + 1,
+            Upper::Prefix => self.start.len(),
+            Upper::Before(end) => end.len(),
+            Upper::Unbounded => return Some(false),
+        };
+        let head = rest.get(..n)?;
+        (memchr::memchr(b'\n', head).is_none()).then(|| self.is_past(head))
+    }
+
     /// Whether the range holds `line`.
     pub fn contains(&self, line: &[u8]) -> bool {
         line >= &self.start[..] && !self.is_past(line)

@@ -100,13 +100,20 @@ fn order_key(line: &[u8], end: Option<u8>) -> &[u8] {
 }
 
 /// Line starts sampled at a fixed byte step, with the first bytes of each
-/// line copied into one dense array. The first levels of every search then
-/// run in a few megabytes of cache instead of one page fault and cache
-/// miss per probe of a huge map; only the last window (one step wide) is
-/// searched in the map.
+/// line copied into one dense array, and the start of every other line as
+/// a short offset from its window's sample. The first levels of every
+/// search then run in a few megabytes of cache instead of one page fault
+/// and cache miss per probe of a huge map; in the last window (one step
+/// wide) the search bisects the known line starts, touching a few lines of
+/// the map instead of reading the window through.
 #[derive(Clone, Debug, Default)]
 struct Samples {
     starts: Vec<usize>,
+    /// The lines after sample `j` and before sample `j + 1` start at
+    /// `starts[j] + offsets[k]` for `k` in `first[j]..first[j + 1]`.
+    offsets: Vec<u16>,
+    /// One entry per sample, and one more.
+    first: Vec<usize>,
     prefixes: Vec<[u8; SAMPLE_PREFIX]>,
     /// Bytes of the line in `prefixes` (less than the prefix size when the
     /// whole line is there).
@@ -122,45 +129,93 @@ struct Samples {
 /// Bodies larger than this are sampled in parallel parts.
 const SAMPLE_PARALLEL_FROM: usize = 64 << 20;
 
-/// Samples of the lines starting in `[pos, end)` (`pos` a line start), a
-/// line every `step` bytes; sampled lines out of order are an error.
+/// Samples of the lines starting in `[pos, end)` (`pos` a line start): the
+/// first line at least `step` bytes after the last sample is sampled, and
+/// every line is checked against the one before it (an error when out of
+/// order). `first` is left without its closing entry.
 fn sample_part(
     buf: &[u8],
-    mut pos: usize,
+    pos: usize,
     end: usize,
     step: usize,
     order_end: Option<u8>,
 ) -> Result<Samples, Error> {
     let mut samples = Samples::default();
-    let mut prev: &[u8] = &[];
-    while pos < end {
-        let (line, _) = line_at(buf, pos);
-        if order_key(line, order_end) < order_key(prev, order_end) {
+    let mut prev: Option<&[u8]> = None;
+    let mut window = pos;
+    for (at, line) in Lines::new(&buf[..end], pos) {
+        if prev.is_some_and(|p| order_key(line, order_end) < order_key(p, order_end)) {
             return Err(Error::Unsorted {
-                offset: pos as u64,
+                offset: at as u64,
                 line: String::from_utf8_lossy(line).into_owned(),
             });
         }
-        prev = line;
-        let n = line.len().min(SAMPLE_PREFIX);
-        let mut prefix = [0u8; SAMPLE_PREFIX];
-        prefix[..n].copy_from_slice(&line[..n]);
-        samples.starts.push(pos);
-        samples.prefixes.push(prefix);
-        samples.lens.push(n as u8);
-        let target = pos.saturating_add(step);
-        if target >= end {
-            break;
+        match u16::try_from(at - window) {
+            Ok(off) if prev.is_some() && at - window < step => samples.offsets.push(off),
+            _ => {
+                let n = line.len().min(SAMPLE_PREFIX);
+                let mut prefix = [0u8; SAMPLE_PREFIX];
+                prefix[..n].copy_from_slice(&line[..n]);
+                samples.starts.push(at);
+                samples.prefixes.push(prefix);
+                samples.lens.push(n as u8);
+                samples.first.push(samples.offsets.len());
+                window = at;
+            }
         }
-        let at = line_start(buf, target);
-        // A line longer than the step: sample the one after it.
-        pos = if at > pos {
-            at
-        } else {
-            next_line_start(buf, target)
-        };
+        prev = Some(line);
     }
     Ok(samples)
+}
+
+/// Searches run in lockstep by [`Search::lower_bounds`]: enough to keep
+/// the memory system busy with one probe of each while the others compare.
+const LOCKSTEP: usize = 16;
+
+/// Bytes at a lower bound that [`Search::lower_bounds`] asks the cache for.
+const ANSWER_PREFETCH: usize = 384;
+
+/// Hints the CPU to load the cache line of `data[at]` (nothing past the end).
+#[allow(unsafe_code)]
+fn prefetch<T>(data: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(item) = data.get(at) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint: it never faults and changes nothing
+        // the program can observe; the address is inside `data` anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(item).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
+
+/// One search of [`Search::lower_bounds`] inside its sample window: the
+/// window's line starts and the part of them still in question.
+struct Window<'a> {
+    base: usize,
+    end: usize,
+    offsets: &'a [u16],
+    lo: usize,
+    hi: usize,
+}
+
+impl Window<'_> {
+    /// Start of line `k` of the window (`end` past the last).
+    fn start(&self, k: usize) -> usize {
+        self.offsets
+            .get(k)
+            .map_or(self.end, |&o| self.base + usize::from(o))
+    }
+
+    /// Line `k` of the window, without its LF.
+    fn line<'b>(&self, buf: &'b [u8], k: usize) -> &'b [u8] {
+        let line = &buf[self.start(k)..self.start(k + 1)];
+        line.strip_suffix(b"\n").unwrap_or(line)
+    }
+
+    fn mid(&self) -> usize {
+        self.lo + (self.hi - self.lo) / 2
+    }
 }
 
 /// Samples per entry of [`Samples::top`].
@@ -192,6 +247,13 @@ impl Samples {
 
     /// Index of the first sample `>= key` (`starts.len()` when none).
     fn find(&self, buf: &[u8], key: &[u8]) -> usize {
+        let (lo, hi) = self.find_run(buf, key);
+        lo + partition(hi - lo, |i| self.cmp(buf, lo + i, key) == Ordering::Less)
+    }
+
+    /// The run of samples `lo..hi` where [`Samples::find`] ends for `key`,
+    /// from the top level alone (in cache).
+    fn find_run(&self, buf: &[u8], key: &[u8]) -> (usize, usize) {
         let n = self.starts.len();
         let t = partition(self.top.len(), |t| {
             let j = t * SAMPLE_FANOUT;
@@ -205,8 +267,7 @@ impl Samples {
             (t - 1) * SAMPLE_FANOUT + 1
         };
         let hi = (t * SAMPLE_FANOUT).min(n);
-        let lo = lo.min(hi);
-        lo + partition(hi - lo, |i| self.cmp(buf, lo + i, key) == Ordering::Less)
+        (lo.min(hi), hi)
     }
 }
 
@@ -234,9 +295,11 @@ impl<D: AsRef<[u8]>> Search<D> {
     }
 
     /// Samples a line every `step` bytes to speed up many lookups (a batch
-    /// over a huge file). Costs one pass touching a page per `step` bytes
-    /// and about 40 bytes of memory per sample; answers do not change.
-    /// Sampled lines out of order are reported as [`Error::Unsorted`].
+    /// over a huge file). Costs one pass over the whole file (on every
+    /// core when it is large), about 40 bytes of memory per sample and 2
+    /// per line; answers do not change. The pass checks every line against
+    /// the one before, so it proves the order of the whole file (an
+    /// [`Error::Unsorted`] otherwise) and later searches need no checks.
     pub fn sample(&mut self, step: usize) -> Result<(), Error>
     where
         D: Sync,
@@ -292,10 +355,14 @@ impl<D: AsRef<[u8]>> Search<D> {
                     });
                 }
             }
+            let base = samples.offsets.len();
+            samples.first.extend(piece.first.iter().map(|f| f + base));
             samples.starts.extend(piece.starts);
             samples.prefixes.extend(piece.prefixes);
             samples.lens.extend(piece.lens);
+            samples.offsets.extend(piece.offsets);
         }
+        samples.first.push(samples.offsets.len());
         for j in (0..samples.starts.len()).step_by(SAMPLE_FANOUT) {
             samples.top.push(samples.prefixes[j]);
             samples.top_lens.push(samples.lens[j]);
@@ -359,35 +426,10 @@ impl<D: AsRef<[u8]>> Search<D> {
         let (mut lo, mut hi) = (self.body, buf.len());
         let s = &self.samples;
         if !s.starts.is_empty() {
-            // The first sample >= key bounds the window above; the sample
-            // before it (< key) bounds it below.
-            let j = s.find(buf, key);
-            if j > 0 {
-                lo = s.starts[j - 1];
-            }
-            if j < s.starts.len() {
-                hi = s.starts[j];
-            }
-            // The window is one step: a forward scan reads it sequentially
-            // (prefetched, one page or two) where bisecting it would miss
-            // the cache at every probe. It checks the order as it goes.
-            let mut prev: &[u8] = &[];
-            let mut pos = lo;
-            while pos < hi {
-                let (line, next) = line_at(buf, pos);
-                if order_key(line, self.order_end) < order_key(prev, self.order_end) {
-                    return Err(Error::Unsorted {
-                        offset: pos as u64,
-                        line: String::from_utf8_lossy(line).into_owned(),
-                    });
-                }
-                if line >= key {
-                    return Ok(pos);
-                }
-                prev = line;
-                pos = if next > pos { next } else { buf.len() };
-            }
-            return Ok(hi);
+            return Ok(match self.window(key) {
+                Ok(at) => at,
+                Err(w) => w.start(partition(w.offsets.len(), |k| w.line(buf, k) < key)),
+            });
         }
         let mut below: Option<&[u8]> = None;
         let mut above: Option<&[u8]> = None;
@@ -421,13 +463,147 @@ impl<D: AsRef<[u8]>> Search<D> {
         Ok(lo)
     }
 
+    /// Whether [`Search::sample`] has run (and so proved the file's order).
+    pub fn is_sampled(&self) -> bool {
+        !self.samples.starts.is_empty()
+    }
+
+    /// For a sampled search: the sample window that holds the lower bound
+    /// of `key`, its lines after the sample still to bisect, or the answer
+    /// itself when no window is needed. The first sample >= key ends the
+    /// window; the sample before it (< key) opens it. Sampling proved the
+    /// order of every line, and the known line starts delimit the lines:
+    /// a bisection reads the head of a few lines of the map, nothing else.
+    fn window(&self, key: &[u8]) -> Result<usize, Window<'_>> {
+        let s = &self.samples;
+        let buf = self.data.as_ref();
+        let j = s.find(buf, key);
+        if j == 0 {
+            return Ok(s.starts[0]);
+        }
+        let offsets = &s.offsets[s.first[j - 1]..s.first[j]];
+        Err(Window {
+            base: s.starts[j - 1],
+            end: s.starts.get(j).copied().unwrap_or(buf.len()),
+            offsets,
+            lo: 0,
+            hi: offsets.len(),
+        })
+    }
+
+    /// [`Search::lower_bound`] of each key, in order. On a sampled search
+    /// the searches run several at a time in lockstep, and every step asks
+    /// the memory system for what each search reads next (its window's
+    /// line starts, the line it probes, the lines it lands on) before any
+    /// of them reads it, so the cache misses of a batch overlap instead of
+    /// following each other. The answers' lines are left in the cache for
+    /// the range scans that follow.
+    pub fn lower_bounds(&self, keys: &[&[u8]]) -> Result<Vec<usize>, Error> {
+        if !self.is_sampled() {
+            return keys.iter().map(|k| self.lower_bound(k)).collect();
+        }
+        let buf = self.data.as_ref();
+        let s = &self.samples;
+        let mut out = vec![0; keys.len()];
+        let mut found = Vec::with_capacity(LOCKSTEP);
+        let mut open: Vec<(usize, Window<'_>)> = Vec::with_capacity(LOCKSTEP);
+        for (keys, out) in keys.chunks(LOCKSTEP).zip(out.chunks_mut(LOCKSTEP)) {
+            // The samples: top level in cache, then the runs in lockstep.
+            found.clear();
+            for key in keys {
+                let (lo, hi) = s.find_run(buf, key);
+                prefetch(&s.prefixes, lo + (hi - lo) / 2);
+                found.push((lo, hi));
+            }
+            let mut busy = true;
+            while busy {
+                busy = false;
+                for ((lo, hi), key) in found.iter_mut().zip(keys) {
+                    if *lo < *hi {
+                        let mid = *lo + (*hi - *lo) / 2;
+                        if s.cmp(buf, mid, key) == Ordering::Less {
+                            *lo = mid + 1;
+                        } else {
+                            *hi = mid;
+                        }
+                        if *lo < *hi {
+                            prefetch(&s.prefixes, *lo + (*hi - *lo) / 2);
+                            busy = true;
+                        } else if *lo > 0 {
+                            prefetch(&s.first, *lo - 1);
+                        }
+                    }
+                }
+            }
+            let found = found.iter().map(|&(j, _)| j);
+            for j in found.clone() {
+                if j > 0 {
+                    prefetch(&s.offsets, s.first[j - 1]);
+                }
+            }
+            open.clear();
+            for (i, j) in found.enumerate() {
+                if j == 0 {
+                    out[i] = s.starts[0];
+                    continue;
+                }
+                let offsets = &s.offsets[s.first[j - 1]..s.first[j]];
+                let w = Window {
+                    base: s.starts[j - 1],
+                    end: s.starts.get(j).copied().unwrap_or(buf.len()),
+                    offsets,
+                    lo: 0,
+                    hi: offsets.len(),
+                };
+                prefetch(buf, w.start(w.mid()));
+                open.push((i, w));
+            }
+            while !open.is_empty() {
+                open.retain_mut(|(i, w)| {
+                    if w.lo < w.hi {
+                        let mid = w.mid();
+                        if w.line(buf, mid) < keys[*i] {
+                            w.lo = mid + 1;
+                        } else {
+                            w.hi = mid;
+                        }
+                    }
+                    if w.lo < w.hi {
+                        prefetch(buf, w.start(w.mid()));
+                        true
+                    } else {
+                        let at = w.start(w.lo);
+                        // The range scan reads this line and the next.
+                        for line in (0..ANSWER_PREFETCH).step_by(64) {
+                            prefetch(buf, at + line);
+                        }
+                        out[*i] = at;
+                        false
+                    }
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// The lines in `range`, in file order, each with its offset.
     pub fn range<'s, 'r>(&'s self, range: &'r KeyRange) -> Result<Range<'s, 'r>, Error> {
-        let buf = self.data.as_ref();
         let pos = self.lower_bound(&range.start)?;
+        self.range_from(range, pos)
+    }
+
+    /// [`Search::range`] from `pos`, which must be
+    /// `lower_bound(&range.start)` (as [`Search::lower_bounds`] gives it).
+    pub fn range_from<'s, 'r>(
+        &'s self,
+        range: &'r KeyRange,
+        pos: usize,
+    ) -> Result<Range<'s, 'r>, Error> {
+        let buf = self.data.as_ref();
         // The line before the answer must be below the range; if it is not,
-        // the file is out of order right where we are asked to answer.
-        let prev = if pos > self.body {
+        // the file is out of order right where we are asked to answer
+        // (sampling proved the order of the whole file).
+        let prev = if pos > self.body && !self.is_sampled() {
             let start = line_start(buf, pos - 1);
             let (line, _) = line_at(buf, start);
             if line >= &range.start[..] {
@@ -447,6 +623,7 @@ impl<D: AsRef<[u8]>> Search<D> {
             range,
             prev,
             order_end: self.order_end,
+            proven: self.is_sampled(),
             done: false,
         })
     }
@@ -474,6 +651,9 @@ pub struct Range<'s, 'r> {
     range: &'r KeyRange,
     prev: Option<&'s [u8]>,
     order_end: Option<u8>,
+    /// Sampling proved the file's order: no line needs checking, and the
+    /// line after the range is judged by its first bytes.
+    proven: bool,
     done: bool,
 }
 
@@ -484,13 +664,18 @@ impl<'s> Iterator for Range<'s, '_> {
         if self.done {
             return None;
         }
+        if self.proven && self.range.is_past_head(self.lines.rest()) == Some(true) {
+            self.done = true;
+            return None;
+        }
         let Some((offset, line)) = self.lines.next() else {
             self.done = true;
             return None;
         };
-        if self
-            .prev
-            .is_some_and(|p| order_key(line, self.order_end) < order_key(p, self.order_end))
+        if !self.proven
+            && self
+                .prev
+                .is_some_and(|p| order_key(line, self.order_end) < order_key(p, self.order_end))
         {
             self.done = true;
             return Some(Err(Error::Unsorted {
@@ -584,6 +769,69 @@ mod tests {
             s.sample_in_parts(1, 2),
             Err(Error::Unsorted { .. })
         ));
+    }
+
+    #[test]
+    fn sampling_reads_every_line_and_long_ones() {
+        // A line longer than a window offset can hold, a last line without
+        // LF, a header block and CR before the LF.
+        let long = format!("c {}\n", "y".repeat(70_000));
+        let data = format!("!h x\na 1\r\nb 2\n{long}d 1\nd 2\ne 3\nf");
+        let plain = Search::new(data.as_bytes());
+        for step in [1, 8, 1 << 20] {
+            let mut s = Search::new(data.as_bytes());
+            s.sample_in_parts(step, 1).unwrap();
+            let keys = [
+                "", "a", "a 1", "a 1\r", "b", "c", "c z", "d", "d 2", "e 3", "f", "f ", "g",
+            ];
+            for key in keys {
+                assert_eq!(
+                    s.lower_bound(key.as_bytes()).unwrap(),
+                    plain.lower_bound(key.as_bytes()).unwrap(),
+                    "{key:?} step {step}"
+                );
+            }
+            let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let want: Vec<usize> = refs.iter().map(|k| plain.lower_bound(k).unwrap()).collect();
+            assert_eq!(s.lower_bounds(&refs).unwrap(), want, "step {step}");
+        }
+        // Disorder inside a window, which no search would visit, is found.
+        let mut s = Search::new(&b"a\nb\nd\nc\ne\n"[..]);
+        assert!(matches!(
+            s.sample_in_parts(1 << 20, 1),
+            Err(Error::Unsorted { offset: 6, .. })
+        ));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sampled_lower_bound_equals_plain(
+            mut lines in proptest::collection::vec("[a-c]{0,4}( [0-9]{1,3})?", 0..60),
+            keys in proptest::collection::vec("[a-c]{0,5}", 1..20),
+            step in 1usize..80,
+            parts in 1usize..5,
+            final_lf: bool,
+        ) {
+            lines.sort();
+            let mut data = lines.join("\n");
+            if final_lf && !data.is_empty() {
+                data.push('\n');
+            }
+            let plain = Search::new(data.as_bytes());
+            let mut s = Search::new(data.as_bytes());
+            s.sample_in_parts(step, parts).unwrap();
+            for key in &keys {
+                proptest::prop_assert_eq!(
+                    s.lower_bound(key.as_bytes()).unwrap(),
+                    plain.lower_bound(key.as_bytes()).unwrap(),
+                    "{:?}", key
+                );
+            }
+            let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let one_by_one: Vec<usize> = refs.iter().map(|k| plain.lower_bound(k).unwrap()).collect();
+            proptest::prop_assert_eq!(&s.lower_bounds(&refs).unwrap(), &one_by_one);
+            proptest::prop_assert_eq!(&plain.lower_bounds(&refs).unwrap(), &one_by_one);
+        }
     }
 
     #[test]

@@ -687,6 +687,85 @@ fn lookup_cli_matches_the_oracle_across_files() {
     }
 }
 
+/// A batch large enough to sample the indexes (every line's start kept,
+/// searches in lockstep, scans judged by their first bytes) answers what a
+/// linear scan answers, over two indexes, in input order; an index out of
+/// order anywhere is refused.
+#[test]
+fn lookup_cli_sampled_batch_equals_linear_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = [Vec::new(), Vec::new()];
+    let mut all: Vec<String> = Vec::new();
+    for i in 0..6000u32 {
+        // Keys that are prefixes of others, repeated keys, long lines.
+        let key = format!("com,h{})/p{}", i / 4, (i * 7) % 5);
+        let pad = "x".repeat((i as usize * 37) % 700);
+        let line = format!("{key} 2014{:010} {{\"n\":{i},\"pad\":\"{pad}\"}}", i % 97);
+        all.push(line);
+    }
+    all.sort();
+    for (n, line) in all.iter().enumerate() {
+        files[n % 3 / 2].extend_from_slice(line.as_bytes());
+        files[n % 3 / 2].push(b'\n');
+    }
+    let a = write(dir.path(), "a.cdxj", &files[0]);
+    let b = write(dir.path(), "b.cdxj", &files[1]);
+    let mut queries = String::new();
+    let mut want = Vec::new();
+    for q in 0..5000u32 {
+        let key = match q % 5 {
+            0 => format!("com,h{})/p{}", (q * 13) % 1600, q % 5),
+            1 => format!("com,h{})/p", q % 1600),
+            2 => format!("com,h{}", q % 1600),
+            3 => "a".to_string(),
+            _ => format!("com,h{})/p{}", (q * 31) % 1500, (q * 3) % 5),
+        };
+        queries.push_str(&key);
+        queries.push('\n');
+        for line in &all {
+            let rest = line.strip_prefix(key.as_str());
+            if rest.is_some_and(|r| r.starts_with(' ')) {
+                want.extend_from_slice(line.as_bytes());
+                want.push(b'\n');
+            }
+        }
+    }
+    let o = util::run(
+        &[
+            "lookup",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--keys",
+            "-",
+        ],
+        queries.as_bytes(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.stdout == want,
+        "batch answers differ from the linear scan"
+    );
+    // One line out of place in the middle of a sample window.
+    let mut lines: Vec<&[u8]> = files[0].split_inclusive(|&c| c == b'\n').collect();
+    lines.swap(1001, 1003);
+    let bad = write(dir.path(), "bad.cdxj", &lines.concat());
+    let o = util::run(
+        &["lookup", bad.to_str().unwrap(), "--keys", "-"],
+        queries.as_bytes(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.cdxj") && err.contains("not sorted"),
+        "{err}"
+    );
+}
+
 #[test]
 fn lookup_cli_batch_answers_in_input_order_and_handles_odd_files() {
     let dir = tempfile::tempdir().unwrap();
