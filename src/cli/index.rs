@@ -7,8 +7,8 @@
 //! order of the whole line: the bytes are the same for any `-j` because the
 //! set of lines is, and memory stays under `--mem` because the sorter
 //! spills runs to `--tmp-dir`. `--no-sort` writes each file's lines in
-//! input order instead, holding only the files finished ahead of the one
-//! being written.
+//! input order instead, holding only the lines of files indexed ahead of
+//! the one being written (moved to `--tmp-dir` past `--mem`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -29,8 +29,9 @@ use super::output::Output as Dest;
 ///
 /// Directories are searched recursively for `*.arc` and `*.arc.gz` (any
 /// case). Sorted output needs about `--mem` of memory and, past that,
-/// temporary space of the index's size in `--tmp-dir`; `--no-sort` needs
-/// neither. Damaged records are reported as `file: offset N: what` and
+/// temporary space of the index's size in `--tmp-dir`; `--no-sort` holds
+/// only the lines of files indexed ahead of the one being written, in
+/// memory up to `--mem` and past that in `--tmp-dir`. Damaged records are reported as `file: offset N: what` and
 /// skipped; the exit code is then 2, with every good record indexed.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -49,7 +50,8 @@ pub struct Args {
     /// Write lines in input order instead of sorting them.
     #[arg(long)]
     no_sort: bool,
-    /// Memory for sorting before runs spill to disk (K, M, G suffixes).
+    /// Memory for sorting before runs spill to disk, or with --no-sort for
+    /// lines held back to keep the files' order (K, M, G suffixes).
     #[arg(long, default_value = "1G", value_parser = parse_size, value_name = "SIZE")]
     mem: u64,
     /// Directory for sort runs (default: the system's temporary directory).
@@ -472,8 +474,12 @@ struct Sink {
     profile: Profile,
     /// The SURT profile, recorded in the `!meta` header.
     surt: ukvs::surt::Options,
-    /// `--no-sort`: lines of files finished ahead of `next_file`.
-    pending: BTreeMap<usize, (Vec<Vec<u8>>, bool)>,
+    /// `--no-sort`: lines of files indexed ahead of `next_file`.
+    pending: BTreeMap<usize, Pending>,
+    /// Bytes of `pending` in memory, kept under `mem` by spilling.
+    pending_bytes: usize,
+    mem: usize,
+    tmp_dir: Option<PathBuf>,
     next_file: usize,
     headers_written: bool,
     metas: Vec<String>,
@@ -500,6 +506,9 @@ impl Sink {
             profile,
             surt: args.surt.options(),
             pending: BTreeMap::new(),
+            pending_bytes: 0,
+            mem: usize::try_from(args.mem).unwrap_or(usize::MAX),
+            tmp_dir: args.tmp_dir.clone(),
             next_file: 0,
             headers_written: false,
             metas: Vec::new(),
@@ -527,8 +536,10 @@ impl Sink {
                             sorter.push(line).context("cannot sort index lines")?;
                         }
                     } else {
-                        self.pending.entry(file).or_default().0.push(buf);
+                        self.pending_bytes += buf.len();
+                        self.pending.entry(file).or_default().chunks.push(buf);
                         self.flush_in_order(out)?;
+                        self.spill_pending()?;
                     }
                 }
                 Msg::Error { text, .. } => {
@@ -556,7 +567,7 @@ impl Sink {
                         ));
                     }
                     if self.no_sort {
-                        self.pending.entry(file).or_default().1 = true;
+                        self.pending.entry(file).or_default().done = true;
                         self.flush_in_order(out)?;
                     }
                 }
@@ -579,15 +590,50 @@ impl Sink {
     /// Headers carry no per-file `!meta` here, since they must come first.
     fn flush_in_order(&mut self, out: &mut Output) -> anyhow::Result<()> {
         self.write_headers(out, &[])?;
-        while let Some((chunks, done)) = self.pending.get_mut(&self.next_file) {
-            for chunk in chunks.drain(..) {
+        while let Some(p) = self.pending.get_mut(&self.next_file) {
+            if let Some(mut file) = p.spilled.take() {
+                copy_spilled(&mut file, out)?;
+            }
+            for chunk in p.chunks.drain(..) {
+                self.pending_bytes -= chunk.len();
                 out.chunk(&chunk)?;
             }
-            if !*done {
+            if !p.done {
                 break;
             }
             self.pending.remove(&self.next_file);
             self.next_file += 1;
+        }
+        Ok(())
+    }
+
+    /// `--no-sort`: while the lines held for files ahead of the one being
+    /// written exceed `--mem`, moves the largest holding to a temporary
+    /// file (after what it spilled before, so its order stays).
+    fn spill_pending(&mut self) -> anyhow::Result<()> {
+        while self.pending_bytes > self.mem {
+            let Some(p) = self
+                .pending
+                .values_mut()
+                .max_by_key(|p| p.chunks.iter().map(Vec::len).sum::<usize>())
+            else {
+                return Ok(());
+            };
+            if p.chunks.is_empty() {
+                return Ok(());
+            }
+            if p.spilled.is_none() {
+                let dir = self.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
+                let file = tempfile::tempfile_in(&dir)
+                    .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+                p.spilled = Some(file);
+            }
+            let file = p.spilled.as_mut().expect("just created");
+            for chunk in p.chunks.drain(..) {
+                self.pending_bytes -= chunk.len();
+                file.write_all(&chunk)
+                    .context("cannot write a temporary file")?;
+            }
         }
         Ok(())
     }
@@ -605,6 +651,42 @@ impl Sink {
         }
         Ok(())
     }
+}
+
+/// `--no-sort`: the lines of one file not written yet.
+#[derive(Default)]
+struct Pending {
+    /// Lines moved to disk (they come before `chunks`).
+    spilled: Option<File>,
+    chunks: Vec<Vec<u8>>,
+    /// The file is indexed to its end.
+    done: bool,
+}
+
+/// Writes the lines of a spilled temporary file, whole lines at a time.
+fn copy_spilled(file: &mut File, out: &mut Output) -> anyhow::Result<()> {
+    use std::io::{Read, Seek};
+    file.rewind().context("cannot read a temporary file")?;
+    let mut rdr = io::BufReader::with_capacity(CHUNK, file);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
+    loop {
+        let n = rdr
+            .by_ref()
+            .take(CHUNK as u64)
+            .read_to_end(&mut buf)
+            .context("cannot read a temporary file")?;
+        if n == 0 {
+            break;
+        }
+        // Keep a partial last line for the next round.
+        let cut = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+        out.chunk(&buf[..cut])?;
+        buf.drain(..cut);
+    }
+    if !buf.is_empty() {
+        out.chunk(&buf)?;
+    }
+    Ok(())
 }
 
 /// Where index lines go: UKVS output passes through `ukvs::Writer`, which
