@@ -325,6 +325,8 @@ pub struct Capture<'a> {
     /// The URL scheme of records that do not hold an HTTP response (`dns`,
     /// `ftp`, `filedesc`, ...).
     pub record_type: Option<Cow<'a, [u8]>>,
+    /// Why the URL could not be canonicalised, when `key` is the URL.
+    pub key_error: Option<surt::Error>,
 }
 
 impl<'a> Capture<'a> {
@@ -354,7 +356,7 @@ impl<'a> Capture<'a> {
                 Digest::Sha1(hashed.unwrap_or_else(|| sha1(payload(&rec.block, head.as_ref()))))
             }
         };
-        let mut key = surt::key(&url, surt_opts).0;
+        let (mut key, key_error) = surt::key(&url, surt_opts);
         if needs_key_escape(&key) {
             key = escape_key(&key);
         }
@@ -387,6 +389,7 @@ impl<'a> Capture<'a> {
             ip: &h.ip,
             record_type,
             url,
+            key_error,
         }
     }
 
@@ -498,6 +501,8 @@ pub struct Indexer {
     opts: Options,
     filename: Vec<u8>,
     robots: robots::RobotsParser,
+    /// Why the last record's URL could not be canonicalised.
+    key_error: Option<surt::Error>,
 }
 
 impl Indexer {
@@ -508,6 +513,7 @@ impl Indexer {
             opts,
             filename: filename.to_vec(),
             robots: robots::RobotsParser::new(),
+            key_error: None,
         }
     }
 
@@ -515,6 +521,13 @@ impl Indexer {
     pub fn set_filename(&mut self, filename: &[u8]) {
         self.filename.clear();
         self.filename.extend_from_slice(filename);
+    }
+
+    /// Why the URL of the record just written could not be canonicalised
+    /// (its key is then the URL itself, as the reference indexers write
+    /// it), once.
+    pub fn take_key_error(&mut self) -> Option<surt::Error> {
+        self.key_error.take()
     }
 
     pub fn options(&self) -> &Options {
@@ -577,12 +590,15 @@ impl Indexer {
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
+        self.key_error = None;
         match self.opts.profile {
             Profile::Ukvs => {
                 if is_filedesc(rec) && !self.opts.all_records {
                     return Outcome::Filtered;
                 }
-                Capture::from_hashed(rec, &self.opts.surt, hashed).write_ukvs(&self.filename, out);
+                let mut capture = Capture::from_hashed(rec, &self.opts.surt, hashed);
+                capture.write_ukvs(&self.filename, out);
+                self.key_error = capture.key_error.take();
                 Outcome::Indexed
             }
             Profile::Cdxj => self.write_cdxj(rec, hashed, out),
@@ -621,16 +637,17 @@ impl Indexer {
         }
         // The key is computed on the decoded text, so Latin-1 bytes reach
         // the SURT code as their UTF-8 spelling.
-        let key = if line_utf8 {
-            surt::key(&url, &self.opts.surt).0
+        let (key, key_error) = if line_utf8 {
+            surt::key(&url, &self.opts.surt)
         } else {
             let mut text = Vec::with_capacity(url.len() * 2);
             for &b in url.iter() {
                 let mut buf = [0; 4];
                 text.extend_from_slice(char::from(b).encode_utf8(&mut buf).as_bytes());
             }
-            surt::key(&text, &self.opts.surt).0
+            surt::key(&text, &self.opts.surt)
         };
+        self.key_error = key_error;
         // The reference writes a key it cannot canonicalise as the URL;
         // a LF there (only a hand-built record can carry one) would split
         // the line, so it is written `%0A`.
@@ -747,7 +764,9 @@ impl Indexer {
             0
         };
 
-        out.extend_from_slice(&surt::key(&url, &self.opts.surt).0);
+        let (key, key_error) = surt::key(&url, &self.opts.surt);
+        self.key_error = key_error;
+        out.extend_from_slice(&key);
         out.push(b' ');
         match record_datetime(rec) {
             Some(d) => out.extend_from_slice(&d),

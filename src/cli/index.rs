@@ -114,6 +114,8 @@ enum Msg {
     Lines { file: usize, buf: Vec<u8> },
     /// A damaged spot or an unreadable file.
     Error { text: String },
+    /// Something the user should know that does not fail the run.
+    Warning { text: String },
     /// The file is finished.
     Done {
         file: usize,
@@ -132,7 +134,12 @@ struct FileStats {
     filtered: u64,
     errors: u64,
     bytes: u64,
+    /// Records whose URL could not be canonicalised (key = URL).
+    uncanonical: u64,
 }
+
+/// Per file, how many URLs kept as keys are reported one by one.
+const KEY_WARNINGS: u64 = 5;
 
 /// Lines are handed over in chunks of about this many bytes.
 const CHUNK: usize = 256 * 1024;
@@ -152,6 +159,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let paths = collect_inputs(&args.inputs, &mut input_errors)?;
     for e in &input_errors {
         eprintln!("ukvs index: {e}");
+    }
+    if paths.is_empty() {
+        input_errors.push("no ARC files to index".into());
+        eprintln!("ukvs index: no ARC files to index");
     }
     if args.strict && !input_errors.is_empty() {
         return Ok(ExitCode::from(2));
@@ -217,8 +228,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !args.quiet {
         eprintln!(
             "ukvs index: {} files, {} records indexed, {} left out by the profile, \
-             {} damaged records skipped ({} bytes), {} errors",
-            sink.files_done, sink.records, sink.filtered, sink.skipped, sink.skipped_bytes, errors
+             {} damaged records skipped ({} bytes), {} errors{}",
+            sink.files_done,
+            sink.records,
+            sink.filtered,
+            sink.skipped,
+            sink.skipped_bytes,
+            errors,
+            if sink.uncanonical > 0 {
+                format!(
+                    ", {} URLs kept as keys (not canonicalisable)",
+                    sink.uncanonical
+                )
+            } else {
+                String::new()
+            }
         );
     }
     Ok(if errors > 0 {
@@ -264,7 +288,16 @@ fn collect_inputs(inputs: &[PathBuf], errors: &mut Vec<String>) -> anyhow::Resul
 
 fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => walk_dir(path, paths, errors),
+        Ok(m) if m.is_dir() => {
+            let before = paths.len();
+            walk_dir(path, paths, errors);
+            if paths.len() == before {
+                eprintln!(
+                    "ukvs index: warning: {}: no *.arc or *.arc.gz files in this directory",
+                    path.display()
+                );
+            }
+        }
         Ok(_) => paths.push(path.to_path_buf()),
         Err(e) => errors.push(format!("{}: {e}", path.display())),
     }
@@ -396,6 +429,18 @@ fn index_file(
                 Outcome::Indexed => stats.records += 1,
                 Outcome::Filtered => stats.filtered += 1,
             }
+            if let Some(e) = indexer.take_key_error() {
+                stats.uncanonical += 1;
+                if stats.uncanonical <= KEY_WARNINGS {
+                    let text = format!(
+                        "{}: offset {}: {e}; the key is the URL (as the reference indexers write it){}",
+                        path.display(),
+                        rec.offset,
+                        if stats.uncanonical == KEY_WARNINGS { "; further ones in this file are counted only" } else { "" },
+                    );
+                    let _ = tx.send(Msg::Warning { text });
+                }
+            }
             let end = rec.offset + rec.length;
             if let Some(pb) = pb {
                 pb.inc(end.saturating_sub(last_end));
@@ -489,6 +534,7 @@ struct Sink {
     skipped_bytes: u64,
     errors: u64,
     files_done: u64,
+    uncanonical: u64,
 }
 
 impl Sink {
@@ -518,6 +564,7 @@ impl Sink {
             skipped_bytes: 0,
             errors: 0,
             files_done: 0,
+            uncanonical: 0,
         }
     }
 
@@ -553,8 +600,13 @@ impl Sink {
                         return Ok(());
                     }
                 }
+                Msg::Warning { text } => match pb {
+                    Some(pb) => pb.suspend(|| eprintln!("warning: {text}")),
+                    None => eprintln!("warning: {text}"),
+                },
                 Msg::Done { file, stats, meta } => {
                     self.records += stats.records;
+                    self.uncanonical += stats.uncanonical;
                     self.filtered += stats.filtered;
                     self.skipped += stats.skipped;
                     self.skipped_bytes += stats.skipped_bytes;

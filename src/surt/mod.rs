@@ -108,7 +108,7 @@ impl Options {
 
 /// Why the reference raises on a URL. The key is then the URL itself
 /// (cdxj-indexer's rule, see [`key`]).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The URL is empty after trimming whitespace (the reference fails with

@@ -989,3 +989,62 @@ fn directories_and_stdin_paths() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, by_dir);
 }
+
+/// A directory without ARC files is named in a warning; no input at all is
+/// an error (exit 2), not a silently empty index.
+#[test]
+fn empty_directory_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    let empty = dir.path().join("empty");
+    let (_, err, code) = stdout_of(&["index", empty.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("empty: no *.arc or *.arc.gz files"), "{err}");
+    assert!(err.contains("no ARC files to index"), "{err}");
+    // Beside a real file the empty directory only warns.
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/example.arc");
+    let (out, err, code) = stdout_of(&["index", empty.to_str().unwrap(), sample.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("no *.arc or *.arc.gz files"), "{err}");
+    assert!(String::from_utf8(out).unwrap().contains("com,example)/"));
+}
+
+/// A URL the reference cannot canonicalise (a port out of range) keeps
+/// the URL as its key in every profile, with a warning naming the file
+/// and offset, and a count in the summary; the run succeeds.
+#[test]
+fn uncanonical_urls_are_warned_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\nhi";
+    let mut arc = Vec::new();
+    for (i, url) in ["http://example.com:99999/x", "http://example.com/ok"]
+        .iter()
+        .enumerate()
+    {
+        arc.extend_from_slice(
+            format!(
+                "{url} 1.2.3.4 2008043020482{i} text/html {}\n{body}\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    }
+    let path = dir.path().join("ports.arc");
+    std::fs::write(&path, &arc).unwrap();
+    for format in ["ukvs", "cdxj", "cdx11"] {
+        let (out, err, code) = stdout_of(&["index", "--format", format, path.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("ports.arc: offset 0: invalid port \"99999\"")
+                && err.contains("the key is the URL"),
+            "{format}: {err}"
+        );
+        assert!(err.contains("1 URLs kept as keys"), "{format}: {err}");
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("http://example.com:99999/x ")),
+            "{format}: {out}"
+        );
+    }
+}
