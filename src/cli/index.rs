@@ -24,6 +24,7 @@ use ukvs::arc;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
 
 use super::output::Output as Dest;
+use super::sort::parse_size;
 
 /// Index ARC files (.arc, .arc.gz) into a sorted capture index.
 ///
@@ -83,29 +84,6 @@ enum Format {
     Cdxj,
     /// 11-field CDX as CDX-Writer writes it.
     Cdx11,
-}
-
-/// `1G`, `512M`, `64k`, or a plain number of bytes.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (digits, mult) = match s.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let mult = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1u64 << 40,
-                _ => return Err(format!("unknown size suffix in {s:?} (use K, M, G or T)")),
-            };
-            (&s[..i], mult)
-        }
-        _ => (s, 1),
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("not a size: {s:?} (e.g. 512M, 2G)"))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size too large: {s:?}"))
 }
 
 /// What a worker tells the writer.
@@ -800,18 +778,4 @@ fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
     d.write_all(line)
         .and_then(|()| d.write_all(b"\n"))
         .with_context(|| format!("cannot write {}", d.name()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert_eq!(parse_size("512m"), Ok(512 << 20));
-        assert_eq!(parse_size("100"), Ok(100));
-        assert!(parse_size("1X").is_err());
-        assert!(parse_size("G").is_err());
-    }
 }

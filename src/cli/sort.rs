@@ -300,3 +300,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     out.commit()?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    /// One size syntax for `sort --mem` and `index --mem`.
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("512MB"), Ok(512 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("-1G").is_err());
+    }
+}
