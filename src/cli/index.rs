@@ -32,8 +32,9 @@ use super::sort::parse_size;
 /// case). Sorted output needs about `--mem` of memory and, past that,
 /// temporary space of the index's size in `--tmp-dir`; `--no-sort` holds
 /// only the lines of files indexed ahead of the one being written, in
-/// memory up to `--mem` and past that in `--tmp-dir`. Damaged records are reported as `file: offset N: what` and
-/// skipped; the exit code is then 2, with every good record indexed.
+/// memory up to `--mem` and past that in `--tmp-dir`. Damaged records are
+/// reported as `file: offset N: what` and skipped; the exit code is then
+/// 2, with every good record indexed.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// ARC files, directories, or `-` to read paths (one per line) from stdin.
