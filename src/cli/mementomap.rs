@@ -151,6 +151,9 @@ struct GenerateArgs {
     /// Stop at the first bad input line instead of reporting and skipping.
     #[arg(long)]
     strict: bool,
+    /// Threads reading one large input file in parts; 0 uses every core.
+    #[arg(short = 'j', long = "threads", default_value_t = 0, value_name = "N")]
+    threads: usize,
     /// Where a decomposition goes: into the OSLJ, or as a second key column
     /// (one line per bucket plus a total line `key : freq`; needs exactly
     /// one --by).
@@ -833,67 +836,95 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         by: a.by.clone(),
         exclude,
     };
-    // Late records (keys that the query cut moved backwards) are sorted
-    // with bounded memory.
-    let sorter = Rc::new(RefCell::new(ExternalSorter::new(
-        256 << 20,
-        Some(tmp.clone()),
-    )));
-    let sink_sorter = Rc::clone(&sorter);
-    let main_file = tempfile::tempfile_in(&tmp)
-        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
-    let main = BufWriter::with_capacity(1 << 20, main_file);
-    let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
-        let line = r.to_line();
-        sink_sorter
-            .borrow_mut()
-            .push(line.strip_suffix(b"\n").unwrap_or(&line))
-    }));
-    let mut bad = 0u64;
-    {
-        let mut feed = |name: &str, line: &[u8], no: u64| match g.push_line(line, no) {
-            Ok(()) => Ok(()),
-            Err(e @ MapError::Line { .. }) => {
-                if a.strict {
-                    bail!("{name}: {e}");
-                }
-                bad += 1;
-                if bad <= 10 && !a.out.quiet {
-                    eprintln!("ukvs: {name}: {e} (skipped)");
-                }
-                Ok(())
-            }
-            Err(e) => Err(anyhow::Error::new(e).context(name.to_string())),
-        };
-        if let [p] = a.inputs.as_slice() {
-            let name = p.display().to_string();
-            for_each_line(open_input(p)?, |line, no| feed(&name, line, no))?;
-        } else {
-            // Several sorted inputs may overlap (the same URL in two
-            // indexes): merged into one sorted stream, the captures of a
-            // SURT are adjacent again, so a URL counts once as URI-R.
-            let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
-            for item in merged_lines(&a.inputs)? {
+    let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
+    let parts = match a.inputs.as_slice() {
+        // Exclusion entries count withheld URLs per part; their sum would
+        // turn an unknown count into a bound, so they keep one pass.
+        [p] if !is_stdin(p) && !is_gz(p) && opts.exclude.is_empty() => {
+            split_at_surts(p, super::sort::thread_count(a.threads))?
+        }
+        _ => Vec::new(),
+    };
+    let results: Vec<anyhow::Result<PassOne>> = if parts.len() > 2 {
+        // One large file: its parts (cut between two SURTs, so every URL
+        // is in one part) are read in parallel.
+        let path = &a.inputs[0];
+        let late_mem = LATE_MEM / (parts.len() - 1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .windows(2)
+                .map(|w| {
+                    let (from, to) = (w[0], w[1]);
+                    let (opts, tmp) = (opts.clone(), tmp.clone());
+                    scope.spawn(move || {
+                        let mut f = File::open(path)
+                            .with_context(|| format!("opening {}", path.display()))?;
+                        f.seek(SeekFrom::Start(from))?;
+                        pass_one(opts, &tmp, late_mem, a.strict, |feed| {
+                            for_each_line(f.take(to - from), |line, no| feed(0, line, no))
+                        })
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a reading thread failed")))
+                })
+                .collect()
+        })
+    } else if let [p] = a.inputs.as_slice() {
+        let input = open_input(p)?;
+        vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
+            for_each_line(input, |line, no| feed(0, line, no))
+        })]
+    } else {
+        // Several sorted inputs may overlap (the same URL in two
+        // indexes): merged into one sorted stream, the captures of a
+        // SURT are adjacent again, so a URL counts once as URI-R.
+        let merged = merged_lines(&a.inputs)?;
+        vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
+            for item in merged {
                 let (line, input, no) = item?;
-                feed(&names[input], &line, no)?;
+                feed(input, &line, no)?;
+            }
+            Ok(())
+        })]
+    };
+    // Line numbers of a part count from the lines of the parts before it.
+    let mut gstats = GenStats::default();
+    let mut sources: Vec<Source> = Vec::new();
+    let mut base = 0;
+    let mut shown = 0;
+    for r in results {
+        let part = r?;
+        for (input, mut e) in part.bad {
+            if let MapError::Line { line, .. } = &mut e {
+                *line += base;
+            }
+            if a.strict {
+                bail!("{}: {e}", names[input]);
+            }
+            if shown < 10 && !a.out.quiet {
+                shown += 1;
+                eprintln!("ukvs: {}: {e} (skipped)", names[input]);
             }
         }
+        base += part.stats.lines;
+        gstats += part.stats;
+        let late = part.late.finish()?.enumerate().map(|(i, l)| match l {
+            Ok(l) => Record::parse(&l, i as u64 + 1),
+            Err(e) => Err(MapError::Io(e)),
+        });
+        sources.push(Box::new(map_lines(BufReader::with_capacity(
+            1 << 20,
+            part.main,
+        ))));
+        sources.push(Box::new(late));
     }
-    let (main, _late_in_memory, gstats) = g.finish()?;
-    let mut main = main.into_inner().map_err(|e| e.into_error())?;
-    main.seek(SeekFrom::Start(0))?;
-    let sorter = Rc::try_unwrap(sorter)
-        .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
-        .into_inner();
-    let late = sorter.finish()?.enumerate().map(|(i, l)| match l {
-        Ok(l) => Record::parse(&l, i as u64 + 1),
-        Err(e) => Err(MapError::Io(e)),
-    });
-    let sources: Vec<Source> = vec![
-        Box::new(map_lines(BufReader::with_capacity(1 << 20, main))),
-        Box::new(late),
-    ];
-    // Late and in-order records come from disjoint URLs: sums stay exact.
+    // Late and in-order records, and the parts, come from disjoint URLs:
+    // sums stay exact.
     let merged = Merger::new(sources, true);
     let params = a.rollup.params(f64::INFINITY);
     let mut header = header_for(&a.out, &a.inputs, None);
@@ -927,6 +958,131 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         report_generate(&gstats, &stats);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Memory for the records that arrive out of order, over all parts.
+const LATE_MEM: usize = 256 << 20;
+
+/// Files smaller than this are read in one part.
+const PARALLEL_FROM: u64 = 32 << 20;
+
+/// What the first pass of generation leaves: the in-order map lines in a
+/// temporary file (at its start), the late records to sort in, counters,
+/// and the bad lines (input index, error; line numbers local to the part).
+struct PassOne {
+    main: File,
+    late: ExternalSorter,
+    stats: GenStats,
+    bad: Vec<(usize, MapError)>,
+}
+
+/// Runs the first pass over the lines `lines` hands to its feed: counts
+/// per map key, written in order to a temporary file, late records to an
+/// external sorter. Bad lines are kept (the first ten, or the first one
+/// when `strict`, which also stops the pass).
+fn pass_one(
+    opts: Options,
+    tmp: &Path,
+    late_mem: usize,
+    strict: bool,
+    lines: impl FnOnce(&mut dyn FnMut(usize, &[u8], u64) -> anyhow::Result<()>) -> anyhow::Result<()>,
+) -> anyhow::Result<PassOne> {
+    // Late records (keys that the query cut moved backwards) are sorted
+    // with bounded memory.
+    let sorter = Rc::new(RefCell::new(ExternalSorter::new(
+        late_mem,
+        Some(tmp.to_path_buf()),
+    )));
+    let sink_sorter = Rc::clone(&sorter);
+    let main_file = tempfile::tempfile_in(tmp)
+        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
+    let main = BufWriter::with_capacity(1 << 20, main_file);
+    let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
+        let line = r.to_line();
+        sink_sorter
+            .borrow_mut()
+            .push(line.strip_suffix(b"\n").unwrap_or(&line))
+    }));
+    let mut bad = Vec::new();
+    let mut stop = false;
+    let run = lines(&mut |input, line, no| {
+        if stop {
+            return Ok(());
+        }
+        match g.push_line(line, no) {
+            Ok(()) => Ok(()),
+            Err(e @ MapError::Line { .. }) => {
+                if bad.len() < 10 {
+                    bad.push((input, e));
+                }
+                stop = strict;
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::new(e)),
+        }
+    });
+    run?;
+    let (main, _late_in_memory, stats) = g.finish()?;
+    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    main.seek(SeekFrom::Start(0))?;
+    let late = Rc::try_unwrap(sorter)
+        .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
+        .into_inner();
+    Ok(PassOne {
+        main,
+        late,
+        stats,
+        bad,
+    })
+}
+
+/// Where to cut a sorted file of `len` bytes into about `parts` parts
+/// read in parallel: offsets from 0 to the end, each cut at the start of a
+/// line whose SURT (first field) differs from the line before, so that
+/// every URL is in one part. Small files give no cuts (`[]`).
+fn split_at_surts(path: &Path, parts: usize) -> anyhow::Result<Vec<u64>> {
+    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = f.metadata()?.len();
+    if parts < 2 || len < PARALLEL_FROM {
+        return Ok(Vec::new());
+    }
+    let mut cuts = vec![0];
+    for i in 1..parts as u64 {
+        let target = len / parts as u64 * i;
+        let at = next_surt_start(&mut f, target.max(*cuts.last().unwrap_or(&0)))?;
+        if at > *cuts.last().unwrap_or(&0) && at < len {
+            cuts.push(at);
+        }
+    }
+    cuts.push(len);
+    Ok(cuts)
+}
+
+/// The first line start after `from` where the SURT changes (the end of
+/// the file when none).
+fn next_surt_start(f: &mut File, from: u64) -> io::Result<u64> {
+    f.seek(SeekFrom::Start(from))?;
+    let mut r = BufReader::with_capacity(1 << 16, f);
+    let mut line = Vec::new();
+    // The line `from` falls in: only its end matters.
+    let mut pos = from + r.read_until(b'\n', &mut line)? as u64;
+    let mut prev: Option<Vec<u8>> = None;
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(pos);
+        }
+        let surt = line
+            .split(|&b| b == b' ' || b == b'\n')
+            .next()
+            .unwrap_or_default();
+        match &prev {
+            Some(p) if p[..] != *surt => return Ok(pos),
+            _ => prev = Some(surt.to_vec()),
+        }
+        pos += n as u64;
+    }
 }
 
 fn report_generate(g: &GenStats, s: &Stats) {

@@ -117,6 +117,27 @@ pub struct Skipped {
     pub not_surt: u64,
 }
 
+impl std::ops::AddAssign for GenStats {
+    /// The counts of two passes over different lines.
+    fn add_assign(&mut self, o: GenStats) {
+        self.lines += o.lines;
+        self.captures += o.captures;
+        self.headers += o.headers;
+        self.skipped += o.skipped;
+        self.excluded += o.excluded;
+        self.late += o.late;
+        self.capped += o.capped;
+    }
+}
+
+impl std::ops::AddAssign for Skipped {
+    fn add_assign(&mut self, o: Skipped) {
+        self.url += o.url;
+        self.binary += o.binary;
+        self.not_surt += o.not_surt;
+    }
+}
+
 impl Skipped {
     /// All skipped lines.
     pub fn total(&self) -> u64 {

@@ -1286,3 +1286,71 @@ fn reference_parity_on_pywb_sample_indexes() {
     }
     assert!(checked >= 6, "{checked}");
 }
+
+/// A large input file is read in parts on several threads, cut between
+/// two SURTs: the map is the same bytes as from one thread, and bad lines
+/// are reported with the same (whole-file) line numbers.
+#[test]
+fn generate_in_parallel_parts_equals_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let filler = "f".repeat(220);
+    let mut lines: Vec<String> = synth_cdxj(11, 4000, true)
+        .lines()
+        .map(|l| format!("{},\"pad\":\"{filler}\"}}", l.strip_suffix('}').unwrap()))
+        .collect();
+    // Bad lines (no `)`) spread over the file, so that several parts hold one.
+    for tld in ["com", "edu", "org", "uk,co"] {
+        lines.push(format!(
+            "{tld},site5 20140101000000 {{\"url\":\"http://bad/\"}}"
+        ));
+    }
+    lines.sort();
+    let text = lines.join("\n") + "\n";
+    assert!(
+        text.len() > 33 << 20,
+        "input of {} bytes is below the parallel threshold",
+        text.len()
+    );
+    let input = write(dir.path(), "big.cdxj", &text);
+    let run = |jobs: &str| {
+        let out = dir.path().join(format!("j{jobs}.map"));
+        let o = util::run(
+            &[
+                "mementomap",
+                "generate",
+                "-j",
+                jobs,
+                input.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let map = std::fs::read_to_string(&out).unwrap();
+        let data: Vec<String> = map
+            .lines()
+            .filter(|l| !l.starts_with("!meta"))
+            .map(String::from)
+            .collect();
+        let bad: Vec<String> = String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.contains("(skipped)"))
+            .map(String::from)
+            .collect();
+        (data, bad)
+    };
+    let (one, bad_one) = run("1");
+    assert_eq!(bad_one.len(), 4, "{bad_one:?}");
+    assert!(one.len() > 1000);
+    for jobs in ["2", "3"] {
+        let (many, bad_many) = run(jobs);
+        assert!(many == one, "-j {jobs} gives another map");
+        assert_eq!(bad_many, bad_one, "-j {jobs}");
+    }
+}
