@@ -125,7 +125,9 @@ pub fn header_lines(profile: Profile, surt: &surt::Options, extra_meta: &[String
     }
 }
 
-fn surt_profile(o: &surt::Options) -> serde_json::Value {
+/// The `surt` member of a `!meta` object: the SURT options keys were made
+/// with (read back by [`surt_options_from_meta`]).
+pub fn surt_profile(o: &surt::Options) -> serde_json::Value {
     serde_json::json!({
         "reference": "surt 0.3.1",
         "with_scheme": o.with_scheme,

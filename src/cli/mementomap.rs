@@ -423,6 +423,51 @@ fn map_source(p: &Path) -> anyhow::Result<Source> {
 }
 
 /// Header lines of a map file (for compact to carry `!id` over).
+/// The SURT profile the `!meta` headers of `inputs` record (indexes made
+/// by `ukvs index`, maps made from them), `None` when none records one;
+/// inputs that record different profiles are refused, since their keys do
+/// not meet.
+fn surt_profile_of(inputs: &[PathBuf]) -> anyhow::Result<Option<ukvs::surt::Options>> {
+    let mut found: Option<(ukvs::surt::Options, &Path)> = None;
+    for p in inputs {
+        for h in read_headers(p)? {
+            let Some(body) = h.strip_prefix("!meta ") else {
+                continue;
+            };
+            let Ok(meta) = ukvs::ukvs::parse_json5(body.as_bytes()) else {
+                continue;
+            };
+            let opts = match ukvs::capture::surt_options_from_meta(&meta) {
+                Ok(Some(o)) => o,
+                Ok(None) => continue,
+                Err(e) => bail!("{}: {e}", p.display()),
+            };
+            match &found {
+                Some((o, first)) if *o != opts => bail!(
+                    "{} and {} record different SURT profiles in !meta ({} and {}): \
+                     their keys do not meet",
+                    first.display(),
+                    p.display(),
+                    o.profile_name(),
+                    opts.profile_name()
+                ),
+                Some(_) => {}
+                None => found = Some((opts, p)),
+            }
+        }
+    }
+    Ok(found.map(|(o, _)| o))
+}
+
+/// Records a SURT profile in a map's `!meta`.
+fn record_surt_profile(header: &mut Header, profile: Option<ukvs::surt::Options>) {
+    if let Some(o) = profile {
+        header
+            .extra
+            .insert("surt".into(), ukvs::capture::surt_profile(&o));
+    }
+}
+
 fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
     if is_stdin(p) {
         return Ok(Vec::new());
@@ -928,6 +973,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let merged = Merger::new(sources, true);
     let params = a.rollup.params(f64::INFINITY);
     let mut header = header_for(&a.out, &a.inputs, None);
+    record_surt_profile(&mut header, surt_profile_of(&a.inputs)?);
     if !a.by.is_empty() {
         let dims: Vec<&str> =
             a.by.iter()
@@ -1112,6 +1158,10 @@ fn compact(a: CompactArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    record_surt_profile(
+        &mut header,
+        surt_profile_of(std::slice::from_ref(&a.input))?,
+    );
     let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
     let stats = finish_map(src, &a.rollup, params, &a.out, header, None)?;
     if !a.out.quiet {
@@ -1168,6 +1218,7 @@ fn normalized(
 }
 
 fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
+    let profile = surt_profile_of(&a.inputs)?;
     let sources = a
         .inputs
         .iter()
@@ -1195,7 +1246,8 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
         spool.append(&line)?;
         n += 1;
     }
-    let header = header_for(&a.out, &a.inputs, total);
+    let mut header = header_for(&a.out, &a.inputs, total);
+    record_surt_profile(&mut header, profile);
     write_output(
         &a.out,
         &header.to_bytes(),
@@ -1211,13 +1263,13 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The SURT of a query: SURTs (with `)`) are used as given, URLs are
-/// canonicalised.
-fn query_surt(q: &str) -> Vec<u8> {
+/// canonicalised with `opts` (the profile the map records).
+fn query_surt(q: &str, opts: &ukvs::surt::Options) -> Vec<u8> {
     let q = q.trim();
     if q.contains(')') && !q.contains("://") {
         return q.as_bytes().to_vec();
     }
-    ukvs::surt::key(q.as_bytes(), &ukvs::surt::Options::default()).0
+    ukvs::surt::key(q.as_bytes(), opts).0
 }
 
 fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
@@ -1229,6 +1281,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         Box::new(map_file(&f, &a.map)?)
     };
     let map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    let surt_opts = surt_profile_of(std::slice::from_ref(&a.map))?.unwrap_or_default();
     if a.datetime.is_some() && !map.has_datetime() {
         bail!(
             "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
@@ -1242,7 +1295,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         if q.trim().is_empty() {
             return Ok(false);
         }
-        let surt = query_surt(q);
+        let surt = query_surt(q, &surt_opts);
         let hit = match &a.datetime {
             Some(range) => map.lookup_during(&surt, range),
             None => map.lookup(&surt),
@@ -1301,6 +1354,8 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
+    // URL queries are keyed as the index's keys are.
+    let surt_opts = surt_profile_of(std::slice::from_ref(&a.index))?.unwrap_or_default();
     let index = read_all(&a.index)?;
     let (records, _) = ukvs::mementomap::generate::records_of(&index, &Options::default())
         .with_context(|| format!("reading {}", a.index.display()))?;
@@ -1316,7 +1371,7 @@ fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
     let queries: Vec<Vec<u8>> = String::from_utf8_lossy(&queries_text)
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(query_surt)
+        .map(|q| query_surt(q, &surt_opts))
         .collect();
     let stdout = io::stdout();
     let mut w = stdout.lock();

@@ -1354,3 +1354,64 @@ fn generate_in_parallel_parts_equals_one_pass() {
         assert_eq!(bad_many, bad_one, "-j {jobs}");
     }
 }
+
+/// A map made from an index records the index's SURT profile; lookup,
+/// compact and merge follow it, and maps of different profiles are not
+/// merged. Under `--keep-www`, `www.example.com` is another host.
+#[test]
+fn maps_carry_the_surt_profile_of_their_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let arc = util::data_dir().join("arc/example.arc");
+    let path = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    for (name, flags) in [("www", &["--keep-www"][..]), ("plain", &[][..])] {
+        let idx = path(&format!("{name}.ukvs"));
+        let mut args = vec!["index", "-q", arc.to_str().unwrap(), "-o", &idx];
+        args.extend(flags);
+        ukvs(&args);
+        ukvs(&[
+            "mementomap",
+            "generate",
+            "-q",
+            &idx,
+            "-o",
+            &path(&format!("{name}.map")),
+        ]);
+    }
+    let www = std::fs::read_to_string(path("www.map")).unwrap();
+    assert!(www.contains(r#""host_massage":false"#), "{www}");
+    let look = |map: &str, url: &str| {
+        util::run(&["mementomap", "lookup", &path(map), url], b"")
+            .status
+            .code()
+    };
+    assert_eq!(look("www.map", "http://example.com/"), Some(0));
+    assert_eq!(look("www.map", "http://www.example.com/"), Some(1));
+    assert_eq!(look("plain.map", "http://www.example.com/"), Some(0));
+    // Compaction keeps the profile.
+    ukvs(&[
+        "mementomap",
+        "compact",
+        "-q",
+        &path("www.map"),
+        "-o",
+        &path("www.c.map"),
+    ]);
+    assert!(std::fs::read_to_string(path("www.c.map"))
+        .unwrap()
+        .contains(r#""host_massage":false"#));
+    assert_eq!(look("www.c.map", "http://www.example.com/"), Some(1));
+    // Maps whose keys do not meet are not merged.
+    let o = util::run(
+        &[
+            "mementomap",
+            "merge",
+            &path("www.map"),
+            &path("plain.map"),
+            "-o",
+            &path("m.map"),
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("different SURT profiles"));
+}
