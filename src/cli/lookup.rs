@@ -616,36 +616,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// defaults. Indexes keyed with different profiles cannot be searched
 /// with one key.
 fn surt_options(sources: &[Source]) -> anyhow::Result<ukvs::surt::Options> {
-    let mut found: Option<(ukvs::surt::Options, &str)> = None;
-    for s in sources {
-        let Source::Plain { search, name } = s else {
-            continue;
-        };
-        for h in search.headers() {
-            let Some(body) = h.strip_prefix(b"!meta ") else {
-                continue;
-            };
-            let Ok(meta) = ukvs::ukvs::parse_json5(body) else {
-                continue;
-            };
-            let opts = match ukvs::capture::surt_options_from_meta(&meta) {
-                Ok(Some(o)) => o,
-                Ok(None) => continue,
-                Err(e) => bail!("{name}: {e}"),
-            };
-            match &found {
-                Some((o, first)) if *o != opts => bail!(
-                    "{first} and {name} record different SURT profiles in !meta \
-                     ({} and {}): look them up separately",
-                    o.profile_name(),
-                    opts.profile_name()
-                ),
-                Some(_) => {}
-                None => found = Some((opts, name)),
-            }
-        }
-    }
-    Ok(found.map(|(o, _)| o).unwrap_or_default())
+    let headers = sources.iter().flat_map(|s| match s {
+        Source::Plain { search, name } => Some(search.headers().map(move |h| (name.as_str(), h))),
+        Source::Cluster { .. } => None,
+    });
+    Ok(super::surt::profile_in_headers(headers.flatten())?.unwrap_or_default())
 }
 
 /// Names of the value fields between the datetime and the JSON block:

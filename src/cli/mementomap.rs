@@ -428,35 +428,12 @@ fn map_source(p: &Path) -> anyhow::Result<Source> {
 /// inputs that record different profiles are refused, since their keys do
 /// not meet.
 fn surt_profile_of(inputs: &[PathBuf]) -> anyhow::Result<Option<ukvs::surt::Options>> {
-    let mut found: Option<(ukvs::surt::Options, &Path)> = None;
+    let mut headers = Vec::new();
     for p in inputs {
-        for h in read_headers(p)? {
-            let Some(body) = h.strip_prefix("!meta ") else {
-                continue;
-            };
-            let Ok(meta) = ukvs::ukvs::parse_json5(body.as_bytes()) else {
-                continue;
-            };
-            let opts = match ukvs::capture::surt_options_from_meta(&meta) {
-                Ok(Some(o)) => o,
-                Ok(None) => continue,
-                Err(e) => bail!("{}: {e}", p.display()),
-            };
-            match &found {
-                Some((o, first)) if *o != opts => bail!(
-                    "{} and {} record different SURT profiles in !meta ({} and {}): \
-                     their keys do not meet",
-                    first.display(),
-                    p.display(),
-                    o.profile_name(),
-                    opts.profile_name()
-                ),
-                Some(_) => {}
-                None => found = Some((opts, p)),
-            }
-        }
+        let name = p.display().to_string();
+        headers.extend(read_headers(p)?.into_iter().map(|h| (name.clone(), h)));
     }
-    Ok(found.map(|(o, _)| o))
+    super::surt::profile_in_headers(headers.iter().map(|(n, h)| (n.as_str(), h.as_bytes())))
 }
 
 /// Records a SURT profile in a map's `!meta`.
