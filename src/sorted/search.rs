@@ -15,6 +15,11 @@
 //! path of a query, not everywhere: a line out of place that no probe
 //! visits can make a lookup of its own key miss it. [`Search::check_order`]
 //! (`ukvs lookup --check`) reads the whole file to prove its order.
+//!
+//! For a batch of many queries, [`Search::sample`] pays one pass over the
+//! file that proves its order and keeps a sample of lines plus every line
+//! start; searches then need no checks, and [`Search::lower_bounds`] runs
+//! several of them in lockstep so that their cache misses overlap.
 
 use std::cmp::Ordering;
 
