@@ -4,11 +4,13 @@
 //! message keeps the CPU's SHA unit a fraction busy (`sha1rnds4` has a
 //! latency of several cycles but starts one every cycle or two). Indexing
 //! hashes one payload per record, and records are independent, so
-//! [`sha1_batch`] runs four messages through the SHA extensions in
-//! lockstep, each lane refilled with the next message as soon as its own is
-//! done. On a CPU with SHA extensions that is about 2.5 times the
-//! throughput of one message at a time (`scripts/bench.sh`); elsewhere each
-//! message goes through the `sha1` crate.
+//! [`Lanes`] runs four messages through the SHA extensions in lockstep;
+//! a message leaves its lane as soon as it is done and the caller puts the
+//! next one in, while the others go on, so a long message does not leave
+//! three lanes idle. On a CPU with SHA extensions four full lanes have
+//! about 2.5 times the throughput of one message at a time
+//! (`cargo bench --bench sha1_batch`); elsewhere each message goes through
+//! the `sha1` crate. [`sha1_batch`] hashes a list of messages that way.
 //!
 //! The lockstep compression is the standard SHA-NI block function with its
 //! instructions interleaved across lanes; the final blocks (the tail and
@@ -29,28 +31,138 @@ pub fn sha1(data: &[u8]) -> [u8; 20] {
 /// The SHA-1 of each message, in order, into `out` (cleared first).
 pub fn sha1_batch(msgs: &[&[u8]], out: &mut Vec<[u8; 20]>) {
     out.clear();
-    #[cfg(target_arch = "x86_64")]
-    {
-        if msgs.len() > 1 && x86::supported() {
-            x86::batch(msgs, out);
+    out.resize(msgs.len(), [0; 20]);
+    let mut lanes = Lanes::new();
+    let mut next = 0;
+    let mut done = Vec::new();
+    loop {
+        while lanes.has_room() && next < msgs.len() {
+            lanes.start(next);
+            next += 1;
+        }
+        if lanes.is_empty() {
             return;
         }
+        lanes.advance(|i| msgs[i], &mut done);
+        for (i, digest) in done.drain(..) {
+            out[i] = digest;
+        }
     }
-    out.extend(msgs.iter().map(|m| sha1(m)));
 }
+
+/// Messages being hashed together, four at most. The caller owns the
+/// messages and names each by a number of its choice (its *slot*); it
+/// passes their bytes to every [`Lanes::advance`], which must be the same
+/// bytes from [`Lanes::start`] until the slot's digest comes out.
+pub struct Lanes {
+    lanes: Vec<Lane>,
+    simd: bool,
+}
+
+/// A message in a lane: the caller's slot, the state, and how many of its
+/// bytes have been compressed (a multiple of 64).
+struct Lane {
+    slot: usize,
+    state: [u32; 5],
+    done: usize,
+}
+
+impl Default for Lanes {
+    fn default() -> Lanes {
+        Lanes::new()
+    }
+}
+
+impl Lanes {
+    /// Messages hashed in lockstep at most.
+    pub const WIDTH: usize = 4;
+
+    pub fn new() -> Lanes {
+        #[cfg(target_arch = "x86_64")]
+        let simd = x86::supported();
+        #[cfg(not(target_arch = "x86_64"))]
+        let simd = false;
+        Lanes {
+            lanes: Vec::with_capacity(Self::WIDTH),
+            simd,
+        }
+    }
+
+    /// Whether a message can start.
+    pub fn has_room(&self) -> bool {
+        self.lanes.len() < Self::WIDTH
+    }
+
+    /// Whether no message is being hashed.
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    /// Starts hashing the message of `slot` (the caller keeps its bytes
+    /// until its digest comes out). Needs [`Lanes::has_room`].
+    pub fn start(&mut self, slot: usize) {
+        debug_assert!(self.has_room());
+        self.lanes.push(Lane {
+            slot,
+            state: H0,
+            done: 0,
+        });
+    }
+
+    /// Moves the messages on; `data(slot)` gives a slot's bytes. The slots
+    /// whose message is done are appended to `done` with their digests,
+    /// and their lanes are free again. When some are done, nothing else is
+    /// compressed in this call, so that the caller can fill the free lanes
+    /// before the others go on.
+    pub fn advance<'d>(
+        &mut self,
+        data: impl Fn(usize) -> &'d [u8],
+        done: &mut Vec<(usize, [u8; 20])>,
+    ) {
+        let before = done.len();
+        if !self.simd {
+            done.extend(self.lanes.drain(..).map(|l| (l.slot, sha1(data(l.slot)))));
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.lanes.retain(|l| {
+                let m = data(l.slot);
+                let open = m.len() - l.done >= 64;
+                if !open {
+                    done.push((l.slot, x86::finish(l.state, &m[l.done..], m.len())));
+                }
+                open
+            });
+            if done.len() > before {
+                return;
+            }
+            // SAFETY (every arm): `simd` says the CPU has the extensions.
+            match self.lanes.len() {
+                0 => {}
+                1 => unsafe { x86::advance::<1>(&mut self.lanes, &data) },
+                2 => unsafe { x86::advance::<2>(&mut self.lanes, &data) },
+                3 => unsafe { x86::advance::<3>(&mut self.lanes, &data) },
+                _ => unsafe { x86::advance::<{ Lanes::WIDTH }>(&mut self.lanes, &data) },
+            }
+        }
+    }
+}
+
+/// The SHA-1 initial state.
+const H0: [u32; 5] = [
+    0x6745_2301,
+    0xEFCD_AB89,
+    0x98BA_DCFE,
+    0x1032_5476,
+    0xC3D2_E1F0,
+];
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    const H0: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
-    const LANES: usize = 4;
+    use super::Lane;
 
     pub fn supported() -> bool {
         is_x86_feature_detected!("sha")
@@ -59,70 +171,26 @@ mod x86 {
             && is_x86_feature_detected!("sse4.1")
     }
 
-    /// A message in a lane: its index in the batch, the state, and how
-    /// many of its bytes have been compressed (a multiple of 64).
-    struct Lane {
-        msg: usize,
-        state: [u32; 5],
-        done: usize,
-    }
-
-    /// Requires [`supported`].
-    pub fn batch(msgs: &[&[u8]], out: &mut Vec<[u8; 20]>) {
-        out.resize(msgs.len(), [0; 20]);
-        let mut next = 0;
-        let mut lanes: Vec<Lane> = Vec::with_capacity(LANES);
-        loop {
-            // Finish lanes whose full blocks are done; refill from the batch.
-            lanes.retain(|l| {
-                let m = msgs[l.msg];
-                let open = m.len() - l.done >= 64;
-                if !open {
-                    out[l.msg] = finish(l.state, &m[l.done..], m.len());
-                }
-                open
-            });
-            while lanes.len() < LANES && next < msgs.len() {
-                let m = msgs[next];
-                if m.len() < 64 {
-                    out[next] = finish(H0, m, m.len());
-                } else {
-                    lanes.push(Lane {
-                        msg: next,
-                        state: H0,
-                        done: 0,
-                    });
-                }
-                next += 1;
-            }
-            // SAFETY (every arm): the caller checked `supported()`.
-            match lanes.len() {
-                0 => return,
-                1 => unsafe { advance::<1>(&mut lanes, msgs) },
-                2 => unsafe { advance::<2>(&mut lanes, msgs) },
-                3 => unsafe { advance::<3>(&mut lanes, msgs) },
-                _ => unsafe { advance::<LANES>(&mut lanes, msgs) },
-            }
-        }
-    }
-
     /// Compresses the first `N` lanes as far as the shortest goes in whole
     /// blocks.
     ///
     /// # Safety
     /// As [`compress`].
-    unsafe fn advance<const N: usize>(lanes: &mut [Lane], msgs: &[&[u8]]) {
+    pub(super) unsafe fn advance<'d, const N: usize>(
+        lanes: &mut [Lane],
+        msg: &impl Fn(usize) -> &'d [u8],
+    ) {
         let lanes = &mut lanes[..N];
         let blocks = lanes
             .iter()
-            .map(|l| (msgs[l.msg].len() - l.done) / 64)
+            .map(|l| (msg(l.slot).len() - l.done) / 64)
             .min()
             .unwrap_or(0);
         let mut states = [[0; 5]; N];
         let mut data: [&[u8]; N] = [&[]; N];
         for ((st, d), l) in states.iter_mut().zip(&mut data).zip(&*lanes) {
             *st = l.state;
-            *d = &msgs[l.msg][l.done..l.done + blocks * 64];
+            *d = &msg(l.slot)[l.done..l.done + blocks * 64];
         }
         // SAFETY: passed on from the caller.
         unsafe { compress::<N>(&mut states, data) };
@@ -134,14 +202,14 @@ mod x86 {
 
     /// Compresses the tail (under 64 bytes) and the padding of a message
     /// of `total` bytes, and returns the digest.
-    fn finish(state: [u32; 5], tail: &[u8], total: usize) -> [u8; 20] {
+    pub(super) fn finish(state: [u32; 5], tail: &[u8], total: usize) -> [u8; 20] {
         let mut buf = [0u8; 128];
         buf[..tail.len()].copy_from_slice(tail);
         buf[tail.len()] = 0x80;
         let n = if tail.len() + 9 <= 64 { 64 } else { 128 };
         buf[n - 8..n].copy_from_slice(&((total as u64).wrapping_mul(8)).to_be_bytes());
         let mut st = [state];
-        // SAFETY: only reached from `batch`, whose caller checked `supported()`.
+        // SAFETY: only reached through `Lanes` when `supported()` held.
         unsafe { compress::<1>(&mut st, [&buf[..n]]) };
         let mut digest = [0; 20];
         for (d, w) in digest.chunks_exact_mut(4).zip(st[0]) {

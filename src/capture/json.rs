@@ -23,6 +23,15 @@ pub enum Escape {
 /// as Latin-1 byte by byte, which is also what `false` asks for).
 pub fn write_str(out: &mut Vec<u8>, raw: &[u8], as_utf8: bool, escape: Escape) {
     out.push(b'"');
+    // Printable ASCII other than `"` and `\` is itself in every spelling
+    // and reading: copied as one run. The rest starts at a character
+    // boundary and is valid UTF-8 exactly when the whole is.
+    let plain = raw
+        .iter()
+        .position(|&b| !(0x20..=0x7f).contains(&b) || b == b'"' || b == b'\\')
+        .unwrap_or(raw.len());
+    out.extend_from_slice(&raw[..plain]);
+    let raw = &raw[plain..];
     match (as_utf8, std::str::from_utf8(raw)) {
         (true, Ok(s)) => {
             for c in s.chars() {

@@ -21,6 +21,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use anyhow::Context;
 use rayon::prelude::*;
 use ukvs::arc;
+use ukvs::capture::hash::Lanes;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
 
 use super::output::Output as Dest;
@@ -311,24 +312,99 @@ fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     }
 }
 
-/// Records read before their digests are computed together.
-const BATCH_RECORDS: usize = 8;
-/// Block bytes after which a batch is closed early (large records).
-const BATCH_BYTES: usize = 4 << 20;
-/// Buffer capacity the record slots of a batch keep between batches.
-const BATCH_KEEP: usize = 64 << 20;
+/// Lines held for records still hashing before a new record is read.
+const MAX_HELD: usize = 4096;
 
-/// Frees the largest record buffers of `batch` until the capacity kept
-/// for the next batch is at most [`BATCH_KEEP`]: one huge record does not
-/// pin its size in every slot.
-fn release_large_buffers(batch: &mut [arc::Record]) {
-    let mut kept: usize = batch.iter().map(|r| r.block.capacity()).sum();
-    while kept > BATCH_KEEP {
-        let Some(big) = batch.iter_mut().max_by_key(|r| r.block.capacity()) else {
-            return;
-        };
-        kept -= big.block.capacity();
-        big.block = Vec::new();
+/// A record whose digest is being computed, and the bytes it digests.
+struct InLane {
+    seq: u64,
+    rec: arc::Record,
+    range: std::ops::Range<usize>,
+}
+
+/// Where `part` lies in `block`, when it is a part of it.
+fn range_in(block: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(block.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= block.len()).then_some(start..end)
+}
+
+/// The lines of one file in record order: a record gets a number when it
+/// is read, and its line is written out once the lines of every record
+/// before it are.
+#[derive(Default)]
+struct InOrder {
+    /// Lines of records `first..`, `None` while a record is hashing.
+    held: std::collections::VecDeque<Option<Vec<u8>>>,
+    first: u64,
+}
+
+impl InOrder {
+    /// Numbers the next record.
+    fn open(&mut self) -> u64 {
+        self.held.push_back(None);
+        self.first + self.held.len() as u64 - 1
+    }
+
+    /// Records numbered and not written out.
+    fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// `write` makes the line of record `seq`; it goes to `out` now if no
+    /// record before it is pending (the usual case: no copy), else later.
+    fn finish(&mut self, seq: u64, out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+        let at = (seq - self.first) as usize;
+        if at == 0 {
+            write(out);
+            self.held.pop_front();
+            self.first += 1;
+            while let Some(Some(_)) = self.held.front() {
+                if let Some(Some(line)) = self.held.pop_front() {
+                    out.extend_from_slice(&line);
+                }
+                self.first += 1;
+            }
+        } else {
+            let mut line = Vec::new();
+            write(&mut line);
+            self.held[at] = Some(line);
+        }
+    }
+}
+
+/// Writes the lines of one file's records and counts them.
+struct Emit<'a> {
+    indexer: &'a mut Indexer,
+    stats: &'a mut FileStats,
+    tx: &'a SyncSender<Msg>,
+    path: &'a Path,
+}
+
+impl Emit<'_> {
+    /// Appends the line of `rec` (its digest computed here when `digest`
+    /// is `None`), counts it, and warns about a URL kept as its key.
+    fn line(&mut self, rec: &arc::Record, digest: Option<[u8; 20]>, out: &mut Vec<u8>) {
+        match self.indexer.write_hashed(rec, digest, out) {
+            Outcome::Indexed => self.stats.records += 1,
+            Outcome::Filtered => self.stats.filtered += 1,
+        }
+        if let Some(e) = self.indexer.take_key_error() {
+            self.stats.uncanonical += 1;
+            if self.stats.uncanonical <= KEY_WARNINGS {
+                let more = if self.stats.uncanonical == KEY_WARNINGS {
+                    "; further ones in this file are counted only"
+                } else {
+                    ""
+                };
+                let text = format!(
+                    "{}: offset {}: {e}; the key is the URL (as the reference indexers write it){more}",
+                    self.path.display(),
+                    rec.offset,
+                );
+                let _ = self.tx.send(Msg::Warning { text });
+            }
+        }
     }
 }
 
@@ -358,81 +434,97 @@ fn index_file(
         }
     };
     let mut rdr = arc::Reader::new(f);
-    // Records are read in batches so that their digests are computed
-    // together (`hash::sha1_batch`, several messages per core at once).
-    let mut batch: Vec<arc::Record> = Vec::new();
-    let mut digests = Vec::new();
+    // Digests are computed several records at a time (`hash::Lanes`): a
+    // record enters a free lane when it is read and leaves it when its
+    // digest is done, so small records pass a large one. Their lines wait
+    // in `order` for the records before them.
+    let mut lanes = Lanes::new();
+    let mut slots: Vec<Option<InLane>> = (0..Lanes::WIDTH).map(|_| None).collect();
+    let mut spare: Vec<arc::Record> = Vec::new();
+    let mut order = InOrder::default();
+    let mut done = Vec::new();
     let mut last_end = 0u64;
     let mut more = true;
-    while more {
+    let mut w = Emit {
+        indexer: &mut indexer,
+        stats: &mut stats,
+        tx,
+        path,
+    };
+    loop {
         if abort.load(Ordering::Relaxed) {
             return;
         }
-        let mut n = 0;
-        let mut bytes = 0;
-        while n < BATCH_RECORDS && bytes < BATCH_BYTES {
-            if n == batch.len() {
-                batch.push(arc::Record::default());
-            }
-            match rdr.read_record(&mut batch[n]) {
+        while more && lanes.has_room() && order.held() < MAX_HELD {
+            let mut rec = spare.pop().unwrap_or_default();
+            match rdr.read_record(&mut rec) {
                 Ok(true) => {
-                    bytes += batch[n].block.len();
-                    n += 1;
+                    if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
+                        meta = Some(filedesc_meta(&name, &rec));
+                    }
+                    let end = rec.offset + rec.length;
+                    if let Some(pb) = pb {
+                        pb.inc(end.saturating_sub(last_end));
+                    }
+                    last_end = last_end.max(end);
+                    let seq = order.open();
+                    match w
+                        .indexer
+                        .digest_input(&rec)
+                        .and_then(|d| range_in(&rec.block, d))
+                    {
+                        Some(range) => {
+                            let lane = slots.iter().position(Option::is_none).unwrap_or(0);
+                            slots[lane] = Some(InLane { seq, rec, range });
+                            lanes.start(lane);
+                        }
+                        None => {
+                            order.finish(seq, &mut buf, |out| w.line(&rec, None, out));
+                            spare.push(rec);
+                        }
+                    }
                 }
                 Ok(false) => {
                     more = false;
-                    break;
+                    spare.push(rec);
                 }
                 Err(e) => {
-                    stats.errors += 1;
+                    spare.push(rec);
+                    w.stats.errors += 1;
                     let fatal = e.is_fatal();
                     let text = format!("{}: {e}", path.display());
-                    if tx.send(Msg::Error { text }).is_err() || fatal {
+                    if w.tx.send(Msg::Error { text }).is_err() || fatal {
                         more = false;
-                        break;
                     }
                 }
             }
         }
-        let records = &batch[..n];
-        let inputs: Vec<Option<&[u8]>> = records.iter().map(|r| indexer.digest_input(r)).collect();
-        let msgs: Vec<&[u8]> = inputs.iter().flatten().copied().collect();
-        capture::hash::sha1_batch(&msgs, &mut digests);
-        let mut hashed = digests.iter();
-        for (rec, input) in records.iter().zip(&inputs) {
-            if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
-                meta = Some(filedesc_meta(&name, rec));
+        if lanes.is_empty() {
+            if more {
+                continue;
             }
-            let digest = input.and_then(|_| hashed.next().copied());
-            match indexer.write_hashed(rec, digest, &mut buf) {
-                Outcome::Indexed => stats.records += 1,
-                Outcome::Filtered => stats.filtered += 1,
-            }
-            if let Some(e) = indexer.take_key_error() {
-                stats.uncanonical += 1;
-                if stats.uncanonical <= KEY_WARNINGS {
-                    let text = format!(
-                        "{}: offset {}: {e}; the key is the URL (as the reference indexers write it){}",
-                        path.display(),
-                        rec.offset,
-                        if stats.uncanonical == KEY_WARNINGS { "; further ones in this file are counted only" } else { "" },
-                    );
-                    let _ = tx.send(Msg::Warning { text });
-                }
-            }
-            let end = rec.offset + rec.length;
-            if let Some(pb) = pb {
-                pb.inc(end.saturating_sub(last_end));
-            }
-            last_end = last_end.max(end);
-            if buf.len() >= CHUNK {
-                let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096));
-                if tx.send(Msg::Lines { file, buf: chunk }).is_err() {
-                    return;
-                }
+            break;
+        }
+        lanes.advance(
+            |lane| {
+                slots[lane]
+                    .as_ref()
+                    .map_or(&[][..], |l| &l.rec.block[l.range.clone()])
+            },
+            &mut done,
+        );
+        for (lane, digest) in done.drain(..) {
+            if let Some(l) = slots[lane].take() {
+                order.finish(l.seq, &mut buf, |out| w.line(&l.rec, Some(digest), out));
+                spare.push(l.rec);
             }
         }
-        release_large_buffers(&mut batch);
+        if buf.len() >= CHUNK {
+            let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096));
+            if w.tx.send(Msg::Lines { file, buf: chunk }).is_err() {
+                return;
+            }
+        }
     }
     stats.bytes = last_end;
     stats.skipped = rdr.stats().skipped_records;
