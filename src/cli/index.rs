@@ -382,6 +382,16 @@ struct Emit<'a> {
 }
 
 impl Emit<'_> {
+    /// Hands `buf` to the writer once it holds a chunk; false when the
+    /// writer is gone.
+    fn send_full(&self, file: usize, buf: &mut Vec<u8>) -> bool {
+        if buf.len() < CHUNK {
+            return true;
+        }
+        let chunk = std::mem::replace(buf, Vec::with_capacity(CHUNK + 4096));
+        self.tx.send(Msg::Lines { file, buf: chunk }).is_ok()
+    }
+
     /// Appends the line of `rec` (its digest computed here when `digest`
     /// is `None`), counts it, and warns about a URL kept as its key.
     fn line(&mut self, rec: &arc::Record, digest: Option<[u8; 20]>, out: &mut Vec<u8>) {
@@ -481,6 +491,11 @@ fn index_file(
                         None => {
                             order.finish(seq, &mut buf, |out| w.line(&rec, None, out));
                             spare.push(rec);
+                            // Files of records that need no hashing never
+                            // leave this loop until their end.
+                            if !w.send_full(file, &mut buf) {
+                                return;
+                            }
                         }
                     }
                 }
@@ -519,11 +534,8 @@ fn index_file(
                 spare.push(l.rec);
             }
         }
-        if buf.len() >= CHUNK {
-            let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096));
-            if w.tx.send(Msg::Lines { file, buf: chunk }).is_err() {
-                return;
-            }
+        if !w.send_full(file, &mut buf) {
+            return;
         }
     }
     stats.bytes = last_end;
