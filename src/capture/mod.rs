@@ -245,12 +245,10 @@ pub fn safe_url(url: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// The payload of a block whose HTTP head was read as `head`: what follows
-/// the head, or the whole block when there is none.
-fn payload<'r>(block: &'r [u8], head: Option<&http::Head>) -> &'r [u8] {
-    head.map_or(block, |hd| {
-        block.get(hd.payload_start..).unwrap_or_default()
-    })
+/// Where the payload of a block whose HTTP head was read as `head` starts:
+/// after the head, or at 0 when there is none.
+fn payload_start(block: &[u8], head: Option<&http::Head>) -> usize {
+    head.map_or(0, |hd| hd.payload_start.min(block.len()))
 }
 
 /// Whether cdxj-indexer reads an HTTP head in the block: records with a
@@ -264,21 +262,21 @@ fn cdxj_parses_http(h: &Header) -> bool {
     h.length.unwrap_or(0) != 0 && (url.starts_with(b"http:") || url.starts_with(b"https:"))
 }
 
-/// The bytes CDX-Writer digests: a filedesc block without its version and
-/// field-name lines, the body after the head of a block that starts with
-/// `HTTP`, else the whole block.
-fn cdx11_digest_input(rec: &Record) -> &[u8] {
+/// Where the bytes CDX-Writer digests start (they run to the end of the
+/// block): after the version and field-name lines of a filedesc block,
+/// after the head of a block that starts with `HTTP`, else at 0.
+fn cdx11_digest_start(rec: &Record) -> usize {
     let block = &rec.block[..];
     if is_filedesc(rec) {
-        let mut rest = block;
+        let mut start = 0;
         for _ in 0..2 {
-            rest = memchr::memchr(b'\n', rest).map_or(&[][..], |i| &rest[i + 1..]);
+            start = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i + 1);
         }
-        rest
+        start
     } else if block.starts_with(b"HTTP") {
-        &block[http::cdx_writer_payload_start(block)..]
+        http::cdx_writer_payload_start(block).min(block.len())
     } else {
-        block
+        0
     }
 }
 
@@ -338,7 +336,7 @@ impl<'a> Capture<'a> {
     }
 
     /// As [`Capture::from_record`], with the SHA-1 of the record's
-    /// [`Indexer::digest_input`] when the caller has it already.
+    /// the bytes [`Indexer::digest_start`] names when the caller has it already.
     fn from_hashed(
         rec: &'a Record,
         surt_opts: &surt::Options,
@@ -352,12 +350,13 @@ impl<'a> Capture<'a> {
         } else {
             None
         };
-        let digest = match declared_sha1(&h.checksum) {
-            Some(d) => Digest::Declared(d),
-            None => {
-                Digest::Sha1(hashed.unwrap_or_else(|| sha1(payload(&rec.block, head.as_ref()))))
-            }
-        };
+        let digest =
+            match declared_sha1(&h.checksum) {
+                Some(d) => Digest::Declared(d),
+                None => Digest::Sha1(hashed.unwrap_or_else(|| {
+                    sha1(&rec.block[payload_start(&rec.block, head.as_ref())..])
+                })),
+            };
         let (mut key, key_error) = surt::key(&url, surt_opts);
         if needs_key_escape(&key) {
             key = escape_key(&key);
@@ -542,12 +541,13 @@ impl Indexer {
         self.write_hashed(rec, None, out)
     }
 
-    /// The bytes whose SHA-1 is `rec`'s digest in this profile, or `None`
-    /// when its line needs none (the header line carries a checksum, or
-    /// the profile leaves filedesc records out). Callers that index many
-    /// records hash these inputs together ([`hash::sha1_batch`]) and pass
-    /// each digest to [`Indexer::write_hashed`].
-    pub fn digest_input<'r>(&self, rec: &'r Record) -> Option<&'r [u8]> {
+    /// Where the bytes whose SHA-1 is `rec`'s digest in this profile start
+    /// in its block (they run to its end), or `None` when its line needs
+    /// none (the header line carries a checksum, or the profile leaves
+    /// filedesc records out). Callers that index many records hash these
+    /// inputs together ([`hash::Lanes`]) and pass each digest to
+    /// [`Indexer::write_hashed`].
+    pub fn digest_start(&self, rec: &Record) -> Option<usize> {
         if declared_sha1(&rec.header.checksum).is_some() {
             return None;
         }
@@ -561,7 +561,7 @@ impl Indexer {
                 } else {
                     None
                 };
-                Some(payload(&rec.block, head.as_ref()))
+                Some(payload_start(&rec.block, head.as_ref()))
             }
             Profile::Cdxj => {
                 if is_filedesc(rec) {
@@ -572,19 +572,19 @@ impl Indexer {
                 } else {
                     None
                 };
-                Some(payload(&rec.block, head.as_ref()))
+                Some(payload_start(&rec.block, head.as_ref()))
             }
             Profile::Cdx11 => {
                 if is_filedesc(rec) && !self.opts.all_records {
                     return None;
                 }
-                Some(cdx11_digest_input(rec))
+                Some(cdx11_digest_start(rec))
             }
         }
     }
 
     /// As [`Indexer::write`], with `hashed` the SHA-1 of
-    /// [`Indexer::digest_input`]`(rec)` when the caller has it (`None`: the
+    /// `rec.block[digest_start(rec)..]` when the caller has it (`None`: the
     /// digest is computed here).
     pub fn write_hashed(
         &mut self,
@@ -671,12 +671,13 @@ impl Indexer {
         } else {
             None
         };
-        let digest = match declared_sha1(&h.checksum) {
-            Some(d) => Digest::Declared(d),
-            None => {
-                Digest::Sha1(hashed.unwrap_or_else(|| sha1(payload(&rec.block, head.as_ref()))))
-            }
-        };
+        let digest =
+            match declared_sha1(&h.checksum) {
+                Some(d) => Digest::Declared(d),
+                None => Digest::Sha1(hashed.unwrap_or_else(|| {
+                    sha1(&rec.block[payload_start(&rec.block, head.as_ref())..])
+                })),
+            };
 
         out.extend_from_slice(&key);
         out.push(b' ');
@@ -745,7 +746,9 @@ impl Indexer {
         let is_http_block = !filedesc && block.starts_with(b"HTTP");
         let digest = match declared_sha1(&h.checksum) {
             Some(d) => Digest::Declared(d),
-            None => Digest::Sha1(hashed.unwrap_or_else(|| sha1(cdx11_digest_input(rec)))),
+            None => {
+                Digest::Sha1(hashed.unwrap_or_else(|| sha1(&rec.block[cdx11_digest_start(rec)..])))
+            }
         };
         let mime: &[u8] = if filedesc {
             b"warc/filedesc"

@@ -315,18 +315,12 @@ fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
 /// Lines held for records still hashing before a new record is read.
 const MAX_HELD: usize = 4096;
 
-/// A record whose digest is being computed, and the bytes it digests.
+/// A record whose digest is being computed: it digests its block from
+/// `start` on.
 struct InLane {
     seq: u64,
     rec: arc::Record,
-    range: std::ops::Range<usize>,
-}
-
-/// Where `part` lies in `block`, when it is a part of it.
-fn range_in(block: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
-    let start = (part.as_ptr() as usize).checked_sub(block.as_ptr() as usize)?;
-    let end = start.checked_add(part.len())?;
-    (end <= block.len()).then_some(start..end)
+    start: usize,
 }
 
 /// The lines of one file in record order: a record gets a number when it
@@ -478,14 +472,10 @@ fn index_file(
                     }
                     last_end = last_end.max(end);
                     let seq = order.open();
-                    match w
-                        .indexer
-                        .digest_input(&rec)
-                        .and_then(|d| range_in(&rec.block, d))
-                    {
-                        Some(range) => {
+                    match w.indexer.digest_start(&rec) {
+                        Some(start) => {
                             let lane = slots.iter().position(Option::is_none).unwrap_or(0);
-                            slots[lane] = Some(InLane { seq, rec, range });
+                            slots[lane] = Some(InLane { seq, rec, start });
                             lanes.start(lane);
                         }
                         None => {
@@ -524,7 +514,7 @@ fn index_file(
             |lane| {
                 slots[lane]
                     .as_ref()
-                    .map_or(&[][..], |l| &l.rec.block[l.range.clone()])
+                    .map_or(&[][..], |l| &l.rec.block[l.start..])
             },
             &mut done,
         );

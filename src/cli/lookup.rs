@@ -259,11 +259,8 @@ impl Source {
                 cluster,
                 shards,
             } => {
-                let fetch = |shard: &str, offset: u64, length: u64| {
-                    fetch_shard_block(shards, shard, offset, length)
-                };
                 let found = cluster
-                    .range(range, fetch)
+                    .range(range, shard_fetcher(shards))
                     .with_context(|| format!("searching {name}"))?;
                 Ok(found
                     .into_iter()
@@ -290,11 +287,8 @@ fn check_order(sources: &[Source]) -> anyhow::Result<()> {
                 cluster,
                 shards,
             } => {
-                let fetch = |shard: &str, offset: u64, length: u64| {
-                    fetch_shard_block(shards, shard, offset, length)
-                };
                 let report = cluster
-                    .check_order(MAX_REPORTED, fetch)
+                    .check_order(MAX_REPORTED, shard_fetcher(shards))
                     .with_context(|| format!("checking {name}"))?;
                 (name, report)
             }
@@ -345,17 +339,17 @@ fn read_loc(path: &Path) -> anyhow::Result<HashMap<String, Vec<PathBuf>>> {
     Ok(map)
 }
 
-/// Reads a block of `shard`, found through the `.loc` file's paths.
-fn fetch_shard_block(
+/// Reads blocks of a cluster's shards, found through the `.loc` file's
+/// paths: `(shard, offset, length) -> bytes`.
+fn shard_fetcher(
     shards: &HashMap<String, Vec<PathBuf>>,
-    shard: &str,
-    offset: u64,
-    length: u64,
-) -> std::io::Result<Vec<u8>> {
-    let paths = shards
-        .get(shard)
-        .ok_or_else(|| std::io::Error::other(format!("shard {shard:?} is not in the .loc file")))?;
-    fetch_block(paths, offset, length)
+) -> impl Fn(&str, u64, u64) -> std::io::Result<Vec<u8>> + '_ {
+    move |shard, offset, length| {
+        let paths = shards.get(shard).ok_or_else(|| {
+            std::io::Error::other(format!("shard {shard:?} is not in the .loc file"))
+        })?;
+        fetch_block(paths, offset, length)
+    }
 }
 
 /// Reads `length` bytes at `offset` of the first path of a shard that opens.

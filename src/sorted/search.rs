@@ -480,16 +480,19 @@ impl<D: AsRef<[u8]>> Search<D> {
     /// order of every line, and the known line starts delimit the lines:
     /// a bisection reads the head of a few lines of the map, nothing else.
     fn window(&self, key: &[u8]) -> Result<usize, Window<'_>> {
+        self.window_before(self.samples.find(self.data.as_ref(), key))
+    }
+
+    /// [`Search::window`] from `j`, the first sample `>= key`.
+    fn window_before(&self, j: usize) -> Result<usize, Window<'_>> {
         let s = &self.samples;
-        let buf = self.data.as_ref();
-        let j = s.find(buf, key);
         if j == 0 {
             return Ok(s.starts[0]);
         }
         let offsets = &s.offsets[s.first[j - 1]..s.first[j]];
         Err(Window {
             base: s.starts[j - 1],
-            end: s.starts.get(j).copied().unwrap_or(buf.len()),
+            end: s.starts.get(j).copied().unwrap_or(self.data.as_ref().len()),
             offsets,
             lo: 0,
             hi: offsets.len(),
@@ -548,20 +551,13 @@ impl<D: AsRef<[u8]>> Search<D> {
             }
             open.clear();
             for (i, j) in found.enumerate() {
-                if j == 0 {
-                    out[i] = s.starts[0];
-                    continue;
+                match self.window_before(j) {
+                    Ok(at) => out[i] = at,
+                    Err(w) => {
+                        prefetch(buf, w.start(w.mid()));
+                        open.push((i, w));
+                    }
                 }
-                let offsets = &s.offsets[s.first[j - 1]..s.first[j]];
-                let w = Window {
-                    base: s.starts[j - 1],
-                    end: s.starts.get(j).copied().unwrap_or(buf.len()),
-                    offsets,
-                    lo: 0,
-                    hi: offsets.len(),
-                };
-                prefetch(buf, w.start(w.mid()));
-                open.push((i, w));
             }
             while !open.is_empty() {
                 open.retain_mut(|(i, w)| {
