@@ -21,7 +21,7 @@ use ukvs::mementomap::generate::{
 use ukvs::mementomap::header::{iso8601, Header};
 use ukvs::mementomap::key::map_key;
 use ukvs::mementomap::lookup::{DatetimeRange, Map};
-use ukvs::mementomap::merge::{Merger, Source};
+use ukvs::mementomap::merge::{fold, Lines, Merger, Source, Summary};
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
 use ukvs::sorted::ExternalSorter;
 
@@ -330,6 +330,76 @@ fn map_file(f: &File, p: &Path) -> anyhow::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(f) }.with_context(|| format!("mapping {}", p.display()))
 }
 
+/// A plain input file that can be mapped (`None` for stdin, gzip, and
+/// what is not a regular, non-empty file: those are read as streams).
+fn mappable_input(p: &Path) -> anyhow::Result<Option<File>> {
+    if is_stdin(p) || is_gz(p) {
+        return Ok(None);
+    }
+    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let meta = f.metadata()?;
+    Ok((meta.is_file() && meta.len() > 0).then_some(f))
+}
+
+/// The lines of bytes `from..to` of `file` (a part that starts at a line
+/// start), each with its 1-based number in the part, read through a
+/// memory map of a few MiB at a time: no copy, and the resident memory
+/// stays flat however large the file (a fault maps the whole page-cache
+/// folio around it, so one map of the whole file would keep growing).
+fn for_each_mapped_line(
+    file: &File,
+    from: u64,
+    to: u64,
+    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    const WINDOW: u64 = 4 << 20;
+    // Map offsets are multiples of the page size; 64 KiB is one of every
+    // page size in use.
+    const ALIGN: u64 = 64 << 10;
+    let (mut pos, mut no, mut window) = (from, 0u64, WINDOW);
+    while pos < to {
+        let start = pos - pos % ALIGN;
+        let end = (start + window).min(to);
+        let map = map_range(file, start, end - start)?;
+        let mut at = (pos - start) as usize;
+        loop {
+            let Some(len) = memchr::memchr(b'\n', &map[at..]) else {
+                if end == to && at < map.len() {
+                    // The last line, without its LF.
+                    no += 1;
+                    f(&map[at..], no)?;
+                    at = map.len();
+                }
+                break;
+            };
+            no += 1;
+            f(&map[at..at + len], no)?;
+            at += len + 1;
+        }
+        let next = start + at as u64;
+        // A line longer than the window: a larger one.
+        window = if next == pos && end < to {
+            window * 2
+        } else {
+            WINDOW
+        };
+        pos = next;
+    }
+    Ok(())
+}
+
+/// Maps `len` bytes of `f` from `offset` (a multiple of the page size).
+fn map_range(f: &File, offset: u64, len: u64) -> anyhow::Result<memmap2::Mmap> {
+    // SAFETY: as in `map_file`.
+    unsafe {
+        memmap2::MmapOptions::new()
+            .offset(offset)
+            .len(len as usize)
+            .map(f)
+    }
+    .context("mapping the input")
+}
+
 /// Lines of a stream through the UKVS module's block reader (no copy per
 /// line). Memory stays flat however large the input, unlike a memory map
 /// whose pages count as resident.
@@ -569,6 +639,15 @@ fn header_for(out: &OutputArgs, sources: &[PathBuf], total: Option<Frequency>) -
     }
 }
 
+/// `header` with the total and the compaction parameters of the finished
+/// map.
+fn finished_header(header: &Header, total: Option<Frequency>, params: &Params) -> Header {
+    let mut h = header.clone();
+    h.total = total;
+    h.extra.insert("compaction".into(), params_json(params));
+    h
+}
+
 fn params_json(p: &Params) -> serde_json::Value {
     let f = |x: f64| {
         if x.is_finite() {
@@ -777,12 +856,7 @@ fn finish_map(
     let tmp = tmp_dir(out);
     // The headers carry the total and the parameters used, so a quota in
     // bytes is checked against the finished file of each candidate.
-    let final_header = |c: &Compacted| {
-        let mut h = header.clone();
-        h.total = c.stats.total;
-        h.extra.insert("compaction".into(), params_json(&c.params));
-        h
-    };
+    let final_header = |c: &Compacted| finished_header(&header, c.stats.total, &c.params);
     let quota = rollup.max_lines.is_some() || rollup.max_bytes.is_some();
     let compacted = if quota {
         // The quota search compacts several times: keep the uncompacted
@@ -859,48 +933,47 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         exclude,
     };
     let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
-    let parts = match a.inputs.as_slice() {
-        // Exclusion entries count withheld URLs per part; their sum would
-        // turn an unknown count into a bound, so they keep one pass.
-        [p] if !is_stdin(p) && !is_gz(p) && opts.exclude.is_empty() => {
-            split_at_surts(p, super::sort::thread_count(a.threads))?
-        }
-        _ => Vec::new(),
-    };
-    let results: Vec<anyhow::Result<PassOne>> = if parts.len() > 2 {
-        // One large file: its parts (cut between two SURTs, so every URL
-        // is in one part) are read in parallel.
-        let path = &a.inputs[0];
-        let late_mem = LATE_MEM / (parts.len() - 1);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = parts
-                .windows(2)
-                .map(|w| {
-                    let (from, to) = (w[0], w[1]);
-                    let (opts, tmp) = (opts.clone(), tmp.clone());
-                    scope.spawn(move || {
-                        let mut f = File::open(path)
-                            .with_context(|| format!("opening {}", path.display()))?;
-                        f.seek(SeekFrom::Start(from))?;
-                        pass_one(opts, &tmp, late_mem, a.strict, |feed| {
-                            for_each_line(f.take(to - from), |line, no| feed(0, line, no))
+    let results: Vec<anyhow::Result<PassOne>> = if let [p] = a.inputs.as_slice() {
+        match mappable_input(p)? {
+            Some(file) => {
+                // One file, mapped: its parts (cut between two SURTs, so
+                // every URL is in one part) are read in parallel.
+                // Exclusion entries count withheld URLs per part; their
+                // sum would turn an unknown count into a bound, so they
+                // keep one pass.
+                let threads = match opts.exclude.is_empty() {
+                    true => super::sort::thread_count(a.threads),
+                    false => 1,
+                };
+                // More parts than threads: a large host then makes one
+                // part larger, not one thread later.
+                let cuts = cuts_between_surts(&file, threads)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                let late_mem = LATE_MEM / (cuts.len() - 1);
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .context("cannot start worker threads")?;
+                let file = &file;
+                pool.install(|| {
+                    use rayon::prelude::*;
+                    cuts.par_windows(2)
+                        .map(|w| {
+                            let (from, to) = (w[0], w[1]);
+                            pass_one(opts.clone(), &tmp, late_mem, a.strict, |feed| {
+                                for_each_mapped_line(file, from, to, |line, no| feed(0, line, no))
+                            })
                         })
-                    })
+                        .collect()
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a reading thread failed")))
-                })
-                .collect()
-        })
-    } else if let [p] = a.inputs.as_slice() {
-        let input = open_input(p)?;
-        vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
-            for_each_line(input, |line, no| feed(0, line, no))
-        })]
+            }
+            None => {
+                let input = open_input(p)?;
+                vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
+                    for_each_line(input, |line, no| feed(0, line, no))
+                })]
+            }
+        }
     } else {
         // Several sorted inputs may overlap (the same URL in two
         // indexes): merged into one sorted stream, the captures of a
@@ -916,7 +989,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     // Line numbers of a part count from the lines of the parts before it.
     let mut gstats = GenStats::default();
-    let mut sources: Vec<Source> = Vec::new();
+    let mut parts = Vec::new();
     let mut base = 0;
     let mut shown = 0;
     for r in results {
@@ -935,19 +1008,8 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
         base += part.stats.lines;
         gstats += part.stats;
-        let late = part.late.finish()?.enumerate().map(|(i, l)| match l {
-            Ok(l) => Record::parse(&l, i as u64 + 1),
-            Err(e) => Err(MapError::Io(e)),
-        });
-        sources.push(Box::new(map_lines(BufReader::with_capacity(
-            1 << 20,
-            part.main,
-        ))));
-        sources.push(Box::new(late));
+        parts.push((part.map, part.summary));
     }
-    // Late and in-order records, and the parts, come from disjoint URLs:
-    // sums stay exact.
-    let merged = Merger::new(sources, true);
     let params = a.rollup.params(f64::INFINITY);
     let mut header = header_for(&a.out, &a.inputs, None);
     record_surt_profile(&mut header, surt_profile_of(&a.inputs)?);
@@ -976,7 +1038,53 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             _ => bail!("--layout columns needs exactly one --by dimension"),
         },
     };
-    let stats = finish_map(merged, &a.rollup, params, &a.out, header, columns)?;
+    // Parts cut between hosts follow each other in key order: when
+    // nothing rolls up, their maps are the map's body as they are.
+    let mut last: Option<&[u8]> = None;
+    let ordered = parts.iter().all(|(_, f)| match (&f.first, last) {
+        (None, _) => true,
+        (Some(first), prev) => {
+            let ok = prev.map_or(true, |l| l < first.as_slice());
+            last = Some(&f.last);
+            ok
+        }
+    });
+    let quota = a.rollup.max_lines.is_some() || a.rollup.max_bytes.is_some();
+    let stats = if !params.rolls_up() && !quota && columns.is_none() {
+        // Nothing rolls up: the parts' maps are the body, as they are when
+        // they follow each other in key order (parts cut between hosts
+        // do), folded together when not.
+        let mut stats = Stats {
+            lines_in: parts.iter().map(|(_, f)| f.lines).sum(),
+            total: gstats.total,
+            ..Stats::default()
+        };
+        let header = finished_header(&header, stats.total, &params).to_bytes();
+        let mut w = Output::create(&a.out.output)?;
+        w.write_all(&header)?;
+        if ordered {
+            for (mut file, _) in parts {
+                io::copy(&mut file, &mut w)?;
+            }
+            stats.lines_out = stats.lines_in;
+        } else {
+            let sources = parts
+                .into_iter()
+                .map(|(file, _)| Lines::Read(Box::new(BufReader::with_capacity(1 << 20, file))))
+                .collect();
+            stats.lines_out = fold(sources, &mut w)?.lines;
+        }
+        w.commit()?;
+        stats
+    } else {
+        let sources: Vec<Source> = parts
+            .into_iter()
+            .map(|(file, _)| Box::new(map_lines(BufReader::with_capacity(1 << 20, file))) as Source)
+            .collect();
+        // The parts come from disjoint URLs: sums stay exact.
+        let merged = Merger::new(sources, true);
+        finish_map(merged, &a.rollup, params, &a.out, header, columns)?
+    };
     if !a.out.quiet {
         report_generate(&gstats, &stats);
     }
@@ -986,15 +1094,19 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
 /// Memory for the records that arrive out of order, over all parts.
 const LATE_MEM: usize = 256 << 20;
 
+/// Parts of a large input per thread.
+const PARTS_PER_THREAD: usize = 4;
+
 /// Files smaller than this are read in one part.
 const PARALLEL_FROM: u64 = 32 << 20;
 
-/// What the first pass of generation leaves: the in-order map lines in a
-/// temporary file (at its start), the late records to sort in, counters,
-/// and the bad lines (input index, error; line numbers local to the part).
+/// What the first pass of generation leaves: the map lines of its part in
+/// a temporary file (at its start) with what [`Summary`] says of them,
+/// counters, and the bad lines (input index, error; line numbers local to
+/// the part).
 struct PassOne {
-    main: File,
-    late: ExternalSorter,
+    map: File,
+    summary: Summary,
     stats: GenStats,
     bad: Vec<(usize, MapError)>,
 }
@@ -1045,66 +1157,196 @@ fn pass_one(
         }
     });
     run?;
-    let (main, _late_in_memory, stats) = g.finish()?;
+    let (main, _late_in_memory, stats, written) = g.finish()?;
     let mut main = main.into_inner().map_err(|e| e.into_error())?;
     main.seek(SeekFrom::Start(0))?;
-    let late = Rc::try_unwrap(sorter)
+    let mut late = Rc::try_unwrap(sorter)
         .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
-        .into_inner();
+        .into_inner()
+        .finish()?
+        .peekable();
+    if late.peek().is_none() {
+        return Ok(PassOne {
+            map: main,
+            summary: written,
+            stats,
+            bad,
+        });
+    }
+    let mut map = BufWriter::with_capacity(
+        1 << 20,
+        tempfile::tempfile_in(tmp)
+            .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
+    );
+    let summary = fold(
+        vec![
+            Lines::Read(Box::new(BufReader::with_capacity(1 << 20, main))),
+            Lines::Iter(Box::new(late)),
+        ],
+        &mut map,
+    )?;
+    let mut map = map.into_inner().map_err(|e| e.into_error())?;
+    map.seek(SeekFrom::Start(0))?;
     Ok(PassOne {
-        main,
-        late,
+        map,
+        summary,
         stats,
         bad,
     })
 }
 
-/// Where to cut a sorted file of `len` bytes into about `parts` parts
-/// read in parallel: offsets from 0 to the end, each cut at the start of a
-/// line whose SURT (first field) differs from the line before, so that
-/// every URL is in one part. Small files give no cuts (`[]`).
-fn split_at_surts(path: &Path, parts: usize) -> anyhow::Result<Vec<u64>> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let len = f.metadata()?.len();
-    if parts < 2 || len < PARALLEL_FROM {
-        return Ok(Vec::new());
-    }
+/// Where to cut a sorted file into about `parts` parts read in parallel:
+/// offsets from 0 to the end of the file, each at the start of a line
+/// whose SURT (first field) differs from the line before, so that every
+/// URL is in one part. Small files give one part.
+///
+/// Cuts fall between two hosts (SURTs up to their `)`) where one is near:
+/// keys the query cut moves back stay within their host, so such parts
+/// give maps that follow each other in key order. The searches read the
+/// file a few KiB at a time (a memory map would keep the page-cache
+/// folios around every probe resident).
+fn cuts_between_surts(file: &File, threads: usize) -> io::Result<Vec<u64>> {
+    let mut f = Probe::new(file)?;
+    let len = f.len;
     let mut cuts = vec![0];
-    for i in 1..parts as u64 {
-        let target = len / parts as u64 * i;
-        let at = next_surt_start(&mut f, target.max(*cuts.last().unwrap_or(&0)))?;
-        if at > *cuts.last().unwrap_or(&0) && at < len {
-            cuts.push(at);
+    if threads >= 2 && len >= PARALLEL_FROM {
+        let parts = (threads * PARTS_PER_THREAD) as u64;
+        let span = len / parts;
+        for i in 1..parts {
+            let prev = cuts.last().copied().unwrap_or(0);
+            if let Some(at) = f.host_edge_near(span * i)?.filter(|&e| e > prev && e < len) {
+                cuts.push(at);
+            }
         }
+        cuts.push(len);
+        // A host of more than a thread's share is cut between SURTs
+        // (its parts' maps then fold together).
+        let share = len / threads as u64;
+        let mut fine = vec![0];
+        for w in cuts.windows(2) {
+            let (from, to) = (w[0], w[1]);
+            if to - from > share {
+                let mut at = from;
+                while to - at > span {
+                    at = f.next_surt_start(at + span)?;
+                    if at < to {
+                        fine.push(at);
+                    }
+                }
+            }
+            fine.push(to);
+        }
+        fine.dedup();
+        return Ok(fine);
     }
     cuts.push(len);
     Ok(cuts)
 }
 
-/// The first line start after `from` where the SURT changes (the end of
-/// the file when none).
-fn next_surt_start(f: &mut File, from: u64) -> io::Result<u64> {
-    f.seek(SeekFrom::Start(from))?;
-    let mut r = BufReader::with_capacity(1 << 16, f);
-    let mut line = Vec::new();
-    // The line `from` falls in: only its end matters.
-    let mut pos = from + r.read_until(b'\n', &mut line)? as u64;
-    let mut prev: Option<Vec<u8>> = None;
-    loop {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            return Ok(pos);
+/// Reads lines of a sorted file at chosen offsets, for the cuts.
+struct Probe<'f> {
+    file: &'f File,
+    len: u64,
+    buf: Vec<u8>,
+}
+
+impl<'f> Probe<'f> {
+    fn new(file: &'f File) -> io::Result<Probe<'f>> {
+        Ok(Probe {
+            file,
+            len: file.metadata()?.len(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The line that starts at `at` (without its LF), read in blocks.
+    fn line_at(&mut self, at: u64) -> io::Result<&[u8]> {
+        self.buf.clear();
+        let mut f = self.file;
+        f.seek(SeekFrom::Start(at))?;
+        loop {
+            let have = self.buf.len();
+            let n = (&mut f).take(8192).read_to_end(&mut self.buf)?;
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[have..]) {
+                self.buf.truncate(have + i);
+                return Ok(&self.buf);
+            }
+            if n == 0 {
+                return Ok(&self.buf);
+            }
         }
-        let surt = line
-            .split(|&b| b == b' ' || b == b'\n')
-            .next()
-            .unwrap_or_default();
-        match &prev {
-            Some(p) if p[..] != *surt => return Ok(pos),
-            _ => prev = Some(surt.to_vec()),
+    }
+
+    /// The start of the first line after offset `at` (the end when none).
+    fn line_start_after(&mut self, at: u64) -> io::Result<u64> {
+        let len = self.line_at(at)?.len() as u64;
+        Ok((at + len + 1).min(self.len))
+    }
+
+    /// The first line start whose line is `>= key` (a binary search over
+    /// line starts; headers sort before any SURT).
+    fn lower_bound(&mut self, key: &[u8]) -> io::Result<u64> {
+        // Lines starting before `lo` are < key, those starting at or after
+        // `hi` are >= key; `lo` is a line start.
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let at = match mid {
+                0 => 0,
+                _ => self.line_start_after(mid - 1)?,
+            };
+            if at >= hi {
+                // No line starts in mid..hi.
+                hi = mid;
+                continue;
+            }
+            let line = self.line_at(at)?;
+            if line < key {
+                lo = (at + line.len() as u64 + 1).min(self.len);
+            } else {
+                hi = at;
+            }
         }
-        pos += n as u64;
+        Ok(lo)
+    }
+
+    /// The edge of the run of lines of the host of the line after
+    /// `target` nearer to `target` (`None` when the first field is no
+    /// SURT).
+    fn host_edge_near(&mut self, target: u64) -> io::Result<Option<u64>> {
+        let start = self.line_start_after(target)?;
+        let line = self.line_at(start)?;
+        let field = &line[..memchr::memchr(b' ', line).unwrap_or(line.len())];
+        let Some(close) = memchr::memchr(b')', field) else {
+            return Ok(None);
+        };
+        let mut host = field[..=close].to_vec();
+        let first = self.lower_bound(&host)?;
+        // Every line of the host starts with `host)`; `host*` follows them.
+        host[close] = b')' + 1;
+        let end = self.lower_bound(&host)?;
+        Ok(Some(
+            if target - first.min(target) <= end.saturating_sub(target) {
+                first
+            } else {
+                end
+            },
+        ))
+    }
+
+    /// The first line start after `at` where the SURT changes (the end
+    /// when none).
+    fn next_surt_start(&mut self, at: u64) -> io::Result<u64> {
+        let surt = |line: &[u8]| line[..memchr::memchr(b' ', line).unwrap_or(line.len())].to_vec();
+        let mut pos = self.line_start_after(at)?;
+        if pos >= self.len {
+            return Ok(self.len);
+        }
+        let first = surt(self.line_at(pos)?);
+        while pos < self.len && surt(self.line_at(pos)?) == first {
+            pos = self.line_start_after(pos)?;
+        }
+        Ok(pos)
     }
 }
 

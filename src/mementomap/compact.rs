@@ -114,6 +114,22 @@ impl Params {
         }
     }
 
+    /// Whether any node can roll up: when not, compaction copies its
+    /// input.
+    pub fn rolls_up(&self) -> bool {
+        let [host, path] = self.cuts();
+        // Host level 0 never rolls up, so its cut-off does not count.
+        host.iter().skip(1).chain(&path).any(|c| c.is_finite())
+    }
+
+    /// The cut-offs of the host and path levels.
+    fn cuts(&self) -> [Vec<f64>; 2] {
+        [
+            Params::cutoffs(self.ha, self.hk, self.hcf, self.hdepth.max(1)),
+            Params::cutoffs(self.pa, self.pk, self.pcf, self.pdepth.max(1)),
+        ]
+    }
+
     fn cutoffs(alpha: f64, k: f64, factor: f64, depth: usize) -> Vec<f64> {
         (0..depth)
             .map(|i| alpha * ((i + 1) as f64).powf(-k) * factor)
@@ -175,19 +191,9 @@ impl<S: Spool> Compactor<S> {
     /// A compactor writing to `spool`.
     pub fn new(params: Params, spool: S) -> Compactor<S> {
         let depth = [params.hdepth.max(1), params.pdepth.max(1)];
-        let cut = [
-            Params::cutoffs(params.ha, params.hk, params.hcf, depth[HOST]),
-            Params::cutoffs(params.pa, params.pk, params.pcf, depth[PATH]),
-        ];
-        // Host level 0 never rolls up, so its cut-off does not count.
-        let can_roll = cut[HOST]
-            .iter()
-            .skip(1)
-            .chain(&cut[PATH])
-            .any(|c| c.is_finite());
         Compactor {
-            cut,
-            can_roll,
+            cut: params.cuts(),
+            can_roll: params.rolls_up(),
             trail: [
                 (0..depth[HOST]).map(|_| None).collect(),
                 (0..depth[PATH]).map(|_| None).collect(),

@@ -10,6 +10,8 @@
 //! keys of different shards are kept side by side; lookup picks the most
 //! specific.
 
+use std::io::{self, BufRead, Write};
+
 use super::record::Record;
 use super::Error;
 
@@ -135,6 +137,288 @@ impl Iterator for Merger {
     }
 }
 
+/// Folds `late` records (sorted by key; a key may repeat) of disjoint URLs
+/// into the map lines `main` (strictly increasing keys), writing one
+/// sorted stream to `out`. The lines between two late keys are found by
+/// binary search and copied in one piece, so the cost grows with the late
+/// records, not with `main`.
+pub fn fold_records(
+    main: &[u8],
+    late: impl IntoIterator<Item = Result<Record, Error>>,
+    out: &mut impl Write,
+) -> Result<Summary, Error> {
+    let key_of = |line: &[u8]| -> Vec<u8> {
+        line[..memchr::memchr2(b' ', b'\n', line).unwrap_or(line.len())].to_vec()
+    };
+    let mut done = Summary {
+        lines: memchr::memchr_iter(b'\n', main).count() as u64,
+        ..Summary::default()
+    };
+    if !main.is_empty() {
+        done.first = Some(key_of(main));
+        let body = main.strip_suffix(b"\n").unwrap_or(main);
+        let last = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+        done.last = key_of(&body[last..]);
+        done.lines += u64::from(!main.ends_with(b"\n"));
+    }
+    let mut late = late.into_iter().peekable();
+    let mut pos = 0;
+    let mut buf = Vec::new();
+    let mut prev: Option<Vec<u8>> = None;
+    while let Some(rec) = late.next() {
+        let mut rec = rec?;
+        absorb_equal(&mut rec, &mut late)?;
+        if prev.as_ref().is_some_and(|p| rec.key < *p) {
+            return Err(Error::Unsorted {
+                line: 0,
+                previous: String::from_utf8_lossy(prev.as_deref().unwrap_or_default()).into_owned(),
+                key: String::from_utf8_lossy(&rec.key).into_owned(),
+            });
+        }
+        let rest = &main[pos..];
+        let at = pos
+            + crate::sorted::Search::new(rest)
+                .lower_bound(&rec.key)
+                .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        out.write_all(&main[pos..at])?;
+        pos = at;
+        let line_end = memchr::memchr(b'\n', &main[pos..]).map_or(main.len(), |i| pos + i);
+        let line = &main[pos..line_end];
+        if !line.is_empty() && key_of(line) == rec.key {
+            let mut held = Record::parse(line, 0)?;
+            held.absorb(&rec, false);
+            rec = held;
+            pos = (line_end + 1).min(main.len());
+        } else {
+            done.lines += 1;
+            if done.first.as_ref().map_or(true, |f| rec.key < *f) {
+                done.first = Some(rec.key.clone());
+            }
+            if rec.key > done.last {
+                done.last.clone_from(&rec.key);
+            }
+        }
+        buf.clear();
+        rec.write_to(&mut buf);
+        out.write_all(&buf)?;
+        prev = Some(rec.key);
+    }
+    out.write_all(&main[pos..])?;
+    if pos < main.len() && !main.ends_with(b"\n") {
+        out.write_all(b"\n")?;
+    }
+    Ok(done)
+}
+
+/// Adds into `rec` the records at the head of `late` with its key.
+fn absorb_equal(
+    rec: &mut Record,
+    late: &mut std::iter::Peekable<impl Iterator<Item = Result<Record, Error>>>,
+) -> Result<(), Error> {
+    while late
+        .peek()
+        .is_some_and(|h| h.as_ref().is_ok_and(|h| h.key == rec.key))
+    {
+        if let Some(h) = late.next() {
+            rec.absorb(&h?, false);
+        }
+    }
+    Ok(())
+}
+
+/// A sorted stream of map lines written: how many lines, their first and
+/// last keys.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub lines: u64,
+    pub first: Option<Vec<u8>>,
+    pub last: Vec<u8>,
+}
+
+/// One sorted stream of map lines for [`fold`].
+pub enum Lines<'a> {
+    /// Lines of a reader.
+    Read(Box<dyn BufRead + 'a>),
+    /// Lines one by one (no terminator).
+    Iter(Box<dyn Iterator<Item = io::Result<Vec<u8>>> + 'a>),
+}
+
+impl Lines<'_> {
+    /// The next line, without its LF, into `buf`; false at the end.
+    fn next_into(&mut self, buf: &mut Vec<u8>) -> io::Result<bool> {
+        match self {
+            Lines::Read(r) => {
+                buf.clear();
+                if r.read_until(b'\n', buf)? == 0 {
+                    return Ok(false);
+                }
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                Ok(true)
+            }
+            Lines::Iter(it) => match it.next() {
+                None => Ok(false),
+                Some(line) => {
+                    *buf = line?;
+                    Ok(true)
+                }
+            },
+        }
+    }
+}
+
+/// The head line of one source of [`fold`].
+struct Head {
+    line: Vec<u8>,
+    key_end: usize,
+    line_no: u64,
+    live: bool,
+}
+
+impl Head {
+    fn key(&self) -> &[u8] {
+        &self.line[..self.key_end]
+    }
+}
+
+/// Merges sorted map lines of disjoint URL sets (the parts of one
+/// generation, or its in-order lines and the late ones) into one strictly
+/// increasing stream on `out`; a source may repeat a key. Records of one
+/// key add exactly. A line whose key no other line has is copied as it is,
+/// unparsed, so that folding costs far less than a [`Merger`] over parsed
+/// records.
+pub fn fold(mut sources: Vec<Lines<'_>>, out: &mut impl Write) -> Result<Summary, Error> {
+    let mut heads: Vec<Head> = (0..sources.len())
+        .map(|_| Head {
+            line: Vec::new(),
+            key_end: 0,
+            line_no: 0,
+            live: true,
+        })
+        .collect();
+    let advance = |i: usize, heads: &mut [Head], sources: &mut [Lines<'_>]| -> Result<(), Error> {
+        let h = &mut heads[i];
+        h.live = sources[i].next_into(&mut h.line)?;
+        if h.live {
+            h.line_no += 1;
+            h.key_end = memchr::memchr(b' ', &h.line).unwrap_or(h.line.len());
+        }
+        Ok(())
+    };
+    for i in 0..heads.len() {
+        advance(i, &mut heads, &mut sources)?;
+    }
+    // The line last taken is written once the next one has another key
+    // (an unsorted source then shows as a key below it).
+    let mut held = Held {
+        line: Vec::new(),
+        key_end: 0,
+        rec: None,
+        done: Summary::default(),
+        buf: Vec::new(),
+    };
+    loop {
+        let mut min: Option<usize> = None;
+        for (i, h) in heads.iter().enumerate() {
+            if h.live && min.map_or(true, |m| h.key() < heads[m].key()) {
+                min = Some(i);
+            }
+        }
+        let Some(m) = min else { break };
+        let h = &mut heads[m];
+        if held.key() == Some(h.key()) {
+            let mut rec = match held.rec.take() {
+                Some(rec) => rec,
+                None => Record::parse(&held.line, h.line_no)?,
+            };
+            rec.absorb(&Record::parse(&h.line, h.line_no)?, false);
+            held.rec = Some(rec);
+        } else {
+            held.write(out)?;
+            std::mem::swap(&mut held.line, &mut h.line);
+            held.key_end = h.key_end;
+        }
+        advance(m, &mut heads, &mut sources)?;
+    }
+    held.write(out)?;
+    Ok(held.done)
+}
+
+/// The line [`fold`] holds back: as read, or parsed and combined.
+struct Held {
+    line: Vec<u8>,
+    key_end: usize,
+    rec: Option<Record>,
+    done: Summary,
+    buf: Vec<u8>,
+}
+
+impl Held {
+    fn key(&self) -> Option<&[u8]> {
+        match &self.rec {
+            Some(r) => Some(&r.key),
+            None if self.line.is_empty() => None,
+            None => Some(&self.line[..self.key_end]),
+        }
+    }
+
+    /// Writes the held line out; nothing is held after.
+    fn write(&mut self, out: &mut impl Write) -> Result<(), Error> {
+        if let Some(rec) = self.rec.take() {
+            self.buf.clear();
+            rec.write_to(&mut self.buf);
+            out.write_all(&self.buf)?;
+            self.done.note(&rec.key)?;
+        } else if !self.line.is_empty() {
+            out.write_all(&self.line)?;
+            out.write_all(b"\n")?;
+            self.done.note(&self.line[..self.key_end])?;
+        }
+        self.line.clear();
+        Ok(())
+    }
+}
+
+impl Summary {
+    /// Counts a line with key `key`, which must follow the last one.
+    pub fn note(&mut self, key: &[u8]) -> Result<(), Error> {
+        if self.first.is_some() && key <= self.last.as_slice() {
+            return Err(Error::Unsorted {
+                line: self.lines + 1,
+                previous: String::from_utf8_lossy(&self.last).into_owned(),
+                key: String::from_utf8_lossy(key).into_owned(),
+            });
+        }
+        if self.first.is_none() {
+            self.first = Some(key.to_vec());
+        }
+        self.last.clear();
+        self.last.extend_from_slice(key);
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Counts the lines `next` summarises, written after these.
+    pub fn append(&mut self, next: Summary) -> Result<(), Error> {
+        if let Some(first) = &next.first {
+            if self.first.is_some() && *first <= self.last {
+                return Err(Error::Unsorted {
+                    line: self.lines + 1,
+                    previous: String::from_utf8_lossy(&self.last).into_owned(),
+                    key: String::from_utf8_lossy(first).into_owned(),
+                });
+            }
+            if self.first.is_none() {
+                self.first = next.first;
+            }
+            self.last = next.last;
+            self.lines += next.lines;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +462,77 @@ mod tests {
     fn empty_and_single_sources() {
         assert!(merged(vec![], true).is_empty());
         assert_eq!(merged(vec![src(&[]), src(&["k 1"])], true), ["k 1\n"]);
+    }
+
+    /// Sorted map lines in `k` sources: keys from a small alphabet, so
+    /// that sources share keys and one source repeats a key (as the late
+    /// records of a generation do); some lines carry a decomposition.
+    fn sources() -> impl proptest::strategy::Strategy<Value = Vec<Vec<String>>> {
+        use proptest::prelude::*;
+        let line = ("com,[ab]\\)/[ab-]{0,2}", 1u64..9, 0u64..3, any::<bool>()).prop_map(
+            |(key, m, r, by)| match by {
+                true => format!("{key} {m}/{r} {{\"datetime\":{{\"2014\":\"{m}/{r}\"}}}}"),
+                false => format!("{key} {m}/{r}"),
+            },
+        );
+        proptest::collection::vec(proptest::collection::vec(line, 0..12), 1..4).prop_map(|mut v| {
+            for (i, s) in v.iter_mut().enumerate() {
+                s.sort_by(|a, b| a.split(' ').next().cmp(&b.split(' ').next()));
+                if i > 0 {
+                    // Later sources: one line per key.
+                    s.dedup_by(|a, b| a.split(' ').next() == b.split(' ').next());
+                }
+            }
+            v
+        })
+    }
+
+    fn parsed(lines: &[String]) -> Source {
+        let v: Vec<Result<Record, Error>> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Record::parse(l.as_bytes(), i as u64 + 1))
+            .collect();
+        Box::new(v.into_iter())
+    }
+
+    proptest::proptest! {
+        /// Folding text lines gives what the record merger gives for
+        /// disjoint URLs, and counts what it wrote.
+        #[test]
+        fn fold_equals_merger(srcs in sources()) {
+            let expected = merged(srcs.iter().map(|s| parsed(s)).collect(), true);
+            let texts: Vec<String> = srcs.iter().map(|s| s.iter().map(|l| format!("{l}\n")).collect()).collect();
+            let mut out = Vec::new();
+            let done = fold(
+                texts.iter().map(|t| Lines::Read(Box::new(t.as_bytes()))).collect(),
+                &mut out,
+            )
+            .unwrap();
+            let got: Vec<String> = String::from_utf8(out).unwrap().lines().map(|l| format!("{l}\n")).collect();
+            proptest::prop_assert_eq!(&got, &expected);
+            proptest::prop_assert_eq!(done.lines as usize, expected.len());
+            let key = |l: &String| l.split(' ').next().unwrap_or_default().as_bytes().to_vec();
+            proptest::prop_assert_eq!(done.first, expected.first().map(key));
+            proptest::prop_assert_eq!(done.last, expected.last().map(key).unwrap_or_default());
+        }
+
+        /// Folding records into lines by binary search gives the same.
+        #[test]
+        fn fold_records_equals_merger(srcs in sources()) {
+            let main: Vec<String> = srcs.get(1).cloned().unwrap_or_default();
+            let late: Vec<String> = srcs[0].clone();
+            let expected = merged(vec![parsed(&main), parsed(&late)], true);
+            let text: String = main.iter().map(|l| format!("{l}\n")).collect();
+            let mut out = Vec::new();
+            let late_recs: Vec<Result<Record, Error>> = late
+                .iter()
+                .map(|l| Record::parse(l.as_bytes(), 1))
+                .collect();
+            let done = fold_records(text.as_bytes(), late_recs, &mut out).unwrap();
+            let got: Vec<String> = String::from_utf8(out).unwrap().lines().map(|l| format!("{l}\n")).collect();
+            proptest::prop_assert_eq!(&got, &expected);
+            proptest::prop_assert_eq!(done.lines as usize, expected.len());
+        }
     }
 }

@@ -2,13 +2,15 @@
 //! aggregators can route a lookup only to archives that may have the URL.
 //!
 //! ```text
-//! sorted capture index ──► generate::Aggregator ──► Record {key, Frequency}
+//! sorted capture index ──► generate::Aggregator ──► record {key, Frequency}
 //!  (UKVS, CDXJ, CDX,            │ one record per map key, exact URI-M and
 //!   SURT list)                  │ URI-R counts, optional decompositions
 //!                               ▼
-//!                     generate::Orderer ──► in-order records ─┐
-//!                               └──► late records (query keys │ that sort
-//!                                    before their neighbours) ┤ merge::Merger
+//!                     generate::Orderer ──► in-order records, held per host
+//!                               └──► late records (query keys that sort
+//!                                    before their neighbours): folded into
+//!                                    their host's lines, or sorted aside
+//!                                    and folded in later (merge::fold)
 //!                                                             ▼
 //!                           compact::Compactor (power-law rollups) ──► Spool
 //!                                                             ▼
@@ -26,7 +28,7 @@
 //! | [`record`] | one map line; combining lines of one key |
 //! | [`generate`] | capture lines -> records, one pass, O(depth) memory |
 //! | [`compact`] | the reference's single-pass rollup, loss-free |
-//! | [`merge`] | k-way merge of sorted record streams |
+//! | [`merge`] | k-way merge of sorted record streams; folds of map lines |
 //! | [`lookup`] | binary search of a map in any `AsRef<[u8]>` |
 //! | [`header`] | the UKVS header lines of a map |
 //! | [`evaluate`] | relative cost and presence-decision quality |

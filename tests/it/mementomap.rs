@@ -1355,6 +1355,72 @@ fn generate_in_parallel_parts_equals_one_pass() {
     }
 }
 
+/// One host filling a large file: its parts are cut between SURTs, so keys
+/// moved back by the query cut fall in two parts and the parts' maps are
+/// folded together; a line longer than the read window is read whole. The
+/// map is the same bytes as from one thread.
+#[test]
+fn generate_one_huge_host_in_parts_equals_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    let pad = "p".repeat(300);
+    for i in 0..90_000u32 {
+        // `/a1`, `/a1-b`, `/a1/`, `/a1/c`, `/a1?q=..`: the cut of the
+        // trailing slash and of the query gives `/a1` twice more, after
+        // `/a1-b` and after `/a1/c`.
+        let path = format!("/a{}", i / 5);
+        let surt = match i % 5 {
+            0 => path.clone(),
+            1 => format!("{path}-b"),
+            2 => format!("{path}/"),
+            3 => format!("{path}/c"),
+            _ => format!("{path}?q={i}"),
+        };
+        let url = surt.clone();
+        lines.push(format!(
+            "com,huge){surt} 20140101000000 {{\"url\": \"http://huge.com{url}\", \"pad\": \"{pad}\"}}"
+        ));
+    }
+    // A line of 5 MiB.
+    lines.push(format!(
+        "com,huge)/long 20140101000000 {{\"url\": \"http://huge.com/long\", \"pad\": \"{}\"}}",
+        "l".repeat(5 << 20)
+    ));
+    lines.sort();
+    let text = lines.join("\n") + "\n";
+    assert!(text.len() > 33 << 20, "input below the parallel threshold");
+    let input = write(dir.path(), "huge.cdxj", &text);
+    let run = |jobs: &str| {
+        let out = dir.path().join(format!("j{jobs}.map"));
+        ukvs(&[
+            "mementomap",
+            "generate",
+            "-q",
+            "-j",
+            jobs,
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let map = std::fs::read_to_string(&out).unwrap();
+        map.lines()
+            .filter(|l| !l.contains("updated_at"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let one = run("1");
+    // 18,000 paths, each with its `-b` and `/c` pages, and the long line.
+    assert_eq!(one.iter().filter(|l| !l.starts_with('!')).count(), 54_001);
+    assert!(
+        one.contains(&"com,huge)/a7 3/3".to_string()),
+        "{:?}",
+        &one[..8]
+    );
+    for jobs in ["2", "3"] {
+        assert!(run(jobs) == one, "-j {jobs} gives another map");
+    }
+}
+
 /// A map made from an index records the index's SURT profile; lookup,
 /// compact and merge follow it, and maps of different profiles are not
 /// merged. Under `--keep-www`, `www.example.com` is another host.
