@@ -1499,7 +1499,20 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     } else {
         Box::new(map_file(&f, &a.map)?)
     };
-    let map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    let mut map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
+    let stdin = io::stdin();
+    let mut queries_in = BufReader::with_capacity(1 << 16, stdin.lock());
+    let mut first_chunk = Vec::new();
+    if from_stdin {
+        first_chunk = super::batch::read_chunk(&mut queries_in, super::batch::CHUNK)?;
+        // Sampling reads the map once: worth it from a few thousand
+        // queries on.
+        if first_chunk.len() >= 4096 {
+            map.sample(4 << 10)
+                .with_context(|| format!("reading {}", a.map.display()))?;
+        }
+    }
     let surt_opts = surt_profile_of(std::slice::from_ref(&a.map))?.unwrap_or_default();
     if a.datetime.is_some() && !map.has_datetime() {
         bail!(
@@ -1553,15 +1566,11 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     };
     let args: Vec<String> = a.queries.iter().filter(|q| *q != "-").cloned().collect();
     answer(&args, &mut w)?;
-    if a.queries.is_empty() || a.queries.iter().any(|q| q == "-") {
-        let stdin = io::stdin();
-        let mut r = BufReader::with_capacity(1 << 16, stdin.lock());
-        loop {
-            let chunk = super::batch::read_chunk(&mut r, super::batch::CHUNK)?;
-            if chunk.is_empty() {
-                break;
-            }
+    if from_stdin {
+        let mut chunk = first_chunk;
+        while !chunk.is_empty() {
             answer(&chunk, &mut w)?;
+            chunk = super::batch::read_chunk(&mut queries_in, super::batch::CHUNK)?;
         }
     }
     w.flush()?;

@@ -112,15 +112,26 @@ impl<D: AsRef<[u8]>> Map<D> {
         self
     }
 
+    /// Samples the map for many lookups (see [`Search::sample`]): each
+    /// candidate is then searched from samples in memory. Fails when the
+    /// map is not sorted.
+    pub fn sample(&mut self, step: usize) -> Result<(), Error>
+    where
+        D: Sync,
+    {
+        self.search.sample(step).map_err(search_error)
+    }
+
     /// The most specific entry for a SURT, if any. Fails only when the
     /// search meets lines out of order (the map is not sorted).
     pub fn lookup(&self, surt: &[u8]) -> Result<Option<Hit>, Error> {
         let cands = candidates(surt, self.keep_query);
         // All candidates but `tld,*` and `*` start with the first two host
         // labels (`com,example`): find that block of lines once and search
-        // it, a few lines instead of the whole map.
+        // it, a few lines instead of the whole map (a sampled map searches
+        // the whole map as fast).
         let data = self.search.as_bytes();
-        let prefix = two_labels(surt);
+        let prefix = two_labels(surt).filter(|_| !self.search.is_sampled());
         let window = match prefix.and_then(successor) {
             Some(upper) if prefix.is_some_and(|p| !p.is_empty()) => {
                 let lo = self.lower_bound(prefix.unwrap_or_default())?;
@@ -546,10 +557,13 @@ mod tests {
     proptest! {
         #[test]
         fn binary_search_equals_linear_scan(
-            keys in proptest::collection::btree_set("(com|org),[a-c]{1,2}(,[a-c])?\\)/([a-c]{1,2}(/[a-c])?)?(/\\*)?", 0..30),
+            mut keys in proptest::collection::btree_set("(com|org),[a-c]{1,2}(,[a-c])?\\)/([a-c]{1,2}(/[a-c])?)?(/\\*)?", 0..30),
+            hosts in proptest::collection::btree_set("\\*|(com|org)(,[a-c]{1,2})?,\\*", 0..4),
             queries in proptest::collection::vec("(com|org),[a-c]{1,2}(,[a-c])?\\)/([a-c]{1,2}(/[a-c]){0,2})?", 1..20),
             noeol in any::<bool>(),
+            step in 1usize..64,
         ) {
+            keys.extend(hosts);
             let mut map = String::new();
             for k in &keys {
                 map.push_str(k);
@@ -557,10 +571,15 @@ mod tests {
             }
             if noeol { map.pop(); }
             let m = Map::new(map.as_bytes());
+            // Sampled for a batch: the same answers.
+            let mut sampled = Map::new(map.as_bytes());
+            sampled.sample(step).unwrap();
             for q in &queries {
                 let fast = m.lookup(q.as_bytes()).unwrap().map(|h| (h.key, h.steps));
                 let slow = lookup_linear(map.as_bytes(), q.as_bytes(), false);
-                prop_assert_eq!(fast, slow, "query {}", q);
+                prop_assert_eq!(&fast, &slow, "query {}", q);
+                let batch = sampled.lookup(q.as_bytes()).unwrap().map(|h| (h.key, h.steps));
+                prop_assert_eq!(&batch, &slow, "sampled, query {}", q);
             }
         }
     }

@@ -1044,7 +1044,8 @@ fn lookup_accepts_urls() {
 }
 
 /// A batch answered in parallel chunks: every answer in input order, each
-/// the same as the query's answer on its own.
+/// the same as the query's answer on its own (a batch of this size is
+/// searched from samples of the map, a single query is not).
 #[test]
 fn batch_lookup_answers_in_input_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -1058,11 +1059,12 @@ fn batch_lookup_answers_in_input_order() {
     let map = write(dir.path(), "m", &map);
     let map = map.to_str().unwrap();
     let mut queries = Vec::new();
-    for round in 0..10 {
+    for round in 0..14 {
         for i in (0..330).rev() {
             queries.push(format!("http://h{i:03}.com/d/{round}"));
         }
     }
+    assert!(queries.len() > 4096);
     let input = queries.join("\n") + "\n";
     let out = util::run(
         &["mementomap", "lookup", "-j", "2", map, "-"],
