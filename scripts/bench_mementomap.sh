@@ -55,22 +55,19 @@ EOF
 [ -s "$WORK/in10.cdxj" ] || gen $((LINES * 10)) "$WORK/in10.cdxj"
 echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
 
-# Best-of-5 wall seconds (nanosecond clock: /usr/bin/time counts only
-# hundredths, too coarse for runs of tens of milliseconds) and the peak RSS
-# of the best run.
+# Best-of-5 wall seconds, timed by the shell (/usr/bin/time counts only
+# hundredths, too coarse for runs of tens of milliseconds, and its own
+# start-up would be timed too), then the peak RSS of one more run.
 measure() { # LABEL CMD...
     local label=$1; shift
-    local best="" rss=""
+    local best="" t rss
     for _ in 1 2 3 4 5; do
-        local t0 t1 t m
-        t0=$(date +%s%N)
-        /usr/bin/time -f "%M" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err" || {
+        t=$( { TIMEFORMAT=%4R; time "$@" > /dev/null 2> "$WORK/err"; } 2>&1 ) || {
             cat "$WORK/err" >&2; exit 1; }
-        t1=$(date +%s%N)
-        t=$(awk "BEGIN{printf \"%.4f\", ($t1 - $t0) / 1e9}")
-        read -r m < "$WORK/time"
-        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; rss=$m; fi
+        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
     done
+    /usr/bin/time -f "%M" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err"
+    read -r rss < "$WORK/time"
     printf "%-34s %8.4f s %10d KiB\n" "$label" "$best" "$rss"
     echo "$best" > "$WORK/$label.t"
 }
