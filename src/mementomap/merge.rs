@@ -423,11 +423,11 @@ impl Summary {
 mod tests {
     use super::*;
 
-    fn src(lines: &[&str]) -> Source {
+    fn src<S: AsRef<str>>(lines: &[S]) -> Source {
         let v: Vec<Result<Record, Error>> = lines
             .iter()
             .enumerate()
-            .map(|(i, l)| Record::parse(l.as_bytes(), i as u64 + 1))
+            .map(|(i, l)| Record::parse(l.as_ref().as_bytes(), i as u64 + 1))
             .collect();
         Box::new(v.into_iter())
     }
@@ -461,7 +461,10 @@ mod tests {
     #[test]
     fn empty_and_single_sources() {
         assert!(merged(vec![], true).is_empty());
-        assert_eq!(merged(vec![src(&[]), src(&["k 1"])], true), ["k 1\n"]);
+        assert_eq!(
+            merged(vec![src::<&str>(&[]), src(&["k 1"])], true),
+            ["k 1\n"]
+        );
     }
 
     /// Sorted map lines in `k` sources: keys from a small alphabet, so
@@ -487,21 +490,12 @@ mod tests {
         })
     }
 
-    fn parsed(lines: &[String]) -> Source {
-        let v: Vec<Result<Record, Error>> = lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| Record::parse(l.as_bytes(), i as u64 + 1))
-            .collect();
-        Box::new(v.into_iter())
-    }
-
     proptest::proptest! {
         /// Folding text lines gives what the record merger gives for
         /// disjoint URLs, and counts what it wrote.
         #[test]
         fn fold_equals_merger(srcs in sources()) {
-            let expected = merged(srcs.iter().map(|s| parsed(s)).collect(), true);
+            let expected = merged(srcs.iter().map(|s| src(s)).collect(), true);
             let texts: Vec<String> = srcs.iter().map(|s| s.iter().map(|l| format!("{l}\n")).collect()).collect();
             let mut out = Vec::new();
             let done = fold(
@@ -522,7 +516,7 @@ mod tests {
         fn fold_records_equals_merger(srcs in sources()) {
             let main: Vec<String> = srcs.get(1).cloned().unwrap_or_default();
             let late: Vec<String> = srcs[0].clone();
-            let expected = merged(vec![parsed(&main), parsed(&late)], true);
+            let expected = merged(vec![src(&main), src(&late)], true);
             let text: String = main.iter().map(|l| format!("{l}\n")).collect();
             let mut out = Vec::new();
             let late_recs: Vec<Result<Record, Error>> = late
