@@ -1337,16 +1337,21 @@ impl<'f> Probe<'f> {
     /// The first line start after `at` where the SURT changes (the end
     /// when none).
     fn next_surt_start(&mut self, at: u64) -> io::Result<u64> {
-        let surt = |line: &[u8]| line[..memchr::memchr(b' ', line).unwrap_or(line.len())].to_vec();
-        let mut pos = self.line_start_after(at)?;
+        let pos = self.line_start_after(at)?;
         if pos >= self.len {
             return Ok(self.len);
         }
-        let first = surt(self.line_at(pos)?);
-        while pos < self.len && surt(self.line_at(pos)?) == first {
-            pos = self.line_start_after(pos)?;
+        // The lines of one SURT are `surt ...`, and `surt!` follows them
+        // (`!` is the byte after the space).
+        let line = self.line_at(pos)?;
+        let mut past = line[..memchr::memchr(b' ', line).unwrap_or(line.len())].to_vec();
+        past.push(b'!');
+        let end = self.lower_bound(&past)?;
+        match end > pos {
+            true => Ok(end),
+            // Not sorted here: the next line.
+            false => self.line_start_after(pos),
         }
-        Ok(pos)
     }
 }
 
@@ -1509,8 +1514,11 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         // Sampling reads the map once: worth it from a few thousand
         // queries on.
         if first_chunk.len() >= 4096 {
-            map.sample(4 << 10)
-                .with_context(|| format!("reading {}", a.map.display()))?;
+            if let Err(e) = map.sample(4 << 10) {
+                // A map out of order (the reference writes some): each
+                // query is still answered where the search can trust it.
+                eprintln!("ukvs: {}: {e}; searching without samples", a.map.display());
+            }
         }
     }
     let surt_opts = surt_profile_of(std::slice::from_ref(&a.map))?.unwrap_or_default();

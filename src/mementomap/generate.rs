@@ -252,8 +252,8 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
     let surt = &line[..f_end];
     let rest = line.get(f_end + 1..).unwrap_or(b"");
     // A 14-digit datetime needs no search.
-    let d_end = match rest.get(14) {
-        Some(b' ') => 14,
+    let d_end = match rest.get(..15) {
+        Some([digits @ .., b' ']) if digits.iter().all(u8::is_ascii_digit) => 14,
         _ => memchr::memchr(b' ', rest).unwrap_or(rest.len()),
     };
     let datetime = &rest[..d_end];
@@ -716,8 +716,9 @@ pub struct Generator<W: Write> {
     held: Vec<u8>,
     /// That host (its keys up to `)`).
     held_host: Vec<u8>,
-    /// Its late records.
+    /// Its late records, and their keys' bytes.
     held_late: Vec<Record>,
+    held_late_bytes: usize,
     /// How many lines `held` has.
     held_lines: u64,
     /// Whether the host's lines outgrew [`HOLD_MAX`] and went out: its
@@ -729,7 +730,8 @@ pub struct Generator<W: Write> {
     hold_max: usize,
 }
 
-/// Bytes of map lines held for one host before they are written out.
+/// Bytes of map lines (and late keys) held for one host before they are
+/// written out.
 pub const HOLD_MAX: usize = 1 << 20;
 
 impl<W: Write> Generator<W> {
@@ -745,6 +747,7 @@ impl<W: Write> Generator<W> {
             held: Vec::new(),
             held_host: Vec::new(),
             held_late: Vec::new(),
+            held_late_bytes: 0,
             held_lines: 0,
             held_out: false,
             written: Summary::default(),
@@ -791,7 +794,7 @@ impl<W: Write> Generator<W> {
         if self.order.admit(&rec.key) {
             rec.write_to(&mut self.held);
             self.held_lines += 1;
-            if self.held.len() > self.hold_max {
+            if self.held.len() + self.held_late_bytes > self.hold_max {
                 self.release()?;
                 self.held_out = true;
             }
@@ -801,7 +804,12 @@ impl<W: Write> Generator<W> {
             let foldable =
                 !self.held_out && (self.written.first.is_none() || rec.key > self.written.last);
             if foldable {
+                self.held_late_bytes += rec.key.len() + 32;
                 self.held_late.push(rec);
+                if self.held.len() + self.held_late_bytes > self.hold_max {
+                    self.release()?;
+                    self.held_out = true;
+                }
             } else {
                 self.send_to_sort(rec)?;
             }
@@ -843,6 +851,7 @@ impl<W: Write> Generator<W> {
         }
         self.held.clear();
         self.held_lines = 0;
+        self.held_late_bytes = 0;
         Ok(())
     }
 
@@ -1150,6 +1159,18 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
                 );
             }
         }
+    }
+
+    /// A datetime of other than 14 digits is the field up to the space,
+    /// even when byte 14 is a space.
+    #[test]
+    fn short_datetimes_end_at_their_space() {
+        let cap = split_capture(b"com,a)/ 201501010000 - text/html 200");
+        assert_eq!(cap.datetime, b"201501010000");
+        assert_eq!(cap.url.as_deref(), Some(&b"-"[..]));
+        let cap = split_capture(b"com,a)/ 20150101000000 http://a.com/ text/html");
+        assert_eq!(cap.datetime, b"20150101000000");
+        assert_eq!(cap.url.as_deref(), Some(&b"http://a.com/"[..]));
     }
 
     #[test]

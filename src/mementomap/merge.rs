@@ -175,11 +175,7 @@ pub fn fold_records(
                 key: String::from_utf8_lossy(&rec.key).into_owned(),
             });
         }
-        let rest = &main[pos..];
-        let at = pos
-            + crate::sorted::Search::new(rest)
-                .lower_bound(&rec.key)
-                .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        let at = pos + key_lower_bound(&main[pos..], &rec.key);
         out.write_all(&main[pos..at])?;
         pos = at;
         let line_end = memchr::memchr(b'\n', &main[pos..]).map_or(main.len(), |i| pos + i);
@@ -208,6 +204,28 @@ pub fn fold_records(
         out.write_all(b"\n")?;
     }
     Ok(done)
+}
+
+/// The start of the first line of `text` (map lines in key order) whose
+/// key is `>= key`, by binary search (the end when none). Keys are
+/// compared, not whole lines: a key may go on with a byte below the space
+/// that ends another.
+fn key_lower_bound(text: &[u8], key: &[u8]) -> usize {
+    // Lines starting before `lo` have smaller keys, lines starting at or
+    // after `hi` do not; `lo` is a line start.
+    let (mut lo, mut hi) = (0, text.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let start = memchr::memrchr(b'\n', &text[lo..mid]).map_or(lo, |i| lo + i + 1);
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
+        let line = &text[start..end];
+        if &line[..memchr::memchr(b' ', line).unwrap_or(line.len())] < key {
+            lo = (end + 1).min(text.len());
+        } else {
+            hi = start;
+        }
+    }
+    lo
 }
 
 /// Adds into `rec` the records at the head of `late` with its key.
@@ -314,6 +332,7 @@ pub fn fold(mut sources: Vec<Lines<'_>>, out: &mut impl Write) -> Result<Summary
     let mut held = Held {
         line: Vec::new(),
         key_end: 0,
+        line_no: 0,
         rec: None,
         done: Summary::default(),
         buf: Vec::new(),
@@ -330,7 +349,7 @@ pub fn fold(mut sources: Vec<Lines<'_>>, out: &mut impl Write) -> Result<Summary
         if held.key() == Some(h.key()) {
             let mut rec = match held.rec.take() {
                 Some(rec) => rec,
-                None => Record::parse(&held.line, h.line_no)?,
+                None => Record::parse(&held.line, held.line_no)?,
             };
             rec.absorb(&Record::parse(&h.line, h.line_no)?, false);
             held.rec = Some(rec);
@@ -338,6 +357,7 @@ pub fn fold(mut sources: Vec<Lines<'_>>, out: &mut impl Write) -> Result<Summary
             held.write(out)?;
             std::mem::swap(&mut held.line, &mut h.line);
             held.key_end = h.key_end;
+            held.line_no = h.line_no;
         }
         advance(m, &mut heads, &mut sources)?;
     }
@@ -349,6 +369,8 @@ pub fn fold(mut sources: Vec<Lines<'_>>, out: &mut impl Write) -> Result<Summary
 struct Held {
     line: Vec<u8>,
     key_end: usize,
+    /// Its line number in its source.
+    line_no: u64,
     rec: Option<Record>,
     done: Summary,
     buf: Vec<u8>,
@@ -488,6 +510,19 @@ mod tests {
             }
             v
         })
+    }
+
+    /// Keys, not whole lines, are compared: a late key that goes on past
+    /// a held key with a byte below the space sorts after it.
+    #[test]
+    fn fold_records_compares_keys() {
+        let main = b"com,a)/a 1/1\ncom,a)/b 1/1\n";
+        let late = vec![Record::parse(b"com,a)/a\x01 2/1", 1)];
+        let mut out = Vec::new();
+        let done = fold_records(main, late, &mut out).unwrap();
+        assert_eq!(out, b"com,a)/a 1/1\ncom,a)/a\x01 2/1\ncom,a)/b 1/1\n");
+        assert_eq!(done.lines, 3);
+        assert_eq!(done.first.as_deref(), Some(&b"com,a)/a"[..]));
     }
 
     proptest::proptest! {
