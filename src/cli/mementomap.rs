@@ -950,21 +950,12 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
                 let cuts = cuts_between_surts(&file, threads)
                     .with_context(|| format!("reading {}", p.display()))?;
                 let late_mem = LATE_MEM / (cuts.len() - 1);
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .context("cannot start worker threads")?;
+                let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
-                pool.install(|| {
-                    use rayon::prelude::*;
-                    cuts.par_windows(2)
-                        .map(|w| {
-                            let (from, to) = (w[0], w[1]);
-                            pass_one(opts.clone(), &tmp, late_mem, a.strict, |feed| {
-                                for_each_mapped_line(file, from, to, |line, no| feed(0, line, no))
-                            })
-                        })
-                        .collect()
+                largest_first(&parts, threads, |&(from, to)| {
+                    pass_one(opts.clone(), &tmp, late_mem, a.strict, |feed| {
+                        for_each_mapped_line(file, from, to, |line, no| feed(0, line, no))
+                    })
                 })
             }
             None => {
@@ -1093,6 +1084,41 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
 
 /// Memory for the records that arrive out of order, over all parts.
 const LATE_MEM: usize = 256 << 20;
+
+/// `work` on every part (`from`, `to`) on `threads` threads, the largest
+/// parts first, so that a large part does not start last; the results in
+/// the parts' order.
+fn largest_first<T: Send>(
+    parts: &[(u64, u64)],
+    threads: usize,
+    work: impl Fn(&(u64, u64)) -> anyhow::Result<T> + Sync,
+) -> Vec<anyhow::Result<T>> {
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1 - parts[i].0));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<anyhow::Result<T>>>> =
+        parts.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(parts.len()) {
+            scope.spawn(|| {
+                while let Some(&i) =
+                    order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    let r = work(&parts[i]);
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(anyhow::anyhow!("a reading thread failed")))
+        })
+        .collect()
+}
 
 /// Parts of a large input per thread.
 const PARTS_PER_THREAD: usize = 4;
