@@ -142,26 +142,10 @@ impl Count {
 
     fn write(&self, out: &mut Vec<u8>) {
         if let Some(n) = self.value {
-            push_decimal(n, out);
+            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
             out.extend_from_slice(self.bound.suffix().as_bytes());
         }
     }
-}
-
-/// Appends the decimal digits of `n` (the `fmt` machinery is slower on the
-/// hot path of map writing, and this allocates nothing).
-fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&tmp[i..]);
 }
 
 /// A MementoMap frequency: URI-M and URI-R counts.
