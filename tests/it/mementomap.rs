@@ -1328,12 +1328,7 @@ fn generate_in_parallel_parts_equals_one_pass() {
             ],
             b"",
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        util::assert_ok(&o);
         let map = std::fs::read_to_string(&out).unwrap();
         let data: Vec<String> = map
             .lines()

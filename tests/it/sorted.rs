@@ -740,12 +740,7 @@ fn lookup_cli_sampled_batch_equals_linear_scan() {
         ],
         queries.as_bytes(),
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    util::assert_ok(&o);
     assert!(
         o.stdout == want,
         "batch answers differ from the linear scan"
@@ -792,12 +787,7 @@ com,c)/ 20140101000000 4",
         &["lookup", i, "--urls", "-"],
         b"http://www.c.com/\nhttps://A.com:443/\n",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    util::assert_ok(&o);
     assert_eq!(
         o.stdout,
         b"com,c)/ 20140101000000 4\ncom,a)/ 20140101000000 1\ncom,a)/ 20150101000000 2\n"
@@ -947,12 +937,7 @@ org,example,a)/ 20091027204954 https://a.example.org/ text/html 200 C3MU - - 104
         "20091027204954",
     ]);
     let o = util::run(&args, b"");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    util::assert_ok(&o);
     let text = String::from_utf8(o.stdout).unwrap();
     assert_eq!(
         text,
@@ -1058,12 +1043,7 @@ fn lookup_check_reports_disorder_off_the_search_path() {
     );
     let g = good.to_str().unwrap();
     let o = util::run(&["lookup", "--check", g], b"");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    util::assert_ok(&o);
     let o = util::run(&["lookup", "--check", g, "--key", "com,c)/"], b"");
     assert_eq!(o.stdout, b"com,c)/ 1\ncom,c)/ 2\n");
 

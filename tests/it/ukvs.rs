@@ -534,12 +534,7 @@ fn index_and_mementomap_outputs_validate_and_match_the_schemas() {
     let dir = tempfile::tempdir().unwrap();
     let map = dir.path().join("map.ukvs");
     let out = util::run(&["mementomap", "generate", index.to_str().unwrap()], b"");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     std::fs::write(&map, &out.stdout).unwrap();
     let (code, stdout, _) = run(&["validate", map.to_str().unwrap()]);
     assert_eq!(code, 0, "{stdout}");
@@ -686,12 +681,7 @@ fn cat_keeps_sorted_cdx_sorted_when_captures_tie() {
         "com,example)/a 20140101000000 http://example.com/a text/html 404 - - - 10 50 x.arc\n",
     );
     let out = util::run(&["cat", "-"], cdx.as_bytes());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let records: Vec<&str> = text.lines().filter(|l| !l.starts_with('!')).collect();
     assert_eq!(

@@ -59,6 +59,16 @@ pub fn run(args: &[&str], stdin: &[u8]) -> Output {
     out
 }
 
+/// Asserts that a run exited with 0, showing its stderr when it did not.
+pub fn assert_ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// Whether `python3 -c "import MODULE"` works; prints a skip message if not.
 pub fn has_python_module(module: &str, test: &str) -> bool {
     let ok = Command::new("python3")
