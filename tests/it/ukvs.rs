@@ -1289,7 +1289,7 @@ fn cat_reads_cdxj_that_starts_with_a_meta_line() {
         return;
     }
     let data = corpus.join("webrecorder__cdxj-indexer/test/data");
-    let status = std::process::Command::new("python3")
+    let indexer = std::process::Command::new("python3")
         .current_dir(dir.path())
         .args([
             "-m",
@@ -1303,10 +1303,13 @@ fn cat_reads_cdxj_that_starts_with_a_meta_line() {
         ])
         .arg(data.join("example.warc.gz"))
         .arg(data.join("cc.warc.gz"))
-        .stderr(std::process::Stdio::null())
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(
+        indexer.status.success(),
+        "cdxj-indexer failed: {}",
+        String::from_utf8_lossy(&indexer.stderr)
+    );
     let made = dir.path().join("made.cdxj");
     assert_eq!(std::fs::read_to_string(&made).unwrap(), text);
     let (code, stdout, stderr) = run(&["cat", made.to_str().unwrap()]);
