@@ -295,17 +295,23 @@ fn is_gz(p: &Path) -> bool {
 // TODO(sorted): switch to the shared input opener once the sorted module
 // lands with one.
 fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+    open_stream_with(p, 1 << 20)
+}
+
+/// [`open_stream`] with a buffer of `capacity` bytes (a small one to read
+/// only the headers at a file's start).
+fn open_stream_with(p: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead>> {
     if is_stdin(p) {
-        return Ok(Box::new(BufReader::with_capacity(1 << 20, io::stdin())));
+        return Ok(Box::new(BufReader::with_capacity(capacity, io::stdin())));
     }
     let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
     if is_gz(p) {
         Ok(Box::new(BufReader::with_capacity(
-            1 << 20,
+            capacity,
             flate2::read::MultiGzDecoder::new(BufReader::new(f)),
         )))
     } else {
-        Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
+        Ok(Box::new(BufReader::with_capacity(capacity, f)))
     }
 }
 
@@ -519,7 +525,7 @@ fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
     if is_stdin(p) {
         return Ok(Vec::new());
     }
-    let mut r = open_stream(p)?;
+    let mut r = open_stream_with(p, 16 << 10)?;
     let mut out = Vec::new();
     let mut line = String::new();
     while r.read_line(&mut line).unwrap_or(0) > 0 && line.starts_with('!') {
