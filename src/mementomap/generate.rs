@@ -231,6 +231,10 @@ pub struct Aggregator {
     group_len: usize,
     key_buf: Vec<u8>,
     group_capped: bool,
+    /// Whether the URL counted last (`group_urls[group_len - 1]`) came
+    /// from an OSLJ `url` with no quote or escape in it, so that a line
+    /// repeating it byte for byte names the same URL.
+    group_last_plain: bool,
     group_bucket_urls: HashSet<Vec<u8>>,
     /// The record of the run that ended last (see [`Aggregator::done`]).
     done: Record,
@@ -253,7 +257,7 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
     let rest = line.get(f_end + 1..).unwrap_or(b"");
     // A 14-digit datetime needs no search.
     let d_end = match rest.get(..15) {
-        Some([digits @ .., b' ']) if digits.iter().all(u8::is_ascii_digit) => 14,
+        Some([digits @ .., b' ']) if is_14_digits(digits) => 14,
         _ => memchr::memchr(b' ', rest).unwrap_or(rest.len()),
     };
     let datetime = &rest[..d_end];
@@ -287,6 +291,19 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
             }
         }
     }
+}
+
+/// Whether `b` is 14 ASCII digits (a full datetime), tested eight bytes
+/// at a time.
+fn is_14_digits(b: &[u8]) -> bool {
+    fn digits8(b: &[u8]) -> bool {
+        let w = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+        const ZEROS: u64 = 0x3030_3030_3030_3030;
+        // Bytes 0x30..=0x3F, and still below 0x40 after adding 6: 0-9.
+        w & HIGH == ZEROS && w.wrapping_add(0x0606_0606_0606_0606) & HIGH == ZEROS
+    }
+    b.len() == 14 && digits8(&b[..8]) && digits8(&b[6..])
 }
 
 thread_local! {
@@ -384,6 +401,7 @@ impl Aggregator {
             group_len: 0,
             key_buf: Vec::new(),
             group_capped: false,
+            group_last_plain: false,
             group_bucket_urls: HashSet::new(),
             done: Record::new(Vec::new(), Frequency::default()),
             stats: GenStats::default(),
@@ -401,7 +419,44 @@ impl Aggregator {
             self.stats.headers += 1;
             return Ok(false);
         }
+        if self.repeats_last_url(line) {
+            // Another capture of the URL counted last.
+            self.stats.captures += 1;
+            self.run_urim += 1;
+            if self.run_excluded.is_some() {
+                self.stats.excluded += 1;
+            }
+            return Ok(false);
+        }
         self.push_capture(&split_capture(line), line, line_no)
+    }
+
+    /// Whether `line` is one more capture of the SURT and URL counted last,
+    /// in the usual form `SURT DATETIME {"url": "URL", ...}`: most lines of
+    /// an index are, and they need no search. Anything else (another URL,
+    /// decompositions to fill, another form) takes the full parse.
+    fn repeats_last_url(&self, line: &[u8]) -> bool {
+        const URL_HEAD: &[u8] = b"{\"url\": \"";
+        if !self.group_last_plain || self.group_capped || !self.opts.by.is_empty() {
+            return false;
+        }
+        let n = self.group_surt.len();
+        let Some((surt, rest)) = line.split_at_checked(n) else {
+            return false;
+        };
+        let Some(url) = self.group_len.checked_sub(1).map(|i| &self.group_urls[i]) else {
+            return false;
+        };
+        let Some((datetime, rest)) = rest.get(1..).and_then(|r| r.split_at_checked(14)) else {
+            return false;
+        };
+        line[n] == b' '
+            && surt == self.group_surt.as_slice()
+            && is_14_digits(datetime)
+            && rest.get(1..1 + URL_HEAD.len()) == Some(URL_HEAD)
+            && rest[0] == b' '
+            && rest.get(1 + URL_HEAD.len()..1 + URL_HEAD.len() + url.len()) == Some(url.as_slice())
+            && rest.get(1 + URL_HEAD.len() + url.len()) == Some(&b'"')
     }
 
     fn push_capture(
@@ -435,6 +490,7 @@ impl Aggregator {
         self.group_surt.clear();
         self.group_surt.extend_from_slice(cap.surt);
         self.group_len = 0;
+        self.group_last_plain = false;
         self.group_capped = false;
         self.group_bucket_urls.clear();
         Ok(done)
@@ -489,6 +545,10 @@ impl Aggregator {
                 None => self.group_urls.push(url.to_vec()),
             }
             self.group_len += 1;
+            // A URL borrowed from an OSLJ ends at its first quote and has
+            // no escape (see `json_url`).
+            self.group_last_plain =
+                cap.json.is_some() && matches!(cap.url, Some(std::borrow::Cow::Borrowed(_)));
             true
         };
         self.run_urim += 1;
@@ -574,6 +634,7 @@ impl Aggregator {
         }
         // A new key always means a new SURT group too.
         self.group_surt.clear();
+        self.group_last_plain = false;
     }
 
     /// Ends the current run: true when it gave a record (into `done`).
@@ -1034,7 +1095,81 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
         })
     }
 
+    /// Capture lines in the usual form (14-digit datetime, `url` first)
+    /// whose URLs repeat, sometimes written with escapes that decode to
+    /// the same URL or to another one.
+    fn usual_capture_lines() -> impl Strategy<Value = Vec<String>> {
+        proptest::collection::vec(
+            (
+                "com,[ab]\\)/[ab]{0,2}(\\?[xy])?",
+                0..3u8,
+                0..4u8,
+                "(20140101000000|2014|2014010100000x)",
+            ),
+            1..40,
+        )
+        .prop_map(|v| {
+            let mut lines: Vec<String> = v
+                .into_iter()
+                .map(|(surt, variant, form, datetime)| {
+                    let url = format!("http://{variant}/{surt}");
+                    let json = match form {
+                        0 => serde_json::to_string(&url).unwrap_or_default(),
+                        // The same URL, its slashes escaped.
+                        1 => serde_json::to_string(&url)
+                            .unwrap_or_default()
+                            .replace('/', "\\/"),
+                        // Another URL that starts alike.
+                        2 => serde_json::to_string(&format!("{url}\"q")).unwrap_or_default(),
+                        _ => serde_json::to_string(&format!("{url}\\")).unwrap_or_default(),
+                    };
+                    format!("{surt} {datetime} {{\"url\": {json}, \"mime\": \"text/html\"}}")
+                })
+                .collect();
+            lines.sort();
+            lines
+        })
+    }
+
+    /// URI-M and URI-R counts per key as the spec defines them, from lines
+    /// parsed whole: captures, and distinct (SURT, URL) pairs.
+    fn counted_by_oracle(lines: &[String]) -> Vec<(Vec<u8>, u64, u64)> {
+        let mut urim: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        let mut urls = HashSet::new();
+        for l in lines {
+            let (surt, rest) = l.split_once(' ').unwrap_or((l, ""));
+            let json = &rest[rest.find('{').unwrap_or(0)..];
+            let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+            let url = v["url"].as_str().unwrap_or_default().to_string();
+            let key = map_key(surt.as_bytes(), false).unwrap_or_default();
+            *urim.entry(key.clone()).or_default() += 1;
+            urls.insert((key, surt.to_string(), url));
+        }
+        urim.into_iter()
+            .map(|(k, m)| {
+                let urir = urls.iter().filter(|(key, _, _)| *key == k).count();
+                (k, m, urir as u64)
+            })
+            .collect()
+    }
+
     proptest! {
+        /// Lines that repeat the URL before them (counted without a full
+        /// parse) give the counts of parsing every line whole.
+        #[test]
+        fn repeated_urls_count_as_parsed(lines in usual_capture_lines()) {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let (recs, _) = records_of(text.as_bytes(), &Options::default()).unwrap();
+            let got: Vec<(Vec<u8>, u64, u64)> = recs
+                .iter()
+                .map(|r| {
+                    let (m, u) = (r.freq.urim.value, r.freq.urir.value);
+                    (r.key.clone(), m.unwrap_or(0), u.unwrap_or(0))
+                })
+                .collect();
+            prop_assert_eq!(got, counted_by_oracle(&lines));
+        }
+
         /// Merging the maps of two parts of an index (cut between SURTs)
         /// with --disjoint gives the map of the whole.
         #[test]
@@ -1171,6 +1306,23 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
         let cap = split_capture(b"com,a)/ 20150101000000 http://a.com/ text/html");
         assert_eq!(cap.datetime, b"20150101000000");
         assert_eq!(cap.url.as_deref(), Some(&b"http://a.com/"[..]));
+    }
+
+    #[test]
+    fn fourteen_digits() {
+        assert!(is_14_digits(b"20140101000000"));
+        assert!(is_14_digits(b"99999999999999"));
+        for bad in [
+            &b"2014010100000"[..],
+            b"201401010000000",
+            b"2014010100000/",
+            b"2014010100000:",
+            b"/0140101000000",
+            b"201401:1000000",
+            b"2014\xb001000000",
+        ] {
+            assert!(!is_14_digits(bad), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
