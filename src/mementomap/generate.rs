@@ -22,9 +22,10 @@
 //! the [`Generator`] holds the lines of the current host and folds the
 //! host's out-of-order ("late") records into them when the host ends,
 //! summing equal keys (their URLs are disjoint, so the sums stay exact).
-//! Late records it cannot hold (a host past [`HOLD_MAX`] bytes) go to an
-//! external sort, folded in after the pass ([`super::merge::fold`]). The
-//! reference writes such keys twice and out of order instead.
+//! Past [`HOLD_MAX`] bytes it writes out the lines no late record to come
+//! can precede (see `late_bound`). Late records it cannot hold go to an
+//! external sort, folded in after the pass. The reference writes such
+//! keys twice and out of order instead.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -33,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::freq::{Bound, Count, Frequency};
 use super::key::{candidates, map_key, map_key_into};
-use super::merge::{fold_records, Summary};
+use super::merge::{fold_records, key_lower_bound, Summary};
 use super::record::Record;
 use super::Error;
 
@@ -856,8 +857,7 @@ impl<W: Write> Generator<W> {
             rec.write_to(&mut self.held);
             self.held_lines += 1;
             if self.held.len() + self.held_late_bytes > self.hold_max {
-                self.release()?;
-                self.held_out = true;
+                self.make_room()?;
             }
         } else {
             let rec = rec.clone();
@@ -868,8 +868,7 @@ impl<W: Write> Generator<W> {
                 self.held_late_bytes += rec.key.len() + 32;
                 self.held_late.push(rec);
                 if self.held.len() + self.held_late_bytes > self.hold_max {
-                    self.release()?;
-                    self.held_out = true;
+                    self.make_room()?;
                 }
             } else {
                 self.send_to_sort(rec)?;
@@ -883,6 +882,32 @@ impl<W: Write> Generator<W> {
             Some(sink) => sink(&r)?,
             None => self.late.push(r),
         }
+        Ok(())
+    }
+
+    /// Writes out the held lines that no late record to come can precede
+    /// (keys below [`late_bound`] of the SURT read last), with the late
+    /// records among them folded in. When they are less than half of what
+    /// is held, writes out all of it instead; the host's later late records
+    /// then go to the sort.
+    fn make_room(&mut self) -> Result<(), Error> {
+        let bound = late_bound(&self.agg.group_surt);
+        let split = key_lower_bound(&self.held, &bound);
+        if split < self.held.len() / 2 {
+            self.release()?;
+            self.held_out = true;
+            return Ok(());
+        }
+        self.held_late.sort_by(|a, b| a.key.cmp(&b.key));
+        let later = self.held_late.partition_point(|r| r.key < bound);
+        let later = self.held_late.split_off(later);
+        let early = std::mem::replace(&mut self.held_late, later);
+        let out = &self.held[..split];
+        let summary = fold_records(out, early.into_iter().map(Ok), &mut self.main)?;
+        self.written.append(summary)?;
+        self.held_lines -= memchr::memchr_iter(b'\n', out).count() as u64;
+        self.held.drain(..split);
+        self.held_late_bytes = self.held_late.iter().map(|r| r.key.len() + 32).sum();
         Ok(())
     }
 
@@ -933,6 +958,27 @@ impl<W: Write> Generator<W> {
         late.sort_by(|a, b| a.key.cmp(&b.key));
         Ok((self.main, late, self.agg.stats, self.written))
     }
+}
+
+/// A lower bound of the keys that captures sorting at or after `surt` (in
+/// the same host) give, for SURTs whose path starts with `/`: such a key
+/// that is late is a prefix of `surt`'s path followed, in its own SURT, by
+/// `?`, `/` or `,`; so the prefix is at least as long as the shortest one
+/// that `surt` goes on from with a byte up to `?`.
+///
+/// Only a bound on what is held: a late record below it (an odd SURT such
+/// as `com,example)?a`, or an unsorted input) goes to the sort.
+fn late_bound(surt: &[u8]) -> Vec<u8> {
+    let mut key = Vec::new();
+    let Some(close) = memchr::memchr(b')', surt) else {
+        return key;
+    };
+    let path = &surt[close + 1..];
+    let end = (1..path.len())
+        .find(|&i| path[i] <= b'?')
+        .unwrap_or(path.len());
+    map_key_into(&surt[..close + 1 + end], false, &mut key);
+    key
 }
 
 /// Generates the records of `input` (whole capture index in memory),
@@ -1322,6 +1368,29 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
             b"2014\xb001000000",
         ] {
             assert!(!is_14_digits(bad), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// The bound of late keys: the shortest path prefix that the SURT goes
+    /// on from with a byte up to `?`.
+    #[test]
+    fn late_bounds() {
+        for (surt, bound) in [
+            // `com,a)/s?q` sorts after `com,a)/s31/...` and has key `com,a)/s`.
+            (&b"com,a)/s31/user/s13"[..], &b"com,a)/s"[..]),
+            (b"com,a)/sun/user/s13", b"com,a)/sun"),
+            (b"com,a)/wiki/user?id=4", b"com,a)/wiki"),
+            (b"com,a)/2014/a", b"com,a)/"),
+            (b"com,a)/a.html", b"com,a)/a"),
+            (b"com,a)/abc", b"com,a)/abc"),
+            (b"com,a)/", b"com,a)/"),
+            (b"com,a)", b"com,a)/"),
+            (b"no-page", b""),
+        ] {
+            assert_eq!(
+                String::from_utf8_lossy(&late_bound(surt)),
+                String::from_utf8_lossy(bound)
+            );
         }
     }
 

@@ -210,7 +210,7 @@ pub fn fold_records(
 /// key is `>= key`, by binary search (the end when none). Keys are
 /// compared, not whole lines: a key may go on with a byte below the space
 /// that ends another.
-fn key_lower_bound(text: &[u8], key: &[u8]) -> usize {
+pub(crate) fn key_lower_bound(text: &[u8], key: &[u8]) -> usize {
     // Lines starting before `lo` have smaller keys, lines starting at or
     // after `hi` do not; `lo` is a line start.
     let (mut lo, mut hi) = (0, text.len());
