@@ -1478,3 +1478,61 @@ fn maps_carry_the_surt_profile_of_their_index() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("different SURT profiles"));
 }
+
+/// Hosts whose map lines outgrow what a generator holds, each with a SURT
+/// of the odd form `host)?query` at its end: its key, the host's root page,
+/// is late past everything held, so it goes through the sort and is folded
+/// into the written map after the pass. The map has the records of
+/// generating in memory.
+#[test]
+fn late_records_past_the_hold_are_folded_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for host in ["com,huge", "com,huge2"] {
+        let dotted = host.split(',').rev().collect::<Vec<_>>().join(".");
+        let mut push = |path: &str| {
+            lines.push(format!(
+                "{host}){path} 20140101000000 {{\"url\": \"http://{dotted}{path}\", \"mime\": \"text/html\"}}"
+            ))
+        };
+        push("/");
+        for i in 0..60_000u32 {
+            push(&format!("/p{i}"));
+            if i % 1000 == 0 {
+                // Cut back to `/p{i}` by the query: late, but held.
+                push(&format!("/p{i}?q=1"));
+            }
+        }
+        push("?q=2");
+    }
+    lines.sort();
+    let text = lines.join("\n") + "\n";
+    let input = write(dir.path(), "hosts.cdxj", &text);
+    let out = dir.path().join("hosts.map");
+    ukvs(&[
+        "mementomap",
+        "generate",
+        "-q",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let map = std::fs::read_to_string(&out).unwrap();
+    let got: Vec<&str> = map.lines().filter(|l| !l.starts_with('!')).collect();
+    let opts = ukvs::mementomap::generate::Options::default();
+    let (want, stats) = ukvs::mementomap::generate::records_of(text.as_bytes(), &opts).unwrap();
+    assert!(stats.late >= 2, "{stats:?}");
+    let want: Vec<String> = want
+        .iter()
+        .map(|r| {
+            String::from_utf8(r.to_line())
+                .unwrap()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the map differs from the records in memory");
+    assert!(got.contains(&"com,huge)/ 2/2"), "{:?}", &got[..3]);
+    assert!(got.contains(&"com,huge)/p1000 2/2"));
+}
