@@ -6,7 +6,8 @@
 #
 # LINES (default 600000) captures are generated; a second input ten times
 # larger checks that ukvs's peak memory stays flat. Prints wall seconds
-# (best of 5) and peak RSS (KiB) for each job, and the speed-ups.
+# (best of REPS runs, default 7, the same for every tool) and peak RSS
+# (KiB) for each job, and the speed-ups.
 set -euo pipefail
 
 LINES=${1:-600000}
@@ -55,13 +56,18 @@ EOF
 [ -s "$WORK/in10.cdxj" ] || gen $((LINES * 10)) "$WORK/in10.cdxj"
 echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
 
-# Best-of-5 wall seconds, timed by the shell (/usr/bin/time counts only
+# Best-of-REPS wall seconds, timed by the shell (/usr/bin/time counts only
 # hundredths, too coarse for runs of tens of milliseconds, and its own
-# start-up would be timed too), then the peak RSS of one more run.
-measure() { # LABEL CMD...
-    local label=$1; shift
+# start-up would be timed too), then the peak RSS of one more run. The
+# output file OUT ("-": none) is removed before each run, so every run of
+# every tool writes a new file (replacing one makes ext4 flush the new
+# data at the rename or close, which times the disk, not the tool).
+REPS=${REPS:-7}
+measure() { # LABEL OUT CMD...
+    local label=$1 out=$2; shift 2
     local best="" t rss
-    for _ in 1 2 3 4 5; do
+    for _ in $(seq "$REPS"); do
+        [ "$out" = - ] || rm -f "$out"
         t=$( { TIMEFORMAT=%4R; time "$@" > /dev/null 2> "$WORK/err"; } 2>&1 ) || {
             cat "$WORK/err" >&2; exit 1; }
         if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
@@ -72,10 +78,10 @@ measure() { # LABEL CMD...
     echo "$best" > "$WORK/$label.t"
 }
 
-measure ref_generate python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
-measure ukvs_generate "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
-measure ukvs_generate_x10 "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
-measure ukvs_generate_compact "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map"
+measure ref_generate "$WORK/ref.map" python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
+measure ukvs_generate "$WORK/ukvs.map" "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
+measure ukvs_generate_x10 "$WORK/ukvs10.map" "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
+measure ukvs_generate_compact "$WORK/ukvs.c.map" "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map"
 
 # 10k lookup keys: half held, half not; the reference crashes on keys
 # probing its last line, so its map gets two guard lines.
@@ -88,8 +94,8 @@ for _ in range(5000):
 EOF
 cp "$WORK/ref.map" "$WORK/ref.guard.map"
 printf '~~~~ 0\n~~~~~ 0\n' >> "$WORK/ref.guard.map"
-measure ref_batchlookup python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt"
-measure ukvs_batchlookup sh -c "'$UKVS' mementomap lookup '$WORK/ukvs.map' - < '$WORK/q.txt'"
+measure ref_batchlookup - python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt"
+measure ukvs_batchlookup - sh -c "'$UKVS' mementomap lookup '$WORK/ukvs.map' - < '$WORK/q.txt'"
 
 ratio() { awk "BEGIN{printf \"%.1f\", $(cat "$WORK/$1.t") / ($(cat "$WORK/$2.t") > 0 ? $(cat "$WORK/$2.t") : 0.001)}"; }
 echo "generate speed-up: $(ratio ref_generate ukvs_generate)x"
