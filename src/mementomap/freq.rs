@@ -142,8 +142,14 @@ impl Count {
 
     fn write(&self, out: &mut Vec<u8>) {
         if let Some(n) = self.value {
-            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-            out.extend_from_slice(self.bound.suffix().as_bytes());
+            // Most counts of a map are one digit.
+            match u8::try_from(n) {
+                Ok(d) if d < 10 => out.push(b'0' + d),
+                _ => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            }
+            if self.bound != Bound::Exact {
+                out.extend_from_slice(self.bound.suffix().as_bytes());
+            }
         }
     }
 }

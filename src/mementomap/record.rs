@@ -131,6 +131,9 @@ pub(crate) fn write_line(
     extra: Option<&Map<String, Value>>,
     out: &mut Vec<u8>,
 ) {
+    // The key, a space, two counts of up to 20 digits with their marks,
+    // a slash and the LF.
+    out.reserve(key.len() + 46);
     out.extend_from_slice(key);
     out.push(b' ');
     freq.write_to(out);
