@@ -1088,6 +1088,10 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The write buffer of a part's map: a part's lines are few next to its
+/// input, and every fresh buffer page costs a fault.
+const PART_BUF: usize = 128 << 10;
+
 /// Memory for the records that arrive out of order, over all parts.
 const LATE_MEM: usize = 256 << 20;
 
@@ -1163,7 +1167,7 @@ fn pass_one(
     let sink_sorter = Rc::clone(&sorter);
     let main_file = tempfile::tempfile_in(tmp)
         .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
-    let main = BufWriter::with_capacity(1 << 20, main_file);
+    let main = BufWriter::with_capacity(PART_BUF, main_file);
     let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
         let line = r.to_line();
         sink_sorter
