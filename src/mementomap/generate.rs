@@ -232,10 +232,10 @@ pub struct Aggregator {
     group_len: usize,
     key_buf: Vec<u8>,
     group_capped: bool,
-    /// Whether the URL counted last (`group_urls[group_len - 1]`) came
-    /// from an OSLJ `url` with no quote or escape in it, so that a line
-    /// repeating it byte for byte names the same URL.
-    group_last_plain: bool,
+    /// For each URL slot: whether its URL came from an OSLJ `url` with no
+    /// quote or escape in it, so that a line repeating it byte for byte
+    /// names the same URL.
+    group_plain: Vec<bool>,
     group_bucket_urls: HashSet<Vec<u8>>,
     /// The record of the run that ended last (see [`Aggregator::done`]).
     done: Record,
@@ -292,6 +292,13 @@ fn split_capture(line: &[u8]) -> Capture<'_> {
             }
         }
     }
+}
+
+/// Whether the OSLJ string `value` (past its opening quote) is `url`, a
+/// URL with no quote or escape in it (`plain`).
+#[inline(always)]
+fn names(value: &[u8], url: &[u8], plain: bool) -> bool {
+    plain && value.len() > url.len() && value[url.len()] == b'"' && &value[..url.len()] == url
 }
 
 /// Whether `b` is 14 ASCII digits (a full datetime), tested eight bytes
@@ -402,7 +409,7 @@ impl Aggregator {
             group_len: 0,
             key_buf: Vec::new(),
             group_capped: false,
-            group_last_plain: false,
+            group_plain: Vec::new(),
             group_bucket_urls: HashSet::new(),
             done: Record::new(Vec::new(), Frequency::default()),
             stats: GenStats::default(),
@@ -420,8 +427,8 @@ impl Aggregator {
             self.stats.headers += 1;
             return Ok(false);
         }
-        if self.repeats_last_url(line) {
-            // Another capture of the URL counted last.
+        if self.repeats_a_url(line) {
+            // Another capture of a URL of the group.
             self.stats.captures += 1;
             self.run_urim += 1;
             if self.run_excluded.is_some() {
@@ -432,32 +439,39 @@ impl Aggregator {
         self.push_capture(&split_capture(line), line, line_no)
     }
 
-    /// Whether `line` is one more capture of the SURT and URL counted last,
-    /// in the usual form `SURT DATETIME {"url": "URL", ...}`: most lines of
-    /// an index are, and they need no search. Anything else (another URL,
-    /// decompositions to fill, another form) takes the full parse.
-    fn repeats_last_url(&self, line: &[u8]) -> bool {
+    /// Whether `line` is one more capture of the SURT and of a URL already
+    /// counted for it, in the usual form `SURT DATETIME {"url": "URL",
+    /// ...}`: most lines of an index are, and they need no search. Anything
+    /// else (a new URL, decompositions to fill, another form) takes the
+    /// full parse.
+    fn repeats_a_url(&self, line: &[u8]) -> bool {
         const URL_HEAD: &[u8] = b"{\"url\": \"";
-        if !self.group_last_plain || self.group_capped || !self.opts.by.is_empty() {
+        if self.group_len == 0 || self.group_capped || !self.opts.by.is_empty() {
             return false;
         }
         let n = self.group_surt.len();
         let Some((surt, rest)) = line.split_at_checked(n) else {
             return false;
         };
-        let Some(url) = self.group_len.checked_sub(1).map(|i| &self.group_urls[i]) else {
-            return false;
-        };
         let Some((datetime, rest)) = rest.get(1..).and_then(|r| r.split_at_checked(14)) else {
             return false;
         };
-        line[n] == b' '
+        let head_ok = line[n] == b' '
             && surt == self.group_surt.as_slice()
             && is_14_digits(datetime)
-            && rest.get(1..1 + URL_HEAD.len()) == Some(URL_HEAD)
-            && rest[0] == b' '
-            && rest.get(1 + URL_HEAD.len()..1 + URL_HEAD.len() + url.len()) == Some(url.as_slice())
-            && rest.get(1 + URL_HEAD.len() + url.len()) == Some(&b'"')
+            && rest
+                .get(..1 + URL_HEAD.len())
+                .is_some_and(|h| h[0] == b' ' && &h[1..] == URL_HEAD);
+        if !head_ok {
+            return false;
+        }
+        let value = &rest[1 + URL_HEAD.len()..];
+        let urls = &self.group_urls[..self.group_len];
+        let plain = &self.group_plain[..self.group_len];
+        // The URL counted last first: captures of one URL are often adjacent.
+        let last = self.group_len - 1;
+        names(value, &urls[last], plain[last])
+            || (0..last).rev().any(|i| names(value, &urls[i], plain[i]))
     }
 
     fn push_capture(
@@ -491,7 +505,6 @@ impl Aggregator {
         self.group_surt.clear();
         self.group_surt.extend_from_slice(cap.surt);
         self.group_len = 0;
-        self.group_last_plain = false;
         self.group_capped = false;
         self.group_bucket_urls.clear();
         Ok(done)
@@ -545,11 +558,15 @@ impl Aggregator {
                 }
                 None => self.group_urls.push(url.to_vec()),
             }
-            self.group_len += 1;
             // A URL borrowed from an OSLJ ends at its first quote and has
             // no escape (see `json_url`).
-            self.group_last_plain =
+            let plain =
                 cap.json.is_some() && matches!(cap.url, Some(std::borrow::Cow::Borrowed(_)));
+            match self.group_plain.get_mut(self.group_len) {
+                Some(slot) => *slot = plain,
+                None => self.group_plain.push(plain),
+            }
+            self.group_len += 1;
             true
         };
         self.run_urim += 1;
@@ -635,7 +652,6 @@ impl Aggregator {
         }
         // A new key always means a new SURT group too.
         self.group_surt.clear();
-        self.group_last_plain = false;
     }
 
     /// Ends the current run: true when it gave a record (into `done`).
