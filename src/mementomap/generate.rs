@@ -599,6 +599,8 @@ impl Aggregator {
     pub fn finish(&mut self) -> bool {
         let r = self.finish_run();
         self.run_active = false;
+        // A line pushed after this starts a new group and run.
+        self.group_len = 0;
         r
     }
 
@@ -1368,6 +1370,22 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
         let cap = split_capture(b"com,a)/ 20150101000000 http://a.com/ text/html");
         assert_eq!(cap.datetime, b"20150101000000");
         assert_eq!(cap.url.as_deref(), Some(&b"http://a.com/"[..]));
+    }
+
+    /// A line pushed after the end of the input starts a run of its own,
+    /// even with the SURT and URL of the last run.
+    #[test]
+    fn pushing_after_finish_starts_a_new_run() {
+        let line = br#"com,a)/ 20140101000000 {"url": "http://a/"}"#;
+        let mut agg = Aggregator::new(Options::default());
+        for n in 1..=2 {
+            assert!(!agg.push_line(line, n).unwrap());
+        }
+        assert!(agg.finish());
+        assert_eq!(agg.done().to_line(), b"com,a)/ 2/1\n");
+        assert!(!agg.push_line(line, 3).unwrap());
+        assert!(agg.finish());
+        assert_eq!(agg.done().to_line(), b"com,a)/ 1/1\n");
     }
 
     #[test]
