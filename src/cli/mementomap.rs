@@ -21,7 +21,7 @@ use ukvs::mementomap::generate::{
 use ukvs::mementomap::header::{iso8601, Header};
 use ukvs::mementomap::key::map_key;
 use ukvs::mementomap::lookup::{DatetimeRange, Map};
-use ukvs::mementomap::merge::{fold, fold_records, Lines, Merger, Source, Summary};
+use ukvs::mementomap::merge::{fold, fold_records_from, Lines, Merger, Source, Summary};
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
 use ukvs::sorted::ExternalSorter;
 
@@ -1095,6 +1095,9 @@ const PART_BUF: usize = 128 << 10;
 /// Memory for the records that arrive out of order, over all parts.
 const LATE_MEM: usize = 256 << 20;
 
+/// Bytes of a part's map read at a time when its late records are folded in.
+const FOLD_WINDOW: usize = 1 << 20;
+
 /// `work` on every part (`from`, `to`) on `threads` threads, the largest
 /// parts first, so that a large part does not start last; the results in
 /// the parts' order.
@@ -1215,7 +1218,7 @@ fn pass_one(
             .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
     );
     let late = late.map(|line| Record::parse(&line?, 0));
-    let summary = fold_late_into(&main, late, &mut map)?;
+    let summary = fold_records_from(&main, FOLD_WINDOW, late, &mut map)?;
     let mut map = map.into_inner().map_err(|e| e.into_error())?;
     map.seek(SeekFrom::Start(0))?;
     Ok(PassOne {
@@ -1224,64 +1227,6 @@ fn pass_one(
         stats,
         bad,
     })
-}
-
-/// Folds `late` records (sorted by key, of URLs that `main` does not
-/// count) into the map lines of the file `main`, read from its start,
-/// writing one sorted map to `out`. The file is read a window at a time;
-/// each window takes the late records up to its last key, and
-/// [`fold_records`] copies the lines between them in one piece, so a few
-/// late records cost little more than a copy of the map.
-fn fold_late_into(
-    main: &File,
-    late: impl Iterator<Item = Result<Record, MapError>>,
-    out: &mut impl Write,
-) -> anyhow::Result<Summary> {
-    let mut late = late.peekable();
-    let mut summary = Summary::default();
-    // Folds a window of whole lines with the late records up to its last
-    // key (all that are left after the last window: `None`).
-    let mut fold_window =
-        |window: Option<&[u8]>, late: &mut std::iter::Peekable<_>| -> anyhow::Result<()> {
-            let taken: Vec<Result<Record, MapError>> = match window {
-                Some(w) => {
-                    let body = w.strip_suffix(b"\n").unwrap_or(w);
-                    let last = &body[memchr::memrchr(b'\n', body).map_or(0, |i| i + 1)..];
-                    let last_key = &last[..memchr::memchr(b' ', last).unwrap_or(last.len())];
-                    std::iter::from_fn(|| {
-                        late.next_if(|r: &Result<Record, MapError>| {
-                            r.as_ref().map_or(true, |r| r.key.as_slice() <= last_key)
-                        })
-                    })
-                    .collect()
-                }
-                None => late.collect(),
-            };
-            summary.append(fold_records(window.unwrap_or(b""), taken, out)?)?;
-            Ok(())
-        };
-    let mut r = BufReader::with_capacity(1 << 20, main);
-    let mut long = Vec::new();
-    loop {
-        let chunk = r.fill_buf()?;
-        if chunk.is_empty() {
-            break;
-        }
-        match memchr::memrchr(b'\n', chunk) {
-            Some(i) => {
-                fold_window(Some(&chunk[..=i]), &mut late)?;
-                r.consume(i + 1);
-            }
-            None => {
-                // A line longer than the buffer, or a last one without LF.
-                long.clear();
-                r.read_until(b'\n', &mut long)?;
-                fold_window(Some(&long), &mut late)?;
-            }
-        }
-    }
-    fold_window(None, &mut late)?;
-    Ok(summary)
 }
 
 /// Where to cut a sorted file into about `parts` parts read in parallel:

@@ -10,7 +10,7 @@
 //! keys of different shards are kept side by side; lookup picks the most
 //! specific.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 
 use super::record::Record;
 use super::Error;
@@ -177,6 +177,10 @@ pub fn fold_records(
         }
         let at = pos + key_lower_bound(&main[pos..], &rec.key);
         out.write_all(&main[pos..at])?;
+        if at == main.len() && at > pos && !main.ends_with(b"\n") {
+            // A last line without LF, followed by a late record.
+            out.write_all(b"\n")?;
+        }
         pos = at;
         let line_end = memchr::memchr(b'\n', &main[pos..]).map_or(main.len(), |i| pos + i);
         let line = &main[pos..line_end];
@@ -204,6 +208,54 @@ pub fn fold_records(
         out.write_all(b"\n")?;
     }
     Ok(done)
+}
+
+/// [`fold_records`] for map lines read from `main`, a window of about
+/// `window` bytes of whole lines at a time: each window takes the late
+/// records up to its last key (the last window all that are left), so
+/// memory stays bounded by the window and the longest line, and a few
+/// late records cost little more than a copy of the map.
+pub fn fold_records_from(
+    main: impl Read,
+    window: usize,
+    late: impl IntoIterator<Item = Result<Record, Error>>,
+    out: &mut impl Write,
+) -> Result<Summary, Error> {
+    let mut late = late.into_iter().peekable();
+    let mut summary = Summary::default();
+    let mut fold_window = |lines: &[u8], last: bool| -> Result<(), Error> {
+        let body = lines.strip_suffix(b"\n").unwrap_or(lines);
+        let last_line = &body[memchr::memrchr(b'\n', body).map_or(0, |i| i + 1)..];
+        let last_key = &last_line[..memchr::memchr(b' ', last_line).unwrap_or(last_line.len())];
+        let taken = std::iter::from_fn(|| {
+            late.next_if(|r| last || r.as_ref().map_or(true, |r| r.key.as_slice() <= last_key))
+        });
+        summary.append(fold_records(lines, taken, out)?)
+    };
+    let mut r = io::BufReader::with_capacity(window.max(1), main);
+    let mut long = Vec::new();
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        match memchr::memrchr(b'\n', chunk) {
+            Some(i) => {
+                fold_window(&chunk[..=i], false)?;
+                r.consume(i + 1);
+            }
+            None => {
+                // The rest of a line the buffer cut (the buffer keeps it
+                // without refilling), a line longer than the buffer, or a
+                // last line without LF.
+                long.clear();
+                r.read_until(b'\n', &mut long)?;
+                fold_window(&long, false)?;
+            }
+        }
+    }
+    fold_window(b"", true)?;
+    Ok(summary)
 }
 
 /// The start of the first line of `text` (map lines in key order) whose
@@ -548,20 +600,47 @@ mod tests {
 
         /// Folding records into lines by binary search gives the same.
         #[test]
-        fn fold_records_equals_merger(srcs in sources()) {
+        fn fold_records_equals_merger(srcs in sources(), lf_at_end in proptest::prelude::any::<bool>()) {
             let main: Vec<String> = srcs.get(1).cloned().unwrap_or_default();
             let late: Vec<String> = srcs[0].clone();
             let expected = merged(vec![src(&main), src(&late)], true);
-            let text: String = main.iter().map(|l| format!("{l}\n")).collect();
+            let mut text: String = main.iter().map(|l| format!("{l}\n")).collect();
+            if !lf_at_end {
+                text.pop();
+            }
             let mut out = Vec::new();
             let late_recs: Vec<Result<Record, Error>> = late
                 .iter()
                 .map(|l| Record::parse(l.as_bytes(), 1))
                 .collect();
             let done = fold_records(text.as_bytes(), late_recs, &mut out).unwrap();
-            let got: Vec<String> = String::from_utf8(out).unwrap().lines().map(|l| format!("{l}\n")).collect();
-            proptest::prop_assert_eq!(&got, &expected);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), expected.concat());
             proptest::prop_assert_eq!(done.lines as usize, expected.len());
+        }
+
+        /// Folding a map read a few bytes at a time gives what folding it
+        /// whole gives: late keys equal to the first or last key of a
+        /// window, before the first line and past the last, an empty map,
+        /// a last line without LF.
+        #[test]
+        fn fold_records_from_equals_fold_records(
+            srcs in sources(),
+            window in 1usize..48,
+            lf_at_end in proptest::prelude::any::<bool>(),
+        ) {
+            let mut text: String = srcs.get(1).cloned().unwrap_or_default().iter().map(|l| format!("{l}\n")).collect();
+            if !lf_at_end {
+                text.pop();
+            }
+            let late = || srcs[0].iter().map(|l| Record::parse(l.as_bytes(), 1)).collect::<Vec<_>>();
+            let mut whole = Vec::new();
+            let expected = fold_records(text.as_bytes(), late(), &mut whole).unwrap();
+            let mut out = Vec::new();
+            let done = fold_records_from(text.as_bytes(), window, late(), &mut out).unwrap();
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(whole).unwrap());
+            proptest::prop_assert_eq!(done.lines, expected.lines);
+            proptest::prop_assert_eq!(done.first, expected.first);
+            proptest::prop_assert_eq!(done.last, expected.last);
         }
     }
 }
