@@ -412,6 +412,23 @@ impl Emit<'_> {
     }
 }
 
+thread_local! {
+    /// Records whose buffers outlive one file on this thread: the next
+    /// file reads into them instead of into fresh pages (each costs a
+    /// fault, and a freed heap is given back to the system).
+    static SPARE: std::cell::RefCell<Vec<arc::Record>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keeps the records of a finished file for the next one on this thread,
+/// but not a buffer larger than [`KEEP_BLOCK_MAX`].
+fn keep_spare(mut spare: Vec<arc::Record>) {
+    spare.retain(|r| r.block.capacity() <= KEEP_BLOCK_MAX);
+    SPARE.set(spare);
+}
+
+/// The largest record buffer kept from one file for the next.
+const KEEP_BLOCK_MAX: usize = 64 << 20;
+
 /// Indexes one file, sending its lines, errors and summary to the writer.
 fn index_file(
     file: usize,
@@ -444,7 +461,7 @@ fn index_file(
     // in `order` for the records before them.
     let mut lanes = Lanes::new();
     let mut slots: Vec<Option<InLane>> = (0..Lanes::WIDTH).map(|_| None).collect();
-    let mut spare: Vec<arc::Record> = Vec::new();
+    let mut spare = SPARE.take();
     let mut order = InOrder::default();
     let mut done = Vec::new();
     let mut last_end = 0u64;
@@ -460,7 +477,11 @@ fn index_file(
             return;
         }
         while more && lanes.has_room() && order.held() < MAX_HELD {
-            let mut rec = spare.pop().unwrap_or_default();
+            // The spare record with the largest buffer: a large block then
+            // reuses a large buffer instead of growing another one into
+            // fresh pages (each costs a fault).
+            let largest = (0..spare.len()).max_by_key(|&i| spare[i].block.capacity());
+            let mut rec = largest.map_or_else(arc::Record::default, |i| spare.swap_remove(i));
             match rdr.read_record(&mut rec) {
                 Ok(true) => {
                     if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
@@ -528,6 +549,7 @@ fn index_file(
             return;
         }
     }
+    keep_spare(spare);
     stats.bytes = last_end;
     stats.skipped = rdr.stats().skipped_records;
     stats.skipped_bytes = rdr.stats().skipped_bytes;
