@@ -1061,7 +1061,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         w.write_all(&header)?;
         if ordered {
             for (mut file, _) in parts {
-                io::copy(&mut file, &mut w)?;
+                w.append_file(&mut file)?;
             }
             stats.lines_out = stats.lines_in;
         } else {

@@ -123,6 +123,24 @@ impl Output {
         self.write_all(b"\n")
     }
 
+    /// Appends what is left of `src` from its position. Into a file, what
+    /// is buffered is written first and the kernel copies the rest
+    /// (`io::copy` between files uses `copy_file_range`), so the bytes do
+    /// not pass through this process.
+    pub fn append_file(&mut self, src: &mut File) -> io::Result<u64> {
+        match self {
+            Output::Stdout(w) => io::copy(src, w),
+            Output::Temp { wtr, .. } => {
+                wtr.flush()?;
+                io::copy(src, wtr.get_mut().as_file_mut())
+            }
+            Output::Direct { wtr, .. } => {
+                wtr.flush()?;
+                io::copy(src, wtr.get_mut())
+            }
+        }
+    }
+
     /// Flushes and moves the finished file into place.
     pub fn commit(self) -> anyhow::Result<()> {
         match self {
