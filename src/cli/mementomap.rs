@@ -1277,11 +1277,17 @@ fn cuts_between_surts(file: &File, threads: usize) -> io::Result<Vec<u64>> {
     Ok(cuts)
 }
 
+/// Bytes a cut search reads at a time.
+const PROBE_READ: u64 = 8 << 10;
+
 /// Reads lines of a sorted file at chosen offsets, for the cuts.
 struct Probe<'f> {
     file: &'f File,
     len: u64,
+    /// The bytes last read, from file offset `buf_at`: a binary search
+    /// step reads the line after an offset, then that line again.
     buf: Vec<u8>,
+    buf_at: u64,
 }
 
 impl<'f> Probe<'f> {
@@ -1290,20 +1296,33 @@ impl<'f> Probe<'f> {
             file,
             len: file.metadata()?.len(),
             buf: Vec::new(),
+            buf_at: 0,
         })
     }
 
     /// The line that starts at `at` (without its LF), read in blocks.
     fn line_at(&mut self, at: u64) -> io::Result<&[u8]> {
+        let held = at
+            .checked_sub(self.buf_at)
+            .and_then(|off| usize::try_from(off).ok())
+            .filter(|&off| off <= self.buf.len());
+        if let Some(off) = held {
+            let at_end = self.buf_at + self.buf.len() as u64 >= self.len;
+            match memchr::memchr(b'\n', &self.buf[off..]) {
+                Some(i) => return Ok(&self.buf[off..off + i]),
+                None if at_end => return Ok(&self.buf[off..]),
+                None => {}
+            }
+        }
         self.buf.clear();
+        self.buf_at = at;
         let mut f = self.file;
         f.seek(SeekFrom::Start(at))?;
         loop {
             let have = self.buf.len();
-            let n = (&mut f).take(8192).read_to_end(&mut self.buf)?;
+            let n = (&mut f).take(PROBE_READ).read_to_end(&mut self.buf)?;
             if let Some(i) = memchr::memchr(b'\n', &self.buf[have..]) {
-                self.buf.truncate(have + i);
-                return Ok(&self.buf);
+                return Ok(&self.buf[..have + i]);
             }
             if n == 0 {
                 return Ok(&self.buf);
