@@ -9,6 +9,7 @@
 # (best of REPS runs, default 7, the same for every tool) and peak RSS
 # (KiB) for each job, and the speed-ups.
 set -euo pipefail
+export LC_ALL=C
 
 LINES=${1:-600000}
 WORK=${2:-$(mktemp -d)}
@@ -56,9 +57,9 @@ EOF
 [ -s "$WORK/in10.cdxj" ] || gen $((LINES * 10)) "$WORK/in10.cdxj"
 echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
 
-# Best-of-REPS wall seconds, timed by the shell (/usr/bin/time counts only
-# hundredths, too coarse for runs of tens of milliseconds, and its own
-# start-up would be timed too), then the peak RSS of one more run. The
+# Best-of-REPS wall seconds, timed by the shell's microsecond clock
+# (/usr/bin/time counts only hundredths and `time` milliseconds, too coarse
+# for runs of tens of milliseconds), then the peak RSS of one more run. The
 # output file OUT ("-": none) is removed before each run, so every run of
 # every tool writes a new file (replacing one makes ext4 flush the new
 # data at the rename or close, which times the disk, not the tool).
@@ -73,8 +74,9 @@ measure() { # LABEL OUT CMD...
     for _ in $(seq "$REPS"); do
         [ "$out" = - ] || rm -f "$out"
         [ "${#WARM[@]}" -eq 0 ] || cat "${WARM[@]}" > /dev/null
-        t=$( { TIMEFORMAT=%4R; time "$@" > /dev/null 2> "$WORK/err"; } 2>&1 ) || {
-            cat "$WORK/err" >&2; exit 1; }
+        local t0=$EPOCHREALTIME
+        "$@" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
+        t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
         if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
     done
     /usr/bin/time -f "%M" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err"
