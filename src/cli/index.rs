@@ -175,6 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let abort_ref = &abort;
         let opts_ref = &opts;
         let pb = progress.as_ref();
+        let pool = &pool;
         scope.spawn(move || {
             pool.install(|| {
                 worker_paths
@@ -203,7 +204,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // The temporary output is dropped, so no file appears.
         return Ok(ExitCode::from(2));
     }
-    sink.finish(&mut out, &opts)?;
+    // The workers are done: their pool sorts what the sink holds.
+    pool.install(|| sink.finish(&mut out, &opts))?;
     out.commit()?;
     if !args.quiet {
         eprintln!(
@@ -789,10 +791,7 @@ impl Sink {
         if let Some(sorter) = self.sorter.take() {
             let metas = std::mem::take(&mut self.metas);
             self.write_headers(out, &metas)?;
-            for line in sorter.finish().context("cannot sort index lines")? {
-                let line = line.context("cannot sort index lines")?;
-                out.line(&line)?;
-            }
+            sorter.par_for_each_sorted(|line| out.line(line))?;
         } else {
             self.write_headers(out, &[])?;
         }

@@ -135,6 +135,15 @@ impl Run {
         spans.sort_unstable_by(|a, b| Run::compare(arena, a, b));
     }
 
+    /// Sorts the lines in byte order on the current rayon pool: for a
+    /// caller whose pool has idle threads (a pool whose threads wait on
+    /// the caller would never run it).
+    pub fn par_sort(&mut self) {
+        use rayon::slice::ParallelSliceMut;
+        let (arena, spans) = self.parts_mut();
+        spans.par_sort_unstable_by(|a, b| Run::compare(arena, a, b));
+    }
+
     /// The lines in their current order.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.spans.iter().map(|s| Run::bytes(&self.arena, s))
@@ -248,21 +257,45 @@ impl ExternalSorter {
 
     /// All lines pushed, in byte order.
     pub fn finish(mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>>> {
-        self.run.sort();
         // Everything fitted: no file was touched and none will be.
         if self.spilled.is_empty() {
+            self.run.sort();
             return Ok(Sorted::Memory {
                 run: self.run,
                 next: 0,
             });
         }
+        Ok(Sorted::Merged(Box::new(self.finish_merge()?)))
+    }
+
+    /// Hands every line pushed to `f`, in byte order, without copying the
+    /// lines held in memory; those are sorted on the current rayon pool
+    /// (see [`Run::par_sort`]).
+    pub fn par_for_each_sorted<E: From<io::Error>>(
+        mut self,
+        mut f: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.spilled.is_empty() {
+            self.run.par_sort();
+            return self.run.iter().try_for_each(f);
+        }
+        let mut merge = self.finish_merge()?;
+        while let Some(line) = merge.next().map_err(io::Error::other)? {
+            f(line)?;
+        }
+        Ok(())
+    }
+
+    /// Spills the lines still held and merges every run.
+    fn finish_merge(mut self) -> io::Result<Merge<BufReader<File>>> {
         if !self.run.is_empty() {
+            self.run.sort();
             let file = spill(&self.run, self.tmp_dir.as_deref())?;
             self.spilled.push(file);
         }
         drop(self.run);
         let runs = reduce_runs(self.spilled, self.tmp_dir.as_deref())?;
-        Ok(Sorted::Merged(Box::new(merge_runs(runs)?)))
+        merge_runs(runs)
     }
 }
 
@@ -335,5 +368,29 @@ mod tests {
         want.sort();
         let got: Vec<Vec<u8>> = s.finish().unwrap().collect::<io::Result<_>>().unwrap();
         assert_eq!(got, want);
+    }
+
+    /// The lines in byte order, held in memory or spilled (the parallel
+    /// sort runs on rayon's global pool here).
+    #[test]
+    fn par_for_each_sorted_in_memory_and_spilled() {
+        for mem in [100, 1 << 20] {
+            let mut s = ExternalSorter::new(mem, None);
+            let mut want = Vec::new();
+            for i in 0..5000u32 {
+                let line = format!("com,k{})/{} {}", (i * 7919) % 263, i % 7, i).into_bytes();
+                s.push(&line).unwrap();
+                want.push(line);
+            }
+            assert_eq!(s.spilled_runs() > 0, mem == 100);
+            want.sort();
+            let mut got = Vec::new();
+            s.par_for_each_sorted(|l| {
+                got.push(l.to_vec());
+                Ok::<_, io::Error>(())
+            })
+            .unwrap();
+            assert_eq!(got, want, "memory bound {mem}");
+        }
     }
 }
