@@ -104,8 +104,9 @@ impl Run {
         self.spans.clear();
     }
 
-    /// The arena and the spans, for sorting with another strategy (a
-    /// parallel sort in the CLI) using [`Run::compare`].
+    /// The arena and the spans, for sorting with another strategy using
+    /// [`Run::compare`] ([`Run::sort`] and [`Run::par_sort`] are the two
+    /// this crate uses).
     pub fn parts_mut(&mut self) -> (&[u8], &mut [Span]) {
         (&self.arena, &mut self.spans)
     }
