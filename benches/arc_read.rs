@@ -27,7 +27,7 @@ fn read_file(path: &str) -> std::io::Result<Count> {
         match rdr.read_record(&mut rec) {
             Ok(true) => {
                 c.records += 1;
-                c.block_bytes += rec.block.len() as u64;
+                c.block_bytes += rec.block().len() as u64;
             }
             Ok(false) => break,
             Err(e) => {

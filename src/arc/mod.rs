@@ -37,6 +37,12 @@ pub use filedesc::FileDesc;
 pub use header::{is_date_like, is_ip_like, parse_length, Form, HeaderView};
 pub use reader::{Options, Reader, Stats};
 
+use std::sync::Arc;
+
+/// An input held whole in memory and shared by the records read from it
+/// (a memory-mapped file, or any bytes): see [`Reader::from_shared`].
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// Which header-line layout a record used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -79,6 +85,10 @@ pub struct Header {
 }
 
 /// One ARC record as stored.
+///
+/// Its block is read with [`Record::block`]. A reader over a shared input
+/// ([`Reader::from_shared`]) lends the record a range of that input instead
+/// of copying the block; [`Record::block_mut`] makes it the record's own.
 #[derive(Clone, Debug, Default)]
 pub struct Record {
     /// Offset in the stored file: the header line (plain) or the gzip member
@@ -90,9 +100,10 @@ pub struct Record {
     /// The header line, without its line terminator.
     pub header_line: Vec<u8>,
     pub header: Header,
-    /// The record block: the declared-length bytes after the header line
-    /// (HTTP head + body for `http:` records), fewer when truncated.
-    pub block: Vec<u8>,
+    /// The block when the record owns it.
+    pub(crate) buf: Vec<u8>,
+    /// The block when it is a range of a shared input.
+    pub(crate) shared: Option<SharedBlock>,
     /// The record was stored as its own gzip member.
     pub compressed: bool,
     /// The file ends inside this record: `block` is incomplete.
@@ -105,14 +116,66 @@ impl Record {
         self.header.url.starts_with(b"filedesc:")
     }
 
-    /// Empties the record, keeping its buffers for reuse.
+    /// The record block: the declared-length bytes after the header line
+    /// (HTTP head + body for `http:` records), fewer when truncated.
+    pub fn block(&self) -> &[u8] {
+        match &self.shared {
+            Some(s) => &(*s.bytes).as_ref()[s.start..s.end],
+            None => &self.buf,
+        }
+    }
+
+    /// The block as a buffer the record owns, copied out of the shared
+    /// input first if it is a range of one.
+    pub fn block_mut(&mut self) -> &mut Vec<u8> {
+        if let Some(s) = self.shared.take() {
+            self.buf.clear();
+            self.buf
+                .extend_from_slice(&(*s.bytes).as_ref()[s.start..s.end]);
+        }
+        &mut self.buf
+    }
+
+    /// Bytes the record's own block buffer can hold without growing.
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Whether the block is a range of a shared input, not a copy.
+    pub fn block_is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Makes the block `bytes[start..end]` of a shared input.
+    pub(crate) fn share_block(&mut self, bytes: SharedBytes, start: usize, end: usize) {
+        self.buf.clear();
+        self.shared = Some(SharedBlock { bytes, start, end });
+    }
+
+    /// Empties the record, keeping its buffers for reuse (a shared input
+    /// is let go).
     pub fn clear(&mut self) {
         self.offset = 0;
         self.length = 0;
         self.header_line.clear();
         self.header.clear();
-        self.block.clear();
+        self.buf.clear();
+        self.shared = None;
         self.compressed = false;
         self.truncated = false;
+    }
+}
+
+/// A block lent by a shared input: `bytes[start..end]`.
+#[derive(Clone)]
+pub(crate) struct SharedBlock {
+    bytes: SharedBytes,
+    start: usize,
+    end: usize,
+}
+
+impl std::fmt::Debug for SharedBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedBlock({}..{})", self.start, self.end)
     }
 }

@@ -68,7 +68,7 @@ use flate2::bufread::GzDecoder;
 
 use super::header::{is_scheme_byte, KNOWN_SCHEMES};
 use super::src::Src;
-use super::{Error, HeaderView, Record};
+use super::{Error, HeaderView, Record, SharedBytes};
 
 /// Longest header line looked for; longer lines are not headers.
 const MAX_LINE: usize = 64 << 10;
@@ -155,6 +155,26 @@ pub struct Reader<R> {
     probe: Vec<u8>,
     /// Whether the file's first unit was a gzip member (unknown before it).
     gzip_file: Option<bool>,
+}
+
+impl Reader<io::Empty> {
+    /// A reader over an input held whole in memory, such as a
+    /// memory-mapped file. Nothing is copied into a buffer, and the block
+    /// of a well-formed plain record is a range of `bytes`
+    /// ([`Record::block_is_shared`]); gzip members are decoded from `bytes`
+    /// in place. Records are the same as from [`Reader::with_options`]
+    /// over a reader of the same bytes.
+    pub fn from_shared(bytes: SharedBytes, opts: Options) -> Reader<io::Empty> {
+        Reader {
+            src: Src::shared(io::empty(), bytes),
+            opts,
+            pending: VecDeque::new(),
+            stats: Stats::default(),
+            done: false,
+            probe: Vec::new(),
+            gzip_file: None,
+        }
+    }
 }
 
 impl<R: Read> Reader<R> {
@@ -286,7 +306,7 @@ impl<R: Read> Reader<R> {
             // A fresh decoder per member: its state (and the CRC-32 and size
             // check of the trailer) covers exactly one member, and it
             // consumes exactly the member's bytes from `src`. Decoding
-            // straight into `rec.block` saves a copy; the header line is
+            // straight into `rec.buf` saves a copy; the header line is
             // moved out of it afterwards.
             let mut dec = GzDecoder::new(&mut self.src);
             let mut check = MultiCheck::default();
@@ -295,8 +315,8 @@ impl<R: Read> Reader<R> {
             // it is decoded, not after a whole file gzipped as one stream
             // has been inflated into memory.
             let res = loop {
-                let want = (limit - rec.block.len() as u64).min(DECODE_STEP);
-                match (&mut dec).take(want).read_to_end(&mut rec.block) {
+                let want = (limit - rec.buf.len() as u64).min(DECODE_STEP);
+                match (&mut dec).take(want).read_to_end(&mut rec.buf) {
                     Ok(0) => break Ok(()),
                     // Less than asked for: the member has ended, and
                     // `split_member` looks at all of it (the usual case of
@@ -304,9 +324,9 @@ impl<R: Read> Reader<R> {
                     // is looked at anyway: it decides `SingleGzipStream`.
                     Ok(n) if (n as u64) < want && !first_unit => continue,
                     Ok(_) => {
-                        if check.found(&rec.block) {
+                        if check.found(&rec.buf) {
                             stop = Stop::Multi;
-                        } else if rec.block.len() as u64 >= limit {
+                        } else if rec.buf.len() as u64 >= limit {
                             stop = Stop::TooLarge;
                         } else {
                             continue;
@@ -392,7 +412,7 @@ impl<R: Read> Reader<R> {
             });
             return Ok(false);
         }
-        if rec.block.is_empty() {
+        if rec.buf.is_empty() {
             self.stats.empty_members += 1;
             self.stats.separator_bytes += length;
             return Ok(false);
@@ -400,7 +420,7 @@ impl<R: Read> Reader<R> {
         Ok(self.split_member(rec, start, length, false))
     }
 
-    /// Splits the decoded member in `rec.block` into header line and block.
+    /// Splits the decoded member in `rec.buf` into header line and block.
     /// Returns false (with an error pending) when it is not one record.
     ///
     /// The member is authoritative for where the record ends (it is what a
@@ -416,7 +436,7 @@ impl<R: Read> Reader<R> {
         length: u64,
         truncated: bool,
     ) -> bool {
-        let data = &rec.block;
+        let data = &rec.buf;
         let view = memchr::memchr(b'\n', data).and_then(|nl| {
             HeaderView::parse(&data[..nl])
                 .filter(HeaderView::is_acceptable)
@@ -487,8 +507,8 @@ impl<R: Read> Reader<R> {
             }
         };
         let block_end = block_end.max(body);
-        rec.block.copy_within(body..block_end, 0);
-        rec.block.truncate(block_end - body);
+        rec.buf.copy_within(body..block_end, 0);
+        rec.buf.truncate(block_end - body);
         rec.offset = offset;
         rec.length = length;
         rec.compressed = true;
@@ -538,7 +558,8 @@ impl<R: Read> Reader<R> {
         rec.header.set_from(&view);
         rec.header_line.extend_from_slice(strip_cr(line));
         self.src.consume(line_len);
-        match rec.header.length {
+        let declared = rec.header.length;
+        match declared {
             Some(l) if l > self.opts.max_block => {
                 let got = self.discard(l)?;
                 self.stats.skipped_bytes += line_len as u64 + got;
@@ -551,15 +572,16 @@ impl<R: Read> Reader<R> {
                 rec.clear();
                 return Ok(false);
             }
+            Some(l) if self.take_shared(rec, l)? => {}
             Some(l) => {
-                let got = self.read_n(&mut rec.block, l)?;
+                let got = self.read_n(&mut rec.buf, l)?;
                 if got < l {
-                    if let Some(k) = find_plausible_header(&rec.block) {
+                    if let Some(k) = find_plausible_header(&rec.buf) {
                         self.cut_block(rec, k);
                         self.pending.push_back(Error::LengthMismatch {
                             offset: start,
                             declared: l,
-                            actual: rec.block.len() as u64,
+                            actual: rec.buf.len() as u64,
                         });
                     } else {
                         rec.truncated = true;
@@ -570,12 +592,12 @@ impl<R: Read> Reader<R> {
                         });
                     }
                 } else if !self.at_boundary()? {
-                    if let Some(k) = self.header_in_block(&rec.block)? {
+                    if let Some(k) = self.header_in_block(&rec.buf)? {
                         self.cut_block(rec, k);
                         self.pending.push_back(Error::LengthMismatch {
                             offset: start,
                             declared: l,
-                            actual: rec.block.len() as u64,
+                            actual: rec.buf.len() as u64,
                         });
                     } else if self.cut_header_follows()? {
                         // The declared length ends at a record boundary;
@@ -597,9 +619,9 @@ impl<R: Read> Reader<R> {
                             length,
                         });
                     } else {
-                        self.scan(Some(&mut rec.block))?;
-                        let n = strip_one_lf(&rec.block).len();
-                        rec.block.truncate(n);
+                        self.scan(Some(&mut rec.buf))?;
+                        let n = strip_one_lf(&rec.buf).len();
+                        rec.buf.truncate(n);
                         self.pending.push_back(Error::LengthMismatch {
                             offset: start,
                             declared: l,
@@ -609,9 +631,9 @@ impl<R: Read> Reader<R> {
                 }
             }
             None => {
-                self.scan(Some(&mut rec.block))?;
-                let n = strip_one_lf(&rec.block).len();
-                rec.block.truncate(n);
+                self.scan(Some(&mut rec.buf))?;
+                let n = strip_one_lf(&rec.buf).len();
+                rec.buf.truncate(n);
                 self.pending.push_back(Error::InvalidLength {
                     offset: start,
                     declared: String::from_utf8_lossy(&rec.header.length_raw).into_owned(),
@@ -620,7 +642,7 @@ impl<R: Read> Reader<R> {
             }
         }
         rec.offset = start;
-        rec.length = line_len as u64 + rec.block.len() as u64;
+        rec.length = line_len as u64 + rec.block().len() as u64;
         rec.compressed = false;
         Ok(true)
     }
@@ -747,13 +769,30 @@ impl<R: Read> Reader<R> {
         }
     }
 
-    /// Gives back the bytes of `rec.block` from `k` on: they start the next
+    /// Gives back the bytes of `rec.buf` from `k` on: they start the next
     /// record. Drops the separator LF before it.
     fn cut_block(&mut self, rec: &mut Record, k: usize) {
-        self.src.unread(&rec.block[k..]);
-        rec.block.truncate(k);
-        let n = strip_one_lf(&rec.block).len();
-        rec.block.truncate(n);
+        self.src.unread(&rec.buf[k..]);
+        rec.buf.truncate(k);
+        let n = strip_one_lf(&rec.buf).len();
+        rec.buf.truncate(n);
+    }
+
+    /// Lends `rec` the next `n` bytes of a shared input as its block when
+    /// they are all there and a record boundary follows them (the common
+    /// case, and the only one that needs no repair); else consumes nothing
+    /// and returns false.
+    fn take_shared(&mut self, rec: &mut Record, n: u64) -> io::Result<bool> {
+        let from = self.src.pos();
+        let Some((bytes, start, end)) = self.src.take_shared(n) else {
+            return Ok(false);
+        };
+        if self.at_boundary()? {
+            rec.share_block(bytes, start, end);
+            return Ok(true);
+        }
+        self.src.rewind(from);
+        Ok(false)
     }
 
     /// Appends up to `n` bytes to `out`, growing it as data arrives (a huge
@@ -1179,38 +1218,52 @@ mod tests {
         (out, at)
     }
 
-    /// Reads everything; returns records (offset, length, url, block), the
-    /// number of errors and of calls made.
-    #[allow(clippy::type_complexity)]
-    fn read_all(
-        data: &[u8],
-        buffer_size: usize,
-    ) -> (Vec<(u64, u64, Vec<u8>, Vec<u8>)>, usize, usize) {
-        let opts = Options {
-            buffer_size,
-            ..Options::default()
-        };
-        let mut rdr = Reader::with_options(data, opts);
+    /// A record as read: offset, length, URL, block.
+    type Read4 = (u64, u64, Vec<u8>, Vec<u8>);
+
+    /// Reads everything `rdr` gives; returns the records, the errors (as
+    /// text), the stats and the number of calls made.
+    fn collect<R: Read>(mut rdr: Reader<R>, len: usize) -> (Vec<Read4>, Vec<String>, Stats, usize) {
         let mut rec = Record::default();
-        let (mut recs, mut errors, mut calls) = (Vec::new(), 0, 0);
+        let (mut recs, mut errors, mut calls) = (Vec::new(), Vec::new(), 0);
         loop {
             calls += 1;
-            assert!(calls <= 2 * data.len() + 10, "reader does not terminate");
+            assert!(calls <= 2 * len + 10, "reader does not terminate");
             match rdr.read_record(&mut rec) {
                 Ok(true) => recs.push((
                     rec.offset,
                     rec.length,
                     rec.header.url.clone(),
-                    rec.block.clone(),
+                    rec.block().to_vec(),
                 )),
                 Ok(false) => break,
                 Err(e) => {
                     assert!(!e.is_fatal());
-                    assert!(e.offset() <= data.len() as u64, "{e}");
-                    errors += 1;
+                    assert!(e.offset() <= len as u64, "{e}");
+                    errors.push(e.to_string());
                 }
             }
         }
+        (recs, errors, rdr.stats().clone(), calls)
+    }
+
+    /// Reads everything, streaming through a buffer of `buffer_size` and
+    /// again from shared bytes, which must give the same records, errors
+    /// and stats; returns records (offset, length, url, block), the number
+    /// of errors and of calls made.
+    fn read_all(data: &[u8], buffer_size: usize) -> (Vec<Read4>, usize, usize) {
+        let opts = Options {
+            buffer_size,
+            ..Options::default()
+        };
+        let (recs, errors, stats, calls) =
+            collect(Reader::with_options(data, opts.clone()), data.len());
+        let shared = Reader::from_shared(std::sync::Arc::new(data.to_vec()), opts);
+        let (s_recs, s_errors, s_stats, _) = collect(shared, data.len());
+        assert_eq!(recs, s_recs, "records read from shared bytes");
+        assert_eq!(errors, s_errors, "errors read from shared bytes");
+        assert_eq!(stats, s_stats, "stats read from shared bytes");
+        let errors = errors.len();
         for w in recs.windows(2) {
             assert!(
                 w[0].0 + w[0].1 <= w[1].0,
@@ -1412,7 +1465,7 @@ mod tests {
                     let mut errors = vec![];
                     loop {
                         match rdr.read_record(&mut rec) {
-                            Ok(true) => got.push((rec.offset, rec.length, rec.block.clone())),
+                            Ok(true) => got.push((rec.offset, rec.length, rec.block().to_vec())),
                             Ok(false) => break,
                             Err(e) => errors.push(e),
                         }
@@ -1466,7 +1519,21 @@ mod tests {
     /// Records as (offset, length, url).
     type Found = Vec<(u64, u64, Vec<u8>)>;
 
+    /// Reads `data` streaming; checks that reading it from shared bytes
+    /// gives the same.
     fn read_with(data: &[u8], opts: Options) -> (Found, Vec<Error>, Stats) {
+        let shared = Reader::from_shared(std::sync::Arc::new(data.to_vec()), opts.clone());
+        let (s_recs, s_errors, s_stats, _) = collect(shared, data.len());
+        let got = read_streaming(data, opts);
+        let texts: Vec<String> = got.1.iter().map(Error::to_string).collect();
+        let found: Found = s_recs.into_iter().map(|(o, l, u, _)| (o, l, u)).collect();
+        assert_eq!(got.0, found, "records read from shared bytes");
+        assert_eq!(texts, s_errors, "errors read from shared bytes");
+        assert_eq!(got.2, s_stats, "stats read from shared bytes");
+        got
+    }
+
+    fn read_streaming(data: &[u8], opts: Options) -> (Found, Vec<Error>, Stats) {
         let mut rdr = Reader::with_options(data, opts);
         let mut rec = Record::default();
         let (mut recs, mut errors) = (vec![], vec![]);
@@ -1478,6 +1545,39 @@ mod tests {
             }
         }
         (recs, errors, rdr.stats().clone())
+    }
+
+    #[test]
+    fn shared_input_lends_the_blocks_of_well_formed_records() {
+        let data = b"http://a.com/ 192.0.2.1 20010203040506 text/html 3\nabc\n\n\
+                     http://c.com/ 192.0.2.1 20010203040506 text/html 40\nshort\n\
+                     http://d.com/ 192.0.2.1 20010203040506 text/html 2\nok";
+        let mut rdr = Reader::from_shared(std::sync::Arc::new(data.to_vec()), Options::default());
+        let mut rec = Record::default();
+        let mut got = vec![];
+        loop {
+            match rdr.read_record(&mut rec) {
+                Ok(true) => got.push((rec.block().to_vec(), rec.block_is_shared())),
+                Ok(false) => break,
+                Err(e) => assert!(matches!(e, Error::LengthMismatch { .. }), "{e}"),
+            }
+        }
+        // The declared length of the second record runs into the third:
+        // its block is cut, so it is the record's own copy.
+        let want = [(&b"abc"[..], true), (b"short", false), (b"ok", true)];
+        assert_eq!(got.len(), want.len());
+        for ((block, shared), (want_block, want_shared)) in got.iter().zip(want) {
+            assert_eq!((&block[..], *shared), (want_block, want_shared));
+        }
+        // A block made the record's own is a copy of the same bytes.
+        let mut rdr = Reader::from_shared(std::sync::Arc::new(data.to_vec()), Options::default());
+        assert!(rdr.read_record(&mut rec).unwrap());
+        assert!(rec.block_is_shared());
+        rec.block_mut().push(b'!');
+        assert!(!rec.block_is_shared());
+        assert_eq!(rec.block(), b"abc!");
+        rec.clear();
+        assert!(rec.block().is_empty() && !rec.block_is_shared());
     }
 
     #[test]

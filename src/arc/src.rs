@@ -12,8 +12,16 @@
 //! It implements `BufRead`, so `flate2::bufread::GzDecoder` reads from it
 //! directly and consumes exactly the bytes of one member: after the
 //! decoder is done, `pos()` is the end of that member.
+//!
+//! A `Src` can also stand over bytes that are all in memory already (a
+//! memory-mapped file, see [`Src::shared`]): nothing is read or copied
+//! then, every byte stays available, and [`Src::take_shared`] hands out a
+//! record's block as a range of those bytes instead of a copy.
 
 use std::io::{self, BufRead, Read};
+use std::sync::Arc;
+
+use super::SharedBytes;
 
 /// Bytes kept behind a mark at most; past that the mark is dropped (a
 /// corrupt member is then re-scanned from where decoding stopped).
@@ -24,7 +32,10 @@ const DIRECT_READ_MIN: u64 = 64 << 10;
 
 pub(crate) struct Src<R> {
     inner: R,
+    /// The bytes read so far, unless `shared` holds the whole input.
     buf: Vec<u8>,
+    /// The whole input, in place of `buf` and `inner`.
+    shared: Option<SharedBytes>,
     /// First unconsumed byte in `buf`.
     start: usize,
     /// End of valid data in `buf`.
@@ -47,6 +58,7 @@ impl<R: Read> Src<R> {
         Src {
             inner,
             buf: vec![0; chunk],
+            shared: None,
             start: 0,
             end: 0,
             pos: 0,
@@ -57,6 +69,45 @@ impl<R: Read> Src<R> {
         }
     }
 
+    /// A `Src` over `bytes`, the whole input; `inner` is never read.
+    pub(crate) fn shared(inner: R, bytes: SharedBytes) -> Src<R> {
+        let end = (*bytes).as_ref().len();
+        Src {
+            inner,
+            buf: Vec::new(),
+            shared: Some(bytes),
+            start: 0,
+            end,
+            pos: 0,
+            eof: true,
+            mark: None,
+            chunk: 64,
+            failed: false,
+        }
+    }
+
+    /// The buffered bytes: `buf`, or the whole input when it is shared.
+    fn data(&self) -> &[u8] {
+        match &self.shared {
+            Some(bytes) => (**bytes).as_ref(),
+            None => &self.buf,
+        }
+    }
+
+    /// Consumes the next `n` bytes and returns the input they are part of
+    /// with their range in it, when the input is shared and holds `n` more
+    /// bytes; else consumes nothing and returns `None` (read them with
+    /// `read_to`).
+    pub(crate) fn take_shared(&mut self, n: u64) -> Option<(SharedBytes, usize, usize)> {
+        let bytes = self.shared.as_ref()?;
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.end - self.start)?;
+        let range = (Arc::clone(bytes), self.start, self.start + n);
+        self.consume(n);
+        Some(range)
+    }
+
     /// File offset of the next unconsumed byte.
     pub(crate) fn pos(&self) -> u64 {
         self.pos
@@ -64,7 +115,7 @@ impl<R: Read> Src<R> {
 
     /// The unconsumed bytes now in the buffer (maybe fewer than the file has).
     pub(crate) fn avail(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.data()[self.start..self.end]
     }
 
     /// Whether reading the inner reader failed: a decoder error seen after
@@ -111,6 +162,14 @@ impl<R: Read> Src<R> {
     /// consumed.
     pub(crate) fn unread(&mut self, data: &[u8]) {
         let n = data.len();
+        if self.shared.is_some() {
+            // Every byte is still there: only the position moves back.
+            debug_assert!(n <= self.start && data == &self.data()[self.start - n..self.start]);
+            let n = n.min(self.start);
+            self.start -= n;
+            self.pos -= n as u64;
+            return;
+        }
         if n <= self.start {
             self.buf[self.start - n..self.start].copy_from_slice(data);
             self.start -= n;
@@ -251,7 +310,7 @@ impl<R: Read> Src<R> {
             let hi = avail.min(at + max);
             if hi > at + searched {
                 let from = self.start + at + searched;
-                if let Some(i) = memchr::memchr(b'\n', &self.buf[from..self.start + hi]) {
+                if let Some(i) = memchr::memchr(b'\n', &self.data()[from..self.start + hi]) {
                     return Ok(Some(searched + i + 1));
                 }
                 searched = hi - at;
@@ -279,7 +338,7 @@ impl<R: Read> BufRead for Src<R> {
         if self.start == self.end {
             self.fill(1)?;
         }
-        Ok(&self.buf[self.start..self.end])
+        Ok(self.avail())
     }
 
     fn consume(&mut self, amt: usize) {

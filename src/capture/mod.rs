@@ -266,7 +266,7 @@ fn cdxj_parses_http(h: &Header) -> bool {
 /// block): after the version and field-name lines of a filedesc block,
 /// after the head of a block that starts with `HTTP`, else at 0.
 fn cdx11_digest_start(rec: &Record) -> usize {
-    let block = &rec.block[..];
+    let block = rec.block();
     if is_filedesc(rec) {
         let mut start = 0;
         for _ in 0..2 {
@@ -346,17 +346,16 @@ impl<'a> Capture<'a> {
         let url = safe_url(&h.url);
         let http = is_http_url(&url);
         let head = if http {
-            http::Head::parse(&rec.block)
+            http::Head::parse(rec.block())
         } else {
             None
         };
-        let digest =
-            match declared_sha1(&h.checksum) {
-                Some(d) => Digest::Declared(d),
-                None => Digest::Sha1(hashed.unwrap_or_else(|| {
-                    sha1(&rec.block[payload_start(&rec.block, head.as_ref())..])
-                })),
-            };
+        let digest = match declared_sha1(&h.checksum) {
+            Some(d) => Digest::Declared(d),
+            None => Digest::Sha1(hashed.unwrap_or_else(|| {
+                sha1(&rec.block()[payload_start(rec.block(), head.as_ref())..])
+            })),
+        };
         let (mut key, key_error) = surt::key(&url, surt_opts);
         if needs_key_escape(&key) {
             key = escape_key(&key);
@@ -557,22 +556,22 @@ impl Indexer {
                     return None;
                 }
                 let head = if is_http_url(&safe_url(&rec.header.url)) {
-                    http::Head::parse(&rec.block)
+                    http::Head::parse(rec.block())
                 } else {
                     None
                 };
-                Some(payload_start(&rec.block, head.as_ref()))
+                Some(payload_start(rec.block(), head.as_ref()))
             }
             Profile::Cdxj => {
                 if is_filedesc(rec) {
                     return None;
                 }
                 let head = if cdxj_parses_http(&rec.header) {
-                    http::Head::parse(&rec.block)
+                    http::Head::parse(rec.block())
                 } else {
                     None
                 };
-                Some(payload_start(&rec.block, head.as_ref()))
+                Some(payload_start(rec.block(), head.as_ref()))
             }
             Profile::Cdx11 => {
                 if is_filedesc(rec) && !self.opts.all_records {
@@ -584,7 +583,7 @@ impl Indexer {
     }
 
     /// As [`Indexer::write`], with `hashed` the SHA-1 of
-    /// `rec.block[digest_start(rec)..]` when the caller has it (`None`: the
+    /// `rec.block()[digest_start(rec)..]` when the caller has it (`None`: the
     /// digest is computed here).
     pub fn write_hashed(
         &mut self,
@@ -667,17 +666,16 @@ impl Indexer {
             key
         };
         let head = if cdxj_parses_http(h) {
-            http::Head::parse(&rec.block)
+            http::Head::parse(rec.block())
         } else {
             None
         };
-        let digest =
-            match declared_sha1(&h.checksum) {
-                Some(d) => Digest::Declared(d),
-                None => Digest::Sha1(hashed.unwrap_or_else(|| {
-                    sha1(&rec.block[payload_start(&rec.block, head.as_ref())..])
-                })),
-            };
+        let digest = match declared_sha1(&h.checksum) {
+            Some(d) => Digest::Declared(d),
+            None => Digest::Sha1(hashed.unwrap_or_else(|| {
+                sha1(&rec.block()[payload_start(rec.block(), head.as_ref())..])
+            })),
+        };
 
         out.extend_from_slice(&key);
         out.push(b' ');
@@ -720,7 +718,7 @@ impl Indexer {
         if filedesc && !self.opts.all_records {
             return Outcome::Filtered;
         }
-        let block = &rec.block[..];
+        let block = rec.block();
         let status = if filedesc {
             None
         } else {
@@ -746,9 +744,9 @@ impl Indexer {
         let is_http_block = !filedesc && block.starts_with(b"HTTP");
         let digest = match declared_sha1(&h.checksum) {
             Some(d) => Digest::Declared(d),
-            None => {
-                Digest::Sha1(hashed.unwrap_or_else(|| sha1(&rec.block[cdx11_digest_start(rec)..])))
-            }
+            None => Digest::Sha1(
+                hashed.unwrap_or_else(|| sha1(&rec.block()[cdx11_digest_start(rec)..])),
+            ),
         };
         let mime: &[u8] = if filedesc {
             b"warc/filedesc"

@@ -18,7 +18,7 @@ fn rec(header_line: &[u8], block: &[u8], offset: u64, length: u64) -> Record {
         panic!("test header needs 5 fields")
     };
     let length_raw = len.to_vec();
-    Record {
+    let mut rec = Record {
         offset,
         length,
         header_line: header_line.to_vec(),
@@ -31,9 +31,10 @@ fn rec(header_line: &[u8], block: &[u8], offset: u64, length: u64) -> Record {
             length_raw,
             ..Header::default()
         },
-        block: block.to_vec(),
         ..Record::default()
-    }
+    };
+    *rec.block_mut() = block.to_vec();
+    rec
 }
 
 /// The response record of `samples/example.arc` (offset 151, 1656 bytes).
@@ -417,7 +418,7 @@ fn assert_digest_start_agrees(r: &Record) {
             let mut idx = Indexer::new(opts, b"f.arc");
             let (mut own, mut given) = (Vec::new(), Vec::new());
             let o1 = idx.write(r, &mut own);
-            let hashed = idx.digest_start(r).map(|start| sha1(&r.block[start..]));
+            let hashed = idx.digest_start(r).map(|start| sha1(&r.block()[start..]));
             let o2 = idx.write_hashed(r, hashed, &mut given);
             assert_eq!(
                 (o1, &own),
@@ -505,7 +506,7 @@ mod prop {
             len in field(), checksum in field(), block in block(),
             offset in any::<u64>(), length in any::<u64>(),
         ) {
-            let r = Record {
+            let mut r = Record {
                 offset,
                 length,
                 header_line: [&url[..], &ip, &date, &mime, &len].join(&b' '),
@@ -515,9 +516,9 @@ mod prop {
                     length_raw: len,
                     ..Header::default()
                 },
-                block,
                 ..Record::default()
             };
+            *r.block_mut() = block;
             assert_digest_start_agrees(&r);
             for profile in [Profile::Ukvs, Profile::Cdxj, Profile::Cdx11] {
                 for all in [false, true] {

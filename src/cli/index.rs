@@ -71,6 +71,10 @@ pub struct Args {
     /// output file).
     #[arg(long)]
     strict: bool,
+    /// Read input files instead of mapping them into memory (for files
+    /// that another process may change or truncate while they are read).
+    #[arg(long)]
+    no_mmap: bool,
     #[command(
         flatten,
         next_help_heading = "SURT keys (recorded in the index's !meta)"
@@ -174,6 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let worker_paths = &paths;
         let abort_ref = &abort;
         let opts_ref = &opts;
+        let no_mmap = args.no_mmap;
         let pb = progress.as_ref();
         let pool = &pool;
         scope.spawn(move || {
@@ -183,7 +188,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .enumerate()
                     .for_each_with(tx, |tx, (i, path)| {
                         if !abort_ref.load(Ordering::Relaxed) {
-                            index_file(i, path, opts_ref, tx, abort_ref, pb);
+                            let job = Job {
+                                file: i,
+                                path,
+                                opts: opts_ref,
+                                abort: abort_ref,
+                                pb,
+                            };
+                            index_file(&job, no_mmap, tx);
                         }
                     });
             });
@@ -424,39 +436,74 @@ thread_local! {
 /// Keeps the records of a finished file for the next one on this thread,
 /// but not a buffer larger than [`KEEP_BLOCK_MAX`].
 fn keep_spare(mut spare: Vec<arc::Record>) {
-    spare.retain(|r| r.block.capacity() <= KEEP_BLOCK_MAX);
+    spare.retain(|r| r.buffer_capacity() <= KEEP_BLOCK_MAX);
+    // Let go of the file's map.
+    spare.iter_mut().for_each(arc::Record::clear);
     SPARE.set(spare);
 }
 
 /// The largest record buffer kept from one file for the next.
 const KEEP_BLOCK_MAX: usize = 64 << 20;
 
-/// Indexes one file, sending its lines, errors and summary to the writer.
-fn index_file(
+/// One input file and what indexing it needs.
+struct Job<'a> {
+    /// The file's number in the input order.
     file: usize,
-    path: &Path,
-    opts: &capture::Options,
-    tx: &mut SyncSender<Msg>,
-    abort: &AtomicBool,
-    pb: Option<&indicatif::ProgressBar>,
-) {
+    path: &'a Path,
+    opts: &'a capture::Options,
+    abort: &'a AtomicBool,
+    pb: Option<&'a indicatif::ProgressBar>,
+}
+
+/// Indexes one file, sending its lines, errors and summary to the writer.
+/// The file is mapped into memory unless `no_mmap` (or it cannot be: a
+/// pipe, an empty file), so that records are read in place.
+fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
+    let opened = File::open(job.path).and_then(|f| {
+        let map = if no_mmap {
+            None
+        } else {
+            super::input::map_file(&f)?
+        };
+        Ok((f, map))
+    });
+    match opened {
+        Ok((_, Some(map))) => {
+            let rdr = arc::Reader::from_shared(std::sync::Arc::new(map), arc::Options::default());
+            index_records(job, rdr, tx);
+        }
+        Ok((f, None)) => index_records(job, arc::Reader::new(f), tx),
+        Err(e) => {
+            let _ = tx.send(Msg::Error {
+                text: format!("{}: cannot open: {e}", job.path.display()),
+            });
+            let stats = FileStats {
+                errors: 1,
+                ..FileStats::default()
+            };
+            let _ = tx.send(Msg::Done {
+                file: job.file,
+                stats,
+                meta: None,
+            });
+        }
+    }
+}
+
+/// Indexes the records of one file read by `rdr`.
+fn index_records<R: io::Read>(job: &Job, mut rdr: arc::Reader<R>, tx: &mut SyncSender<Msg>) {
+    let Job {
+        file,
+        path,
+        opts,
+        abort,
+        pb,
+    } = *job;
     let mut stats = FileStats::default();
     let name = path.file_name().map_or_else(Vec::new, os_bytes);
     let mut indexer = Indexer::new(opts.clone(), &name);
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     let mut meta = None;
-    let f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = tx.send(Msg::Error {
-                text: format!("{}: cannot open: {e}", path.display()),
-            });
-            stats.errors += 1;
-            let _ = tx.send(Msg::Done { file, stats, meta });
-            return;
-        }
-    };
-    let mut rdr = arc::Reader::new(f);
     // Digests are computed several records at a time (`hash::Lanes`): a
     // record enters a free lane when it is read and leaves it when its
     // digest is done, so small records pass a large one. Their lines wait
@@ -482,7 +529,7 @@ fn index_file(
             // The spare record with the largest buffer: a large block then
             // reuses a large buffer instead of growing another one into
             // fresh pages (each costs a fault).
-            let largest = (0..spare.len()).max_by_key(|&i| spare[i].block.capacity());
+            let largest = (0..spare.len()).max_by_key(|&i| spare[i].buffer_capacity());
             let mut rec = largest.map_or_else(arc::Record::default, |i| spare.swap_remove(i));
             match rdr.read_record(&mut rec) {
                 Ok(true) => {
@@ -537,7 +584,7 @@ fn index_file(
             |lane| {
                 slots[lane]
                     .as_ref()
-                    .map_or(&[][..], |l| &l.rec.block[l.start..])
+                    .map_or(&[][..], |l| &l.rec.block()[l.start..])
             },
             &mut done,
         );
@@ -566,7 +613,7 @@ fn index_file(
 /// Heritrix `<arcmetadata>` fields.
 fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let fd = arc::FileDesc::parse(&rec.block);
+    let fd = arc::FileDesc::parse(rec.block());
     let mut metadata = serde_json::Map::new();
     for (k, v) in fd.metadata {
         // Repeated elements (several `<dc:subject>`) become a list.

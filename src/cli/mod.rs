@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod batch;
 mod cat;
 mod index;
+mod input;
 mod lookup;
 mod mementomap;
 mod merge;

@@ -148,26 +148,9 @@ fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::
         return Ok(None);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?;
-    if !meta.is_file() || meta.len() < 2 {
-        return Ok(None);
-    }
-    // SAFETY: the map is only read, and only for the duration of one
-    // validation. If another process truncates the file meanwhile, reads
-    // past the new end raise SIGBUS; if it rewrites bytes, the report may
-    // describe a mix of old and new contents. Files this tool writes are
-    // replaced by rename, never changed in place, so neither happens to
-    // them; `--no-mmap` streams the file instead for files that may be.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .with_context(|| format!("cannot map {}", path.display()))?;
-    if map.starts_with(&[0x1f, 0x8b]) {
-        return Ok(None);
-    }
-    #[cfg(unix)]
-    let _ = map.advise(memmap2::Advice::Sequential);
-    Ok(Some(map))
+    let map =
+        super::input::map_file(&file).with_context(|| format!("cannot map {}", path.display()))?;
+    Ok(map.filter(|m| !m.starts_with(&[0x1f, 0x8b])))
 }
 
 /// Opens a file (or stdin for `-`) for reading, decompressing gzip content

@@ -77,7 +77,7 @@ fn gz_and_plain_give_the_same_records() {
         assert!(ra.compressed && !rb.compressed);
         assert_eq!(ra.header, rb.header);
         assert_eq!(ra.header_line, rb.header_line);
-        assert_eq!(ra.block, rb.block);
+        assert_eq!(ra.block(), rb.block());
         n += 1;
     }
     assert!(!b.read_record(&mut rb).unwrap());
@@ -467,7 +467,7 @@ fn check_generated(dir: &Path, truth: &[Truth]) -> std::collections::BTreeMap<St
                     let v = (
                         rec.length,
                         rec.header.url.clone(),
-                        rec.block.clone(),
+                        rec.block().to_vec(),
                         rec.truncated,
                     );
                     got.insert(rec.offset, v);
@@ -659,8 +659,8 @@ fn read_full(data: &[u8], buffer_size: usize) -> Vec<String> {
                 rec.length,
                 rec.truncated,
                 rec.header,
-                rec.block.len(),
-                b32sha1(&rec.block)
+                rec.block().len(),
+                b32sha1(rec.block())
             )),
             Ok(false) => break,
             Err(e) => out.push(e.to_string()),
@@ -700,7 +700,7 @@ fn filedesc_metadata_of_real_files() {
     let mut rdr = Reader::new(&data[..]);
     let mut rec = Record::default();
     assert!(rdr.read_record(&mut rec).unwrap() && rec.is_filedesc());
-    let fd = ukvs::arc::FileDesc::parse(&rec.block);
+    let fd = ukvs::arc::FileDesc::parse(rec.block());
     assert_eq!(
         (fd.version.as_str(), fd.origin.as_str()),
         ("1.0", "LiveWeb Capture")
@@ -710,7 +710,7 @@ fn filedesc_metadata_of_real_files() {
     let data = std::fs::read(fixture("IAH-20080430204825-00000-blackbook-truncated.arc")).unwrap();
     let mut rdr = Reader::new(&data[..]);
     assert!(rdr.read_record(&mut rec).unwrap() && rec.is_filedesc());
-    let fd = ukvs::arc::FileDesc::parse(&rec.block);
+    let fd = ukvs::arc::FileDesc::parse(rec.block());
     assert_eq!(
         (fd.version.as_str(), fd.origin.as_str()),
         ("1.1", "InternetArchive")
