@@ -24,6 +24,7 @@ use ukvs::arc;
 use ukvs::capture::hash::Lanes;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
 
+use super::input::Behind;
 use super::output::Output as Dest;
 use super::sort::parse_size;
 
@@ -469,10 +470,11 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
     });
     match opened {
         Ok((_, Some(map))) => {
-            let rdr = arc::Reader::from_shared(std::sync::Arc::new(map), arc::Options::default());
-            index_records(job, rdr, tx);
+            let map = std::sync::Arc::new(map);
+            let rdr = arc::Reader::from_shared(map.clone(), arc::Options::default());
+            index_records(job, rdr, Some(Behind::new(map)), tx);
         }
-        Ok((f, None)) => index_records(job, arc::Reader::new(f), tx),
+        Ok((f, None)) => index_records(job, arc::Reader::new(f), None, tx),
         Err(e) => {
             let _ = tx.send(Msg::Error {
                 text: format!("{}: cannot open: {e}", job.path.display()),
@@ -490,8 +492,14 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
     }
 }
 
-/// Indexes the records of one file read by `rdr`.
-fn index_records<R: io::Read>(job: &Job, mut rdr: arc::Reader<R>, tx: &mut SyncSender<Msg>) {
+/// Indexes the records of one file read by `rdr`, releasing the pages of
+/// its map (when it is mapped) as it goes.
+fn index_records<R: io::Read>(
+    job: &Job,
+    mut rdr: arc::Reader<R>,
+    mut behind: Option<Behind>,
+    tx: &mut SyncSender<Msg>,
+) {
     let Job {
         file,
         path,
@@ -593,6 +601,12 @@ fn index_records<R: io::Read>(job: &Job, mut rdr: arc::Reader<R>, tx: &mut SyncS
                 order.finish(l.seq, &mut buf, |out| w.line(&l.rec, Some(digest), out));
                 spare.push(l.rec);
             }
+        }
+        if let Some(behind) = &mut behind {
+            // Blocks still in a lane are the only bytes behind the reader
+            // that are still read.
+            let in_use = slots.iter().flatten().map(|l| l.rec.offset).min();
+            behind.release_below(in_use.unwrap_or_else(|| rdr.position()));
         }
         if !w.send_full(file, &mut buf) {
             return;

@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::Arc;
 
 /// Maps a non-empty regular file read-only; `None` for anything else
 /// (pipes, terminals, empty files), which callers read instead.
@@ -25,4 +26,92 @@ pub(super) fn map_file(file: &File) -> io::Result<Option<memmap2::Mmap>> {
     #[cfg(unix)]
     let _ = map.advise(memmap2::Advice::Sequential);
     Ok(Some(map))
+}
+
+/// Bytes of a mapped input released at a time (see [`Behind`]).
+const RELEASE_STEP: usize = 8 << 20;
+
+/// The pages of a mapped input that reading has moved past, given back in
+/// steps while the file is read.
+///
+/// Unmapping a large file costs time in proportion to its mapped pages; at
+/// the end of a file, that time would hold up the end of the run. Released
+/// in steps as reading goes on, it is spread over the run and done in
+/// parallel with other files' work. Releasing only drops the mappings: the
+/// bytes stay in the page cache and the map stays valid (a later read of a
+/// released page maps it again), so a wrong offset costs time, never data.
+pub(super) struct Behind {
+    map: Arc<memmap2::Mmap>,
+    /// Bytes from the start released so far.
+    done: usize,
+}
+
+impl Behind {
+    pub(super) fn new(map: Arc<memmap2::Mmap>) -> Behind {
+        Behind { map, done: 0 }
+    }
+
+    /// Releases the pages wholly below `offset` once a step of them has
+    /// gathered; the caller needs no byte below `offset` any more.
+    pub(super) fn release_below(&mut self, offset: u64) {
+        let upto = usize::try_from(offset).map_or(self.map.len(), |o| o.min(self.map.len()));
+        let upto = upto - upto % PAGE;
+        if upto < self.done + RELEASE_STEP {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on a read-only shared file mapping drops
+        // page mappings only; the range stays mapped and reads the file's
+        // bytes again on the next access, so no reference into the map is
+        // invalidated. (On a private mapping it would throw away written
+        // pages; this map is never written.)
+        #[cfg(unix)]
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                self.done,
+                upto - self.done,
+            )
+        };
+        self.done = upto;
+    }
+}
+
+/// Page size assumed for rounding release ranges (a larger page only
+/// makes a range's last page a partial one, which is harmless).
+const PAGE: usize = 4096;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn released_pages_read_the_same_bytes() {
+        let data: Vec<u8> = (0..3 * RELEASE_STEP + 1234)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+            .collect();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&data).unwrap();
+        let map = Arc::new(map_file(&file).unwrap().expect("a regular file maps"));
+        let mut behind = Behind::new(map.clone());
+        // Less than a step: nothing yet.
+        behind.release_below(RELEASE_STEP as u64 - 1);
+        assert_eq!(behind.done, 0);
+        behind.release_below(RELEASE_STEP as u64 + 100);
+        assert_eq!(behind.done, RELEASE_STEP);
+        assert_eq!(&map[..], &data[..], "released pages map again");
+        // Past the end: up to the last whole page.
+        behind.release_below(u64::MAX);
+        assert_eq!(behind.done, data.len() - data.len() % PAGE);
+        assert_eq!(&map[..], &data[..]);
+        // Going back releases nothing more.
+        behind.release_below(0);
+        assert_eq!(behind.done, data.len() - data.len() % PAGE);
+    }
+
+    #[test]
+    fn empty_files_are_not_mapped() {
+        let file = tempfile::tempfile().unwrap();
+        assert!(map_file(&file).unwrap().is_none());
+    }
 }
