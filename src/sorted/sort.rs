@@ -278,7 +278,16 @@ impl ExternalSorter {
     ) -> Result<(), E> {
         if self.spilled.is_empty() {
             self.run.par_sort();
-            return self.run.iter().try_for_each(f);
+            let spans = &self.run.spans;
+            for (i, span) in spans.iter().enumerate() {
+                // Touch a line a few ahead: the sorted order jumps around
+                // the arena, and this overlaps those cache misses.
+                if let Some(ahead) = spans.get(i + 8) {
+                    std::hint::black_box(self.run.arena.get(ahead.start).copied());
+                }
+                f(Run::bytes(&self.run.arena, span))?;
+            }
+            return Ok(());
         }
         let mut merge = self.finish_merge()?;
         while let Some(line) = merge.next().map_err(io::Error::other)? {
