@@ -12,7 +12,7 @@
 
 use regex::bytes::Regex;
 
-/// Compiled patterns; build once per worker and reuse for every record.
+/// Compiled patterns; every parser shares one compiled copy.
 #[derive(Debug, Clone)]
 pub struct RobotsParser {
     tag: Regex,
@@ -30,21 +30,27 @@ impl Default for RobotsParser {
     }
 }
 
+/// The patterns, compiled once per process; parsers share them.
+static PATTERNS: std::sync::LazyLock<RobotsParser> = std::sync::LazyLock::new(|| {
+    // The patterns are constants; failing to compile them is a bug
+    // caught by every test, never an input-dependent condition.
+    let attr = |name: &str| {
+        Regex::new(&format!(
+            r#"(?i-u)\b(?:{name})\s*=\s*(?:"(.*?)"[\s/>]|'(.*?)'[\s/>]|(.*?)[\s/>])"#
+        ))
+        .expect("constant regex")
+    };
+    RobotsParser {
+        tag: Regex::new(r"(?i-u)(<meta[^>]+?>|</head>)").expect("constant regex"),
+        name: attr("name|http-equiv"),
+        content: attr("content"),
+    }
+});
+
 impl RobotsParser {
+    /// A parser sharing the process's compiled patterns (cheap).
     pub fn new() -> RobotsParser {
-        // The patterns are constants; failing to compile them is a bug
-        // caught by every test, never an input-dependent condition.
-        let attr = |name: &str| {
-            Regex::new(&format!(
-                r#"(?i-u)\b(?:{name})\s*=\s*(?:"(.*?)"[\s/>]|'(.*?)'[\s/>]|(.*?)[\s/>])"#
-            ))
-            .expect("constant regex")
-        };
-        RobotsParser {
-            tag: Regex::new(r"(?i-u)(<meta[^>]+?>|</head>)").expect("constant regex"),
-            name: attr("name|http-equiv"),
-            content: attr("content"),
-        }
+        PATTERNS.clone()
     }
 
     /// The flags (`A`, `F`, `I` in that order) written into `out`; returns
