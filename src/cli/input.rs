@@ -9,7 +9,8 @@ use std::sync::Arc;
 ///
 /// The map is only read. If another process truncates the file while it is
 /// mapped, reading past the new end raises SIGBUS and ends the run (its
-/// output, written atomically, is then not committed); if it rewrites
+/// output, written atomically, is then not committed, though the
+/// temporary file may be left behind); if it rewrites
 /// bytes, the result may mix old and new contents. Files this tool writes
 /// are replaced by rename, never changed in place, so neither happens to
 /// them. Commands that map their inputs take `--no-mmap` to read files
