@@ -165,15 +165,7 @@ impl Reader<io::Empty> {
     /// in place. Records are the same as from [`Reader::with_options`]
     /// over a reader of the same bytes.
     pub fn from_shared(bytes: SharedBytes, opts: Options) -> Reader<io::Empty> {
-        Reader {
-            src: Src::shared(io::empty(), bytes),
-            opts,
-            pending: VecDeque::new(),
-            stats: Stats::default(),
-            done: false,
-            probe: Vec::new(),
-            gzip_file: None,
-        }
+        Reader::over(Src::shared(io::empty(), bytes), opts)
     }
 }
 
@@ -184,8 +176,12 @@ impl<R: Read> Reader<R> {
     }
 
     pub fn with_options(rdr: R, opts: Options) -> Reader<R> {
+        Reader::over(Src::new(rdr, opts.buffer_size), opts)
+    }
+
+    fn over(src: Src<R>, opts: Options) -> Reader<R> {
         Reader {
-            src: Src::new(rdr, opts.buffer_size),
+            src,
             opts,
             pending: VecDeque::new(),
             stats: Stats::default(),
