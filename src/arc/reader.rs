@@ -1243,22 +1243,52 @@ mod tests {
         (recs, errors, rdr.stats().clone(), calls)
     }
 
-    /// Reads everything, streaming through a buffer of `buffer_size` and
-    /// again from shared bytes, which must give the same records, errors
-    /// and stats; returns records (offset, length, url, block), the number
-    /// of errors and of calls made.
+    /// Everything a reader gives, as text: each record (offset, length,
+    /// header line, block, flags) and error in order, then the stats.
+    fn everything<R: Read>(mut rdr: Reader<R>, len: usize) -> Vec<String> {
+        let mut rec = Record::default();
+        let mut out = Vec::new();
+        for _ in 0..2 * len + 10 {
+            match rdr.read_record(&mut rec) {
+                Ok(true) => out.push(format!(
+                    "{} {} {:?} {:?} truncated {} compressed {}",
+                    rec.offset,
+                    rec.length,
+                    String::from_utf8_lossy(&rec.header_line),
+                    String::from_utf8_lossy(rec.block()),
+                    rec.truncated,
+                    rec.compressed
+                )),
+                Ok(false) => break,
+                Err(e) => out.push(format!("error: {e}")),
+            }
+        }
+        out.push(format!("{:?}", rdr.stats()));
+        out
+    }
+
+    /// Checks that reading `data` from shared bytes gives exactly what
+    /// reading it as a stream gives.
+    fn same_when_shared(data: &[u8], opts: &Options) {
+        let streamed = everything(Reader::with_options(data, opts.clone()), data.len());
+        let shared = Reader::from_shared(std::sync::Arc::new(data.to_vec()), opts.clone());
+        assert_eq!(
+            everything(shared, data.len()),
+            streamed,
+            "shared bytes read differently"
+        );
+    }
+
+    /// Reads everything, streaming through a buffer of `buffer_size` (and
+    /// checks that shared bytes give the same); returns records (offset,
+    /// length, url, block), the number of errors and of calls made.
     fn read_all(data: &[u8], buffer_size: usize) -> (Vec<Read4>, usize, usize) {
         let opts = Options {
             buffer_size,
             ..Options::default()
         };
-        let (recs, errors, stats, calls) =
-            collect(Reader::with_options(data, opts.clone()), data.len());
-        let shared = Reader::from_shared(std::sync::Arc::new(data.to_vec()), opts);
-        let (s_recs, s_errors, s_stats, _) = collect(shared, data.len());
-        assert_eq!(recs, s_recs, "records read from shared bytes");
-        assert_eq!(errors, s_errors, "errors read from shared bytes");
-        assert_eq!(stats, s_stats, "stats read from shared bytes");
+        same_when_shared(data, &opts);
+        let (recs, errors, _, calls) = collect(Reader::with_options(data, opts), data.len());
         let errors = errors.len();
         for w in recs.windows(2) {
             assert!(
@@ -1455,6 +1485,7 @@ mod tests {
                         buffer_size,
                         ..Options::default()
                     };
+                    same_when_shared(&data, &opts);
                     let mut rdr = Reader::with_options(&data[..], opts);
                     let mut rec = Record::default();
                     let mut got = vec![];
@@ -1510,23 +1541,14 @@ mod tests {
         );
     }
 
-    /// Reads everything with `opts`: records as (offset, length, url),
-    /// errors, stats.
     /// Records as (offset, length, url).
     type Found = Vec<(u64, u64, Vec<u8>)>;
 
-    /// Reads `data` streaming; checks that reading it from shared bytes
-    /// gives the same.
+    /// Reads everything with `opts` (and checks that shared bytes give the
+    /// same): records as (offset, length, url), errors, stats.
     fn read_with(data: &[u8], opts: Options) -> (Found, Vec<Error>, Stats) {
-        let shared = Reader::from_shared(std::sync::Arc::new(data.to_vec()), opts.clone());
-        let (s_recs, s_errors, s_stats, _) = collect(shared, data.len());
-        let got = read_streaming(data, opts);
-        let texts: Vec<String> = got.1.iter().map(Error::to_string).collect();
-        let found: Found = s_recs.into_iter().map(|(o, l, u, _)| (o, l, u)).collect();
-        assert_eq!(got.0, found, "records read from shared bytes");
-        assert_eq!(texts, s_errors, "errors read from shared bytes");
-        assert_eq!(got.2, s_stats, "stats read from shared bytes");
-        got
+        same_when_shared(data, &opts);
+        read_streaming(data, opts)
     }
 
     fn read_streaming(data: &[u8], opts: Options) -> (Found, Vec<Error>, Stats) {
@@ -1541,6 +1563,71 @@ mod tests {
             }
         }
         (recs, errors, rdr.stats().clone())
+    }
+
+    #[test]
+    fn bad_trailer_of_the_last_member_is_corruption_not_truncation() {
+        let specs: Vec<Spec> = vec![
+            ("http://a.com/".into(), b"first".to_vec(), b"\n"),
+            ("http://b.com/".into(), b"second".to_vec(), b"\n"),
+        ];
+        let (good, at) = build(&specs, true);
+        // The CRC-32 and then the size field of the last member's trailer.
+        for back in [8, 1] {
+            for tail in [&b""[..], b"\n"] {
+                let mut data = good.clone();
+                let i = data.len() - back;
+                data[i] ^= 0x55;
+                data.extend_from_slice(tail);
+                same_when_shared(&data, &Options::default());
+                let (recs, errors, _) = read_with(&data, Options::default());
+                assert_eq!(recs.len(), 1, "trailer byte -{back}, tail {tail:?}");
+                assert_eq!((recs[0].0, recs[0].1), at[0]);
+                assert!(
+                    matches!(errors[..], [Error::BadGzip { offset, .. }] if offset == at[1].0),
+                    "{errors:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_member_past_the_mark_limit_reads_the_same_when_shared() {
+        // A member too large for the stream to keep its bytes (16 MiB
+        // behind the mark) fails its CRC check: the scan goes on from where
+        // decoding failed, in both readers, and so does not find the
+        // member stored inside it (its block holds an `.arc.gz` record,
+        // stored verbatim by level-0 deflate).
+        let mut body: Vec<u8> = (0u32..17 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        body.extend(member(b"dns:inner 1.2.3.4 20010101000000 text/dns 1\nq\n"));
+        body.extend_from_slice(b"tail");
+        let mut rec = format!(
+            "http://big.com/ 192.0.2.1 20010203040506 application/gzip {}\n",
+            body.len()
+        )
+        .into_bytes();
+        rec.extend_from_slice(&body);
+        rec.push(b'\n');
+        let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::none());
+        enc.write_all(&rec).unwrap();
+        let mut data = enc.finish().unwrap();
+        let outer = data.len() as u64;
+        let crc = data.len() - 8;
+        data[crc] ^= 0x55;
+        let last = member(b"dns:last 1.2.3.4 20010101000000 text/dns 1\nz\n");
+        data.extend_from_slice(&last);
+        same_when_shared(&data, &Options::default());
+        let (recs, errors, _) = read_with(&data, Options::default());
+        assert_eq!(
+            recs.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(),
+            [(outer, last.len() as u64)]
+        );
+        assert!(
+            matches!(errors[..], [Error::BadGzip { offset: 0, .. }]),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -1698,13 +1785,12 @@ mod tests {
         let two = b"dns:a 1.2.3.4 20010101000000 text/dns 1\nx\ndns:b 1.2.3.4 20010101000000 text/dns 1\ny\n";
         data.extend(member(two));
         data.extend(member(b"dns:c 1.2.3.4 20010101000000 text/dns 1\nz\n"));
-        let mut rdr = Reader::with_options(
-            &data[..],
-            Options {
-                buffer_size: 64,
-                ..Options::default()
-            },
-        );
+        let opts = Options {
+            buffer_size: 64,
+            ..Options::default()
+        };
+        same_when_shared(&data, &opts);
+        let mut rdr = Reader::with_options(&data[..], opts);
         let mut rec = Record::default();
         let mut out = vec![];
         loop {
@@ -1750,6 +1836,7 @@ mod tests {
             max_block: 50,
             buffer_size: 64,
         };
+        same_when_shared(&data, &opts);
         let mut rdr = Reader::with_options(&data[..], opts);
         let mut rec = Record::default();
         let err = rdr.read_record(&mut rec).unwrap_err();

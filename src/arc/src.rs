@@ -79,7 +79,10 @@ impl<R: Read> Src<R> {
             start: 0,
             end,
             pos: 0,
-            eof: true,
+            // Set, as for a stream, only once more bytes are asked for than
+            // are left: a gzip decoder that has read a member's trailer at
+            // the end of the file has not hit the end yet.
+            eof: false,
             mark: None,
             chunk: 64,
             failed: false,
@@ -146,6 +149,13 @@ impl<R: Read> Src<R> {
         if to > self.pos {
             return false;
         }
+        if self.shared.is_some() && self.mark.is_some_and(|m| self.pos - m > MAX_MARK as u64) {
+            // A stream has dropped a mark this far behind (see
+            // `make_room`); shared bytes go back no further, so that both
+            // read the same records.
+            self.mark = None;
+            return false;
+        }
         let back = self.pos - to;
         match usize::try_from(back) {
             Ok(back) if back <= self.start => {
@@ -201,7 +211,12 @@ impl<R: Read> Src<R> {
         let mut left = n;
         while left > 0 {
             let have = self.end - self.start;
-            if have == 0 && self.mark.is_none() && left >= DIRECT_READ_MIN && !self.eof {
+            if have == 0
+                && self.mark.is_none()
+                && left >= DIRECT_READ_MIN
+                && !self.eof
+                && self.shared.is_none()
+            {
                 let got = match (&mut self.inner).take(left).read_to_end(out) {
                     Ok(got) => got as u64,
                     Err(e) => {
@@ -231,6 +246,11 @@ impl<R: Read> Src<R> {
     /// Makes at least `want` unconsumed bytes available, or all that is left
     /// of the file; returns how many are available. Reads in large chunks.
     pub(crate) fn fill(&mut self, want: usize) -> io::Result<usize> {
+        if self.shared.is_some() {
+            // Every byte is there; asking for more is reaching the end.
+            self.eof |= self.end - self.start < want;
+            return Ok(self.end - self.start);
+        }
         while self.end - self.start < want && !self.eof {
             self.make_room(want)?;
             let n = loop {
