@@ -460,13 +460,15 @@ struct Job<'a> {
 /// The file is mapped into memory unless `no_mmap` (or it cannot be: a
 /// pipe, an empty file), so that records are read in place.
 fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
-    let opened = File::open(job.path).and_then(|f| {
+    // A file that cannot be mapped (a file system without mmap, or no
+    // address space left for it) is read instead.
+    let opened = File::open(job.path).map(|f| {
         let map = if no_mmap {
             None
         } else {
-            super::input::map_file(&f)?
+            super::input::map_file(&f).ok().flatten()
         };
-        Ok((f, map))
+        (f, map)
     });
     match opened {
         Ok((_, Some(map))) => {
@@ -559,6 +561,9 @@ fn index_records<R: io::Read>(
                         None => {
                             order.finish(seq, &mut buf, |out| w.line(&rec, None, out));
                             spare.push(rec);
+                            if let Some(behind) = &mut behind {
+                                behind.release_below(in_use(&slots, &rdr));
+                            }
                             // Files of records that need no hashing never
                             // leave this loop until their end.
                             if !w.send_full(file, &mut buf) {
@@ -603,10 +608,7 @@ fn index_records<R: io::Read>(
             }
         }
         if let Some(behind) = &mut behind {
-            // Blocks still in a lane are the only bytes behind the reader
-            // that are still read.
-            let in_use = slots.iter().flatten().map(|l| l.rec.offset).min();
-            behind.release_below(in_use.unwrap_or_else(|| rdr.position()));
+            behind.release_below(in_use(&slots, &rdr));
         }
         if !w.send_full(file, &mut buf) {
             return;
@@ -620,6 +622,13 @@ fn index_records<R: io::Read>(
         let _ = tx.send(Msg::Lines { file, buf });
     }
     let _ = tx.send(Msg::Done { file, stats, meta });
+}
+
+/// Where the bytes of the file still to be read start: blocks still in a
+/// lane are the only bytes behind the reader that are.
+fn in_use<R: io::Read>(slots: &[Option<InLane>], rdr: &arc::Reader<R>) -> u64 {
+    let lanes = slots.iter().flatten().map(|l| l.rec.offset).min();
+    lanes.unwrap_or_else(|| rdr.position())
 }
 
 /// The `!meta` object for one input file: its name, its filedesc record's
