@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ukvs::arc::{Reader, Record};
+use ukvs::arc::{Options, Reader, Record};
 
 /// What reading a whole file gives: records as (offset, length, url) and
 /// errors as their display strings.
@@ -14,28 +14,54 @@ struct Read {
     truncated: usize,
 }
 
+/// Reads a whole file as a stream, and again from shared bytes (the way
+/// `ukvs index` reads a memory-mapped file), which must give exactly the
+/// same records (header line, block and flags included) and errors.
 fn read_bytes(data: &[u8]) -> Read {
-    let mut rdr = Reader::new(data);
+    let (out, streamed) = read_all(Reader::new(data));
+    let shared = Reader::from_shared(std::sync::Arc::new(data.to_vec()), Options::default());
+    let (_, from_shared) = read_all(shared);
+    assert!(
+        streamed == from_shared,
+        "shared bytes read differently from the stream"
+    );
+    out
+}
+
+/// Reads every record of `rdr`; also gives everything it read as text.
+fn read_all<R: std::io::Read>(mut rdr: Reader<R>) -> (Read, Vec<String>) {
     let mut rec = Record::default();
     let mut out = Read::default();
+    let mut all = Vec::new();
     loop {
         match rdr.read_record(&mut rec) {
             Ok(true) => {
                 out.recs
                     .push((rec.offset, rec.length, rec.header.url.clone()));
                 out.truncated += usize::from(rec.truncated);
+                all.push(format!(
+                    "{} {} {:?} {:?} {} {}",
+                    rec.offset,
+                    rec.length,
+                    rec.header_line,
+                    rec.block(),
+                    rec.truncated,
+                    rec.compressed
+                ));
             }
             Ok(false) => break,
             Err(e) => {
                 let fatal = e.is_fatal();
                 out.errors.push(e.to_string());
+                all.push(e.to_string());
                 if fatal {
                     break;
                 }
             }
         }
     }
-    out
+    all.push(format!("{:?}", rdr.stats()));
+    (out, all)
 }
 
 fn read_path(path: &Path) -> Read {
