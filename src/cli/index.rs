@@ -466,7 +466,11 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         let map = if no_mmap {
             None
         } else {
-            super::input::map_file(&f).ok().flatten()
+            // Read ahead in large steps: the file is read once, front to
+            // back.
+            super::input::map_file(&f, memmap2::Advice::Sequential)
+                .ok()
+                .flatten()
         };
         (f, map)
     });

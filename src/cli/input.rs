@@ -5,17 +5,19 @@ use std::io;
 use std::sync::Arc;
 
 /// Maps a non-empty regular file read-only; `None` for anything else
-/// (pipes, terminals, empty files), which callers read instead.
+/// (pipes, terminals, empty files), which callers read instead. `advice`
+/// tells the kernel how the map will be read (`Normal` gives none).
 ///
-/// The map is only read. If another process truncates the file while it is
-/// mapped, reading past the new end raises SIGBUS and ends the run (its
-/// output, written atomically, is then not committed, though the
-/// temporary file may be left behind); if it rewrites
-/// bytes, the result may mix old and new contents. Files this tool writes
-/// are replaced by rename, never changed in place, so neither happens to
-/// them. Commands that map their inputs take `--no-mmap` to read files
-/// that may be changed instead.
-pub(super) fn map_file(file: &File) -> io::Result<Option<memmap2::Mmap>> {
+/// Every command that maps a whole file maps it here. The map is only
+/// read. If another process truncates the file while it is mapped,
+/// reading past the new end raises SIGBUS and ends the run (its output,
+/// written atomically, is then not committed, though the temporary file
+/// may be left behind); if it rewrites bytes, the result may mix old and
+/// new contents. Files this tool writes are replaced by rename, never
+/// changed in place (a rename leaves a map on the old file), so neither
+/// happens to them. Commands that map their inputs take `--no-mmap` to
+/// read files that may be changed instead.
+pub(super) fn map_file(file: &File, advice: memmap2::Advice) -> io::Result<Option<memmap2::Mmap>> {
     let meta = file.metadata()?;
     if !meta.is_file() || meta.len() == 0 {
         return Ok(None);
@@ -23,9 +25,10 @@ pub(super) fn map_file(file: &File) -> io::Result<Option<memmap2::Mmap>> {
     // SAFETY: see above; the map is never written, and a concurrent change
     // of the file is the documented exception.
     let map = unsafe { memmap2::Mmap::map(file) }?;
-    // Read ahead in large steps: the inputs are read once, front to back.
     #[cfg(unix)]
-    let _ = map.advise(memmap2::Advice::Sequential);
+    if advice != memmap2::Advice::Normal {
+        let _ = map.advise(advice);
+    }
     Ok(Some(map))
 }
 
@@ -93,7 +96,11 @@ mod tests {
             .collect();
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&data).unwrap();
-        let map = Arc::new(map_file(&file).unwrap().expect("a regular file maps"));
+        let map = Arc::new(
+            map_file(&file, memmap2::Advice::Normal)
+                .unwrap()
+                .expect("a regular file maps"),
+        );
         let mut behind = Behind::new(map.clone());
         // Less than a step: nothing yet.
         behind.release_below(RELEASE_STEP as u64 - 1);
@@ -113,6 +120,6 @@ mod tests {
     #[test]
     fn empty_files_are_not_mapped() {
         let file = tempfile::tempfile().unwrap();
-        assert!(map_file(&file).unwrap().is_none());
+        assert!(map_file(&file, memmap2::Advice::Normal).unwrap().is_none());
     }
 }

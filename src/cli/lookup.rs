@@ -142,30 +142,21 @@ impl AsRef<[u8]> for Bytes {
 }
 
 /// Opens `path` for searching: memory-mapped, or read into memory with
-/// `no_mmap`. This is the only place that maps a file.
+/// `no_mmap` or when it cannot be mapped (an empty file, a pipe).
 fn open_bytes(path: &Path, no_mmap: bool) -> anyhow::Result<Bytes> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let len = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?
-        .len();
-    // An empty file cannot be mapped (and needs no map).
-    if no_mmap || len == 0 {
-        let mut buf = Vec::new();
-        file.read_to_end(&mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        return Ok(Bytes::Vec(buf));
+    if !no_mmap {
+        // No advice: a search reads a few pages here and there.
+        let map = super::input::map_file(&file, memmap2::Advice::Normal)
+            .with_context(|| format!("cannot map {}", path.display()))?;
+        if let Some(map) = map {
+            return Ok(Bytes::Map(map));
+        }
     }
-    // SAFETY: the map is read-only and this process never writes the
-    // file. Another process truncating or rewriting the file while it is
-    // mapped is outside our control: truncation can raise SIGBUS on access
-    // and a rewrite can change bytes under a search. Index files are
-    // written once and replaced by rename (which leaves this mapping on the
-    // old inode), so the map is treated as immutable; `--no-mmap` avoids
-    // the risk entirely at the cost of reading the file.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .with_context(|| format!("cannot map {}", path.display()))?;
-    Ok(Bytes::Map(map))
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Bytes::Vec(buf))
 }
 
 /// One index taking part in a lookup.

@@ -326,16 +326,6 @@ fn open_input(p: &Path) -> anyhow::Result<Box<dyn Read>> {
     Ok(Box::new(f))
 }
 
-/// Maps a file read-only.
-fn map_file(f: &File, p: &Path) -> anyhow::Result<memmap2::Mmap> {
-    // SAFETY: the map is only read. If another process truncates the file
-    // while it is mapped, reads past the new end fault (SIGBUS); indexes
-    // and maps are written atomically (temp + rename) by this tool, so a
-    // file it reads is never truncated in place by it. Writers that modify
-    // files in place must not run concurrently, as with any index reader.
-    unsafe { memmap2::Mmap::map(f) }.with_context(|| format!("mapping {}", p.display()))
-}
-
 /// A plain input file that can be mapped (`None` for stdin, gzip, and
 /// what is not a regular, non-empty file: those are read as streams).
 fn mappable_input(p: &Path) -> anyhow::Result<Option<File>> {
@@ -1551,11 +1541,12 @@ fn query_surt(q: &str, opts: &ukvs::surt::Options) -> Vec<u8> {
 
 fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     let f = File::open(&a.map).with_context(|| format!("opening {}", a.map.display()))?;
-    let empty = f.metadata().map(|m| m.len() == 0).unwrap_or(true);
-    let data: Box<dyn AsRef<[u8]>> = if empty {
-        Box::new(Vec::<u8>::new())
-    } else {
-        Box::new(map_file(&f, &a.map)?)
+    let map = super::input::map_file(&f, memmap2::Advice::Normal)
+        .with_context(|| format!("mapping {}", a.map.display()))?;
+    // Not mapped: an empty file (or not a regular file), an empty map.
+    let data: Box<dyn AsRef<[u8]>> = match map {
+        Some(map) => Box::new(map),
+        None => Box::new(Vec::<u8>::new()),
     };
     let mut map = Map::new((*data).as_ref()).keep_query(a.keep_query);
     let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
