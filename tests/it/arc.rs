@@ -511,14 +511,7 @@ fn check_generated(dir: &Path, truth: &[Truth]) -> std::collections::BTreeMap<St
                 let b = &data[o as usize..];
                 b.starts_with(&[0x1f, 0x8b, 0x08]) || b.starts_with(t.url.as_bytes())
             };
-            // gen_arc_corpus.py writes 25 bytes into a 24-byte slice of its
-            // junk, so each junk run is one byte longer than it records and
-            // the truth offsets after it are one short. Correct for that
-            // (and only that) by looking at the file.
-            let mut offset = t.offset;
-            if !starts(offset) && starts(offset + 1) {
-                offset += 1;
-            }
+            let offset = t.offset;
             assert!(
                 starts(offset),
                 "{file}: truth offset {} is not a record start",

@@ -807,12 +807,9 @@ fn no_sort_streams_files_in_input_order() {
 /// is indexed with its offset, length and digest; errors name the file and
 /// the offset; the exit code is 2.
 ///
-/// Two known differences between `truth.tsv` and the bytes on disk are
+/// One known difference between `truth.tsv` and the bytes on disk is
 /// corrected for: in plain `.arc` files the truth length counts the `\n`
-/// after the record, which the reference indexers (and this one) leave out;
-/// and the generator writes one byte more garbage than it records (its
-/// 25-byte marker goes into a 24-byte slice of the junk), so records after
-/// a garbage spot sit one byte later than the truth says.
+/// after the record, which the reference indexers (and this one) leave out.
 #[test]
 fn corrupt_corpus_keeps_every_good_record() {
     let test = "corrupt_corpus_keeps_every_good_record";
@@ -838,22 +835,13 @@ fn corrupt_corpus_keeps_every_good_record() {
         let truth = std::fs::read_to_string(root.join("truth.tsv")).unwrap();
         let manifest: serde_json::Value =
             serde_json::from_slice(&std::fs::read(root.join("MANIFEST.json")).unwrap()).unwrap();
-        let garbage: Vec<(String, u64)> = manifest["damage"]
+        let garbage = manifest["damage"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|d| d["kind"] == "garbage" && d.get("skipped").is_none())
-            .map(|d| {
-                (
-                    d["file"].as_str().unwrap().to_string(),
-                    d["offset"].as_u64().unwrap(),
-                )
-            })
-            .collect();
-        assert!(
-            !garbage.is_empty(),
-            "{flavour}: the corpus has no garbage damage"
-        );
+            .count();
+        assert!(garbage > 0, "{flavour}: the corpus has no garbage damage");
         let (out, err, code) = stdout_of(&["index", "--format", "cdxj", root.to_str().unwrap()]);
         assert_eq!(code, 2, "damage must give exit code 2\n{err}");
         assert!(err.contains(".arc") && err.contains(": offset "), "{err}");
@@ -881,12 +869,8 @@ fn corrupt_corpus_keeps_every_good_record() {
                 continue;
             }
             good += 1;
-            let mut offset: u64 = f[1].parse().unwrap();
+            let offset: u64 = f[1].parse().unwrap();
             let mut length: u64 = f[2].parse().unwrap();
-            offset += garbage
-                .iter()
-                .filter(|(file, at)| file == f[0] && *at < offset)
-                .count() as u64;
             if flavour == "--plain" {
                 length -= 1;
             }
