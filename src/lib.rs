@@ -30,6 +30,7 @@
 
 pub mod arc;
 pub mod capture;
+mod input;
 pub mod mementomap;
 pub mod sorted;
 pub mod surt;

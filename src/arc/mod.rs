@@ -30,18 +30,14 @@ mod error;
 mod filedesc;
 mod header;
 mod reader;
-mod src;
 
 pub use error::Error;
 pub use filedesc::FileDesc;
 pub use header::{is_date_like, is_ip_like, parse_length, Form, HeaderView};
 pub use reader::{Options, Reader, Stats};
 
-use std::sync::Arc;
-
-/// An input held whole in memory and shared by the records read from it
-/// (a memory-mapped file, or any bytes): see [`Reader::from_shared`].
-pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+use crate::input::SharedBlock;
+pub use crate::input::SharedBytes;
 
 /// Which header-line layout a record used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,7 +116,7 @@ impl Record {
     /// (HTTP head + body for `http:` records), fewer when truncated.
     pub fn block(&self) -> &[u8] {
         match &self.shared {
-            Some(s) => &(*s.bytes).as_ref()[s.start..s.end],
+            Some(s) => s.as_slice(),
             None => &self.buf,
         }
     }
@@ -130,8 +126,7 @@ impl Record {
     pub fn block_mut(&mut self) -> &mut Vec<u8> {
         if let Some(s) = self.shared.take() {
             self.buf.clear();
-            self.buf
-                .extend_from_slice(&(*s.bytes).as_ref()[s.start..s.end]);
+            self.buf.extend_from_slice(s.as_slice());
         }
         &mut self.buf
     }
@@ -163,19 +158,5 @@ impl Record {
         self.shared = None;
         self.compressed = false;
         self.truncated = false;
-    }
-}
-
-/// A block lent by a shared input: `bytes[start..end]`.
-#[derive(Clone)]
-pub(crate) struct SharedBlock {
-    bytes: SharedBytes,
-    start: usize,
-    end: usize,
-}
-
-impl std::fmt::Debug for SharedBlock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SharedBlock({}..{})", self.start, self.end)
     }
 }

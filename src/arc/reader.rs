@@ -67,8 +67,8 @@ use std::io::{self, Read};
 use flate2::bufread::GzDecoder;
 
 use super::header::{is_scheme_byte, KNOWN_SCHEMES};
-use super::src::Src;
 use super::{Error, HeaderView, Record, SharedBytes};
+use crate::input::{is_gzip_start, is_ws, Src};
 
 /// Longest header line looked for; longer lines are not headers.
 const MAX_LINE: usize = 64 << 10;
@@ -1105,19 +1105,6 @@ fn glued_junk(url: &[u8]) -> Option<usize> {
     }
     let start = known_scheme_start(url, n)?;
     (start > 0).then_some(start)
-}
-
-/// `1f 8b 08` with no reserved flag bits set.
-fn is_gzip_start(b: &[u8]) -> bool {
-    b.len() >= 3
-        && b[0] == 0x1f
-        && b[1] == 0x8b
-        && b[2] == 8
-        && b.get(3).map_or(true, |f| f & 0xe0 == 0)
-}
-
-fn is_ws(b: u8) -> bool {
-    matches!(b, b'\n' | b'\r' | b' ' | b'\t' | 0x0b | 0x0c)
 }
 
 fn strip_cr(line: &[u8]) -> &[u8] {

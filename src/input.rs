@@ -1,6 +1,7 @@
-//! The reader's own input buffer.
+//! The archive readers' input: a buffer with exact file offsets, and the
+//! bytes a record's block may be lent from.
 //!
-//! The ARC reader needs three things a plain `BufReader` does not give:
+//! The ARC and WARC readers need three things a plain `BufReader` does not give:
 //! the exact file offset of every byte (offsets of records and gzip
 //! members), lookahead of a whole header line at any point, and going back
 //! (to re-scan the bytes of a gzip member that failed to decode, or to
@@ -21,7 +22,44 @@
 use std::io::{self, BufRead, Read};
 use std::sync::Arc;
 
-use super::SharedBytes;
+/// An input held whole in memory and shared by the records read from it
+/// (a memory-mapped file, or any bytes): see `arc::Reader::from_shared`
+/// and `warc::Reader::from_shared`.
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A record's block lent by a shared input: `bytes[start..end]`.
+#[derive(Clone)]
+pub(crate) struct SharedBlock {
+    pub(crate) bytes: SharedBytes,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+impl SharedBlock {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &(*self.bytes).as_ref()[self.start..self.end]
+    }
+}
+
+impl std::fmt::Debug for SharedBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedBlock({}..{})", self.start, self.end)
+    }
+}
+
+/// `1f 8b 08` with no reserved flag bits set: the start of a gzip member.
+pub(crate) fn is_gzip_start(b: &[u8]) -> bool {
+    b.len() >= 3
+        && b[0] == 0x1f
+        && b[1] == 0x8b
+        && b[2] == 8
+        && b.get(3).map_or(true, |f| f & 0xe0 == 0)
+}
+
+/// The bytes writers put between records (LF, CRLF, blank lines).
+pub(crate) fn is_ws(b: u8) -> bool {
+    matches!(b, b'\n' | b'\r' | b' ' | b'\t' | 0x0b | 0x0c)
+}
 
 /// Bytes kept behind a mark at most; past that the mark is dropped (a
 /// corrupt member is then re-scanned from where decoding stopped).
