@@ -35,3 +35,4 @@ pub mod mementomap;
 pub mod sorted;
 pub mod surt;
 pub mod ukvs;
+pub mod warc;

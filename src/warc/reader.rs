@@ -1,0 +1,1051 @@
+//! Record reader over plain, per-record gzip and per-record zstd WARC files.
+//!
+//! # Model
+//!
+//! A file is a sequence of *units*, each a gzip member (`1f 8b 08`), a
+//! zstd frame (`28 b5 2f fd`), a zstd skippable frame (`5? 2a 4d 18`) or a
+//! plain record (`WARC/1.x` and its header). The kind is decided unit by
+//! unit from the first bytes, so `.warc`, `.warc.gz`, `.warc.zst` and
+//! damaged mixtures go through one path. Whitespace between units (the two
+//! CRLFs that end a record, stray blank lines) is skipped silently.
+//!
+//! * A gzip member or zstd frame is decoded on its own, over the reader's
+//!   buffer, which it consumes exactly: the member's offset and compressed
+//!   length are the record's `offset` and `length`. It must hold one
+//!   record; trailing whitespace is separator.
+//! * A plain record's `length` is its header and `Content-Length` block,
+//!   the two CRLFs after it excluded, as warcio and cdxj-indexer report it.
+//! * The IIPC zstd profile opens the file with a skippable frame
+//!   (`0x184D2A5D`) that holds the dictionary of every later frame, itself
+//!   raw or zstd-compressed: it is loaded once and used for every frame.
+//!   Other skippable frames are passed over.
+//!
+//! # Damage
+//!
+//! `Content-Length` is the only truth of where a record ends. It is
+//! trusted when the bytes after the block are a record boundary
+//! (whitespace, then a record, a member, a frame or the end of the file).
+//! When they are not, the reader works out where the record really ends,
+//! reports it with a non-fatal [`Error`] and goes on:
+//!
+//! * a record start inside the block: the length was too long; the block is
+//!   cut there and the rest is read again ([`Error::LengthMismatch`]);
+//! * else, the block is followed by a line end: the record is whole and
+//!   what follows is junk, skipped to the next record ([`Error::Garbage`]);
+//! * else the length was too short: the block runs to the next record
+//!   ([`Error::LengthMismatch`]).
+//!
+//! Without a usable `Content-Length` the block runs to the next record
+//! ([`Error::InvalidLength`]). A member or frame that fails to decode is
+//! skipped to the next record ([`Error::BadMember`]); one that ends with the
+//! file gives a [`Record::truncated`] record ([`Error::TruncatedMember`]); one
+//! that holds several records gives none ([`Error::MultiRecordMember`]).
+//! When the file's first unit holds several records, the file was
+//! compressed as one stream: its records are read from the decompressed
+//! stream, with offsets in it, and the file is reported once
+//! ([`Error::SingleStream`]). A record start is a version line followed by
+//! a field line ([`header::looks_like_record`]), or a member or frame that
+//! decodes to one, so a `WARC/1.0` mentioned in a payload is not taken for
+//! a record.
+//!
+//! # Cost
+//!
+//! One buffer of `Options::buffer_size` (1 MiB) plus the largest record
+//! block; the caller's [`Record`] buffers are reused, one zstd context
+//! serves every frame of a file, and a reader over shared bytes lends
+//! plain blocks without copying them.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, Read};
+
+use flate2::bufread::{GzDecoder, MultiGzDecoder};
+use zstd::stream::raw::{Decoder as ZDecoder, InBuffer, Operation, OutBuffer};
+
+use super::header::{self, looks_like_record, Parsed};
+use super::{Compression, Error, Record, SharedBytes};
+use crate::input::{is_gzip_start, is_ws, SharedBlock, Src};
+
+/// Longest header block looked for.
+const MAX_HEAD: usize = 1 << 20;
+
+/// Bytes looked at past a candidate record start to judge it.
+const PEEK: usize = 2048;
+
+/// Decoded bytes of a member between two looks for a second record.
+const DECODE_STEP: usize = 256 << 10;
+
+/// The most a reader reserves ahead for one block before its bytes arrive.
+const READ_RESERVE_MAX: u64 = 64 << 20;
+
+/// Magic of the skippable frame that holds the IIPC profile's dictionary.
+const DICT_FRAME: u32 = 0x184D_2A5D;
+
+/// Reader settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Largest record block held in memory (decoded bytes). Larger records
+    /// are skipped with [`Error::RecordTooLarge`]. Default 1 GiB.
+    pub max_block: u64,
+    /// Size of the input buffer. Default 1 MiB.
+    pub buffer_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_block: 1 << 30,
+            buffer_size: 1 << 20,
+        }
+    }
+}
+
+/// What a reader has seen so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Records returned.
+    pub records: u64,
+    /// Gzip members and zstd frames decoded (empty and bad ones included).
+    pub members: u64,
+    /// Errors returned.
+    pub errors: u64,
+    /// Bytes of the file in no returned record and not separators.
+    pub skipped_bytes: u64,
+    /// Records seen but not returned (oversized, lost headers, or in a
+    /// multi-record member, one per member).
+    pub skipped_records: u64,
+    /// Whitespace between records, empty members and skippable frames.
+    pub separator_bytes: u64,
+    /// Plain records in a file of compressed records.
+    pub uncompressed_records: u64,
+    /// Whether the file was compressed as one stream.
+    pub single_stream: bool,
+}
+
+/// What the reader reads: the file, or, once the file turned out to be
+/// compressed as one stream, that stream decompressed.
+enum Input<R> {
+    Raw(R),
+    Gunzip(Box<MultiGzDecoder<Src<Input<R>>>>),
+    Unzstd(Box<zstd::stream::read::Decoder<'static, Src<Input<R>>>>),
+    Gone,
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Raw(r) => r.read(buf),
+            Input::Gunzip(d) => d.read(buf),
+            Input::Unzstd(d) => d.read(buf),
+            Input::Gone => Ok(0),
+        }
+    }
+}
+
+/// How a unit is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Codec {
+    Gzip,
+    Zstd,
+}
+
+impl Codec {
+    fn what(self) -> &'static str {
+        match self {
+            Codec::Gzip => "gzip member",
+            Codec::Zstd => "zstd frame",
+        }
+    }
+}
+
+/// Why decoding a member stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    End,
+    /// The file's first member holds a second record.
+    Multi,
+    TooLarge,
+}
+
+/// Reads WARC records with exact offsets from any `Read` (give it the raw
+/// file, not a decompressing reader: gzip and zstd are handled here,
+/// record by record).
+///
+/// ```no_run
+/// # fn main() -> std::io::Result<()> {
+/// use ukvs::warc::{Reader, Record};
+/// let file = std::fs::File::open("x.warc.gz")?;
+/// let mut rdr = Reader::new(file);
+/// let mut rec = Record::default();
+/// loop {
+///     match rdr.read_record(&mut rec) {
+///         Ok(true) => println!("{} {} {:?}", rec.offset, rec.length, rec.record_type()),
+///         Ok(false) => break,
+///         Err(e) if e.is_fatal() => { eprintln!("x.warc.gz: {e}"); break }
+///         Err(e) => eprintln!("x.warc.gz: {e}"), // reported, reading goes on
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Reader<R> {
+    src: Src<Input<R>>,
+    opts: Options,
+    /// Non-fatal errors waiting to be returned (a warning about a record
+    /// follows the record).
+    pending: VecDeque<Error>,
+    stats: Stats,
+    done: bool,
+    /// Whether the file's first unit was compressed (unknown before it).
+    compressed_file: Option<bool>,
+    /// Units read so far (skippable frames aside).
+    units: u64,
+    /// The zstd context, with the file's dictionary once one is read.
+    zstd: Option<ZDecoder<'static>>,
+    dict: Option<Vec<u8>>,
+}
+
+impl Reader<io::Empty> {
+    /// A reader over an input held whole in memory, such as a
+    /// memory-mapped file. Nothing is copied into a buffer, the block of a
+    /// well-formed plain record is a range of `bytes`, and members are
+    /// decoded from `bytes` in place. Records are the same as from
+    /// [`Reader::with_options`] over a reader of the same bytes.
+    pub fn from_shared(bytes: SharedBytes, opts: Options) -> Reader<io::Empty> {
+        Reader::over(Src::shared(Input::Raw(io::empty()), bytes), opts)
+    }
+}
+
+impl<R: Read> Reader<R> {
+    /// A reader with default [`Options`].
+    pub fn new(rdr: R) -> Reader<R> {
+        Reader::with_options(rdr, Options::default())
+    }
+
+    pub fn with_options(rdr: R, opts: Options) -> Reader<R> {
+        let chunk = opts.buffer_size;
+        Reader::over(Src::new(Input::Raw(rdr), chunk), opts)
+    }
+
+    fn over(src: Src<Input<R>>, opts: Options) -> Reader<R> {
+        Reader {
+            src,
+            opts,
+            pending: VecDeque::new(),
+            stats: Stats::default(),
+            done: false,
+            compressed_file: None,
+            units: 0,
+            zstd: None,
+            dict: None,
+        }
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Offset of the next byte to be read: in the file, or in the
+    /// decompressed stream of a file compressed as one stream.
+    pub fn position(&self) -> u64 {
+        self.src.pos()
+    }
+
+    /// Reads the next record into `rec` (its buffers are reused).
+    ///
+    /// `Ok(true)`: `rec` holds a record. `Ok(false)`: end of file.
+    /// `Err(e)`: a problem at `e.offset()`; unless `e.is_fatal()`, the
+    /// reader has resynchronised and the next call continues.
+    pub fn read_record(&mut self, rec: &mut Record) -> Result<bool, Error> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                self.stats.errors += 1;
+                return Err(e);
+            }
+            if self.done {
+                return Ok(false);
+            }
+            match self.step(rec) {
+                Ok(true) => {
+                    self.stats.records += 1;
+                    return Ok(true);
+                }
+                Ok(false) => {}
+                Err(source) => {
+                    self.done = true;
+                    self.stats.errors += 1;
+                    rec.clear();
+                    return Err(Error::Io {
+                        offset: self.src.pos(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// One unit: `Ok(true)` when `rec` holds a record, `Ok(false)` when
+    /// something was skipped (errors pending) or the end was reached.
+    fn step(&mut self, rec: &mut Record) -> io::Result<bool> {
+        rec.clear();
+        self.skip_separators()?;
+        if self.src.fill(8)? == 0 {
+            self.done = true;
+            return Ok(false);
+        }
+        let a = self.src.avail();
+        if is_skippable_start(a) {
+            return self.read_skippable();
+        }
+        let codec = if is_gzip_start(a) {
+            Some(Codec::Gzip)
+        } else if is_zstd_start(a) {
+            Some(Codec::Zstd)
+        } else {
+            None
+        };
+        let compressed = *self.compressed_file.get_or_insert(codec.is_some());
+        self.units += 1;
+        if let Some(codec) = codec {
+            return self.read_member(rec, codec);
+        }
+        let got = self.read_plain(rec)?;
+        if got && compressed {
+            self.stats.uncompressed_records += 1;
+            self.pending.push_back(Error::UncompressedRecord {
+                offset: rec.offset,
+                length: rec.length,
+            });
+        }
+        Ok(got)
+    }
+
+    fn skip_separators(&mut self) -> io::Result<()> {
+        loop {
+            let a = self.src.avail();
+            let n = a.iter().take_while(|&&b| is_ws(b)).count();
+            let all = n == a.len();
+            self.src.consume(n);
+            self.stats.separator_bytes += n as u64;
+            if !all || self.src.fill(1)? == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------
+    // zstd skippable frames
+
+    /// A skippable frame: the dictionary when it opens the file, else
+    /// passed over.
+    fn read_skippable(&mut self) -> io::Result<bool> {
+        let start = self.src.pos();
+        let a = self.src.avail();
+        if a.len() < 8 {
+            let n = a.len();
+            self.src.consume(n);
+            self.stats.skipped_bytes += n as u64;
+            self.pending.push_back(Error::Garbage {
+                offset: start,
+                length: n as u64,
+            });
+            return Ok(false);
+        }
+        let magic = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+        let size = u64::from(u32::from_le_bytes([a[4], a[5], a[6], a[7]]));
+        self.src.consume(8);
+        if magic == DICT_FRAME && self.units == 0 && self.dict.is_none() {
+            let mut dict = Vec::new();
+            let got = self.read_n(&mut dict, size)?;
+            self.stats.separator_bytes += 8 + got;
+            if got < size {
+                self.pending.push_back(Error::BadDictionary {
+                    offset: start,
+                    reason: format!("the file ends {got} bytes into its {size} bytes"),
+                });
+                return Ok(false);
+            }
+            if is_zstd_start(&dict) {
+                match zstd::stream::decode_all(&dict[..]) {
+                    Ok(d) => dict = d,
+                    Err(e) => {
+                        self.pending.push_back(Error::BadDictionary {
+                            offset: start,
+                            reason: format!("cannot decompress it: {e}"),
+                        });
+                        return Ok(false);
+                    }
+                }
+            }
+            match ZDecoder::with_dictionary(&dict) {
+                Ok(d) => {
+                    self.zstd = Some(d);
+                    self.dict = Some(dict);
+                }
+                Err(e) => self.pending.push_back(Error::BadDictionary {
+                    offset: start,
+                    reason: e.to_string(),
+                }),
+            }
+            return Ok(false);
+        }
+        let got = self.discard(size)?;
+        self.stats.separator_bytes += 8 + got;
+        Ok(false)
+    }
+
+    // ----------------------------------------------------------------
+    // gzip members and zstd frames
+
+    fn read_member(&mut self, rec: &mut Record, codec: Codec) -> io::Result<bool> {
+        let start = self.src.pos();
+        // Keep the compressed bytes: a corrupt member is re-scanned from
+        // just after its start, and a single-stream file is read again
+        // from its start through a decompressor.
+        self.src.set_mark();
+        let first_unit = self.units == 1;
+        let limit = self.opts.max_block.saturating_add(MAX_HEAD as u64);
+        let res = match codec {
+            Codec::Gzip => self.inflate(rec, limit, first_unit),
+            Codec::Zstd => self.unzstd(rec, limit, first_unit),
+        };
+        self.stats.members += 1;
+        let end = self.src.pos();
+        let what = codec.what();
+        let stop = match res {
+            Ok(stop) => stop,
+            Err(e) => {
+                // Errors of the underlying reader are I/O failures, not
+                // damage, and end the read.
+                if self.src.failed() {
+                    return Err(e);
+                }
+                if self.src.at_eof() {
+                    self.src.clear_mark();
+                    let length = end - start;
+                    self.pending.push_back(Error::TruncatedMember {
+                        offset: start,
+                        length,
+                        what,
+                    });
+                    if self.split_member(rec, start, length, codec, true) {
+                        rec.truncated = true;
+                        return Ok(true);
+                    }
+                    return Ok(false);
+                }
+                rec.clear();
+                if !self.src.rewind(start + 1) && self.src.pos() <= start {
+                    self.src.consume(1);
+                }
+                self.src.clear_mark();
+                self.scan(None)?;
+                let length = self.src.pos() - start;
+                self.stats.skipped_bytes += length;
+                self.pending.push_back(Error::BadMember {
+                    offset: start,
+                    length,
+                    what,
+                    reason: e.to_string(),
+                });
+                return Ok(false);
+            }
+        };
+        if stop == Stop::Multi {
+            rec.clear();
+            if self.src.rewind(start) {
+                self.src.clear_mark();
+                self.decompress_rest(codec)?;
+                self.pending.push_back(Error::SingleStream {
+                    offset: start,
+                    what,
+                });
+                return Ok(false);
+            }
+            self.src.clear_mark();
+        }
+        self.src.clear_mark();
+        let length = end - start;
+        if stop == Stop::TooLarge {
+            rec.clear();
+            self.stats.skipped_bytes += length;
+            self.stats.skipped_records += 1;
+            self.pending.push_back(Error::RecordTooLarge {
+                offset: start,
+                declared: limit,
+                limit: self.opts.max_block,
+            });
+            return Ok(false);
+        }
+        if rec.buf.is_empty() {
+            self.stats.separator_bytes += length;
+            return Ok(false);
+        }
+        Ok(self.split_member(rec, start, length, codec, false))
+    }
+
+    /// Decodes one gzip member into `rec.buf`.
+    fn inflate(&mut self, rec: &mut Record, limit: u64, first_unit: bool) -> io::Result<Stop> {
+        let mut dec = GzDecoder::new(&mut self.src);
+        loop {
+            let want = (limit.saturating_sub(rec.buf.len() as u64)).min(DECODE_STEP as u64);
+            if want == 0 {
+                io::copy(&mut dec, &mut io::sink())?;
+                return Ok(Stop::TooLarge);
+            }
+            match (&mut dec).take(want).read_to_end(&mut rec.buf)? {
+                0 => return Ok(Stop::End),
+                _ if first_unit && second_record(&rec.buf) => return Ok(Stop::Multi),
+                _ => {}
+            }
+        }
+    }
+
+    /// Decodes one zstd frame into `rec.buf`, with one context for the
+    /// whole file (its dictionary loaded once).
+    fn unzstd(&mut self, rec: &mut Record, limit: u64, first_unit: bool) -> io::Result<Stop> {
+        if self.zstd.is_none() {
+            self.zstd = Some(ZDecoder::new()?);
+        }
+        let Some(dctx) = self.zstd.as_mut() else {
+            unreachable!("set above")
+        };
+        dctx.reinit()?;
+        let mut too_large = false;
+        loop {
+            if rec.buf.len() as u64 >= limit {
+                // Decoded on only to find where the frame ends.
+                too_large = true;
+                rec.buf.clear();
+            }
+            rec.buf.reserve(DECODE_STEP);
+            let input = self.src.fill_buf()?;
+            if input.is_empty() {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            let mut inb = InBuffer::around(input);
+            let pos = rec.buf.len();
+            let mut out = OutBuffer::around_pos(&mut rec.buf, pos);
+            let hint = dctx.run(&mut inb, &mut out)?;
+            let used = inb.pos();
+            self.src.consume(used);
+            if first_unit && !too_large && second_record(&rec.buf) {
+                return Ok(Stop::Multi);
+            }
+            if hint == 0 {
+                return Ok(if too_large { Stop::TooLarge } else { Stop::End });
+            }
+        }
+    }
+
+    /// From here on, reads the rest of the file through a decompressor:
+    /// the file is one compressed stream.
+    fn decompress_rest(&mut self, codec: Codec) -> io::Result<()> {
+        let old = std::mem::replace(&mut self.src, Src::new(Input::Gone, 64));
+        let input = match codec {
+            Codec::Gzip => Input::Gunzip(Box::new(MultiGzDecoder::new(old))),
+            Codec::Zstd => Input::Unzstd(Box::new(match &self.dict {
+                Some(d) => zstd::stream::read::Decoder::with_dictionary(old, d)?,
+                None => zstd::stream::read::Decoder::with_buffer(old)?,
+            })),
+        };
+        self.src = Src::new(input, self.opts.buffer_size);
+        self.compressed_file = Some(false);
+        self.stats.single_stream = true;
+        Ok(())
+    }
+
+    /// Splits the decoded member in `rec.buf` into header and block.
+    /// Returns false (with an error pending) when it is not one record.
+    ///
+    /// The member is authoritative for where the record ends (it is what a
+    /// replay tool seeks to), so `Content-Length` only decides how much of
+    /// it is block: trailing whitespace is separator, a second record makes
+    /// the member refused as a whole, anything else belongs to the block.
+    fn split_member(
+        &mut self,
+        rec: &mut Record,
+        offset: u64,
+        length: u64,
+        codec: Codec,
+        truncated: bool,
+    ) -> bool {
+        let what = codec.what();
+        let hlen = match header::parse(&rec.buf, &mut rec.head) {
+            Parsed::Complete(n) => n,
+            _ => {
+                rec.clear();
+                self.stats.skipped_bytes += length;
+                self.stats.skipped_records += u64::from(truncated);
+                if !truncated {
+                    self.pending.push_back(Error::NotARecord {
+                        offset,
+                        length,
+                        what,
+                    });
+                }
+                return false;
+            }
+        };
+        let data = &rec.buf;
+        let total = data.len();
+        let declared = content_length(rec.head.get("Content-Length"));
+        let multi = find_record(data, hlen).is_some();
+        let block_end = match declared {
+            Some(l) if (hlen as u64).saturating_add(l) <= total as u64 => {
+                let e = hlen + l as usize;
+                match data[e..].iter().position(|&b| !is_ws(b)) {
+                    None => e,
+                    Some(k) => {
+                        if data[e + k..].starts_with(b"WARC/") || multi {
+                            return self.multi_member(rec, offset, length, what);
+                        }
+                        let actual = strip_separator(data).len().max(hlen);
+                        if !truncated {
+                            self.pending.push_back(Error::LengthMismatch {
+                                offset,
+                                declared: l,
+                                actual: (actual - hlen) as u64,
+                            });
+                        }
+                        actual
+                    }
+                }
+            }
+            Some(l) => {
+                if multi {
+                    return self.multi_member(rec, offset, length, what);
+                }
+                if truncated {
+                    total
+                } else {
+                    let actual = strip_separator(data).len().max(hlen);
+                    self.pending.push_back(Error::LengthMismatch {
+                        offset,
+                        declared: l,
+                        actual: (actual - hlen) as u64,
+                    });
+                    actual
+                }
+            }
+            None => {
+                if multi {
+                    return self.multi_member(rec, offset, length, what);
+                }
+                let actual = strip_separator(data).len().max(hlen);
+                self.pending.push_back(Error::InvalidLength {
+                    offset,
+                    declared: declared_text(&rec.head),
+                    actual: (actual - hlen) as u64,
+                });
+                actual
+            }
+        };
+        rec.buf.copy_within(hlen..block_end, 0);
+        rec.buf.truncate(block_end - hlen);
+        rec.offset = offset;
+        rec.length = length;
+        rec.compression = match codec {
+            Codec::Gzip => Compression::Gzip,
+            Codec::Zstd => Compression::Zstd,
+        };
+        true
+    }
+
+    fn multi_member(
+        &mut self,
+        rec: &mut Record,
+        offset: u64,
+        length: u64,
+        what: &'static str,
+    ) -> bool {
+        rec.clear();
+        self.stats.skipped_bytes += length;
+        self.stats.skipped_records += 1;
+        self.pending.push_back(Error::MultiRecordMember {
+            offset,
+            length,
+            what,
+        });
+        false
+    }
+
+    // ----------------------------------------------------------------
+    // plain records
+
+    /// Reads a plain record at the current position, or skips what is not
+    /// one.
+    fn read_plain(&mut self, rec: &mut Record) -> io::Result<bool> {
+        let start = self.src.pos();
+        // The header block: lines up to an empty one.
+        let mut at = 0;
+        loop {
+            match self.src.peek_line_at(at, MAX_HEAD - at)? {
+                Some(n) => {
+                    let line = &self.src.avail()[at..at + n];
+                    if at == 0 && header::version_of(line.trim_ascii_end()).is_none() {
+                        return self.skip_garbage();
+                    }
+                    at += n;
+                    if line.trim_ascii().is_empty() {
+                        break;
+                    }
+                }
+                None => {
+                    let have = self.src.avail().len();
+                    if self.src.fill(have + 1)? > have {
+                        // No line end within the limit: not a header.
+                        return self.skip_garbage();
+                    }
+                    if at == 0 {
+                        let a = self.src.avail();
+                        let prefix = a.len().min(5);
+                        if a[..prefix] != b"WARC/"[..prefix] {
+                            return self.skip_garbage();
+                        }
+                    }
+                    // The file ends inside the header.
+                    self.src.consume(have);
+                    self.stats.skipped_bytes += have as u64;
+                    self.stats.skipped_records += 1;
+                    self.pending.push_back(Error::TruncatedHeader {
+                        offset: start,
+                        length: have as u64,
+                    });
+                    return Ok(false);
+                }
+            }
+        }
+        let parsed = header::parse(&self.src.avail()[..at], &mut rec.head);
+        debug_assert_eq!(parsed, Parsed::Complete(at));
+        self.src.consume(at);
+        rec.offset = start;
+        let block_start = self.src.pos();
+        let Some(declared) = content_length(rec.head.get("Content-Length")) else {
+            self.block_to_next_record(rec)?;
+            self.pending.push_back(Error::InvalidLength {
+                offset: start,
+                declared: declared_text(&rec.head),
+                actual: rec.block().len() as u64,
+            });
+            rec.length = block_start - start + rec.block().len() as u64;
+            return Ok(true);
+        };
+        if declared > self.opts.max_block {
+            let got = self.discard(declared)?;
+            self.stats.skipped_bytes += at as u64 + got;
+            self.stats.skipped_records += 1;
+            rec.clear();
+            self.pending.push_back(Error::RecordTooLarge {
+                offset: start,
+                declared,
+                limit: self.opts.max_block,
+            });
+            return Ok(false);
+        }
+        let got = match self.src.take_shared(declared) {
+            Some((bytes, s, e)) => {
+                rec.shared = Some(SharedBlock {
+                    bytes,
+                    start: s,
+                    end: e,
+                });
+                declared
+            }
+            None => {
+                rec.buf
+                    .reserve(usize::try_from(declared.min(READ_RESERVE_MAX)).unwrap_or(0));
+                self.src.read_to(&mut rec.buf, declared)?
+            }
+        };
+        rec.length = self.src.pos() - start;
+        if got < declared {
+            rec.truncated = true;
+            self.pending.push_back(Error::Truncated {
+                offset: start,
+                declared,
+                actual: got,
+            });
+            return Ok(true);
+        }
+        if self.at_boundary()? {
+            return Ok(true);
+        }
+        // The length disagrees with what follows: see the module docs.
+        if let Some(k) = find_record(rec.block(), 0) {
+            let keep = strip_separator(&rec.block()[..k]).len();
+            self.give_back(rec, k, block_start);
+            truncate_block(rec, keep);
+            rec.length = block_start - start + keep as u64;
+            self.pending.push_back(Error::LengthMismatch {
+                offset: start,
+                declared,
+                actual: keep as u64,
+            });
+            return Ok(true);
+        }
+        let a = self.src.avail();
+        if a.starts_with(b"\r\n") || a.starts_with(b"\n") {
+            // A whole record followed by junk: the next step skips it.
+            return Ok(true);
+        }
+        self.block_to_next_record(rec)?;
+        rec.length = block_start - start + rec.block().len() as u64;
+        self.pending.push_back(Error::LengthMismatch {
+            offset: start,
+            declared,
+            actual: rec.block().len() as u64,
+        });
+        Ok(true)
+    }
+
+    /// Extends the block (from what it holds now) up to the next record
+    /// start, without the separator before it.
+    fn block_to_next_record(&mut self, rec: &mut Record) -> io::Result<()> {
+        if let Some(s) = rec.shared.take() {
+            rec.buf.clear();
+            rec.buf.extend_from_slice(s.as_slice());
+        }
+        self.scan(Some(&mut rec.buf))?;
+        let keep = strip_separator(&rec.buf).len();
+        rec.buf.truncate(keep);
+        Ok(())
+    }
+
+    /// Returns the block's bytes from `k` on to the input.
+    fn give_back(&mut self, rec: &mut Record, k: usize, block_start: u64) {
+        match &mut rec.shared {
+            Some(s) => {
+                s.end = s.start + k;
+                self.src.rewind(block_start + k as u64);
+            }
+            None => {
+                self.src.unread(&rec.buf[k..]);
+                rec.buf.truncate(k);
+            }
+        }
+    }
+
+    /// Junk at the current position: skipped to the next record.
+    fn skip_garbage(&mut self) -> io::Result<bool> {
+        let start = self.src.pos();
+        // The current position is known not to start a record.
+        self.src.consume(1);
+        self.scan(None)?;
+        let length = self.src.pos() - start;
+        self.stats.skipped_bytes += length;
+        self.pending.push_back(Error::Garbage {
+            offset: start,
+            length,
+        });
+        Ok(false)
+    }
+
+    fn read_n(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
+        out.reserve(usize::try_from(n.min(READ_RESERVE_MAX)).unwrap_or(0));
+        self.src.read_to(out, n)
+    }
+
+    fn discard(&mut self, n: u64) -> io::Result<u64> {
+        let mut left = n;
+        while left > 0 {
+            let avail = self.src.fill(1)?;
+            if avail == 0 {
+                break;
+            }
+            let k = avail.min(usize::try_from(left).unwrap_or(usize::MAX));
+            self.src.consume(k);
+            left -= k as u64;
+        }
+        Ok(n - left)
+    }
+
+    /// Whitespace bytes ahead of the current position (at most `MAX_HEAD`).
+    fn ws_ahead(&mut self) -> io::Result<usize> {
+        let mut i = 0;
+        loop {
+            let n = self.src.fill(i + 1)?;
+            if n <= i || i > MAX_HEAD {
+                return Ok(i);
+            }
+            let a = self.src.avail();
+            match a[i..].iter().position(|&b| !is_ws(b)) {
+                Some(k) => return Ok(i + k),
+                None => i = a.len(),
+            }
+        }
+    }
+
+    /// Whether the current position is a record boundary: whitespace, then
+    /// the end of the file, a member, a frame or a record. Consumes nothing.
+    fn at_boundary(&mut self) -> io::Result<bool> {
+        let i = self.ws_ahead()?;
+        if i > MAX_HEAD || self.src.fill(i + 1)? <= i {
+            return Ok(true);
+        }
+        self.src.fill(i + PEEK)?;
+        let a = &self.src.avail()[i..];
+        Ok(is_gzip_start(a) || is_zstd_start(a) || is_skippable_start(a) || looks_like_record(a))
+    }
+
+    /// Moves forward to the next record start (a record, or a member or
+    /// frame that decodes to one), or to the end of the file. The current
+    /// position counts. Bytes passed over are appended to `sink` (up to
+    /// the block limit) when given.
+    fn scan(&mut self, mut sink: Option<&mut Vec<u8>>) -> io::Result<()> {
+        let mut i = 0usize;
+        loop {
+            if i > PEEK {
+                self.pass(i, &mut sink);
+                i = 0;
+            }
+            let n = self.src.fill(i + 1)?;
+            if n <= i {
+                self.pass(n, &mut sink);
+                return Ok(());
+            }
+            let a = self.src.avail();
+            let Some(j) = memchr::memchr3(b'W', 0x1f, 0x28, &a[i..]) else {
+                i = a.len();
+                continue;
+            };
+            let h = i + j;
+            if self.record_starts_at(h)? {
+                self.pass(h, &mut sink);
+                return Ok(());
+            }
+            i = h + 1;
+        }
+    }
+
+    /// Consumes `n` bytes, appending them to `sink` within the block limit.
+    fn pass(&mut self, n: usize, sink: &mut Option<&mut Vec<u8>>) {
+        if let Some(out) = sink.as_deref_mut() {
+            let room = usize::try_from(self.opts.max_block)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(out.len());
+            let a = self.src.avail();
+            out.extend_from_slice(&a[..n.min(room).min(a.len())]);
+        }
+        self.src.consume(n);
+    }
+
+    /// Whether a record, or a member or frame holding one, starts `h`
+    /// bytes ahead.
+    fn record_starts_at(&mut self, h: usize) -> io::Result<bool> {
+        self.src.fill(h + PEEK)?;
+        let a = &self.src.avail()[h..];
+        if is_gzip_start(a) {
+            let mut head = [0u8; 8];
+            let mut dec = GzDecoder::new(a);
+            let n = read_up_to(&mut dec, &mut head);
+            return Ok(head[..n].starts_with(b"WARC/"));
+        }
+        if is_zstd_start(a) {
+            if self.zstd.is_none() {
+                self.zstd = Some(ZDecoder::new()?);
+            }
+            let Some(dctx) = self.zstd.as_mut() else {
+                unreachable!("set above")
+            };
+            dctx.reinit()?;
+            let mut head = [0u8; 8];
+            let mut out = OutBuffer::around(&mut head[..]);
+            let mut inb = InBuffer::around(a);
+            let ok = dctx.run(&mut inb, &mut out).is_ok();
+            let n = out.pos();
+            return Ok(ok && head[..n].starts_with(b"WARC/"));
+        }
+        Ok(looks_like_record(a))
+    }
+}
+
+/// Reads into `buf` until it is full or the reader stops.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    n
+}
+
+fn is_zstd_start(b: &[u8]) -> bool {
+    b.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+}
+
+fn is_skippable_start(b: &[u8]) -> bool {
+    b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]
+}
+
+/// `Content-Length` as a number.
+fn content_length(v: Option<&[u8]>) -> Option<u64> {
+    let v = v?;
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+fn declared_text(head: &header::Head) -> String {
+    head.get("Content-Length").map_or_else(
+        || "(none)".to_string(),
+        |v| String::from_utf8_lossy(v).into_owned(),
+    )
+}
+
+/// Without the two line ends that close a record.
+fn strip_separator(b: &[u8]) -> &[u8] {
+    b.strip_suffix(b"\r\n\r\n")
+        .or_else(|| b.strip_suffix(b"\n\n"))
+        .unwrap_or(b)
+}
+
+fn truncate_block(rec: &mut Record, n: usize) {
+    match &mut rec.shared {
+        Some(s) => s.end = s.start + n,
+        None => rec.buf.truncate(n),
+    }
+}
+
+/// Where a record starts in `data` at or after `from`, at a line start
+/// (or at `from` itself).
+fn find_record(data: &[u8], from: usize) -> Option<usize> {
+    let finder = memchr::memmem::Finder::new(b"WARC/");
+    let mut at = from;
+    while at < data.len() {
+        let k = at + finder.find(&data[at..])?;
+        let line_start = k == from || data[k - 1] == b'\n';
+        if line_start && looks_like_record(&data[k..]) {
+            return Some(k);
+        }
+        at = k + 1;
+    }
+    None
+}
+
+/// Whether a decoded first member holds a second record after the first.
+fn second_record(data: &[u8]) -> bool {
+    let mut head = header::Head::default();
+    let Parsed::Complete(hlen) = header::parse(data, &mut head) else {
+        return false;
+    };
+    match content_length(head.get("Content-Length")) {
+        Some(l) => {
+            let e = (hlen as u64).saturating_add(l);
+            match usize::try_from(e) {
+                Ok(e) if e < data.len() => {
+                    let rest = &data[e..];
+                    let k = rest.iter().position(|&b| !is_ws(b));
+                    k.is_some_and(|k| looks_like_record(&rest[k..]))
+                }
+                _ => false,
+            }
+        }
+        None => find_record(data, hlen).is_some(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
