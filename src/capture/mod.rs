@@ -36,6 +36,7 @@ pub mod hash;
 pub mod http;
 pub mod json;
 pub mod robots;
+pub mod warc;
 
 use json::Escape;
 
@@ -327,6 +328,9 @@ pub struct Capture<'a> {
     pub record_type: Option<Cow<'a, [u8]>>,
     /// Why the URL could not be canonicalised, when `key` is the URL.
     pub key_error: Option<surt::Error>,
+    /// More OSLJ fields, written last in this order (a WARC revisit's
+    /// `refers_to_*`, `profile`; `truncated`).
+    pub extra: Vec<(&'static str, Cow<'a, [u8]>)>,
 }
 
 impl<'a> Capture<'a> {
@@ -390,6 +394,7 @@ impl<'a> Capture<'a> {
             record_type,
             url,
             key_error,
+            extra: Vec::new(),
         }
     }
 
@@ -436,9 +441,17 @@ impl<'a> Capture<'a> {
             out.extend_from_slice(b",\"record_type\":");
             json::write_str(out, t, true, Escape::Utf8);
         }
-        if self.datetime.as_ref().map(|d| &d[..]) != Some(self.datetime_raw) {
+        // A WARC date that was read leaves `datetime_raw` empty.
+        let read_warc_date = self.datetime.is_some() && self.datetime_raw.is_empty();
+        if !read_warc_date && self.datetime.as_ref().map(|d| &d[..]) != Some(self.datetime_raw) {
             out.extend_from_slice(b",\"datetime_raw\":");
             json::write_str(out, self.datetime_raw, true, Escape::Utf8);
+        }
+        for (name, value) in &self.extra {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            json::write_str(out, value, true, Escape::Utf8);
         }
         out.extend_from_slice(b"}\n");
     }

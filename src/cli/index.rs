@@ -1,7 +1,8 @@
-//! `ukvs index`: ARC files -> one sorted capture index.
+//! `ukvs index`: ARC and WARC files -> one sorted capture index.
 //!
 //! Files are read in parallel (rayon, one file per task). Each worker owns
-//! an `arc::Reader`, a `capture::Indexer` and a line buffer that it hands to
+//! a reader (`arc::Reader` or `warc::Reader`, chosen from the file's first
+//! bytes), a `capture::Indexer` and a line buffer that it hands to
 //! the main thread in chunks; the main thread is the only writer. Sorted
 //! output goes through `sorted::ExternalSorter`, whose result is the byte
 //! order of the whole line: the bytes are the same for any `-j` because the
@@ -12,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use anyhow::Context;
 use rayon::prelude::*;
 use ukvs::arc;
+use ukvs::warc;
 use ukvs::capture::hash::Lanes;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
 
@@ -28,10 +30,13 @@ use super::input::Behind;
 use super::output::Output as Dest;
 use super::sort::parse_size;
 
-/// Index ARC files (.arc, .arc.gz) into a sorted capture index.
+/// Index ARC and WARC files into a sorted capture index.
 ///
-/// Directories are searched recursively for `*.arc` and `*.arc.gz` (any
-/// case). Sorted output needs about `--mem` of memory and, past that,
+/// Inputs: ARC (.arc, .arc.gz) and WARC 1.0/1.1 (.warc, .warc.gz one gzip
+/// member per record, .warc.zst one zstd frame per record, with or without
+/// a dictionary), in any mix; each file's format is told from its bytes,
+/// not its name. Directories are searched recursively for `*.arc`,
+/// `*.arc.gz`, `*.warc`, `*.warc.gz` and `*.warc.zst` (any case). Sorted output needs about `--mem` of memory and, past that,
 /// temporary space of the index's size in `--tmp-dir`; `--no-sort` holds
 /// only the lines of files indexed ahead of the one being written, in
 /// memory up to `--mem` and past that in `--tmp-dir`. Damaged records are
@@ -39,7 +44,8 @@ use super::sort::parse_size;
 /// 2, with every good record indexed.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// ARC files, directories, or `-` to read paths (one per line) from stdin.
+    /// ARC or WARC files, directories, or `-` to read paths (one per line)
+    /// from stdin.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Output file (written whole or not at all); stdout when absent or `-`.
@@ -61,8 +67,10 @@ pub struct Args {
     /// Directory for sort runs (default: the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     tmp_dir: Option<PathBuf>,
-    /// Also index filedesc records (and, for cdx11, DNS records and 304
-    /// responses), like CDX-Writer's --all-records.
+    /// Also index the records the profile leaves out: ARC filedesc records
+    /// (and, for cdx11, DNS records and 304 responses), like CDX-Writer's
+    /// --all-records; every WARC record (request, warcinfo, ...), like
+    /// cdxj-indexer's --records all.
     #[arg(long)]
     all_records: bool,
     /// No progress bar and no summary.
@@ -146,8 +154,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("ukvs index: {e}");
     }
     if paths.is_empty() {
-        input_errors.push("no ARC files to index".into());
-        eprintln!("ukvs index: no ARC files to index");
+        input_errors.push("no ARC or WARC files to index".into());
+        eprintln!("ukvs index: no ARC or WARC files to index");
     }
     if args.strict && !input_errors.is_empty() {
         return Ok(ExitCode::from(2));
@@ -288,7 +296,8 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
             walk_dir(path, paths, errors);
             if paths.len() == before {
                 eprintln!(
-                    "ukvs index: warning: {}: no *.arc or *.arc.gz files in this directory",
+                    "ukvs index: warning: {}: no ARC or WARC files (*.arc, *.arc.gz, *.warc, \
+                     *.warc.gz, *.warc.zst) in this directory",
                     path.display()
                 );
             }
@@ -298,12 +307,14 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     }
 }
 
-fn is_arc_name(name: &std::ffi::OsStr) -> bool {
+fn is_archive_name(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy().to_ascii_lowercase();
-    name.ends_with(".arc") || name.ends_with(".arc.gz")
+    [".arc", ".arc.gz", ".warc", ".warc.gz", ".warc.zst"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
 }
 
-/// Files named `*.arc` / `*.arc.gz` under `dir`, depth first, sorted by
+/// ARC and WARC files (by name) under `dir`, depth first, sorted by
 /// name at each level; symbolic links to directories are not followed.
 fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     let entries = match std::fs::read_dir(dir) {
@@ -320,22 +331,153 @@ fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {
             walk_dir(&path, paths, errors);
-        } else if is_arc_name(&e.file_name()) && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+        } else if is_archive_name(&e.file_name()) && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
         {
             paths.push(path);
         }
     }
 }
 
+/// Bytes read from an unmapped file to tell its format.
+const SNIFF_BYTES: u64 = 64 << 10;
+
 /// Lines held for records still hashing before a new record is read.
 const MAX_HELD: usize = 4096;
 
 /// A record whose digest is being computed: it digests its block from
 /// `start` on.
-struct InLane {
+struct InLane<T> {
     seq: u64,
-    rec: arc::Record,
+    rec: T,
     start: usize,
+}
+
+/// What the pipeline needs of a record, ARC or WARC.
+trait Rec: Default {
+    fn block(&self) -> &[u8];
+    fn offset(&self) -> u64;
+    /// Offset just past the record in the file.
+    fn end(&self) -> u64;
+    fn buffer_capacity(&self) -> usize;
+    fn clear(&mut self);
+    fn digest_start(&self, ix: &Indexer) -> Option<usize>;
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome;
+    /// The file's `!meta` object when this record describes the file.
+    fn file_meta(&self, name: &[u8]) -> Option<String>;
+    /// Records kept by this thread from its last file of this format.
+    fn take_spare() -> Vec<Self>;
+    fn keep_spare(spare: Vec<Self>);
+}
+
+/// What the pipeline needs of a reader.
+trait RecReader {
+    type Rec: Rec;
+    type Error: std::fmt::Display;
+    fn read(&mut self, rec: &mut Self::Rec) -> Result<bool, Self::Error>;
+    fn is_fatal(e: &Self::Error) -> bool;
+    fn position(&self) -> u64;
+    /// Records given up on, and bytes in no record.
+    fn skipped(&self) -> (u64, u64);
+}
+
+impl Rec for arc::Record {
+    fn block(&self) -> &[u8] {
+        arc::Record::block(self)
+    }
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+    fn end(&self) -> u64 {
+        self.offset + self.length
+    }
+    fn buffer_capacity(&self) -> usize {
+        arc::Record::buffer_capacity(self)
+    }
+    fn clear(&mut self) {
+        arc::Record::clear(self);
+    }
+    fn digest_start(&self, ix: &Indexer) -> Option<usize> {
+        ix.digest_start(self)
+    }
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        ix.write_hashed(self, hashed, out)
+    }
+    fn file_meta(&self, name: &[u8]) -> Option<String> {
+        self.is_filedesc().then(|| filedesc_meta(name, self))
+    }
+    fn take_spare() -> Vec<Self> {
+        SPARE_ARC.take()
+    }
+    fn keep_spare(spare: Vec<Self>) {
+        SPARE_ARC.set(spare);
+    }
+}
+
+impl Rec for warc::Record {
+    fn block(&self) -> &[u8] {
+        warc::Record::block(self)
+    }
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+    fn end(&self) -> u64 {
+        self.offset + self.length
+    }
+    fn buffer_capacity(&self) -> usize {
+        warc::Record::buffer_capacity(self)
+    }
+    fn clear(&mut self) {
+        warc::Record::clear(self);
+    }
+    fn digest_start(&self, ix: &Indexer) -> Option<usize> {
+        ix.warc_digest_start(self)
+    }
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        ix.write_warc(self, hashed, out)
+    }
+    fn file_meta(&self, name: &[u8]) -> Option<String> {
+        (self.record_type() == warc::RecordType::Warcinfo).then(|| warcinfo_meta(name, self))
+    }
+    fn take_spare() -> Vec<Self> {
+        SPARE_WARC.take()
+    }
+    fn keep_spare(spare: Vec<Self>) {
+        SPARE_WARC.set(spare);
+    }
+}
+
+impl<R: io::Read> RecReader for arc::Reader<R> {
+    type Rec = arc::Record;
+    type Error = arc::Error;
+    fn read(&mut self, rec: &mut arc::Record) -> Result<bool, arc::Error> {
+        self.read_record(rec)
+    }
+    fn is_fatal(e: &arc::Error) -> bool {
+        e.is_fatal()
+    }
+    fn position(&self) -> u64 {
+        arc::Reader::position(self)
+    }
+    fn skipped(&self) -> (u64, u64) {
+        (self.stats().skipped_records, self.stats().skipped_bytes)
+    }
+}
+
+impl<R: io::Read> RecReader for warc::Reader<R> {
+    type Rec = warc::Record;
+    type Error = warc::Error;
+    fn read(&mut self, rec: &mut warc::Record) -> Result<bool, warc::Error> {
+        self.read_record(rec)
+    }
+    fn is_fatal(e: &warc::Error) -> bool {
+        e.is_fatal()
+    }
+    fn position(&self) -> u64 {
+        warc::Reader::position(self)
+    }
+    fn skipped(&self) -> (u64, u64) {
+        (self.stats().skipped_records, self.stats().skipped_bytes)
+    }
 }
 
 /// The lines of one file in record order: a record gets a number when it
@@ -403,8 +545,8 @@ impl Emit<'_> {
 
     /// Appends the line of `rec` (its digest computed here when `digest`
     /// is `None`), counts it, and warns about a URL kept as its key.
-    fn line(&mut self, rec: &arc::Record, digest: Option<[u8; 20]>, out: &mut Vec<u8>) {
-        match self.indexer.write_hashed(rec, digest, out) {
+    fn line<T: Rec>(&mut self, rec: &T, digest: Option<[u8; 20]>, out: &mut Vec<u8>) {
+        match rec.write(self.indexer, digest, out) {
             Outcome::Indexed => self.stats.records += 1,
             Outcome::Filtered => self.stats.filtered += 1,
         }
@@ -419,7 +561,7 @@ impl Emit<'_> {
                 let text = format!(
                     "{}: offset {}: {e}; the key is the URL (as the reference indexers write it){more}",
                     self.path.display(),
-                    rec.offset,
+                    rec.offset(),
                 );
                 let _ = self.tx.send(Msg::Warning { text });
             }
@@ -431,16 +573,17 @@ thread_local! {
     /// Records whose buffers outlive one file on this thread: the next
     /// file reads into them instead of into fresh pages (each costs a
     /// fault, and a freed heap is given back to the system).
-    static SPARE: std::cell::RefCell<Vec<arc::Record>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_ARC: std::cell::RefCell<Vec<arc::Record>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_WARC: std::cell::RefCell<Vec<warc::Record>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Keeps the records of a finished file for the next one on this thread,
 /// but not a buffer larger than [`KEEP_BLOCK_MAX`].
-fn keep_spare(mut spare: Vec<arc::Record>) {
+fn keep_spare<T: Rec>(mut spare: Vec<T>) {
     spare.retain(|r| r.buffer_capacity() <= KEEP_BLOCK_MAX);
     // Let go of the file's map.
-    spare.iter_mut().for_each(arc::Record::clear);
-    SPARE.set(spare);
+    spare.iter_mut().for_each(T::clear);
+    T::keep_spare(spare);
 }
 
 /// The largest record buffer kept from one file for the next.
@@ -477,10 +620,40 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
     match opened {
         Ok((_, Some(map))) => {
             let map = std::sync::Arc::new(map);
-            let rdr = arc::Reader::from_shared(map.clone(), arc::Options::default());
-            index_records(job, rdr, Some(Behind::new(map)), tx);
+            let behind = Some(Behind::new(map.clone()));
+            if warc::is_warc(&map[..]) {
+                let rdr = warc::Reader::from_shared(map, warc::Options::default());
+                index_records(job, rdr, behind, tx);
+            } else {
+                let rdr = arc::Reader::from_shared(map, arc::Options::default());
+                index_records(job, rdr, behind, tx);
+            }
         }
-        Ok((f, None)) => index_records(job, arc::Reader::new(f), None, tx),
+        Ok((mut f, None)) => {
+            // The first bytes tell the format; they are read again.
+            let mut first = Vec::new();
+            let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
+            let is_warc = warc::is_warc(&first);
+            let input = io::Cursor::new(first).chain(f);
+            match got {
+                Err(e) => {
+                    let _ = tx.send(Msg::Error {
+                        text: format!("{}: cannot read: {e}", job.path.display()),
+                    });
+                    let stats = FileStats {
+                        errors: 1,
+                        ..FileStats::default()
+                    };
+                    let _ = tx.send(Msg::Done {
+                        file: job.file,
+                        stats,
+                        meta: None,
+                    });
+                }
+                Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, tx),
+                Ok(_) => index_records(job, arc::Reader::new(input), None, tx),
+            }
+        }
         Err(e) => {
             let _ = tx.send(Msg::Error {
                 text: format!("{}: cannot open: {e}", job.path.display()),
@@ -500,9 +673,9 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
 
 /// Indexes the records of one file read by `rdr`, releasing the pages of
 /// its map (when it is mapped) as it goes.
-fn index_records<R: io::Read>(
+fn index_records<D: RecReader>(
     job: &Job,
-    mut rdr: arc::Reader<R>,
+    mut rdr: D,
     mut behind: Option<Behind>,
     tx: &mut SyncSender<Msg>,
 ) {
@@ -523,8 +696,8 @@ fn index_records<R: io::Read>(
     // digest is done, so small records pass a large one. Their lines wait
     // in `order` for the records before them.
     let mut lanes = Lanes::new();
-    let mut slots: Vec<Option<InLane>> = (0..Lanes::WIDTH).map(|_| None).collect();
-    let mut spare = SPARE.take();
+    let mut slots: Vec<Option<InLane<D::Rec>>> = (0..Lanes::WIDTH).map(|_| None).collect();
+    let mut spare = D::Rec::take_spare();
     let mut order = InOrder::default();
     let mut done = Vec::new();
     let mut last_end = 0u64;
@@ -544,19 +717,19 @@ fn index_records<R: io::Read>(
             // reuses a large buffer instead of growing another one into
             // fresh pages (each costs a fault).
             let largest = (0..spare.len()).max_by_key(|&i| spare[i].buffer_capacity());
-            let mut rec = largest.map_or_else(arc::Record::default, |i| spare.swap_remove(i));
-            match rdr.read_record(&mut rec) {
+            let mut rec = largest.map_or_else(D::Rec::default, |i| spare.swap_remove(i));
+            match rdr.read(&mut rec) {
                 Ok(true) => {
-                    if meta.is_none() && opts.profile == Profile::Ukvs && rec.is_filedesc() {
-                        meta = Some(filedesc_meta(&name, &rec));
+                    if meta.is_none() && opts.profile == Profile::Ukvs {
+                        meta = rec.file_meta(&name);
                     }
-                    let end = rec.offset + rec.length;
+                    let end = rec.end();
                     if let Some(pb) = pb {
                         pb.inc(end.saturating_sub(last_end));
                     }
                     last_end = last_end.max(end);
                     let seq = order.open();
-                    match w.indexer.digest_start(&rec) {
+                    match rec.digest_start(w.indexer) {
                         Some(start) => {
                             let lane = slots.iter().position(Option::is_none).unwrap_or(0);
                             slots[lane] = Some(InLane { seq, rec, start });
@@ -583,7 +756,7 @@ fn index_records<R: io::Read>(
                 Err(e) => {
                     spare.push(rec);
                     w.stats.errors += 1;
-                    let fatal = e.is_fatal();
+                    let fatal = D::is_fatal(&e);
                     let text = format!("{}: {e}", path.display());
                     if w.tx.send(Msg::Error { text }).is_err() || fatal {
                         more = false;
@@ -601,7 +774,7 @@ fn index_records<R: io::Read>(
             |lane| {
                 slots[lane]
                     .as_ref()
-                    .map_or(&[][..], |l| &l.rec.block()[l.start..])
+                    .map_or(&[][..], |l| &l.rec.block()[l.start.min(l.rec.block().len())..])
             },
             &mut done,
         );
@@ -620,8 +793,7 @@ fn index_records<R: io::Read>(
     }
     keep_spare(spare);
     stats.bytes = last_end;
-    stats.skipped = rdr.stats().skipped_records;
-    stats.skipped_bytes = rdr.stats().skipped_bytes;
+    (stats.skipped, stats.skipped_bytes) = rdr.skipped();
     if !buf.is_empty() {
         let _ = tx.send(Msg::Lines { file, buf });
     }
@@ -630,8 +802,8 @@ fn index_records<R: io::Read>(
 
 /// Where the bytes of the file still to be read start: blocks still in a
 /// lane are the only bytes behind the reader that are.
-fn in_use<R: io::Read>(slots: &[Option<InLane>], rdr: &arc::Reader<R>) -> u64 {
-    let lanes = slots.iter().flatten().map(|l| l.rec.offset).min();
+fn in_use<D: RecReader>(slots: &[Option<InLane<D::Rec>>], rdr: &D) -> u64 {
+    let lanes = slots.iter().flatten().map(|l| l.rec.offset()).min();
     lanes.unwrap_or_else(|| rdr.position())
 }
 
@@ -666,6 +838,41 @@ fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
     let mut m = serde_json::Map::new();
     m.insert("filename".into(), text(name).into());
     m.insert("filedesc".into(), desc.into());
+    serde_json::Value::Object(m).to_string()
+}
+
+/// The `!meta` object for one WARC file: its name and its warcinfo
+/// record's date and fields (repeated names become lists).
+fn warcinfo_meta(name: &[u8], rec: &warc::Record) -> String {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut fields = serde_json::Map::new();
+    for (k, v) in warc::warc_fields(rec.block()) {
+        let (k, v) = (text(k), serde_json::Value::from(text(v)));
+        match fields.get_mut(&k) {
+            Some(serde_json::Value::Array(list)) => list.push(v),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), v]),
+            None => {
+                fields.insert(k, v);
+            }
+        }
+    }
+    let mut info = serde_json::Map::new();
+    for (key, field) in [
+        ("date", "WARC-Date"),
+        ("filename", "WARC-Filename"),
+        ("record_id", "WARC-Record-ID"),
+    ] {
+        if let Some(v) = rec.header(field) {
+            info.insert(key.into(), text(v).into());
+        }
+    }
+    info.insert("version".into(), text(rec.head.version()).into());
+    if !fields.is_empty() {
+        info.insert("fields".into(), fields.into());
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("filename".into(), text(name).into());
+    m.insert("warcinfo".into(), info.into());
     serde_json::Value::Object(m).to_string()
 }
 

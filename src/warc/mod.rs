@@ -38,6 +38,46 @@ pub use reader::{Options, Reader, Stats};
 use crate::input::SharedBlock;
 pub use crate::input::SharedBytes;
 
+/// Whether a file starting with `first` (a few KiB are enough) is WARC:
+/// its first record, past any leading whitespace, is a WARC version line,
+/// plain or in a gzip member or zstd frame; a zstd skippable frame (the
+/// dictionary of the IIPC profile) counts too. Anything else is left to
+/// the ARC reader.
+pub fn is_warc(first: &[u8]) -> bool {
+    use std::io::Read;
+    let start = first.iter().position(|&b| !crate::input::is_ws(b));
+    let a = &first[start.unwrap_or(first.len())..];
+    let mut head = [0u8; 5];
+    let n = if crate::input::is_gzip_start(a) {
+        // Empty members may come first.
+        let mut rest = a;
+        let mut n = 0;
+        for _ in 0..16 {
+            let mut dec = flate2::bufread::GzDecoder::new(rest);
+            while n < head.len() {
+                match dec.read(&mut head[n..]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => n += k,
+                }
+            }
+            rest = dec.into_inner();
+            if n > 0 || !crate::input::is_gzip_start(rest) {
+                break;
+            }
+        }
+        n
+    } else if a.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return true;
+    } else if a.len() >= 4 && a[0] & 0xf0 == 0x50 && a[1..4] == [0x2a, 0x4d, 0x18] {
+        return true;
+    } else {
+        let n = a.len().min(5);
+        head[..n].copy_from_slice(&a[..n]);
+        n
+    };
+    n == 5 && head.eq_ignore_ascii_case(b"WARC/")
+}
+
 /// How a record is stored in its file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -119,6 +159,9 @@ pub struct Record {
     pub compression: Compression,
     /// The file ends inside this record: the block is incomplete.
     pub truncated: bool,
+    /// Bytes of empty gzip members right before the record's member,
+    /// which cdxj-indexer (warcio) counts as part of the record.
+    pub empty_lead: u64,
     /// The header block.
     pub head: Head,
     /// The block when the record owns it.
@@ -168,6 +211,7 @@ impl Record {
         self.length = 0;
         self.compression = Compression::None;
         self.truncated = false;
+        self.empty_lead = 0;
         self.head.clear();
         self.buf.clear();
         self.shared = None;

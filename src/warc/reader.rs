@@ -30,10 +30,9 @@
 //!
 //! * a record start inside the block: the length was too long; the block is
 //!   cut there and the rest is read again ([`Error::LengthMismatch`]);
-//! * else, the block is followed by a line end: the record is whole and
-//!   what follows is junk, skipped to the next record ([`Error::Garbage`]);
-//! * else the length was too short: the block runs to the next record
-//!   ([`Error::LengthMismatch`]).
+//! * else the record ends where its length says, as warcio reads it, and
+//!   what follows (junk, or block bytes the length did not count) is
+//!   skipped to the next record ([`Error::Garbage`]).
 //!
 //! Without a usable `Content-Length` the block runs to the next record
 //! ([`Error::InvalidLength`]). A member or frame that fails to decode is
@@ -201,6 +200,8 @@ pub struct Reader<R> {
     /// The zstd context, with the file's dictionary once one is read.
     zstd: Option<ZDecoder<'static>>,
     dict: Option<Vec<u8>>,
+    /// Where the run of empty members just read started.
+    empty_from: Option<u64>,
 }
 
 impl Reader<io::Empty> {
@@ -236,6 +237,7 @@ impl<R: Read> Reader<R> {
             units: 0,
             zstd: None,
             dict: None,
+            empty_from: None,
         }
     }
 
@@ -308,6 +310,7 @@ impl<R: Read> Reader<R> {
         if let Some(codec) = codec {
             return self.read_member(rec, codec);
         }
+        self.empty_from = None;
         let got = self.read_plain(rec)?;
         if got && compressed {
             self.stats.uncompressed_records += 1;
@@ -478,9 +481,14 @@ impl<R: Read> Reader<R> {
         }
         if rec.buf.is_empty() {
             self.stats.separator_bytes += length;
+            self.empty_from.get_or_insert(start);
             return Ok(false);
         }
-        Ok(self.split_member(rec, start, length, codec, false))
+        let got = self.split_member(rec, start, length, codec, false);
+        if let Some(from) = self.empty_from.take() {
+            rec.empty_lead = start - from;
+        }
+        Ok(got)
     }
 
     /// Decodes one gzip member into `rec.buf`.
@@ -783,18 +791,9 @@ impl<R: Read> Reader<R> {
             });
             return Ok(true);
         }
-        let a = self.src.avail();
-        if a.starts_with(b"\r\n") || a.starts_with(b"\n") {
-            // A whole record followed by junk: the next step skips it.
-            return Ok(true);
-        }
-        self.block_to_next_record(rec)?;
-        rec.length = block_start - start + rec.block().len() as u64;
-        self.pending.push_back(Error::LengthMismatch {
-            offset: start,
-            declared,
-            actual: rec.block().len() as u64,
-        });
+        // Else the record ends where its length says (the bytes after it
+        // are junk, or a block longer than declared): the next step skips
+        // them to the next record and reports them.
         Ok(true)
     }
 

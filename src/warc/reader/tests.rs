@@ -156,14 +156,16 @@ fn wrong_lengths_are_corrected() {
         errs[0].contains("Content-Length says 30 bytes but 11"),
         "{errs:?}"
     );
-    // Too short: the block runs to the next record.
+    // Too short: the record ends where the length says, the rest is
+    // skipped and reported.
     let short = String::from_utf8(a.clone())
         .unwrap()
         .replace("Length: 11", "Length: 5");
     let data = [short.as_bytes(), &b].concat();
     let (recs, errs) = read_all(&data);
     assert_eq!(recs.len(), 2, "{errs:?}");
-    assert_eq!(recs[0].3, b"hello world");
+    assert_eq!(recs[0].3, b"hello");
+    assert!(errs[0].contains("skipped 9 bytes"), "{errs:?}");
     assert_eq!(recs[1].0, short.len() as u64);
     assert_eq!(errs.len(), 1, "{errs:?}");
     // Missing: likewise.

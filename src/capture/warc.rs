@@ -1,0 +1,741 @@
+//! WARC record -> index line, in the three profiles.
+//!
+//! * `cdxj`: cdxj-indexer 1.5.0 (warcio's reading). Response, revisit,
+//!   resource and metadata records make lines, but for resource and
+//!   metadata records whose WARC `Content-Type` is exactly
+//!   `application/warc-fields`; `--all-records` takes every record (its
+//!   `--records all`). HTTP heads are read in response, request and
+//!   revisit records with an `http:`/`https:` target and a non-zero
+//!   length; the digest is `WARC-Payload-Digest` as written, else the SHA-1
+//!   of the bytes after the HTTP head (none for revisit and warcinfo).
+//! * `cdx11`: CDX-Writer. Responses (not 304, not `text/dns`), revisits
+//!   (not `server-not-modified`), resources with an `ftp://`, `http://` or
+//!   `https://` target; `--all-records` adds every other record, typed
+//!   `warc/<type>`, and warcinfo as CDX-Writer names it.
+//! * `ukvs`: the captures (response, resource, revisit) and the metadata
+//!   records cdxj-indexer keeps, with `--all-records` every record; the
+//!   digest is a well-formed `WARC-Payload-Digest` (`sha1:` + base32), else
+//!   computed as for `cdxj`; revisits carry what they refer to.
+//!
+//! FORMATS.md section 2 gives the rules and where the peers differ.
+
+use std::borrow::Cow;
+
+use data_encoding::BASE32;
+
+use super::json::{self, Escape};
+use super::{
+    escape_key, http, needs_key_escape, robots, safe_url, sha1, Capture, Digest, Indexer, Outcome,
+    Profile,
+};
+use crate::surt;
+use crate::warc::{Record, RecordType};
+
+/// `Content-Type` of WARC field lists, left out by cdxj-indexer.
+const WARC_FIELDS: &[u8] = b"application/warc-fields";
+
+/// The SHA-1 of nothing, base32.
+const EMPTY_SHA1: &[u8] = b"3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+
+/// `WARC-Target-URI` as warcio reads it: `<...>` dropped when the value
+/// both starts and ends with them, spaces written `%20`.
+pub fn target_uri(rec: &Record) -> Option<Cow<'_, [u8]>> {
+    let raw = rec.header("WARC-Target-URI")?;
+    let u = match raw {
+        [b'<', inner @ .., b'>'] => inner,
+        u => u,
+    };
+    if !u.contains(&b' ') {
+        return Some(Cow::Borrowed(u));
+    }
+    let mut v = Vec::with_capacity(u.len() + 16);
+    for &b in u {
+        if b == b' ' {
+            v.extend_from_slice(b"%20");
+        } else {
+            v.push(b);
+        }
+    }
+    Some(Cow::Owned(v))
+}
+
+/// `WARC-Date` as warcio turns it into 14 digits: the numbers in it (at
+/// least year, month and day, at most seven with a fraction), fractions
+/// dropped. `None` when it cannot (a time zone offset, too few numbers,
+/// out-of-range values).
+pub fn timestamp(date: &[u8]) -> Option<[u8; 14]> {
+    let mut parts: Vec<&[u8]> = date.split(|b| !b.is_ascii_digit()).collect();
+    if parts.last().is_some_and(|p| p.is_empty()) {
+        parts.pop();
+    }
+    if parts.len() < 3 || parts.len() > 7 || parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let num = |p: &[u8]| -> Option<u32> {
+        if p.len() > 9 {
+            return None;
+        }
+        std::str::from_utf8(p).ok()?.parse().ok()
+    };
+    let mut v = [0u32; 6];
+    for (i, p) in parts.iter().take(6).enumerate() {
+        v[i] = num(p)?;
+    }
+    let [y, mo, d, h, mi, s] = v;
+    let days = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if !(1..=9999).contains(&y) || d == 0 || d > days || h > 23 || mi > 59 || s > 59 {
+        return None;
+    }
+    let text = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}");
+    let mut out = [0u8; 14];
+    out.copy_from_slice(text.as_bytes());
+    Some(out)
+}
+
+/// CDX-Writer's timestamp: the first 19 characters of `WARC-Date` as
+/// `%Y-%m-%dT%H:%M:%S`.
+fn cdx_writer_timestamp(date: &[u8]) -> Option<[u8; 14]> {
+    let d = date.get(..19)?;
+    let digits = |r: std::ops::Range<usize>| d[r].iter().all(u8::is_ascii_digit);
+    let shape = d[4] == b'-' && d[7] == b'-' && d[10] == b'T' && d[13] == b':' && d[16] == b':';
+    if !shape || !digits(0..4) || !digits(5..7) || !digits(8..10) {
+        return None;
+    }
+    if !digits(11..13) || !digits(14..16) || !digits(17..19) {
+        return None;
+    }
+    timestamp(d)
+}
+
+/// A media type as cdxj-indexer cuts a WARC `Content-Type`: up to the
+/// first `;` or blank, trimmed.
+fn media_type(v: &[u8]) -> &[u8] {
+    let end = v
+        .iter()
+        .position(|&b| b == b';' || b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    v[..end].trim_ascii()
+}
+
+/// A base32 SHA-1 `WARC-Payload-Digest` (`sha1:` + 32 base32 characters).
+fn well_formed_sha1(v: &[u8]) -> Option<&[u8]> {
+    let rest = if v.len() > 5 && v[..5].eq_ignore_ascii_case(b"sha1:") {
+        &v[5..]
+    } else {
+        return None;
+    };
+    let ok = rest.len() == 32
+        && rest
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(b));
+    ok.then_some(rest)
+}
+
+/// Whether warcio reads an HTTP head in this record.
+fn cdxj_parses_http(rec: &Record, t: RecordType, uri: Option<&[u8]>) -> bool {
+    let typed = matches!(t, RecordType::Response | RecordType::Request | RecordType::Revisit)
+        && rec.header("WARC-Type").is_some_and(|v| v == t.name().as_bytes());
+    let declared_zero = rec
+        .header("Content-Length")
+        .is_some_and(|v| v.iter().all(|&b| b == b'0') || !v.iter().all(u8::is_ascii_digit));
+    typed
+        && !declared_zero
+        && uri.is_some_and(|u| u.starts_with(b"http:") || u.starts_with(b"https:"))
+}
+
+/// Which records cdxj-indexer (and the `ukvs` profile) index by default:
+/// the type name as written, case included.
+fn cdxj_default_record(rec: &Record) -> bool {
+    let t = rec.header("WARC-Type").unwrap_or_default();
+    match t {
+        b"response" | b"revisit" => true,
+        b"resource" | b"metadata" => rec.header("Content-Type") != Some(WARC_FIELDS),
+        _ => false,
+    }
+}
+
+/// CDX-Writer's record choice, and how it reads the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cdx11Kind {
+    Response,
+    Revisit,
+    Ftp,
+    Resource,
+    Warcinfo,
+    Generic,
+}
+
+fn cdx11_kind(rec: &Record, all: bool) -> Option<Cdx11Kind> {
+    let t = rec.header("WARC-Type").unwrap_or_default();
+    let raw_uri = rec.header("WARC-Target-URI").unwrap_or_default();
+    let kind = match t {
+        b"response" => {
+            let dns = rec.header("Content-Type") == Some(b"text/dns");
+            let not_modified = http::cdx_writer_status(rec.block()).is_some_and(|(c, _)| c == b"304");
+            if (dns || not_modified) && !all {
+                return None;
+            }
+            Cdx11Kind::Response
+        }
+        b"revisit" => {
+            let nm = rec
+                .header("WARC-Profile")
+                .is_some_and(|p| p.ends_with(b"/revisit/server-not-modified"));
+            if nm && !all {
+                return None;
+            }
+            Cdx11Kind::Revisit
+        }
+        b"resource" if raw_uri.starts_with(b"ftp://") => Cdx11Kind::Ftp,
+        b"resource" if raw_uri.starts_with(b"http://") || raw_uri.starts_with(b"https://") => {
+            Cdx11Kind::Resource
+        }
+        b"warcinfo" => Cdx11Kind::Warcinfo,
+        _ => Cdx11Kind::Generic,
+    };
+    if !all && matches!(kind, Cdx11Kind::Warcinfo | Cdx11Kind::Generic) {
+        return None;
+    }
+    Some(kind)
+}
+
+/// Where CDX-Writer's made-up payload digest starts: after the first line
+/// (lines end at LF) that is a lone LF or starts with CR; the block's end
+/// when there is none.
+fn cdx_writer_made_up_start(block: &[u8]) -> usize {
+    let mut pos = 0;
+    while pos < block.len() {
+        let end = memchr::memchr(b'\n', &block[pos..]).map_or(block.len(), |i| pos + i + 1);
+        let line = &block[pos..end];
+        if line == b"\n" || line.first() == Some(&b'\r') {
+            return end;
+        }
+        pos = end;
+    }
+    block.len()
+}
+
+fn cdx11_response_is_http(rec: &Record) -> bool {
+    let ct = rec.header("Content-Type").unwrap_or_default();
+    let Some(rest) = ct
+        .get(..17)
+        .filter(|p| p.eq_ignore_ascii_case(b"application/http;"))
+        .map(|_| &ct[17..])
+    else {
+        return false;
+    };
+    let rest = rest.trim_ascii_start();
+    rest.eq_ignore_ascii_case(b"msgtype=response")
+}
+
+/// CDX-Writer's `m` from an HTTP head: the first `Content-Type` line's
+/// value up to `;`, when it is lower-case letters, digits and `-.+/`.
+fn cdx11_http_mime(block: &[u8]) -> &[u8] {
+    let (head, _) = http::cdx_writer_split(block);
+    let Some(v) = http::cdx_writer_header(head, b"content-type") else {
+        return b"unk";
+    };
+    let v = v.trim_ascii();
+    let v = match memchr::memchr(b';', v) {
+        Some(i) if i > 0 => &v[..i],
+        _ => v,
+    };
+    let ok = !v.is_empty()
+        && v.iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.+/".contains(&b));
+    if ok {
+        v
+    } else {
+        b"unk"
+    }
+}
+
+impl Indexer {
+    /// Where the bytes whose SHA-1 is `rec`'s digest in this profile start
+    /// in its block (they run to its end), or `None` when its line needs
+    /// none (the header carries it, or the record makes no line).
+    pub fn warc_digest_start(&self, rec: &Record) -> Option<usize> {
+        let all = self.opts.all_records;
+        let t = rec.record_type();
+        match self.opts.profile {
+            Profile::Cdxj => {
+                if !all && !cdxj_default_record(rec) {
+                    return None;
+                }
+                let declared = rec.header("WARC-Payload-Digest");
+                if declared.is_some() || matches!(t, RecordType::Warcinfo | RecordType::Revisit) {
+                    return None;
+                }
+                let uri = target_uri(rec);
+                Some(self.cdxj_payload_start(rec, t, uri.as_deref()))
+            }
+            Profile::Ukvs => {
+                if !all && !cdxj_default_record(rec) {
+                    return None;
+                }
+                if rec
+                    .header("WARC-Payload-Digest")
+                    .and_then(well_formed_sha1)
+                    .is_some()
+                {
+                    return None;
+                }
+                let uri = target_uri(rec);
+                Some(self.cdxj_payload_start(rec, t, uri.as_deref()))
+            }
+            Profile::Cdx11 => match cdx11_kind(rec, all)? {
+                Cdx11Kind::Response => {
+                    if rec.header("WARC-Payload-Digest").is_some() {
+                        None
+                    } else if cdx11_response_is_http(rec) {
+                        (!rec.block().is_empty()).then(|| cdx_writer_made_up_start(rec.block()))
+                    } else {
+                        Some(0)
+                    }
+                }
+                Cdx11Kind::Revisit => None,
+                Cdx11Kind::Ftp => {
+                    let declared = rec.header("WARC-Payload-Digest").is_some()
+                        || rec.header("WARC-Block-Digest").is_some();
+                    (!declared).then_some(0)
+                }
+                Cdx11Kind::Resource | Cdx11Kind::Warcinfo | Cdx11Kind::Generic => Some(0),
+            },
+        }
+    }
+
+    fn cdxj_payload_start(&self, rec: &Record, t: RecordType, uri: Option<&[u8]>) -> usize {
+        if cdxj_parses_http(rec, t, uri) {
+            http::Head::parse(rec.block())
+                .filter(http::Head::is_present)
+                .map_or(0, |h| h.payload_start.min(rec.block().len()))
+        } else {
+            0
+        }
+    }
+
+    /// Appends the line for a WARC record to `out` (with `\n`), or nothing
+    /// when the profile leaves the record out. `hashed` is the SHA-1 of
+    /// `rec.block()[warc_digest_start(rec)..]` when the caller has it.
+    pub fn write_warc(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        self.key_error = None;
+        match self.opts.profile {
+            Profile::Cdxj => self.warc_cdxj(rec, hashed, out),
+            Profile::Cdx11 => self.warc_cdx11(rec, hashed, out),
+            Profile::Ukvs => self.warc_ukvs(rec, hashed, out),
+        }
+    }
+
+    fn computed(&self, rec: &Record, hashed: Option<[u8; 20]>) -> [u8; 20] {
+        hashed.unwrap_or_else(|| {
+            let start = self.warc_digest_start(rec).unwrap_or(0);
+            sha1(&rec.block()[start.min(rec.block().len())..])
+        })
+    }
+
+    fn warc_cdxj(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        if !self.opts.all_records && !cdxj_default_record(rec) {
+            return Outcome::Filtered;
+        }
+        let t = rec.record_type();
+        let typed = |name: &[u8]| rec.header("WARC-Type") == Some(name);
+        let uri = target_uri(rec);
+        let head = if cdxj_parses_http(rec, t, uri.as_deref()) {
+            http::Head::parse(rec.block()).filter(http::Head::is_present)
+        } else {
+            None
+        };
+        let (key, key_error) = match &uri {
+            Some(u) if !u.is_empty() => {
+                // warcio decodes header values as UTF-8, else Latin-1.
+                if std::str::from_utf8(u).is_ok() {
+                    surt::key(u, &self.opts.surt)
+                } else {
+                    surt::key(&latin1_to_utf8(u), &self.opts.surt)
+                }
+            }
+            _ => (b"-".to_vec(), None),
+        };
+        self.key_error = key_error;
+        out.extend_from_slice(&newline_safe(key));
+        out.push(b' ');
+        match rec.header("WARC-Date").and_then(timestamp) {
+            Some(d) => out.extend_from_slice(&d),
+            None => out.push(b'-'),
+        }
+        out.extend_from_slice(b" {");
+        let mut first = true;
+        let mut field = |out: &mut Vec<u8>, name: &[u8]| {
+            if !first {
+                out.extend_from_slice(b", ");
+            }
+            first = false;
+            out.push(b'"');
+            out.extend_from_slice(name);
+            out.extend_from_slice(b"\": ");
+        };
+        let text = |out: &mut Vec<u8>, v: &[u8]| {
+            json::write_str(out, v, std::str::from_utf8(v).is_ok(), Escape::Ascii);
+        };
+        if let Some(u) = &uri {
+            field(out, b"url");
+            text(out, u);
+        }
+        let mime: Option<Cow<[u8]>> = if typed(b"revisit") {
+            Some(Cow::Borrowed(b"warc/revisit"))
+        } else if typed(b"response") || typed(b"request") {
+            head.as_ref().and_then(http::Head::mime_cow)
+        } else {
+            rec.header("Content-Type").map(|v| Cow::Borrowed(media_type(v)))
+        };
+        if let Some(m) = mime {
+            field(out, b"mime");
+            text(out, &m);
+        }
+        if typed(b"response") || typed(b"revisit") {
+            if let Some(h) = &head {
+                field(out, b"status");
+                text(out, h.status);
+            }
+        }
+        let declared = rec.header("WARC-Payload-Digest");
+        let no_digest = typed(b"warcinfo") || typed(b"revisit");
+        match declared {
+            Some(d) => {
+                field(out, b"digest");
+                text(out, d);
+            }
+            None if no_digest => {}
+            None => {
+                field(out, b"digest");
+                out.extend_from_slice(b"\"sha1:");
+                let mut b32 = [0; 32];
+                BASE32.encode_mut(&self.computed(rec, hashed), &mut b32);
+                out.extend_from_slice(&b32);
+                out.push(b'"');
+            }
+        }
+        // warcio counts empty gzip members before a record as its own.
+        field(out, b"length");
+        write_quoted_number(out, rec.length + rec.empty_lead);
+        field(out, b"offset");
+        write_quoted_number(out, rec.offset - rec.empty_lead);
+        field(out, b"filename");
+        json::write_str(out, &self.filename, true, Escape::Ascii);
+        out.extend_from_slice(b"}\n");
+        Outcome::Indexed
+    }
+
+    fn warc_cdx11(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        let Some(kind) = cdx11_kind(rec, self.opts.all_records) else {
+            return Outcome::Filtered;
+        };
+        let block = rec.block();
+        let warcinfo_url;
+        let url: Cow<[u8]> = if kind == Cdx11Kind::Warcinfo {
+            let mut u = b"warcinfo:/".to_vec();
+            u.extend_from_slice(&self.filename);
+            u.extend_from_slice(b"/archive-commons.0.0.1-SNAPSHOT-20120112102659-python");
+            warcinfo_url = u;
+            Cow::Borrowed(&warcinfo_url[..])
+        } else {
+            match rec.header("WARC-Target-URI") {
+                Some(u) => safe_url(u),
+                None => Cow::Borrowed(&b"-"[..]),
+            }
+        };
+        let status: Option<&[u8]> = match kind {
+            Cdx11Kind::Response => http::cdx_writer_status(block).map(|(c, _)| c),
+            Cdx11Kind::Ftp => Some(b"226"),
+            _ => None,
+        };
+        let payload_digest = rec.header("WARC-Payload-Digest");
+        let strip_sha1 = |d: &[u8]| -> Vec<u8> {
+            // Every `sha1:` goes, the rest is written as it is.
+            let mut v = Vec::with_capacity(d.len());
+            let mut i = 0;
+            while i < d.len() {
+                if d[i..].starts_with(b"sha1:") {
+                    i += 5;
+                } else {
+                    v.push(d[i]);
+                    i += 1;
+                }
+            }
+            v
+        };
+        let computed = |me: &Self| -> Vec<u8> {
+            let mut b32 = [0; 32];
+            BASE32.encode_mut(&me.computed(rec, hashed), &mut b32);
+            b32.to_vec()
+        };
+        let digest: Vec<u8> = match kind {
+            Cdx11Kind::Response => match payload_digest {
+                Some(d) => strip_sha1(d),
+                None if cdx11_response_is_http(rec) && block.is_empty() => EMPTY_SHA1.to_vec(),
+                None => computed(self),
+            },
+            Cdx11Kind::Revisit => payload_digest.map_or_else(|| b"-".to_vec(), strip_sha1),
+            Cdx11Kind::Ftp => match payload_digest.or_else(|| rec.header("WARC-Block-Digest")) {
+                Some(d) => strip_sha1(d),
+                None => computed(self),
+            },
+            _ => computed(self),
+        };
+        let mime: Cow<[u8]> = match kind {
+            Cdx11Kind::Response if cdx11_response_is_http(rec) => Cow::Borrowed(cdx11_http_mime(block)),
+            Cdx11Kind::Response => match rec.header("Content-Type") {
+                Some(m) if !m.is_empty() && m != b"no-type" && m.is_ascii() => Cow::Borrowed(m),
+                _ => Cow::Borrowed(b"unk"),
+            },
+            Cdx11Kind::Revisit => Cow::Borrowed(b"warc/revisit"),
+            Cdx11Kind::Ftp | Cdx11Kind::Resource => Cow::Borrowed(rec.header("Content-Type").unwrap_or(b"-")),
+            Cdx11Kind::Warcinfo => Cow::Borrowed(b"warc-info"),
+            Cdx11Kind::Generic => {
+                let mut m = b"warc/".to_vec();
+                m.extend_from_slice(rec.header("WARC-Type").unwrap_or(b"None"));
+                Cow::Owned(m)
+            }
+        };
+        let mut flags = [0u8; 4];
+        let mut n_flags = 0;
+        if kind == Cdx11Kind::Response {
+            let mut afi = [0u8; 3];
+            if block.starts_with(b"HTTP") {
+                let (head, content) = http::cdx_writer_split(block);
+                let declared = rec
+                    .header("Content-Length")
+                    .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
+                    .unwrap_or(block.len() as u64);
+                let html = (&mime[..] == b"text/html"
+                    && declared <= robots::PARSE_LIMIT as u64
+                    && !content.trim_ascii().is_empty())
+                .then_some(content);
+                n_flags = self.robots.flags(html, http::cdx_writer_header(head, b"x-robots-tag"), &mut afi);
+            }
+            flags[..n_flags].copy_from_slice(&afi[..n_flags]);
+            let province = rec
+                .header("WARC-Simple-Form-Province-Status")
+                .map(|v| v.split(|&b| b == b',').next().unwrap_or_default().trim_ascii())
+                .and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
+            if province.is_some_and(|p| p > 0) {
+                flags[n_flags] = b'P';
+                n_flags += 1;
+            }
+        }
+        let key = if kind == Cdx11Kind::Warcinfo {
+            url.to_vec()
+        } else {
+            let (key, key_error) = surt::key(&url, &self.opts.surt);
+            self.key_error = key_error;
+            key
+        };
+        out.extend_from_slice(&key);
+        out.push(b' ');
+        match rec.header("WARC-Date").and_then(cdx_writer_timestamp) {
+            Some(d) => out.extend_from_slice(&d),
+            None => out.push(b'-'),
+        }
+        out.push(b' ');
+        out.extend_from_slice(&url);
+        out.push(b' ');
+        out.extend_from_slice(&mime);
+        out.push(b' ');
+        out.extend_from_slice(status.unwrap_or(b"-"));
+        out.push(b' ');
+        out.extend_from_slice(&digest);
+        out.extend_from_slice(b" - ");
+        if n_flags == 0 {
+            out.push(b'-');
+        } else {
+            out.extend_from_slice(&flags[..n_flags]);
+        }
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(rec.length).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(rec.offset).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(&self.filename);
+        out.push(b'\n');
+        Outcome::Indexed
+    }
+
+    fn warc_ukvs(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        if !self.opts.all_records && !cdxj_default_record(rec) {
+            return Outcome::Filtered;
+        }
+        let mut capture = Capture::from_warc(rec, &self.opts.surt, || self.computed(rec, hashed));
+        capture.write_ukvs(&self.filename, out);
+        self.key_error = capture.key_error.take();
+        Outcome::Indexed
+    }
+}
+
+impl<'a> Capture<'a> {
+    /// Reads one WARC record the `ukvs` profile's way; `computed` gives the
+    /// payload's SHA-1 when the record declares no well-formed one.
+    pub fn from_warc(
+        rec: &'a Record,
+        surt_opts: &surt::Options,
+        computed: impl FnOnce() -> [u8; 20],
+    ) -> Capture<'a> {
+        let t = rec.record_type();
+        let uri = target_uri(rec).map(|u| match u {
+            Cow::Borrowed(b) => safe_url(b),
+            Cow::Owned(v) => Cow::Owned(safe_url(&v).into_owned()),
+        });
+        let url = uri.unwrap_or(Cow::Borrowed(&b""[..]));
+        let head = if cdxj_parses_http(rec, t, Some(&url)) {
+            http::Head::parse(rec.block()).filter(http::Head::is_present)
+        } else {
+            None
+        };
+        let digest = match rec.header("WARC-Payload-Digest").and_then(well_formed_sha1) {
+            Some(d) => Digest::Declared(d),
+            None => Digest::Sha1(computed()),
+        };
+        let (mut key, key_error) = if url.is_empty() {
+            (b"-".to_vec(), None)
+        } else {
+            surt::key(&url, surt_opts)
+        };
+        if needs_key_escape(&key) {
+            key = escape_key(&key);
+        }
+        let mime: Option<Cow<[u8]>> = match t {
+            RecordType::Revisit => Some(Cow::Borrowed(&b"warc/revisit"[..])),
+            RecordType::Response | RecordType::Request => head.as_ref().and_then(http::Head::mime_cow),
+            _ => None,
+        }
+        .filter(|m| !m.is_empty())
+        .or_else(|| {
+            rec.header("Content-Type")
+                .map(media_type)
+                .filter(|m| !m.is_empty() && !m.eq_ignore_ascii_case(b"application/http"))
+                .map(Cow::Borrowed)
+        });
+        let record_type: Option<Cow<[u8]>> = match t {
+            RecordType::Response | RecordType::Revisit if head.is_some() => None,
+            RecordType::Resource => None,
+            RecordType::Response => {
+                let scheme_end = memchr::memchr(b':', &url).unwrap_or(0);
+                Some(if scheme_end == 0 {
+                    Cow::Borrowed(&b"unknown"[..])
+                } else {
+                    Cow::Owned(url[..scheme_end].to_ascii_lowercase())
+                })
+            }
+            RecordType::Revisit => None,
+            RecordType::Other => Some(Cow::Borrowed(rec.header("WARC-Type").unwrap_or(b"unknown"))),
+            other => Some(Cow::Borrowed(other.name().as_bytes())),
+        };
+        let date = rec.header("WARC-Date").unwrap_or_default();
+        let datetime = timestamp(date);
+        let mut extra: Vec<(&'static str, Cow<'a, [u8]>)> = Vec::new();
+        if t == RecordType::Revisit {
+            for (name, field) in [
+                ("refers_to_uri", "WARC-Refers-To-Target-URI"),
+                ("refers_to_date", "WARC-Refers-To-Date"),
+                ("refers_to", "WARC-Refers-To"),
+                ("profile", "WARC-Profile"),
+            ] {
+                if let Some(v) = rec.header(field) {
+                    extra.push((name, Cow::Borrowed(v)));
+                }
+            }
+        }
+        if rec.truncated || rec.header("WARC-Truncated").is_some() {
+            let why = rec.header("WARC-Truncated").unwrap_or(b"length");
+            extra.push(("truncated", Cow::Borrowed(why)));
+        }
+        Capture {
+            key,
+            datetime,
+            // Only a date that could not be read is kept as written.
+            datetime_raw: if datetime.is_some() { b"" } else { date },
+            offset: rec.offset,
+            length: rec.length,
+            digest,
+            status: head.as_ref().and_then(http::Head::status_code),
+            redirect: head.and_then(|hd| hd.location),
+            mime,
+            ip: rec.header("WARC-IP-Address").unwrap_or_default(),
+            record_type,
+            url,
+            key_error,
+            extra,
+        }
+    }
+}
+
+fn write_quoted_number(out: &mut Vec<u8>, n: u64) {
+    out.push(b'"');
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.push(b'"');
+}
+
+fn latin1_to_utf8(b: &[u8]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(b.len() * 2);
+    for &c in b {
+        let mut buf = [0; 4];
+        text.extend_from_slice(char::from(c).encode_utf8(&mut buf).as_bytes());
+    }
+    text
+}
+
+/// A key the reference writes as the URL may hold a LF, which would split
+/// the line: it is written `%0A`.
+fn newline_safe(key: Vec<u8>) -> Vec<u8> {
+    if !key.contains(&b'\n') {
+        return key;
+    }
+    key.iter().fold(Vec::with_capacity(key.len() + 8), |mut v, &b| {
+        if b == b'\n' {
+            v.extend_from_slice(b"%0A");
+        } else {
+            v.push(b);
+        }
+        v
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_as_warcio_reads_them() {
+        let t = |s: &str| timestamp(s.as_bytes()).map(|d| String::from_utf8(d.to_vec()).unwrap());
+        assert_eq!(t("2019-11-18T12:56:03.352903999Z").as_deref(), Some("20191118125603"));
+        assert_eq!(t("2008-04-30T20:48Z").as_deref(), Some("20080430204800"));
+        assert_eq!(t("2008-04-30").as_deref(), Some("20080430000000"));
+        assert_eq!(t("2019-1-2T3:4:5Z").as_deref(), Some("20190102030405"));
+        assert_eq!(t("2019-02-30T00:00:00Z"), None);
+        assert_eq!(t("2019-01-01T00:00:00+01:00"), None);
+        assert_eq!(t("20190101000000"), None);
+        assert_eq!(t(""), None);
+        let c = |s: &str| cdx_writer_timestamp(s.as_bytes()).map(|d| String::from_utf8(d.to_vec()).unwrap());
+        assert_eq!(c("2019-11-18T12:56:03.352903Z").as_deref(), Some("20191118125603"));
+        assert_eq!(c("2019-11-18T12:56Z"), None);
+    }
+
+    #[test]
+    fn payload_digest_forms() {
+        assert!(well_formed_sha1(b"sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ").is_some());
+        assert!(well_formed_sha1(b"sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk=").is_none());
+        assert!(well_formed_sha1(b"sha256:abc").is_none());
+    }
+
+    #[test]
+    fn made_up_digest_start() {
+        assert_eq!(cdx_writer_made_up_start(b"HTTP/1.1 200\r\nA: b\r\n\r\nbody"), 22);
+        assert_eq!(cdx_writer_made_up_start(b"HTTP/1.1 200\nA: b\n\nbody"), 19);
+        assert_eq!(cdx_writer_made_up_start(b"no blank line"), 13);
+    }
+}
