@@ -139,8 +139,12 @@ fn well_formed_sha1(v: &[u8]) -> Option<&[u8]> {
 
 /// Whether warcio reads an HTTP head in this record.
 fn cdxj_parses_http(rec: &Record, t: RecordType, uri: Option<&[u8]>) -> bool {
-    let typed = matches!(t, RecordType::Response | RecordType::Request | RecordType::Revisit)
-        && rec.header("WARC-Type").is_some_and(|v| v == t.name().as_bytes());
+    let typed = matches!(
+        t,
+        RecordType::Response | RecordType::Request | RecordType::Revisit
+    ) && rec
+        .header("WARC-Type")
+        .is_some_and(|v| v == t.name().as_bytes());
     let declared_zero = rec
         .header("Content-Length")
         .is_some_and(|v| v.iter().all(|&b| b == b'0') || !v.iter().all(u8::is_ascii_digit));
@@ -177,7 +181,8 @@ fn cdx11_kind(rec: &Record, all: bool) -> Option<Cdx11Kind> {
     let kind = match t {
         b"response" => {
             let dns = rec.header("Content-Type") == Some(b"text/dns");
-            let not_modified = http::cdx_writer_status(rec.block()).is_some_and(|(c, _)| c == b"304");
+            let not_modified =
+                http::cdx_writer_status(rec.block()).is_some_and(|(c, _)| c == b"304");
             if (dns || not_modified) && !all {
                 return None;
             }
@@ -323,7 +328,12 @@ impl Indexer {
     /// Appends the line for a WARC record to `out` (with `\n`), or nothing
     /// when the profile leaves the record out. `hashed` is the SHA-1 of
     /// `rec.block()[warc_digest_start(rec)..]` when the caller has it.
-    pub fn write_warc(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+    pub fn write_warc(
+        &mut self,
+        rec: &Record,
+        hashed: Option<[u8; 20]>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
         self.key_error = None;
         match self.opts.profile {
             Profile::Cdxj => self.warc_cdxj(rec, hashed, out),
@@ -392,7 +402,8 @@ impl Indexer {
         } else if typed(b"response") || typed(b"request") {
             head.as_ref().and_then(http::Head::mime_cow)
         } else {
-            rec.header("Content-Type").map(|v| Cow::Borrowed(media_type(v)))
+            rec.header("Content-Type")
+                .map(|v| Cow::Borrowed(media_type(v)))
         };
         if let Some(m) = mime {
             field(out, b"mime");
@@ -489,13 +500,17 @@ impl Indexer {
             _ => computed(self),
         };
         let mime: Cow<[u8]> = match kind {
-            Cdx11Kind::Response if cdx11_response_is_http(rec) => Cow::Borrowed(cdx11_http_mime(block)),
+            Cdx11Kind::Response if cdx11_response_is_http(rec) => {
+                Cow::Borrowed(cdx11_http_mime(block))
+            }
             Cdx11Kind::Response => match rec.header("Content-Type") {
                 Some(m) if !m.is_empty() && m != b"no-type" && m.is_ascii() => Cow::Borrowed(m),
                 _ => Cow::Borrowed(b"unk"),
             },
             Cdx11Kind::Revisit => Cow::Borrowed(b"warc/revisit"),
-            Cdx11Kind::Ftp | Cdx11Kind::Resource => Cow::Borrowed(rec.header("Content-Type").unwrap_or(b"-")),
+            Cdx11Kind::Ftp | Cdx11Kind::Resource => {
+                Cow::Borrowed(rec.header("Content-Type").unwrap_or(b"-"))
+            }
             Cdx11Kind::Warcinfo => Cow::Borrowed(b"warc-info"),
             Cdx11Kind::Generic => {
                 let mut m = b"warc/".to_vec();
@@ -517,12 +532,21 @@ impl Indexer {
                     && declared <= robots::PARSE_LIMIT as u64
                     && !content.trim_ascii().is_empty())
                 .then_some(content);
-                n_flags = self.robots.flags(html, http::cdx_writer_header(head, b"x-robots-tag"), &mut afi);
+                n_flags = self.robots.flags(
+                    html,
+                    http::cdx_writer_header(head, b"x-robots-tag"),
+                    &mut afi,
+                );
             }
             flags[..n_flags].copy_from_slice(&afi[..n_flags]);
             let province = rec
                 .header("WARC-Simple-Form-Province-Status")
-                .map(|v| v.split(|&b| b == b',').next().unwrap_or_default().trim_ascii())
+                .map(|v| {
+                    v.split(|&b| b == b',')
+                        .next()
+                        .unwrap_or_default()
+                        .trim_ascii()
+                })
                 .and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
             if province.is_some_and(|p| p > 0) {
                 flags[n_flags] = b'P';
@@ -610,7 +634,9 @@ impl<'a> Capture<'a> {
         }
         let mime: Option<Cow<[u8]>> = match t {
             RecordType::Revisit => Some(Cow::Borrowed(&b"warc/revisit"[..])),
-            RecordType::Response | RecordType::Request => head.as_ref().and_then(http::Head::mime_cow),
+            RecordType::Response | RecordType::Request => {
+                head.as_ref().and_then(http::Head::mime_cow)
+            }
             _ => None,
         }
         .filter(|m| !m.is_empty())
@@ -695,14 +721,15 @@ fn newline_safe(key: Vec<u8>) -> Vec<u8> {
     if !key.contains(&b'\n') {
         return key;
     }
-    key.iter().fold(Vec::with_capacity(key.len() + 8), |mut v, &b| {
-        if b == b'\n' {
-            v.extend_from_slice(b"%0A");
-        } else {
-            v.push(b);
-        }
-        v
-    })
+    key.iter()
+        .fold(Vec::with_capacity(key.len() + 8), |mut v, &b| {
+            if b == b'\n' {
+                v.extend_from_slice(b"%0A");
+            } else {
+                v.push(b);
+            }
+            v
+        })
 }
 
 #[cfg(test)]
@@ -712,7 +739,10 @@ mod tests {
     #[test]
     fn timestamps_as_warcio_reads_them() {
         let t = |s: &str| timestamp(s.as_bytes()).map(|d| String::from_utf8(d.to_vec()).unwrap());
-        assert_eq!(t("2019-11-18T12:56:03.352903999Z").as_deref(), Some("20191118125603"));
+        assert_eq!(
+            t("2019-11-18T12:56:03.352903999Z").as_deref(),
+            Some("20191118125603")
+        );
         assert_eq!(t("2008-04-30T20:48Z").as_deref(), Some("20080430204800"));
         assert_eq!(t("2008-04-30").as_deref(), Some("20080430000000"));
         assert_eq!(t("2019-1-2T3:4:5Z").as_deref(), Some("20190102030405"));
@@ -720,8 +750,13 @@ mod tests {
         assert_eq!(t("2019-01-01T00:00:00+01:00"), None);
         assert_eq!(t("20190101000000"), None);
         assert_eq!(t(""), None);
-        let c = |s: &str| cdx_writer_timestamp(s.as_bytes()).map(|d| String::from_utf8(d.to_vec()).unwrap());
-        assert_eq!(c("2019-11-18T12:56:03.352903Z").as_deref(), Some("20191118125603"));
+        let c = |s: &str| {
+            cdx_writer_timestamp(s.as_bytes()).map(|d| String::from_utf8(d.to_vec()).unwrap())
+        };
+        assert_eq!(
+            c("2019-11-18T12:56:03.352903Z").as_deref(),
+            Some("20191118125603")
+        );
         assert_eq!(c("2019-11-18T12:56Z"), None);
     }
 
@@ -734,7 +769,10 @@ mod tests {
 
     #[test]
     fn made_up_digest_start() {
-        assert_eq!(cdx_writer_made_up_start(b"HTTP/1.1 200\r\nA: b\r\n\r\nbody"), 22);
+        assert_eq!(
+            cdx_writer_made_up_start(b"HTTP/1.1 200\r\nA: b\r\n\r\nbody"),
+            22
+        );
         assert_eq!(cdx_writer_made_up_start(b"HTTP/1.1 200\nA: b\n\nbody"), 19);
         assert_eq!(cdx_writer_made_up_start(b"no blank line"), 13);
     }

@@ -22,9 +22,9 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use anyhow::Context;
 use rayon::prelude::*;
 use ukvs::arc;
-use ukvs::warc;
 use ukvs::capture::hash::Lanes;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
+use ukvs::warc;
 
 use super::input::Behind;
 use super::output::Output as Dest;
@@ -331,7 +331,8 @@ fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {
             walk_dir(&path, paths, errors);
-        } else if is_archive_name(&e.file_name()) && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+        } else if is_archive_name(&e.file_name())
+            && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
         {
             paths.push(path);
         }
@@ -772,9 +773,9 @@ fn index_records<D: RecReader>(
         }
         lanes.advance(
             |lane| {
-                slots[lane]
-                    .as_ref()
-                    .map_or(&[][..], |l| &l.rec.block()[l.start.min(l.rec.block().len())..])
+                slots[lane].as_ref().map_or(&[][..], |l| {
+                    &l.rec.block()[l.start.min(l.rec.block().len())..]
+                })
             },
             &mut done,
         );

@@ -623,17 +623,16 @@ impl<R: Read> Reader<R> {
                 if multi {
                     return self.multi_member(rec, offset, length, what);
                 }
-                if truncated {
-                    total
-                } else {
-                    let actual = strip_separator(data).len().max(hlen);
+                // The member ends first: all of it is block (a request's
+                // block may end with a blank line of its own).
+                if !truncated {
                     self.pending.push_back(Error::LengthMismatch {
                         offset,
                         declared: l,
-                        actual: (actual - hlen) as u64,
+                        actual: (total - hlen) as u64,
                     });
-                    actual
                 }
+                total
             }
             None => {
                 if multi {
