@@ -109,9 +109,9 @@ pub enum Error {
     /// the compressed file.
     #[error(
         "offset {offset}: the file is compressed as a single {what} stream, not one \
-         per record: its records were read, with offsets and lengths in the \
-         decompressed data (serve the decompressed file, or recompress it one \
-         {what} per record, e.g. `warcio recompress`)"
+         member or frame per record: its records were read, with offsets and lengths \
+         in the decompressed data (serve the decompressed file, or recompress it one \
+         record per member or frame, e.g. `warcio recompress`)"
     )]
     SingleStream { offset: u64, what: &'static str },
     /// A record stored without compression in a file of gzip members or

@@ -66,9 +66,7 @@ pub fn is_warc(first: &[u8]) -> bool {
             }
         }
         n
-    } else if a.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        return true;
-    } else if a.len() >= 4 && a[0] & 0xf0 == 0x50 && a[1..4] == [0x2a, 0x4d, 0x18] {
+    } else if reader::is_zstd_start(a) || reader::is_skippable_start(a) {
         return true;
     } else {
         let n = a.len().min(5);

@@ -154,6 +154,13 @@ impl Codec {
             Codec::Zstd => "zstd frame",
         }
     }
+
+    fn name(self) -> &'static str {
+        match self {
+            Codec::Gzip => "gzip",
+            Codec::Zstd => "zstd",
+        }
+    }
 }
 
 /// Why decoding a member stopped.
@@ -460,7 +467,7 @@ impl<R: Read> Reader<R> {
                 self.decompress_rest(codec)?;
                 self.pending.push_back(Error::SingleStream {
                     offset: start,
-                    what,
+                    what: codec.name(),
                 });
                 return Ok(false);
             }
@@ -969,11 +976,13 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> usize {
     n
 }
 
-fn is_zstd_start(b: &[u8]) -> bool {
+/// The magic of a zstd frame.
+pub(crate) fn is_zstd_start(b: &[u8]) -> bool {
     b.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
 }
 
-fn is_skippable_start(b: &[u8]) -> bool {
+/// The magic of a zstd skippable frame (`0x184D2A50` to `0x184D2A5F`).
+pub(crate) fn is_skippable_start(b: &[u8]) -> bool {
     b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]
 }
 

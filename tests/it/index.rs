@@ -8,7 +8,7 @@ use std::process::Command;
 
 use crate::util;
 
-fn stdout_of(args: &[&str]) -> (Vec<u8>, String, i32) {
+pub(crate) fn stdout_of(args: &[&str]) -> (Vec<u8>, String, i32) {
     let out = util::run(args, b"");
     (
         out.stdout,
@@ -17,7 +17,7 @@ fn stdout_of(args: &[&str]) -> (Vec<u8>, String, i32) {
     )
 }
 
-fn lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn lines(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut v: Vec<Vec<u8>> = bytes
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -27,7 +27,7 @@ fn lines(bytes: &[u8]) -> Vec<Vec<u8>> {
     v
 }
 
-fn show(lines: &[Vec<u8>]) -> String {
+pub(crate) fn show(lines: &[Vec<u8>]) -> String {
     lines
         .iter()
         .map(|l| String::from_utf8_lossy(l).into_owned())
@@ -35,8 +35,8 @@ fn show(lines: &[Vec<u8>]) -> String {
         .join("\n")
 }
 
-/// Runs CDX-Writer's tests for every ARC input: our cdx11 lines must be
-/// the expected ones, as sorted line sets.
+/// Runs CDX-Writer's tests for every ARC and WARC input: our cdx11 lines
+/// must be the expected ones, as sorted line sets.
 fn cdx_writer_mode(test: &str, mode: &str) {
     let Some(corpus) = util::shared_corpus(test) else {
         return;
@@ -50,7 +50,9 @@ fn cdx_writer_mode(test: &str, mode: &str) {
         .map(|e| e.unwrap().path())
         .filter(|p| {
             let n = p.file_name().unwrap().to_string_lossy().to_string();
-            n.ends_with(".arc") || n.ends_with(".arc.gz")
+            [".arc", ".arc.gz", ".warc", ".warc.gz"]
+                .iter()
+                .any(|ext| n.ends_with(ext))
         })
         .collect();
     names.sort();
@@ -75,7 +77,7 @@ fn cdx_writer_mode(test: &str, mode: &str) {
             ));
         }
     }
-    assert!(checked >= 20, "only {checked} ARC inputs found");
+    assert!(checked >= 40, "only {checked} ARC and WARC inputs found");
     assert!(
         failures.is_empty(),
         "{} of {checked} differ:\n{}",
@@ -96,7 +98,7 @@ fn cdx11_matches_cdx_writer_all_records() {
 
 /// Runs the installed `cdxj-indexer` on `inputs`: what it wrote, and
 /// whether it finished without an error.
-fn cdxj_indexer_run(inputs: &[&Path]) -> (Vec<u8>, bool) {
+pub(crate) fn cdxj_indexer_run(inputs: &[&Path]) -> (Vec<u8>, bool) {
     let out = Command::new("cdxj-indexer")
         .args(inputs)
         .output()
@@ -151,7 +153,7 @@ fn assert_same_as_cdxj_indexer(inputs: &[&Path]) {
 }
 
 /// Generates a corpus with the shared generator into a new temporary dir.
-fn generate(test: &str, extra: &[&str]) -> Option<tempfile::TempDir> {
+pub(crate) fn generate(test: &str, extra: &[&str]) -> Option<tempfile::TempDir> {
     let tools = util::shared_dir("tools", test)?;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c");
@@ -982,7 +984,7 @@ fn directories_and_stdin_paths() {
     assert_eq!(out.stdout, by_dir);
 }
 
-/// A directory without ARC files is named in a warning; no input at all is
+/// A directory without ARC or WARC files is named in a warning; no input at all is
 /// an error (exit 2), not a silently empty index.
 #[test]
 fn empty_directory_is_reported() {
@@ -991,13 +993,16 @@ fn empty_directory_is_reported() {
     let empty = dir.path().join("empty");
     let (_, err, code) = stdout_of(&["index", empty.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("empty: no *.arc or *.arc.gz files"), "{err}");
-    assert!(err.contains("no ARC files to index"), "{err}");
+    assert!(
+        err.contains("empty: no ARC or WARC files (*.arc, *.arc.gz, *.warc"),
+        "{err}"
+    );
+    assert!(err.contains("no ARC or WARC files to index"), "{err}");
     // Beside a real file the empty directory only warns.
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/example.arc");
     let (out, err, code) = stdout_of(&["index", empty.to_str().unwrap(), sample.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("no *.arc or *.arc.gz files"), "{err}");
+    assert!(err.contains("no ARC or WARC files"), "{err}");
     assert!(String::from_utf8(out).unwrap().contains("com,example)/"));
 }
 

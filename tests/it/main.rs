@@ -8,3 +8,4 @@ mod sorted;
 mod surt;
 mod ukvs;
 mod util;
+mod warc;
