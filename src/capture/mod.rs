@@ -76,6 +76,10 @@ pub struct Options {
     pub all_records: bool,
     /// SURT options of the keys.
     pub surt: surt::Options,
+    /// Recompute the payload of every WARC record that states a SHA-1
+    /// `WARC-Payload-Digest` and report a mismatch
+    /// ([`Indexer::take_digest_error`]).
+    pub verify_digests: bool,
 }
 
 impl Default for Options {
@@ -84,6 +88,7 @@ impl Default for Options {
             profile: Profile::Ukvs,
             all_records: false,
             surt: surt::Options::default(),
+            verify_digests: false,
         }
     }
 }
@@ -516,6 +521,9 @@ pub struct Indexer {
     robots: robots::RobotsParser,
     /// Why the last record's URL could not be canonicalised.
     key_error: Option<surt::Error>,
+    /// How the last record's stated payload digest disagrees with its
+    /// payload (`verify_digests`).
+    digest_error: Option<String>,
 }
 
 impl Indexer {
@@ -527,6 +535,7 @@ impl Indexer {
             filename: filename.to_vec(),
             robots: robots::RobotsParser::new(),
             key_error: None,
+            digest_error: None,
         }
     }
 
@@ -541,6 +550,12 @@ impl Indexer {
     /// it), once.
     pub fn take_key_error(&mut self) -> Option<surt::Error> {
         self.key_error.take()
+    }
+
+    /// With `verify_digests`: how the payload of the record just written
+    /// disagrees with the digest it states, once.
+    pub fn take_digest_error(&mut self) -> Option<String> {
+        self.digest_error.take()
     }
 
     pub fn options(&self) -> &Options {

@@ -137,6 +137,30 @@ fn well_formed_sha1(v: &[u8]) -> Option<&[u8]> {
     ok.then_some(rest)
 }
 
+/// A stated digest: `None` when it is not SHA-1 (not checked), else its
+/// bytes, or `Err` when they cannot be read. Base32 (either case), hex and
+/// base64 (standard or URL-safe, padded or not) are read, as warcio does.
+fn stated_sha1(v: &[u8]) -> Option<Result<[u8; 20], ()>> {
+    let colon = memchr::memchr(b':', v)?;
+    if !v[..colon].eq_ignore_ascii_case(b"sha1") {
+        return None;
+    }
+    let d = v[colon + 1..].trim_ascii();
+    let decoded = match d.len() {
+        32 => data_encoding::BASE32.decode(&d.to_ascii_uppercase()).ok(),
+        40 => data_encoding::HEXLOWER_PERMISSIVE.decode(d).ok(),
+        _ => [
+            data_encoding::BASE64,
+            data_encoding::BASE64URL,
+            data_encoding::BASE64_NOPAD,
+            data_encoding::BASE64URL_NOPAD,
+        ]
+        .iter()
+        .find_map(|e| e.decode(d).ok()),
+    };
+    Some(decoded.and_then(|b| <[u8; 20]>::try_from(b).ok()).ok_or(()))
+}
+
 /// Whether warcio reads an HTTP head in this record.
 fn cdxj_parses_http(rec: &Record, t: RecordType, uri: Option<&[u8]>) -> bool {
     let typed = matches!(
@@ -266,6 +290,80 @@ impl Indexer {
     /// in its block (they run to its end), or `None` when its line needs
     /// none (the header carries it, or the record makes no line).
     pub fn warc_digest_start(&self, rec: &Record) -> Option<usize> {
+        self.profile_digest_start(rec)
+            .or_else(|| self.verify_start(rec))
+    }
+
+    /// With `verify_digests`, where the payload whose SHA-1 the record
+    /// states starts (warcio's reading: after the HTTP head of response,
+    /// request and revisit records with an HTTP target). Revisits have no
+    /// payload of their own and truncated records are reported already.
+    fn verify_start(&self, rec: &Record) -> Option<usize> {
+        if !self.opts.verify_digests || rec.truncated {
+            return None;
+        }
+        stated_sha1(rec.header("WARC-Payload-Digest")?)?.ok()?;
+        let t = rec.record_type();
+        if t == RecordType::Revisit {
+            return None;
+        }
+        let uri = target_uri(rec);
+        Some(self.cdxj_payload_start(rec, t, uri.as_deref()))
+    }
+
+    /// Compares the stated SHA-1 digests (`WARC-Payload-Digest`,
+    /// `WARC-Block-Digest`) with the bytes, as `warcio check` does; `hashed`
+    /// is what the caller hashed from [`Indexer::warc_digest_start`].
+    fn verify(&mut self, rec: &Record, hashed: Option<[u8; 20]>) {
+        if !self.opts.verify_digests || rec.truncated {
+            return;
+        }
+        let block = rec.block();
+        let mut problems = Vec::new();
+        let mut check = |field: &str, what: &str, got: &dyn Fn() -> [u8; 20]| {
+            let Some(value) = rec.header(field) else {
+                return;
+            };
+            let text = String::from_utf8_lossy(value);
+            match stated_sha1(value) {
+                None => {}
+                Some(Err(())) => problems.push(format!("{field} {text:?} is not a SHA-1 digest")),
+                Some(Ok(d)) => {
+                    let got = got();
+                    if d != got {
+                        let mut b32 = [0; 32];
+                        BASE32.encode_mut(&got, &mut b32);
+                        problems.push(format!(
+                            "{field} is {text} but the {what}'s SHA-1 is sha1:{}",
+                            String::from_utf8_lossy(&b32)
+                        ));
+                    }
+                }
+            }
+        };
+        match self.verify_start(rec) {
+            Some(start) => {
+                let got = match (hashed, self.profile_digest_start(rec)) {
+                    (Some(h), None) => h,
+                    (Some(h), Some(p)) if p == start => h,
+                    _ => sha1(&block[start.min(block.len())..]),
+                };
+                check("WARC-Payload-Digest", "payload", &|| got);
+            }
+            // Nothing to hash: only an unreadable digest is reported.
+            None if rec.record_type() != RecordType::Revisit => {
+                check("WARC-Payload-Digest", "payload", &|| [0; 20]);
+            }
+            None => {}
+        }
+        check("WARC-Block-Digest", "block", &|| sha1(block));
+        if !problems.is_empty() {
+            self.digest_error = Some(problems.join("; "));
+        }
+    }
+
+    /// Where the profile's own computed digest starts, if it needs one.
+    fn profile_digest_start(&self, rec: &Record) -> Option<usize> {
         let all = self.opts.all_records;
         let t = rec.record_type();
         match self.opts.profile {
@@ -335,6 +433,10 @@ impl Indexer {
         out: &mut Vec<u8>,
     ) -> Outcome {
         self.key_error = None;
+        self.digest_error = None;
+        self.verify(rec, hashed);
+        // From here `hashed` serves the profile's digest only.
+        let hashed = hashed.filter(|_| self.profile_digest_start(rec).is_some());
         match self.opts.profile {
             Profile::Cdxj => self.warc_cdxj(rec, hashed, out),
             Profile::Cdx11 => self.warc_cdx11(rec, hashed, out),
@@ -344,7 +446,7 @@ impl Indexer {
 
     fn computed(&self, rec: &Record, hashed: Option<[u8; 20]>) -> [u8; 20] {
         hashed.unwrap_or_else(|| {
-            let start = self.warc_digest_start(rec).unwrap_or(0);
+            let start = self.profile_digest_start(rec).unwrap_or(0);
             sha1(&rec.block()[start.min(rec.block().len())..])
         })
     }
@@ -765,6 +867,26 @@ mod tests {
         assert!(well_formed_sha1(b"sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ").is_some());
         assert!(well_formed_sha1(b"sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk=").is_none());
         assert!(well_formed_sha1(b"sha256:abc").is_none());
+    }
+
+    #[test]
+    fn stated_digests_in_every_spelling() {
+        let empty = sha1(b"");
+        for v in [
+            "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            "SHA1:3i42h3s6nnfq2msvx7xzkyayscx5qbyj",
+            "sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709",
+            "sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk=",
+            "sha1:2jmj7l5rSw0yVb_vlWAYkK_YBwk=",
+        ] {
+            assert_eq!(stated_sha1(v.as_bytes()), Some(Ok(empty)), "{v}");
+        }
+        assert_eq!(
+            stated_sha1(b"sha1:1112H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"),
+            Some(Err(()))
+        );
+        assert_eq!(stated_sha1(b"sha256:abc"), None);
+        assert_eq!(stated_sha1(b"nonsense"), None);
     }
 
     #[test]

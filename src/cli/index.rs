@@ -80,6 +80,10 @@ pub struct Args {
     /// output file).
     #[arg(long)]
     strict: bool,
+    /// Recompute the payload of every WARC record that states a SHA-1
+    /// WARC-Payload-Digest, and report a mismatch as damage (exit 2).
+    #[arg(long)]
+    verify_digests: bool,
     /// Read input files instead of mapping them into memory (for files
     /// that another process may change or truncate while they are read).
     #[arg(long)]
@@ -147,6 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         profile,
         all_records: args.all_records,
         surt: args.surt.options(),
+        verify_digests: args.verify_digests,
     };
     let mut input_errors = Vec::new();
     let paths = collect_inputs(&args.inputs, &mut input_errors)?;
@@ -550,6 +555,11 @@ impl Emit<'_> {
         match rec.write(self.indexer, digest, out) {
             Outcome::Indexed => self.stats.records += 1,
             Outcome::Filtered => self.stats.filtered += 1,
+        }
+        if let Some(e) = self.indexer.take_digest_error() {
+            self.stats.errors += 1;
+            let text = format!("{}: offset {}: {e}", self.path.display(), rec.offset());
+            let _ = self.tx.send(Msg::Error { text });
         }
         if let Some(e) = self.indexer.take_key_error() {
             self.stats.uncanonical += 1;

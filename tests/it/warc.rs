@@ -692,3 +692,82 @@ fn fixtures_read_the_same_mapped_and_streamed() {
         assert!(!streamed.is_empty(), "{}", p.display());
     }
 }
+
+/// `--verify-digests` reports what `warcio check` reports: a stated digest
+/// that is not a SHA-1 and a payload that does not hash to its digest, at
+/// the record's offset (exit 2); well-formed files pass.
+#[test]
+fn verify_digests_reports_mismatches() {
+    let f = warc_dir().join("example-digest.warc");
+    let (_, err, code) = ours(&["--verify-digests", "--all-records"], &[&f]);
+    assert_eq!(code, 2, "{err}");
+    let reported: Vec<&str> = err.lines().filter(|l| l.contains("Digest")).collect();
+    assert_eq!(reported.len(), 1, "{err}");
+    assert!(
+        reported[0].contains("example-digest.warc: offset 0: WARC-Payload-Digest"),
+        "{err}"
+    );
+    // Without the flag nothing is checked.
+    assert_eq!(ours(&["--all-records"], &[&f]).2, 0);
+    let f = warc_dir().join("missing-http.warc.gz");
+    let (_, err, code) = ours(&["--verify-digests"], &[&f]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("but the payload's SHA-1 is sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"),
+        "{err}"
+    );
+    for good in [
+        "example.warc.gz",
+        "example-iana.org-chunked.warc",
+        "cc.warc.gz",
+    ] {
+        let (_, err, code) = ours(
+            &["--verify-digests", "--all-records"],
+            &[&warc_dir().join(good)],
+        );
+        assert_eq!(code, 0, "{good}: {err}");
+    }
+}
+
+/// On a generated corpus every stated digest holds; one changed payload
+/// byte is reported at its record, and the line is still written.
+#[test]
+fn verify_digests_on_generated_corpus() {
+    let test = "verify_digests_on_generated_corpus";
+    let Some(dir) = generate(
+        test,
+        &[
+            "--warc",
+            "--plain",
+            "--files",
+            "1",
+            "--records-per-file",
+            "80",
+            "--seed",
+            "4",
+            "--truth",
+        ],
+    ) else {
+        return;
+    };
+    let root = dir.path().join("c");
+    let file = warc_files(&root).remove(0);
+    let (before, err, code) = ours(&["--verify-digests", "--all-records"], &[&file]);
+    assert_eq!(code, 0, "{err}");
+    let t = truth(&root)
+        .into_iter()
+        .filter(|t| t.warc_type == "response" && t.length > 2000)
+        .nth(3)
+        .unwrap();
+    let mut data = std::fs::read(&file).unwrap();
+    let at = (t.offset + t.length - 10) as usize;
+    data[at] ^= 0x20;
+    std::fs::write(&file, &data).unwrap();
+    let (after, err, code) = ours(&["--verify-digests", "--all-records"], &[&file]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("offset {}: WARC-Payload-Digest is", t.offset)),
+        "{err}"
+    );
+    assert_eq!(before.len(), after.len());
+}
