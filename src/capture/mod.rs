@@ -35,6 +35,7 @@ pub mod datetime;
 pub mod hash;
 pub mod http;
 pub mod json;
+pub mod post;
 pub mod robots;
 pub mod warc;
 
@@ -524,6 +525,8 @@ pub struct Indexer {
     /// How the last record's stated payload digest disagrees with its
     /// payload (`verify_digests`).
     digest_error: Option<String>,
+    /// The POST or PUT exchange of the WARC record being written.
+    post: Option<post::PostAppend>,
 }
 
 impl Indexer {
@@ -536,6 +539,7 @@ impl Indexer {
             robots: robots::RobotsParser::new(),
             key_error: None,
             digest_error: None,
+            post: None,
         }
     }
 

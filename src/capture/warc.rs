@@ -24,6 +24,7 @@ use std::borrow::Cow;
 use data_encoding::BASE32;
 
 use super::json::{self, Escape};
+use super::post::{self, PostAppend};
 use super::{
     escape_key, http, needs_key_escape, robots, safe_url, sha1, Capture, Digest, Indexer, Outcome,
     Profile,
@@ -159,6 +160,30 @@ fn stated_sha1(v: &[u8]) -> Option<Result<[u8; 20], ()>> {
         .find_map(|e| e.decode(d).ok()),
     };
     Some(decoded.and_then(|b| <[u8; 20]>::try_from(b).ok()).ok_or(()))
+}
+
+/// The POST or PUT exchange two adjacent records make, as cdxj-indexer
+/// pairs them: a request and a response (either first) with the same
+/// `WARC-Target-URI`, the second `WARC-Concurrent-To` the first; `None`
+/// when they are not one, or the request is not a POST or PUT with an
+/// HTTP head.
+pub fn post_pair(first: &Record, second: &Record) -> Option<PostAppend> {
+    if first.header("WARC-Target-URI") != second.header("WARC-Target-URI")
+        || second.header("WARC-Concurrent-To") != first.header("WARC-Record-ID")
+    {
+        return None;
+    }
+    let types = (first.header("WARC-Type")?, second.header("WARC-Type")?);
+    let req = match types {
+        (b"response", b"request") => second,
+        (b"request", b"response") => first,
+        _ => return None,
+    };
+    let uri = target_uri(req)?;
+    if !cdxj_parses_http(req, RecordType::Request, Some(&uri)) {
+        return None;
+    }
+    post::post_append(&uri, req.block())
 }
 
 /// Whether warcio reads an HTTP head in this record.
@@ -432,6 +457,20 @@ impl Indexer {
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
+        self.write_warc_post(rec, hashed, None, out)
+    }
+
+    /// As [`Indexer::write_warc`], for a record of a POST or PUT exchange
+    /// ([`post_pair`]): its key is the URL with the request appended, and a
+    /// response's line says the method and body.
+    pub fn write_warc_post(
+        &mut self,
+        rec: &Record,
+        hashed: Option<[u8; 20]>,
+        post: Option<&PostAppend>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        self.post = post.cloned();
         self.key_error = None;
         self.digest_error = None;
         self.verify(rec, hashed);
@@ -463,7 +502,12 @@ impl Indexer {
         } else {
             None
         };
-        let (key, key_error) = match &uri {
+        let post = self.post.take();
+        let keyed = post
+            .as_ref()
+            .map(|p| Cow::Borrowed(&p.key_url[..]))
+            .or_else(|| uri.clone());
+        let (key, key_error) = match &keyed {
             Some(u) if !u.is_empty() => {
                 // warcio decodes header values as UTF-8, else Latin-1.
                 if std::str::from_utf8(u).is_ok() {
@@ -541,6 +585,15 @@ impl Indexer {
         write_quoted_number(out, rec.offset - rec.empty_lead);
         field(out, b"filename");
         json::write_str(out, &self.filename, true, Escape::Ascii);
+        if let Some(p) = post.as_ref().filter(|_| typed(b"response")) {
+            field(out, b"requestBody");
+            match &p.body {
+                Some(b) => json::write_str(out, b.as_bytes(), true, Escape::Ascii),
+                None => out.extend_from_slice(b"null"),
+            }
+            field(out, b"method");
+            json::write_str(out, p.method.as_bytes(), true, Escape::Ascii);
+        }
         out.extend_from_slice(b"}\n");
         Outcome::Indexed
     }
@@ -655,10 +708,12 @@ impl Indexer {
                 n_flags += 1;
             }
         }
+        let post = self.post.take();
         let key = if kind == Cdx11Kind::Warcinfo {
             url.to_vec()
         } else {
-            let (key, key_error) = surt::key(&url, &self.opts.surt);
+            let keyed = post.as_ref().map_or(&url[..], |p| &p.key_url[..]);
+            let (key, key_error) = surt::key(keyed, &self.opts.surt);
             self.key_error = key_error;
             key
         };
@@ -696,7 +751,26 @@ impl Indexer {
         if !self.opts.all_records && !cdxj_default_record(rec) {
             return Outcome::Filtered;
         }
+        let post = self.post.take();
         let mut capture = Capture::from_warc(rec, &self.opts.surt, || self.computed(rec, hashed));
+        if let Some(p) = &post {
+            let (mut key, key_error) = surt::key(&p.key_url, &self.opts.surt);
+            if needs_key_escape(&key) {
+                key = escape_key(&key);
+            }
+            capture.key = key;
+            capture.key_error = key_error;
+            if rec.record_type() == RecordType::Response {
+                capture
+                    .extra
+                    .push(("method", Cow::Owned(p.method.clone().into_bytes())));
+                if let Some(b) = &p.body {
+                    capture
+                        .extra
+                        .push(("request_body", Cow::Owned(b.clone().into_bytes())));
+                }
+            }
+        }
         capture.write_ukvs(&self.filename, out);
         self.key_error = capture.key_error.take();
         Outcome::Indexed

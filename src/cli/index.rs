@@ -80,6 +80,13 @@ pub struct Args {
     /// output file).
     #[arg(long)]
     strict: bool,
+    /// Key each response of a WARC POST or PUT exchange by its URL with
+    /// `__wb_method=post&<request body>` appended, as cdxj-indexer's
+    /// --post-append and pywb do (the request and response must be
+    /// adjacent records); cdxj and ukvs lines also give the method and
+    /// body.
+    #[arg(short = 'p', long)]
+    post_append: bool,
     /// Recompute the payload of every WARC record that states a SHA-1
     /// WARC-Payload-Digest, and report a mismatch as damage (exit 2).
     #[arg(long)]
@@ -193,6 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let abort_ref = &abort;
         let opts_ref = &opts;
         let no_mmap = args.no_mmap;
+        let post_append = args.post_append;
         let pb = progress.as_ref();
         let pool = &pool;
         scope.spawn(move || {
@@ -204,6 +212,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         if !abort_ref.load(Ordering::Relaxed) {
                             let job = Job {
                                 file: i,
+                                post_append,
                                 path,
                                 opts: opts_ref,
                                 abort: abort_ref,
@@ -452,6 +461,126 @@ impl Rec for warc::Record {
     }
 }
 
+/// A WARC record with the POST or PUT exchange it belongs to.
+#[derive(Default)]
+struct PairedRec {
+    rec: warc::Record,
+    post: Option<std::sync::Arc<capture::post::PostAppend>>,
+    /// Paired with the record before it: not paired again.
+    taken: bool,
+}
+
+impl Rec for PairedRec {
+    fn block(&self) -> &[u8] {
+        self.rec.block()
+    }
+    fn offset(&self) -> u64 {
+        self.rec.offset
+    }
+    fn end(&self) -> u64 {
+        self.rec.offset + self.rec.length
+    }
+    fn buffer_capacity(&self) -> usize {
+        self.rec.buffer_capacity()
+    }
+    fn clear(&mut self) {
+        self.rec.clear();
+        self.post = None;
+        self.taken = false;
+    }
+    fn digest_start(&self, ix: &Indexer) -> Option<usize> {
+        ix.warc_digest_start(&self.rec)
+    }
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        ix.write_warc_post(&self.rec, hashed, self.post.as_deref(), out)
+    }
+    fn file_meta(&self, name: &[u8]) -> Option<String> {
+        self.rec.file_meta(name)
+    }
+    fn take_spare() -> Vec<Self> {
+        let spare: Vec<warc::Record> = SPARE_WARC.take();
+        spare
+            .into_iter()
+            .map(|rec| PairedRec {
+                rec,
+                ..PairedRec::default()
+            })
+            .collect()
+    }
+    fn keep_spare(spare: Vec<Self>) {
+        SPARE_WARC.set(spare.into_iter().map(|p| p.rec).collect());
+    }
+}
+
+/// A WARC reader that reads one record ahead, to pair each request with
+/// its response as cdxj-indexer's `--post-append` does (adjacent records
+/// only).
+struct Paired<R> {
+    inner: warc::Reader<R>,
+    ahead: Option<PairedRec>,
+    /// An error met while reading ahead, returned after the record before it.
+    error: Option<warc::Error>,
+}
+
+impl<R: io::Read> Paired<R> {
+    fn new(inner: warc::Reader<R>) -> Paired<R> {
+        Paired {
+            inner,
+            ahead: None,
+            error: None,
+        }
+    }
+}
+
+impl<R: io::Read> RecReader for Paired<R> {
+    type Rec = PairedRec;
+    type Error = warc::Error;
+    fn read(&mut self, out: &mut PairedRec) -> Result<bool, warc::Error> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        match self.ahead.take() {
+            Some(cur) => *out = cur,
+            None => {
+                out.clear();
+                if !self.inner.read_record(&mut out.rec)? {
+                    return Ok(false);
+                }
+            }
+        }
+        if out.taken {
+            return Ok(true);
+        }
+        let mut next = PairedRec::default();
+        match self.inner.read_record(&mut next.rec) {
+            Ok(true) => {
+                if let Some(p) = ukvs::capture::warc::post_pair(&out.rec, &next.rec) {
+                    let p = std::sync::Arc::new(p);
+                    out.post = Some(p.clone());
+                    next.post = Some(p);
+                    next.taken = true;
+                }
+                self.ahead = Some(next);
+            }
+            Ok(false) => {}
+            Err(e) => self.error = Some(e),
+        }
+        Ok(true)
+    }
+    fn is_fatal(e: &warc::Error) -> bool {
+        e.is_fatal()
+    }
+    fn position(&self) -> u64 {
+        // The record read ahead still needs its bytes.
+        self.ahead
+            .as_ref()
+            .map_or_else(|| self.inner.position(), |a| a.rec.offset)
+    }
+    fn skipped(&self) -> (u64, u64) {
+        self.inner.skipped()
+    }
+}
+
 impl<R: io::Read> RecReader for arc::Reader<R> {
     type Rec = arc::Record;
     type Error = arc::Error;
@@ -604,6 +733,8 @@ const KEEP_BLOCK_MAX: usize = 64 << 20;
 struct Job<'a> {
     /// The file's number in the input order.
     file: usize,
+    /// Pair WARC requests and responses (`--post-append`).
+    post_append: bool,
     path: &'a Path,
     opts: &'a capture::Options,
     abort: &'a AtomicBool,
@@ -634,7 +765,11 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             let behind = Some(Behind::new(map.clone()));
             if warc::is_warc(&map[..]) {
                 let rdr = warc::Reader::from_shared(map, warc::Options::default());
-                index_records(job, rdr, behind, tx);
+                if job.post_append {
+                    index_records(job, Paired::new(rdr), behind, tx);
+                } else {
+                    index_records(job, rdr, behind, tx);
+                }
             } else {
                 let rdr = arc::Reader::from_shared(map, arc::Options::default());
                 index_records(job, rdr, behind, tx);
@@ -660,6 +795,9 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
                         stats,
                         meta: None,
                     });
+                }
+                Ok(_) if is_warc && job.post_append => {
+                    index_records(job, Paired::new(warc::Reader::new(input)), None, tx)
                 }
                 Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, tx),
                 Ok(_) => index_records(job, arc::Reader::new(input), None, tx),
@@ -692,6 +830,7 @@ fn index_records<D: RecReader>(
 ) {
     let Job {
         file,
+        post_append: _,
         path,
         opts,
         abort,
