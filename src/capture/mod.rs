@@ -527,6 +527,8 @@ pub struct Indexer {
     digest_error: Option<String>,
     /// The POST or PUT exchange of the WARC record being written.
     post: Option<post::PostAppend>,
+    /// Something to tell about the last record that is not damage.
+    notice: Option<String>,
 }
 
 impl Indexer {
@@ -540,6 +542,7 @@ impl Indexer {
             key_error: None,
             digest_error: None,
             post: None,
+            notice: None,
         }
     }
 
@@ -560,6 +563,12 @@ impl Indexer {
     /// disagrees with the digest it states, once.
     pub fn take_digest_error(&mut self) -> Option<String> {
         self.digest_error.take()
+    }
+
+    /// Something the user should know about the record just written that
+    /// is not damage (a WARC record in segments), once.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     pub fn options(&self) -> &Options {

@@ -162,6 +162,23 @@ fn stated_sha1(v: &[u8]) -> Option<Result<[u8; 20], ()>> {
     Some(decoded.and_then(|b| <[u8; 20]>::try_from(b).ok()).ok_or(()))
 }
 
+/// What to say of a record stored in segments (WARC 1.1 section 6.9):
+/// each segment is indexed as a record of its own, and they are not joined.
+fn segment_notice(rec: &Record) -> Option<String> {
+    let n = rec.header("WARC-Segment-Number")?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let origin = rec
+        .header("WARC-Segment-Origin-ID")
+        .or_else(|| rec.header("WARC-Record-ID"))
+        .map_or_else(String::new, |o| format!(" of {}", text(o)));
+    Some(format!(
+        "{} record, segment {}{origin}: segments are indexed as they are, not joined \
+         (a digest computed here covers this segment only)",
+        rec.record_type().name(),
+        text(n),
+    ))
+}
+
 /// The POST or PUT exchange two adjacent records make, as cdxj-indexer
 /// pairs them: a request and a response (either first) with the same
 /// `WARC-Target-URI`, the second `WARC-Concurrent-To` the first; `None`
@@ -471,6 +488,7 @@ impl Indexer {
         out: &mut Vec<u8>,
     ) -> Outcome {
         self.post = post.cloned();
+        self.notice = segment_notice(rec);
         self.key_error = None;
         self.digest_error = None;
         self.verify(rec, hashed);

@@ -685,6 +685,10 @@ impl Emit<'_> {
             Outcome::Indexed => self.stats.records += 1,
             Outcome::Filtered => self.stats.filtered += 1,
         }
+        if let Some(n) = self.indexer.take_notice() {
+            let text = format!("{}: offset {}: {n}", self.path.display(), rec.offset());
+            let _ = self.tx.send(Msg::Warning { text });
+        }
         if let Some(e) = self.indexer.take_digest_error() {
             self.stats.errors += 1;
             let text = format!("{}: offset {}: {e}", self.path.display(), rec.offset());

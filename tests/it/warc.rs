@@ -838,3 +838,43 @@ fn post_append_matches_cdxj_indexer() {
         "{compared} lines, {posts} POST lines"
     );
 }
+
+/// A record in segments: each segment is indexed as a record of its own,
+/// and each is named in a warning (the run succeeds).
+#[test]
+fn segmented_records_are_reported() {
+    let rec = |fields: &str, block: &[u8]| {
+        let mut r = format!(
+            "WARC/1.1\r\n{fields}WARC-Date: 2020-01-02T03:04:05Z\r\nContent-Length: {}\r\n\r\n",
+            block.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(block);
+        r.extend_from_slice(b"\r\n\r\n");
+        r
+    };
+    let first = rec(
+        "WARC-Type: response\r\nWARC-Record-ID: <urn:uuid:1>\r\nWARC-Target-URI: http://example.com/big\r\n\
+         Content-Type: application/http;msgtype=response\r\nWARC-Segment-Number: 1\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nfirst half ",
+    );
+    let second = rec(
+        "WARC-Type: continuation\r\nWARC-Record-ID: <urn:uuid:2>\r\nWARC-Target-URI: http://example.com/big\r\n\
+         WARC-Segment-Origin-ID: <urn:uuid:1>\r\nWARC-Segment-Number: 2\r\nWARC-Segment-Total-Length: 60\r\n",
+        b"second half",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("seg.warc");
+    std::fs::write(&f, [first, second].concat()).unwrap();
+    let (mine, err, code) = ours(&["--all-records"], &[&f]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(mine.len(), 2);
+    assert!(
+        err.contains("seg.warc: offset 0: response record, segment 1 of <urn:uuid:1>"),
+        "{err}"
+    );
+    assert!(
+        err.contains("continuation record, segment 2 of <urn:uuid:1>"),
+        "{err}"
+    );
+}
