@@ -1,9 +1,11 @@
 //! `ukvs` indexes web archives and works with the sorted indexes it makes.
 //!
 //! ```text
-//! archive files ──► arc::Reader ──► arc::Record {header, block}
-//!  (.arc .arc.gz)        │  member-aware gzip, exact offset/length,
-//!                        │  resync after damage, errors with offsets
+//! archive files ──► arc::Reader  ──► arc::Record  {header, block}
+//!  (.arc .arc.gz     warc::Reader ──► warc::Record {head, block}
+//!   .warc .warc.gz       │  member-aware gzip and zstd, exact
+//!   .warc.zst)           │  offset/length, resync after damage,
+//!                        │  errors with offsets
 //!                        ▼
 //!              capture::Capture {key, datetime, offset, length, digest, url,
 //!                        │        mime, status, filename, extras}
@@ -20,7 +22,9 @@
 //! | [`surt`] | URL -> canonical URL -> SURT key, byte-identical to Python `surt` 0.3.1 |
 //! | [`ukvs`] | the UKVS line model: headers, fields, OSLJ, writer, validation |
 //! | [`arc`] | ARC v1/v2 reader, plain and per-record gzip, with damage recovery |
-//! | [`capture`] | ARC record -> capture record in the `ukvs`, `cdxj` and `cdx11` profiles |
+//! | [`warc`] | WARC 1.0/1.1 reader, plain, per-record gzip and zstd, with damage recovery |
+//! | `input` | the readers' shared input buffer and shared (mapped) bytes |
+//! | [`capture`] | ARC and WARC record -> capture record in the `ukvs`, `cdxj` and `cdx11` profiles |
 //! | [`sorted`] | line helpers, binary search, k-way merge, external sort |
 //! | [`mementomap`] | MementoMaps: generate, compact, merge, look up, evaluate |
 

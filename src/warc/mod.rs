@@ -23,7 +23,7 @@
 //! let mut rec = Record::default();
 //! assert!(rdr.read_record(&mut rec).expect("well-formed"));
 //! assert_eq!(rec.record_type(), RecordType::Resource);
-//! assert_eq!((rec.offset, rec.length, rec.block()), (0, 121, &b"hello"[..]));
+//! assert_eq!((rec.offset, rec.length, rec.block()), (0, 128, &b"hello"[..]));
 //! assert!(!rdr.read_record(&mut rec).unwrap());
 //! ```
 
