@@ -162,8 +162,9 @@ pub struct Record {
     pub empty_lead: u64,
     /// The header block.
     pub head: Head,
-    /// The block when the record owns it.
+    /// The block when the record owns it: `buf[buf_start..]`.
     pub(crate) buf: Vec<u8>,
+    pub(crate) buf_start: usize,
     /// The block when it is a range of a shared input.
     pub(crate) shared: Option<SharedBlock>,
 }
@@ -188,7 +189,7 @@ impl Record {
     pub fn block(&self) -> &[u8] {
         match &self.shared {
             Some(s) => s.as_slice(),
-            None => &self.buf,
+            None => self.buf.get(self.buf_start..).unwrap_or_default(),
         }
     }
 
@@ -212,6 +213,7 @@ impl Record {
         self.empty_lead = 0;
         self.head.clear();
         self.buf.clear();
+        self.buf_start = 0;
         self.shared = None;
     }
 }

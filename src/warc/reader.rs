@@ -604,14 +604,15 @@ impl<R: Read> Reader<R> {
         let data = &rec.buf;
         let total = data.len();
         let declared = content_length(rec.head.get("Content-Length"));
-        let multi = find_record(data, hlen).is_some();
+        // Looked for only when the member is not one clean record.
+        let multi = || find_record(data, hlen).is_some();
         let block_end = match declared {
             Some(l) if (hlen as u64).saturating_add(l) <= total as u64 => {
                 let e = hlen + l as usize;
                 match data[e..].iter().position(|&b| !is_ws(b)) {
                     None => e,
                     Some(k) => {
-                        if data[e + k..].starts_with(b"WARC/") || multi {
+                        if data[e + k..].starts_with(b"WARC/") || multi() {
                             return self.multi_member(rec, offset, length, what);
                         }
                         let actual = strip_separator(data).len().max(hlen);
@@ -627,7 +628,7 @@ impl<R: Read> Reader<R> {
                 }
             }
             Some(l) => {
-                if multi {
+                if multi() {
                     return self.multi_member(rec, offset, length, what);
                 }
                 // The member ends first: all of it is block (a request's
@@ -642,7 +643,7 @@ impl<R: Read> Reader<R> {
                 total
             }
             None => {
-                if multi {
+                if multi() {
                     return self.multi_member(rec, offset, length, what);
                 }
                 let actual = strip_separator(data).len().max(hlen);
@@ -654,8 +655,9 @@ impl<R: Read> Reader<R> {
                 actual
             }
         };
-        rec.buf.copy_within(hlen..block_end, 0);
-        rec.buf.truncate(block_end - hlen);
+        // The block stays where it was decoded, after the header.
+        rec.buf.truncate(block_end);
+        rec.buf_start = hlen;
         rec.offset = offset;
         rec.length = length;
         rec.compression = match codec {
