@@ -65,6 +65,9 @@ pub(crate) fn is_ws(b: u8) -> bool {
 /// corrupt member is then re-scanned from where decoding stopped).
 const MAX_MARK: usize = 16 << 20;
 
+/// The most a reader reserves ahead for one block before its bytes arrive.
+const READ_RESERVE_MAX: u64 = 64 << 20;
+
 /// Reads at least this long bypass the buffer once it is empty.
 const DIRECT_READ_MIN: u64 = 64 << 10;
 
@@ -350,6 +353,75 @@ impl<R: Read> Src<R> {
             self.buf.resize(len, 0);
         }
         Ok(())
+    }
+
+    /// Consumes the separator bytes ([`is_ws`]) at the current position;
+    /// returns how many.
+    pub(crate) fn skip_ws(&mut self) -> io::Result<u64> {
+        let mut skipped = 0;
+        loop {
+            let a = self.avail();
+            let n = a.iter().take_while(|&&b| is_ws(b)).count();
+            let all = n == a.len();
+            self.consume(n);
+            skipped += n as u64;
+            if !all || self.fill(1)? == 0 {
+                return Ok(skipped);
+            }
+        }
+    }
+
+    /// How many separator bytes lie ahead of the current position, looking
+    /// no further than a little past `max`. Consumes nothing.
+    pub(crate) fn ws_ahead(&mut self, max: usize) -> io::Result<usize> {
+        let mut i = 0;
+        loop {
+            let n = self.fill(i + 1)?;
+            if n <= i {
+                return Ok(i);
+            }
+            let a = self.avail();
+            i += a[i..].iter().take_while(|&&b| is_ws(b)).count();
+            if i < a.len() || i > max {
+                return Ok(i);
+            }
+        }
+    }
+
+    /// Consumes up to `n` bytes; returns how many there were.
+    pub(crate) fn discard(&mut self, n: u64) -> io::Result<u64> {
+        let mut left = n;
+        while left > 0 {
+            let avail = self.fill(1)?;
+            if avail == 0 {
+                break;
+            }
+            let k = avail.min(usize::try_from(left).unwrap_or(usize::MAX));
+            self.consume(k);
+            left -= k as u64;
+        }
+        Ok(n - left)
+    }
+
+    /// Appends up to `n` bytes to `out`, growing it as data arrives: a
+    /// declared length (which may be a lie) reserves at most
+    /// `READ_RESERVE_MAX` up front. Returns bytes read.
+    pub(crate) fn read_block(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
+        out.reserve(usize::try_from(n.min(READ_RESERVE_MAX)).unwrap_or(0));
+        self.read_to(out, n)
+    }
+
+    /// Consumes `n` bytes, appending them to `sink` (when given) as long as
+    /// it holds less than `limit`.
+    pub(crate) fn pass(&mut self, n: usize, sink: &mut Option<&mut Vec<u8>>, limit: u64) {
+        if let Some(out) = sink.as_deref_mut() {
+            let room = usize::try_from(limit)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(out.len());
+            let a = self.avail();
+            out.extend_from_slice(&a[..n.min(room).min(a.len())]);
+        }
+        self.consume(n);
     }
 
     /// Length of the line starting at the current position, LF included,

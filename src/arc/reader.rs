@@ -121,9 +121,6 @@ pub struct Stats {
     pub uncompressed_records: u64,
 }
 
-/// The most [`Reader`] reserves ahead for one block before its bytes arrive.
-const READ_RESERVE_MAX: u64 = 64 << 20;
-
 /// Reads ARC records with exact offsets from any `Read` (give it the raw
 /// file, not a decompressing reader: gzip is handled here, member by member).
 ///
@@ -271,16 +268,8 @@ impl<R: Read> Reader<R> {
     }
 
     fn skip_separators(&mut self) -> io::Result<()> {
-        loop {
-            let a = self.src.avail();
-            let n = a.iter().take_while(|&&b| is_ws(b)).count();
-            let all = n == a.len();
-            self.src.consume(n);
-            self.stats.separator_bytes += n as u64;
-            if !all || self.src.fill(1)? == 0 {
-                return Ok(());
-            }
-        }
+        self.stats.separator_bytes += self.src.skip_ws()?;
+        Ok(())
     }
 
     // ----------------------------------------------------------------
@@ -383,7 +372,7 @@ impl<R: Read> Reader<R> {
             // Finding the member's end would mean inflating the whole file
             // for nothing: no record of it can be given an offset.
             rec.clear();
-            self.discard(u64::MAX)?;
+            self.src.discard(u64::MAX)?;
             let length = self.src.pos() - start;
             self.stats.skipped_bytes += length;
             self.stats.skipped_records += 1;
@@ -557,7 +546,7 @@ impl<R: Read> Reader<R> {
         let declared = rec.header.length;
         match declared {
             Some(l) if l > self.opts.max_block => {
-                let got = self.discard(l)?;
+                let got = self.src.discard(l)?;
                 self.stats.skipped_bytes += line_len as u64 + got;
                 self.stats.skipped_records += 1;
                 self.pending.push_back(Error::RecordTooLarge {
@@ -570,7 +559,7 @@ impl<R: Read> Reader<R> {
             }
             Some(l) if self.take_shared(rec, l)? => {}
             Some(l) => {
-                let got = self.read_n(&mut rec.buf, l)?;
+                let got = self.src.read_block(&mut rec.buf, l)?;
                 if got < l {
                     if let Some(k) = find_plausible_header(&rec.buf) {
                         self.cut_block(rec, k);
@@ -664,7 +653,7 @@ impl<R: Read> Reader<R> {
     /// counted as skipped.
     fn skip_cut_header(&mut self) -> io::Result<bool> {
         let from = self.src.pos();
-        let length = self.discard(u64::MAX)?;
+        let length = self.src.discard(u64::MAX)?;
         self.stats.skipped_bytes += length;
         self.stats.skipped_records += 1;
         self.pending.push_back(Error::TruncatedHeader {
@@ -677,7 +666,7 @@ impl<R: Read> Reader<R> {
     /// Whether, past whitespace, the rest of the file is a header line that
     /// its end cut off.
     fn cut_header_follows(&mut self) -> io::Result<bool> {
-        let ws = self.ws_ahead()?;
+        let ws = self.src.ws_ahead(MAX_LINE)?;
         Ok(ws <= MAX_LINE && self.header_cut_by_eof(ws)?)
     }
 
@@ -697,23 +686,6 @@ impl<R: Read> Reader<R> {
         Ok(memchr::memchr(b'\n', tail).is_none()
             && memchr::memmem::find(tail, b"\x1f\x8b").is_none()
             && starts_like_header(tail))
-    }
-
-    /// Number of whitespace bytes at the current position (counting stops a
-    /// little past `MAX_LINE`). Consumes nothing.
-    fn ws_ahead(&mut self) -> io::Result<usize> {
-        let mut i = 0;
-        loop {
-            let n = self.src.fill(i + 1)?;
-            if n <= i {
-                return Ok(i);
-            }
-            let a = self.src.avail();
-            i += a[i..].iter().take_while(|&&b| is_ws(b)).count();
-            if i < a.len() || i > MAX_LINE {
-                return Ok(i);
-            }
-        }
     }
 
     /// Where a plausible header line starts inside `block`, including a
@@ -791,29 +763,6 @@ impl<R: Read> Reader<R> {
         Ok(false)
     }
 
-    /// Appends up to `n` bytes to `out`, growing it as data arrives (a huge
-    /// declared length does not allocate up front). Returns bytes read.
-    fn read_n(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
-        // One allocation for the whole block (within reason: the declared
-        // length may be a lie).
-        out.reserve(usize::try_from(n.min(READ_RESERVE_MAX)).unwrap_or(0));
-        self.src.read_to(out, n)
-    }
-
-    fn discard(&mut self, n: u64) -> io::Result<u64> {
-        let mut left = n;
-        while left > 0 {
-            let avail = self.src.fill(1)?;
-            if avail == 0 {
-                break;
-            }
-            let k = avail.min(usize::try_from(left).unwrap_or(usize::MAX));
-            self.src.consume(k);
-            left -= k as u64;
-        }
-        Ok(n - left)
-    }
-
     /// Whether the current position is a record boundary: optional
     /// whitespace, then the end of the file, a gzip member or an acceptable
     /// header line. Consumes nothing.
@@ -823,7 +772,7 @@ impl<R: Read> Reader<R> {
     /// real headers (bad length, unknown scheme) must not be taken for
     /// damage; only a line that is no header at all contradicts it.
     fn at_boundary(&mut self) -> io::Result<bool> {
-        let i = self.ws_ahead()?;
+        let i = self.src.ws_ahead(MAX_LINE)?;
         // The end of the file, or a long run of whitespace (the next step
         // skips it).
         if i > MAX_LINE || self.src.fill(i + 1)? <= i {
@@ -858,12 +807,12 @@ impl<R: Read> Reader<R> {
         loop {
             if i > 2 * LOOKBACK {
                 let c = i - LOOKBACK;
-                self.pass(c, &mut sink);
+                self.src.pass(c, &mut sink, self.opts.max_block);
                 i -= c;
             }
             let n = self.src.fill(i + 1)?;
             if n <= i {
-                self.pass(n, &mut sink);
+                self.src.pass(n, &mut sink, self.opts.max_block);
                 return Ok(());
             }
             let a = self.src.avail();
@@ -874,27 +823,15 @@ impl<R: Read> Reader<R> {
             let h = i + j;
             if a[h] == 0x1f {
                 if self.gzip_candidate(h)? {
-                    self.pass(h, &mut sink);
+                    self.src.pass(h, &mut sink, self.opts.max_block);
                     return Ok(());
                 }
             } else if let Some(s) = self.header_candidate(h)? {
-                self.pass(s, &mut sink);
+                self.src.pass(s, &mut sink, self.opts.max_block);
                 return Ok(());
             }
             i = h + 1;
         }
-    }
-
-    /// Consumes `n` bytes, appending them to `sink` within the block limit.
-    fn pass(&mut self, n: usize, sink: &mut Option<&mut Vec<u8>>) {
-        if let Some(out) = sink.as_deref_mut() {
-            let room = usize::try_from(self.opts.max_block)
-                .unwrap_or(usize::MAX)
-                .saturating_sub(out.len());
-            let a = self.src.avail();
-            out.extend_from_slice(&a[..n.min(room).min(a.len())]);
-        }
-        self.src.consume(n);
     }
 
     /// The colon at `h` (relative to the current position) may end the

@@ -679,33 +679,8 @@ impl Indexer {
         }
         // The key is computed on the decoded text, so Latin-1 bytes reach
         // the SURT code as their UTF-8 spelling.
-        let (key, key_error) = if line_utf8 {
-            surt::key(&url, &self.opts.surt)
-        } else {
-            let mut text = Vec::with_capacity(url.len() * 2);
-            for &b in url.iter() {
-                let mut buf = [0; 4];
-                text.extend_from_slice(char::from(b).encode_utf8(&mut buf).as_bytes());
-            }
-            surt::key(&text, &self.opts.surt)
-        };
+        let (key, key_error) = cdxj_key(&url, line_utf8, &self.opts.surt);
         self.key_error = key_error;
-        // The reference writes a key it cannot canonicalise as the URL;
-        // a LF there (only a hand-built record can carry one) would split
-        // the line, so it is written `%0A`.
-        let key = if key.contains(&b'\n') {
-            key.iter()
-                .fold(Vec::with_capacity(key.len() + 8), |mut v, &b| {
-                    if b == b'\n' {
-                        v.extend_from_slice(b"%0A");
-                    } else {
-                        v.push(b);
-                    }
-                    v
-                })
-        } else {
-            key
-        };
         let head = if cdxj_parses_http(h) {
             http::Head::parse(rec.block())
         } else {
@@ -810,36 +785,95 @@ impl Indexer {
 
         let (key, key_error) = surt::key(&url, &self.opts.surt);
         self.key_error = key_error;
-        out.extend_from_slice(&key);
-        out.push(b' ');
-        match record_datetime(rec) {
-            Some(d) => out.extend_from_slice(&d),
-            None => out.push(b'-'),
-        }
-        out.push(b' ');
-        out.extend_from_slice(&url);
-        out.push(b' ');
-        out.extend_from_slice(mime);
-        out.push(b' ');
-        out.extend_from_slice(status.map_or(&b"-"[..], |(code, _)| code));
-        out.push(b' ');
         let mut b32 = [0; 32];
-        out.extend_from_slice(digest.base32(&mut b32));
-        out.extend_from_slice(b" - ");
-        if n_flags == 0 {
-            out.push(b'-');
-        } else {
-            out.extend_from_slice(&flags[..n_flags]);
-        }
-        out.push(b' ');
-        out.extend_from_slice(itoa::Buffer::new().format(rec.length).as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(itoa::Buffer::new().format(rec.offset).as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(&self.filename);
-        out.push(b'\n');
+        let line = Cdx11Line {
+            key: &key,
+            datetime: record_datetime(rec),
+            url: &url,
+            mime,
+            status: status.map(|(code, _)| code),
+            digest: digest.base32(&mut b32),
+            flags: &flags[..n_flags],
+            length: rec.length,
+            offset: rec.offset,
+        };
+        line.write(&self.filename, out);
         Outcome::Indexed
     }
+}
+
+/// The fields of one CDX-Writer line (` CDX N b a m s k r M S V g`); `r`
+/// is always `-`.
+struct Cdx11Line<'a> {
+    key: &'a [u8],
+    datetime: Option<[u8; 14]>,
+    url: &'a [u8],
+    mime: &'a [u8],
+    status: Option<&'a [u8]>,
+    digest: &'a [u8],
+    flags: &'a [u8],
+    length: u64,
+    offset: u64,
+}
+
+impl Cdx11Line<'_> {
+    /// Appends the line (with its `\n`); `-` stands for an unknown
+    /// datetime or status and for no flags.
+    fn write(&self, filename: &[u8], out: &mut Vec<u8>) {
+        let field = |out: &mut Vec<u8>, v: &[u8]| {
+            out.extend_from_slice(v);
+            out.push(b' ');
+        };
+        field(out, self.key);
+        field(out, self.datetime.as_ref().map_or(&b"-"[..], |d| &d[..]));
+        field(out, self.url);
+        field(out, self.mime);
+        field(out, self.status.unwrap_or(b"-"));
+        field(out, self.digest);
+        field(out, b"-");
+        field(
+            out,
+            if self.flags.is_empty() {
+                b"-"
+            } else {
+                self.flags
+            },
+        );
+        field(out, itoa::Buffer::new().format(self.length).as_bytes());
+        field(out, itoa::Buffer::new().format(self.offset).as_bytes());
+        out.extend_from_slice(filename);
+        out.push(b'\n');
+    }
+}
+
+/// cdxj-indexer's key of `url`: its SURT, computed on the text warcio
+/// decoded (Latin-1 bytes reach the SURT code as their UTF-8 spelling when
+/// `utf8` is false). The reference writes a key it cannot canonicalise as
+/// the URL; a LF there (only a hand-built record can carry one) would split
+/// the line, so it is written `%0A`.
+fn cdxj_key(url: &[u8], utf8: bool, opts: &surt::Options) -> (Vec<u8>, Option<surt::Error>) {
+    let (key, key_error) = if utf8 {
+        surt::key(url, opts)
+    } else {
+        let mut text = Vec::with_capacity(url.len() * 2);
+        for &b in url {
+            let mut buf = [0; 4];
+            text.extend_from_slice(char::from(b).encode_utf8(&mut buf).as_bytes());
+        }
+        surt::key(&text, opts)
+    };
+    if !key.contains(&b'\n') {
+        return (key, key_error);
+    }
+    let mut v = Vec::with_capacity(key.len() + 8);
+    for &b in &key {
+        if b == b'\n' {
+            v.extend_from_slice(b"%0A");
+        } else {
+            v.push(b);
+        }
+    }
+    (v, key_error)
 }
 
 #[cfg(test)]

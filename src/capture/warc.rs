@@ -26,8 +26,8 @@ use data_encoding::BASE32;
 use super::json::{self, Escape};
 use super::post::{self, PostAppend};
 use super::{
-    escape_key, http, needs_key_escape, robots, safe_url, sha1, Capture, Digest, Indexer, Outcome,
-    Profile,
+    cdxj_key, escape_key, http, needs_key_escape, robots, safe_url, sha1, Capture, Cdx11Line,
+    Digest, Indexer, Outcome, Profile,
 };
 use crate::surt;
 use crate::warc::{Record, RecordType};
@@ -526,18 +526,14 @@ impl Indexer {
             .map(|p| Cow::Borrowed(&p.key_url[..]))
             .or_else(|| uri.clone());
         let (key, key_error) = match &keyed {
+            // warcio decodes header values as UTF-8, else Latin-1.
             Some(u) if !u.is_empty() => {
-                // warcio decodes header values as UTF-8, else Latin-1.
-                if std::str::from_utf8(u).is_ok() {
-                    surt::key(u, &self.opts.surt)
-                } else {
-                    surt::key(&latin1_to_utf8(u), &self.opts.surt)
-                }
+                cdxj_key(u, std::str::from_utf8(u).is_ok(), &self.opts.surt)
             }
             _ => (b"-".to_vec(), None),
         };
         self.key_error = key_error;
-        out.extend_from_slice(&newline_safe(key));
+        out.extend_from_slice(&key);
         out.push(b' ');
         match rec.header("WARC-Date").and_then(timestamp) {
             Some(d) => out.extend_from_slice(&d),
@@ -735,33 +731,18 @@ impl Indexer {
             self.key_error = key_error;
             key
         };
-        out.extend_from_slice(&key);
-        out.push(b' ');
-        match rec.header("WARC-Date").and_then(cdx_writer_timestamp) {
-            Some(d) => out.extend_from_slice(&d),
-            None => out.push(b'-'),
-        }
-        out.push(b' ');
-        out.extend_from_slice(&url);
-        out.push(b' ');
-        out.extend_from_slice(&mime);
-        out.push(b' ');
-        out.extend_from_slice(status.unwrap_or(b"-"));
-        out.push(b' ');
-        out.extend_from_slice(&digest);
-        out.extend_from_slice(b" - ");
-        if n_flags == 0 {
-            out.push(b'-');
-        } else {
-            out.extend_from_slice(&flags[..n_flags]);
-        }
-        out.push(b' ');
-        out.extend_from_slice(itoa::Buffer::new().format(rec.length).as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(itoa::Buffer::new().format(rec.offset).as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(&self.filename);
-        out.push(b'\n');
+        let line = Cdx11Line {
+            key: &key,
+            datetime: rec.header("WARC-Date").and_then(cdx_writer_timestamp),
+            url: &url,
+            mime: &mime,
+            status,
+            digest: &digest,
+            flags: &flags[..n_flags],
+            length: rec.length,
+            offset: rec.offset,
+        };
+        line.write(&self.filename, out);
         Outcome::Indexed
     }
 
@@ -898,32 +879,6 @@ fn write_quoted_number(out: &mut Vec<u8>, n: u64) {
     out.push(b'"');
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     out.push(b'"');
-}
-
-fn latin1_to_utf8(b: &[u8]) -> Vec<u8> {
-    let mut text = Vec::with_capacity(b.len() * 2);
-    for &c in b {
-        let mut buf = [0; 4];
-        text.extend_from_slice(char::from(c).encode_utf8(&mut buf).as_bytes());
-    }
-    text
-}
-
-/// A key the reference writes as the URL may hold a LF, which would split
-/// the line: it is written `%0A`.
-fn newline_safe(key: Vec<u8>) -> Vec<u8> {
-    if !key.contains(&b'\n') {
-        return key;
-    }
-    key.iter()
-        .fold(Vec::with_capacity(key.len() + 8), |mut v, &b| {
-            if b == b'\n' {
-                v.extend_from_slice(b"%0A");
-            } else {
-                v.push(b);
-            }
-            v
-        })
 }
 
 #[cfg(test)]

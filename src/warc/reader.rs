@@ -73,9 +73,6 @@ const PEEK: usize = 2048;
 /// Decoded bytes of a member between two looks for a second record.
 const DECODE_STEP: usize = 256 << 10;
 
-/// The most a reader reserves ahead for one block before its bytes arrive.
-const READ_RESERVE_MAX: u64 = 64 << 20;
-
 /// Magic of the skippable frame that holds the IIPC profile's dictionary.
 const DICT_FRAME: u32 = 0x184D_2A5D;
 
@@ -330,16 +327,8 @@ impl<R: Read> Reader<R> {
     }
 
     fn skip_separators(&mut self) -> io::Result<()> {
-        loop {
-            let a = self.src.avail();
-            let n = a.iter().take_while(|&&b| is_ws(b)).count();
-            let all = n == a.len();
-            self.src.consume(n);
-            self.stats.separator_bytes += n as u64;
-            if !all || self.src.fill(1)? == 0 {
-                return Ok(());
-            }
-        }
+        self.stats.separator_bytes += self.src.skip_ws()?;
+        Ok(())
     }
 
     // ----------------------------------------------------------------
@@ -365,7 +354,7 @@ impl<R: Read> Reader<R> {
         self.src.consume(8);
         if magic == DICT_FRAME && self.units == 0 && self.dict.is_none() {
             let mut dict = Vec::new();
-            let got = self.read_n(&mut dict, size)?;
+            let got = self.src.read_block(&mut dict, size)?;
             self.stats.separator_bytes += 8 + got;
             if got < size {
                 self.pending.push_back(Error::BadDictionary {
@@ -398,7 +387,7 @@ impl<R: Read> Reader<R> {
             }
             return Ok(false);
         }
-        let got = self.discard(size)?;
+        let got = self.src.discard(size)?;
         self.stats.separator_bytes += 8 + got;
         Ok(false)
     }
@@ -747,7 +736,7 @@ impl<R: Read> Reader<R> {
             return Ok(true);
         };
         if declared > self.opts.max_block {
-            let got = self.discard(declared)?;
+            let got = self.src.discard(declared)?;
             self.stats.skipped_bytes += at as u64 + got;
             self.stats.skipped_records += 1;
             rec.clear();
@@ -767,11 +756,7 @@ impl<R: Read> Reader<R> {
                 });
                 declared
             }
-            None => {
-                rec.buf
-                    .reserve(usize::try_from(declared.min(READ_RESERVE_MAX)).unwrap_or(0));
-                self.src.read_to(&mut rec.buf, declared)?
-            }
+            None => self.src.read_block(&mut rec.buf, declared)?,
         };
         rec.length = self.src.pos() - start;
         if got < declared {
@@ -847,45 +832,10 @@ impl<R: Read> Reader<R> {
         Ok(false)
     }
 
-    fn read_n(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
-        out.reserve(usize::try_from(n.min(READ_RESERVE_MAX)).unwrap_or(0));
-        self.src.read_to(out, n)
-    }
-
-    fn discard(&mut self, n: u64) -> io::Result<u64> {
-        let mut left = n;
-        while left > 0 {
-            let avail = self.src.fill(1)?;
-            if avail == 0 {
-                break;
-            }
-            let k = avail.min(usize::try_from(left).unwrap_or(usize::MAX));
-            self.src.consume(k);
-            left -= k as u64;
-        }
-        Ok(n - left)
-    }
-
-    /// Whitespace bytes ahead of the current position (at most `MAX_HEAD`).
-    fn ws_ahead(&mut self) -> io::Result<usize> {
-        let mut i = 0;
-        loop {
-            let n = self.src.fill(i + 1)?;
-            if n <= i || i > MAX_HEAD {
-                return Ok(i);
-            }
-            let a = self.src.avail();
-            match a[i..].iter().position(|&b| !is_ws(b)) {
-                Some(k) => return Ok(i + k),
-                None => i = a.len(),
-            }
-        }
-    }
-
     /// Whether the current position is a record boundary: whitespace, then
     /// the end of the file, a member, a frame or a record. Consumes nothing.
     fn at_boundary(&mut self) -> io::Result<bool> {
-        let i = self.ws_ahead()?;
+        let i = self.src.ws_ahead(MAX_HEAD)?;
         if i > MAX_HEAD || self.src.fill(i + 1)? <= i {
             return Ok(true);
         }
@@ -902,12 +852,12 @@ impl<R: Read> Reader<R> {
         let mut i = 0usize;
         loop {
             if i > PEEK {
-                self.pass(i, &mut sink);
+                self.src.pass(i, &mut sink, self.opts.max_block);
                 i = 0;
             }
             let n = self.src.fill(i + 1)?;
             if n <= i {
-                self.pass(n, &mut sink);
+                self.src.pass(n, &mut sink, self.opts.max_block);
                 return Ok(());
             }
             let a = self.src.avail();
@@ -917,23 +867,11 @@ impl<R: Read> Reader<R> {
             };
             let h = i + j;
             if self.record_starts_at(h)? {
-                self.pass(h, &mut sink);
+                self.src.pass(h, &mut sink, self.opts.max_block);
                 return Ok(());
             }
             i = h + 1;
         }
-    }
-
-    /// Consumes `n` bytes, appending them to `sink` within the block limit.
-    fn pass(&mut self, n: usize, sink: &mut Option<&mut Vec<u8>>) {
-        if let Some(out) = sink.as_deref_mut() {
-            let room = usize::try_from(self.opts.max_block)
-                .unwrap_or(usize::MAX)
-                .saturating_sub(out.len());
-            let a = self.src.avail();
-            out.extend_from_slice(&a[..n.min(room).min(a.len())]);
-        }
-        self.src.consume(n);
     }
 
     /// Whether a record, or a member or frame holding one, starts `h`
