@@ -18,7 +18,7 @@
 use std::io::Read;
 
 use data_encoding::BASE64;
-use percent_encoding::{percent_decode, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{percent_decode, percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::http;
 
@@ -58,14 +58,15 @@ pub fn post_append(url: &[u8], block: &[u8]) -> Option<PostAppend> {
     }
     let head_text = &block[..head.payload_start.min(block.len())];
     let header = |name: &[u8]| http::cdx_writer_header(head_text, name);
-    // The body is read only for the exact spellings.
+    // The body is read only for the exact spellings, and only as many
+    // bytes of it as the request's Content-Length says (8192 without one;
+    // none when it is not a number).
     let body = if method == "POST" || method == "PUT" {
-        let payload = decoded_payload(&block[head.payload_start.min(block.len())..], &header);
-        canonical_body(
-            header(b"content-type").map(|v| v.trim_ascii()),
-            header(b"content-length").map(|v| v.trim_ascii()),
-            &payload,
-        )
+        body_length(header(b"content-length").map(|v| v.trim_ascii())).map(|n| {
+            let payload = &block[head.payload_start.min(block.len())..];
+            let data = decoded_payload(payload, &header, n);
+            canonical_body(header(b"content-type").map(|v| v.trim_ascii()), &data)
+        })
     } else {
         Some(String::new())
     };
@@ -84,32 +85,59 @@ pub fn post_append(url: &[u8], block: &[u8]) -> Option<PostAppend> {
     })
 }
 
-/// The payload with `Transfer-Encoding: chunked` and a gzip or deflate
-/// `Content-Encoding` undone, as warcio's content stream gives it; left
-/// as it is where that fails.
-fn decoded_payload<'a>(payload: &[u8], header: &dyn Fn(&[u8]) -> Option<&'a [u8]>) -> Vec<u8> {
+/// How many bytes of the body cdxj-indexer reads: the Content-Length, 8192
+/// without one, `None` when it is not a number.
+fn body_length(v: Option<&[u8]>) -> Option<usize> {
+    match v {
+        None => Some(8192),
+        Some(l) => {
+            let n = std::str::from_utf8(l).ok()?.trim().parse::<i64>().ok()?;
+            Some(usize::try_from(n).unwrap_or(0))
+        }
+    }
+}
+
+/// The first `n` bytes of the payload as warcio's content stream gives
+/// them: `Transfer-Encoding: chunked` undone, then a `gzip` (one member)
+/// or `deflate` (zlib, else raw) `Content-Encoding`; what decodes before an
+/// error is kept, and a payload that does not decode at all is left as it
+/// is. Other codings are left as they are.
+fn decoded_payload<'a>(
+    payload: &[u8],
+    header: &dyn Fn(&[u8]) -> Option<&'a [u8]>,
+    n: usize,
+) -> Vec<u8> {
     let mut data = payload.to_vec();
-    if header(b"transfer-encoding").is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"))
-    {
+    if header(b"transfer-encoding").is_some_and(|v| v.trim_ascii() == b"chunked") {
         if let Some(d) = dechunk(&data) {
             data = d;
         }
     }
+    let limit = n as u64;
     let coding = header(b"content-encoding").map(|v| v.trim_ascii().to_ascii_lowercase());
-    let mut out = Vec::new();
-    let ok = match coding.as_deref() {
-        Some(b"gzip") | Some(b"x-gzip") => flate2::read::MultiGzDecoder::new(&data[..])
-            .read_to_end(&mut out)
-            .is_ok(),
-        Some(b"deflate") => flate2::read::ZlibDecoder::new(&data[..])
-            .read_to_end(&mut out)
-            .is_ok(),
-        _ => false,
+    let decoded = match coding.as_deref() {
+        Some(b"gzip") => read_some(flate2::read::GzDecoder::new(&data[..]).take(limit)),
+        Some(b"deflate") => read_some(flate2::read::ZlibDecoder::new(&data[..]).take(limit))
+            .or_else(|| read_some(flate2::read::DeflateDecoder::new(&data[..]).take(limit))),
+        _ => None,
     };
-    if ok {
-        out
-    } else {
-        data
+    let mut out = decoded.unwrap_or(data);
+    out.truncate(n);
+    out
+}
+
+/// What a decoder gives before it ends or fails; `None` when it fails at
+/// once.
+fn read_some(mut r: impl Read) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match r.read(&mut chunk) {
+            Ok(0) => return Some(out),
+            Ok(k) => out.extend_from_slice(&chunk[..k]),
+            Err(_) if out.is_empty() => return None,
+            Err(_) => return Some(out),
+        }
     }
 }
 
@@ -135,13 +163,8 @@ fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// cdxj-indexer's `query_extract`: the canonical form of a body of type
-/// `mime` whose request declared `length`.
-fn canonical_body(mime: Option<&[u8]>, length: Option<&[u8]>, payload: &[u8]) -> Option<String> {
-    let n = match length {
-        None => 8192,
-        Some(l) => std::str::from_utf8(l).ok()?.trim().parse::<i64>().ok()?,
-    };
-    let data = &payload[..usize::try_from(n).unwrap_or(0).min(payload.len())];
+/// `mime`.
+fn canonical_body(mime: Option<&[u8]>, data: &[u8]) -> String {
     let mime = mime.unwrap_or_default();
     let binary = || format!("__wb_post_data={}", BASE64.encode(data));
     let query = if mime.starts_with(b"application/x-www-form-urlencoded") {
@@ -158,7 +181,7 @@ fn canonical_body(mime: Option<&[u8]>, length: Option<&[u8]>, payload: &[u8]) ->
     } else {
         binary()
     };
-    Some(query.chars().take(MAX_QUERY).collect())
+    query.chars().take(MAX_QUERY).collect()
 }
 
 /// Python's `unquote_plus`: `+` is a space, `%XX` a byte, and the bytes
@@ -170,12 +193,9 @@ fn unquote_plus(s: &str) -> String {
         .into_owned()
 }
 
-/// Python's `quote_plus` of a string's UTF-8 bytes.
+/// Python's `quote_plus` of bytes (a text value is its UTF-8 bytes).
 fn quote_plus(b: &[u8]) -> String {
-    let text = String::from_utf8_lossy(b);
-    utf8_percent_encode(&text, QUOTE_PLUS)
-        .to_string()
-        .replace(' ', "+")
+    percent_encode(b, QUOTE_PLUS).to_string().replace(' ', "+")
 }
 
 /// Python's `urlencode` of name-value pairs.
@@ -395,8 +415,15 @@ mod tests {
             Some(&b"somechunk"[..])
         );
         assert_eq!(dechunk(b"zz\r\n"), None);
-        let q = canonical_body(None, Some(b"3"), b"\x00\x01\x02\x03");
-        assert_eq!(q.as_deref(), Some("__wb_post_data=AAEC"));
-        assert_eq!(canonical_body(None, Some(b"x"), b"abc"), None);
+        assert_eq!(canonical_body(None, b"\x00\x01\x02"), "__wb_post_data=AAEC");
+        assert_eq!(body_length(Some(b"x")), None);
+        assert_eq!(body_length(None), Some(8192));
+        // A gzip bomb is read no further than the Content-Length.
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut e, &vec![b'a'; 50 << 20]).unwrap();
+        let bomb = e.finish().unwrap();
+        let gzip = |n: &[u8]| (n == b"content-encoding").then_some(&b"gzip"[..]);
+        assert_eq!(decoded_payload(&bomb, &gzip, 10), b"aaaaaaaaaa");
+        assert_eq!(quote_plus(b"\xff\xfe\x00 ~*"), "%FF%FE%00+~%2A");
     }
 }

@@ -321,6 +321,13 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     }
 }
 
+/// Whether the file is named as a WARC: its first bytes decide, but a
+/// WARC whose first record is damaged does not show what it is.
+fn named_warc(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().contains(".warc"))
+}
+
 fn is_archive_name(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy().to_ascii_lowercase();
     [".arc", ".arc.gz", ".warc", ".warc.gz", ".warc.zst"]
@@ -767,7 +774,7 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         Ok((_, Some(map))) => {
             let map = std::sync::Arc::new(map);
             let behind = Some(Behind::new(map.clone()));
-            if warc::is_warc(&map[..]) {
+            if warc::is_warc(&map[..]) || named_warc(job.path) {
                 let rdr = warc::Reader::from_shared(map, warc::Options::default());
                 if job.post_append {
                     index_records(job, Paired::new(rdr), behind, tx);
@@ -783,7 +790,7 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             // The first bytes tell the format; they are read again.
             let mut first = Vec::new();
             let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
-            let is_warc = warc::is_warc(&first);
+            let is_warc = warc::is_warc(&first) || named_warc(job.path);
             let input = io::Cursor::new(first).chain(f);
             match got {
                 Err(e) => {

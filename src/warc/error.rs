@@ -83,6 +83,18 @@ pub enum Error {
         what: &'static str,
         reason: String,
     },
+    /// A gzip member or zstd frame decoded to its end, but its check value
+    /// (CRC-32, or zstd's content checksum) does not match: the record is
+    /// returned, and its bytes may be damaged.
+    #[error(
+        "offset {offset}: {what} of {length} bytes fails its checksum: the record is \
+         indexed, but its bytes may be damaged"
+    )]
+    BadChecksum {
+        offset: u64,
+        length: u64,
+        what: &'static str,
+    },
     /// A gzip member or zstd frame decodes to something that is not a WARC
     /// record.
     #[error("offset {offset}: {what} of {length} bytes does not hold a WARC record; skipped")]
@@ -114,6 +126,19 @@ pub enum Error {
          record per member or frame, e.g. `warcio recompress`)"
     )]
     SingleStream { offset: u64, what: &'static str },
+    /// The file was compressed as one stream and its first record is too
+    /// large to read it again from the start: nothing of it was indexed.
+    #[error(
+        "offset {offset}: the file is compressed as a single {what} stream, not one \
+         member or frame per record, and its first record is too large to read the \
+         stream again: its {length} bytes were not indexed (index the decompressed \
+         file, or recompress it one record per member or frame)"
+    )]
+    SingleStreamUnread {
+        offset: u64,
+        length: u64,
+        what: &'static str,
+    },
     /// A record stored without compression in a file of gzip members or
     /// zstd frames. Its bytes are intact, so it is returned with its exact
     /// plain offset and length.
@@ -150,9 +175,11 @@ impl Error {
             | Error::Truncated { offset, .. }
             | Error::TruncatedMember { offset, .. }
             | Error::BadMember { offset, .. }
+            | Error::BadChecksum { offset, .. }
             | Error::NotARecord { offset, .. }
             | Error::MultiRecordMember { offset, .. }
             | Error::SingleStream { offset, .. }
+            | Error::SingleStreamUnread { offset, .. }
             | Error::UncompressedRecord { offset, .. }
             | Error::RecordTooLarge { offset, .. }
             | Error::BadDictionary { offset, .. } => offset,

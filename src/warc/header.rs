@@ -128,18 +128,27 @@ fn version_prefix_ok(data: &[u8]) -> bool {
     data[..n] == b"WARC/"[..n]
 }
 
+/// How far the field line after a version line is looked at.
+const FIELD_LOOK: usize = 1024;
+
 /// Whether `data` starts like a WARC record: a version line followed by a
 /// line that is a field (`Name:`), as far as `data` goes. Used to find
 /// records after damage, so a mention of `WARC/1.0` in a payload that is
 /// not followed by a field is not taken for one.
 pub(crate) fn looks_like_record(data: &[u8]) -> bool {
-    let Some(nl) = memchr::memchr(b'\n', data) else {
+    if !data.starts_with(b"WARC/") {
+        return false;
+    }
+    // A version line is short: its end is looked for in a few bytes only,
+    // and the field line within `FIELD_LOOK`, so that a scan over junk
+    // costs the same at every candidate.
+    let Some(nl) = memchr::memchr(b'\n', &data[..data.len().min(32)]) else {
         return false;
     };
     if version_of(&data[..nl]).is_none() {
         return false;
     }
-    let next = &data[nl + 1..];
+    let next = &data[nl + 1..data.len().min(nl + 1 + FIELD_LOOK)];
     let end = memchr::memchr(b'\n', next).unwrap_or(next.len());
     let line = &next[..end];
     match memchr::memchr(b':', line) {

@@ -73,6 +73,11 @@ const PEEK: usize = 2048;
 /// Decoded bytes of a member between two looks for a second record.
 const DECODE_STEP: usize = 256 << 10;
 
+/// How far past a second record a file's first member is decoded to see
+/// whether it ends (then more members may follow: one bad member) or goes
+/// on (the file is one stream). Well within what a mark keeps.
+const MULTI_LOOK: u64 = 4 << 20;
+
 /// Magic of the skippable frame that holds the IIPC profile's dictionary.
 const DICT_FRAME: u32 = 0x184D_2A5D;
 
@@ -164,8 +169,12 @@ impl Codec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stop {
     End,
-    /// The file's first member holds a second record.
+    /// The file's first member holds a second record and goes on past
+    /// `MULTI_LOOK` (or fails to decode before it ends).
     Multi,
+    /// The file's first member holds a second record and ends within
+    /// `MULTI_LOOK`.
+    MultiEnded,
     TooLarge,
 }
 
@@ -418,6 +427,19 @@ impl<R: Read> Reader<R> {
                 if self.src.failed() {
                     return Err(e);
                 }
+                // The member decoded to its end and only its check value
+                // disagrees: the record is kept, and reported (rescanning
+                // would find record starts inside stored deflate blocks).
+                if e.to_string().contains("checksum") && !rec.buf.is_empty() {
+                    self.src.clear_mark();
+                    let length = end - start;
+                    self.pending.push_back(Error::BadChecksum {
+                        offset: start,
+                        length,
+                        what,
+                    });
+                    return Ok(self.split_member(rec, start, length, codec, false));
+                }
                 if self.src.at_eof() {
                     self.src.clear_mark();
                     let length = end - start;
@@ -449,8 +471,17 @@ impl<R: Read> Reader<R> {
                 return Ok(false);
             }
         };
-        if stop == Stop::Multi {
+        let length = end - start;
+        if matches!(stop, Stop::Multi | Stop::MultiEnded) {
             rec.clear();
+            // A member that holds two records and ends, with more of the
+            // file after it: one bad member in a file of one record per
+            // member. Else the file is one compressed stream.
+            if stop == Stop::MultiEnded && !self.at_end_after_ws()? {
+                self.src.clear_mark();
+                self.multi_member(rec, start, length, what);
+                return Ok(false);
+            }
             if self.src.rewind(start) {
                 self.src.clear_mark();
                 self.decompress_rest(codec)?;
@@ -460,10 +491,20 @@ impl<R: Read> Reader<R> {
                 });
                 return Ok(false);
             }
+            // Too far into the stream to read it again (its first record
+            // is larger than the bytes kept behind a mark).
             self.src.clear_mark();
+            let rest = self.src.discard(u64::MAX)?;
+            self.stats.skipped_bytes += self.src.pos() - start;
+            self.stats.skipped_records += 1;
+            self.pending.push_back(Error::SingleStreamUnread {
+                offset: start,
+                length: length + rest,
+                what: codec.name(),
+            });
+            return Ok(false);
         }
         self.src.clear_mark();
-        let length = end - start;
         if stop == Stop::TooLarge {
             rec.clear();
             self.stats.skipped_bytes += length;
@@ -478,6 +519,8 @@ impl<R: Read> Reader<R> {
         if rec.buf.is_empty() {
             self.stats.separator_bytes += length;
             self.empty_from.get_or_insert(start);
+            // An empty member is no unit: the next one may be the first.
+            self.units -= 1;
             return Ok(false);
         }
         let got = self.split_member(rec, start, length, codec, false);
@@ -490,6 +533,7 @@ impl<R: Read> Reader<R> {
     /// Decodes one gzip member into `rec.buf`.
     fn inflate(&mut self, rec: &mut Record, limit: u64, first_unit: bool) -> io::Result<Stop> {
         let mut dec = GzDecoder::new(&mut self.src);
+        let mut look = SecondLook::default();
         loop {
             let want = (limit.saturating_sub(rec.buf.len() as u64)).min(DECODE_STEP as u64);
             if want == 0 {
@@ -498,8 +542,22 @@ impl<R: Read> Reader<R> {
             }
             match (&mut dec).take(want).read_to_end(&mut rec.buf)? {
                 0 => return Ok(Stop::End),
-                _ if first_unit && second_record(&rec.buf) => return Ok(Stop::Multi),
+                _ if first_unit && look.found(&rec.buf) => break,
                 _ => {}
+            }
+        }
+        // Two records in the file's first member: decoded on (not kept) to
+        // see whether the member ends soon with more members after it.
+        let start = dec.get_ref().pos();
+        let mut scratch = vec![0; 64 << 10];
+        loop {
+            if dec.get_ref().pos().saturating_sub(start) > MULTI_LOOK {
+                return Ok(Stop::Multi);
+            }
+            match dec.read(&mut scratch) {
+                Ok(0) => return Ok(Stop::MultiEnded),
+                Ok(_) => {}
+                Err(_) => return Ok(Stop::Multi),
             }
         }
     }
@@ -515,6 +573,7 @@ impl<R: Read> Reader<R> {
         };
         dctx.reinit()?;
         let mut too_large = false;
+        let mut look = SecondLook::default();
         loop {
             if rec.buf.len() as u64 >= limit {
                 // Decoded on only to find where the frame ends.
@@ -532,11 +591,39 @@ impl<R: Read> Reader<R> {
             let hint = dctx.run(&mut inb, &mut out)?;
             let used = inb.pos();
             self.src.consume(used);
-            if first_unit && !too_large && second_record(&rec.buf) {
+            if hint == 0 {
+                let multi = first_unit && !too_large && look.found(&rec.buf);
+                return Ok(match (multi, too_large) {
+                    (true, _) => Stop::MultiEnded,
+                    (_, true) => Stop::TooLarge,
+                    _ => Stop::End,
+                });
+            }
+            if first_unit && !too_large && look.found(&rec.buf) {
+                break;
+            }
+        }
+        // As for gzip: decoded on to see whether the frame ends soon.
+        let start = self.src.pos();
+        let mut scratch: Vec<u8> = Vec::with_capacity(64 << 10);
+        loop {
+            if self.src.pos().saturating_sub(start) > MULTI_LOOK {
                 return Ok(Stop::Multi);
             }
+            let input = self.src.fill_buf()?;
+            if input.is_empty() {
+                return Ok(Stop::Multi);
+            }
+            scratch.clear();
+            let mut inb = InBuffer::around(input);
+            let mut out = OutBuffer::around(&mut scratch);
+            let Ok(hint) = dctx.run(&mut inb, &mut out) else {
+                return Ok(Stop::Multi);
+            };
+            let used = inb.pos();
+            self.src.consume(used);
             if hint == 0 {
-                return Ok(if too_large { Stop::TooLarge } else { Stop::End });
+                return Ok(Stop::MultiEnded);
             }
         }
     }
@@ -832,6 +919,12 @@ impl<R: Read> Reader<R> {
         Ok(false)
     }
 
+    /// Whether only whitespace is left in the file. Consumes nothing.
+    fn at_end_after_ws(&mut self) -> io::Result<bool> {
+        let i = self.src.ws_ahead(MAX_HEAD)?;
+        Ok(i <= MAX_HEAD && self.src.fill(i + 1)? <= i)
+    }
+
     /// Whether the current position is a record boundary: whitespace, then
     /// the end of the file, a member, a frame or a record. Consumes nothing.
     fn at_boundary(&mut self) -> io::Result<bool> {
@@ -972,27 +1065,88 @@ fn find_record(data: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// Whether a decoded first member holds a second record after the first.
-fn second_record(data: &[u8]) -> bool {
-    let mut head = header::Head::default();
-    let Parsed::Complete(hlen) = header::parse(data, &mut head) else {
-        return false;
-    };
-    match content_length(head.get("Content-Length")) {
-        Some(l) => {
-            let e = (hlen as u64).saturating_add(l);
-            match usize::try_from(e) {
-                Ok(e) if e < data.len() => {
-                    let rest = &data[e..];
-                    let k = rest.iter().position(|&b| !is_ws(b));
-                    k.is_some_and(|k| looks_like_record(&rest[k..]))
-                }
-                _ => false,
-            }
+/// Looks, while a file's first member is decoded, for a second record
+/// after the first (the file is then one compressed stream). Each call
+/// looks only at what was decoded since the last, so the cost is linear
+/// in the member.
+#[derive(Default)]
+struct SecondLook {
+    /// The first record's header length and declared length, once read.
+    head: Option<(usize, Option<u64>)>,
+    /// Decoded bytes already looked at.
+    searched: usize,
+    /// No header in the first bytes: nothing to find.
+    given_up: bool,
+}
+
+impl SecondLook {
+    fn found(&mut self, data: &[u8]) -> bool {
+        if self.given_up {
+            return false;
         }
-        None => find_record(data, hlen).is_some(),
+        let (hlen, declared) = match self.head {
+            Some(h) => h,
+            None => {
+                let mut head = header::Head::default();
+                match header::parse(&data[..data.len().min(MAX_HEAD)], &mut head) {
+                    Parsed::Complete(n) => {
+                        let h = (n, content_length(head.get("Content-Length")));
+                        self.head = Some(h);
+                        self.searched = n;
+                        h
+                    }
+                    Parsed::Incomplete if data.len() < MAX_HEAD => return false,
+                    _ => {
+                        self.given_up = true;
+                        return false;
+                    }
+                }
+            }
+        };
+        let from = match declared {
+            // The next record starts right after the block and its
+            // separator.
+            Some(l) => {
+                let Ok(e) = usize::try_from((hlen as u64).saturating_add(l)) else {
+                    return false;
+                };
+                let from = e.max(self.searched);
+                if from >= data.len() {
+                    return false;
+                }
+                match data[from..].iter().position(|&b| !is_ws(b)) {
+                    None => {
+                        self.searched = data.len();
+                        return false;
+                    }
+                    Some(k) => {
+                        let rest = &data[from + k..];
+                        if rest.len() < 16 {
+                            // Too little decoded to tell yet.
+                            return false;
+                        }
+                        self.given_up = true;
+                        return looks_like_record(rest);
+                    }
+                }
+            }
+            None => self.searched,
+        };
+        // No length: any record start at a line start after the header.
+        let finder = memchr::memmem::Finder::new(b"\nWARC/");
+        let start = from.saturating_sub(6).max(hlen.saturating_sub(1));
+        let found = finder
+            .find_iter(&data[start..])
+            .any(|k| looks_like_record(&data[start + k + 1..]));
+        // The last bytes may hold the start of a record still cut.
+        self.searched = data.len().saturating_sub(FIELD_LOOK_BACK).max(from);
+        found
     }
 }
+
+/// Bytes looked at again after each step, for a record start that was cut
+/// by the end of what was decoded.
+const FIELD_LOOK_BACK: usize = 2048;
 
 #[cfg(test)]
 mod tests;
