@@ -190,10 +190,11 @@ impl<R: Read> Src<R> {
         if to > self.pos {
             return false;
         }
-        if self.shared.is_some() && self.mark.is_some_and(|m| self.pos - m > MAX_MARK as u64) {
-            // A stream has dropped a mark this far behind (see
-            // `make_room`); shared bytes go back no further, so that both
-            // read the same records.
+        if self.mark.is_some_and(|m| self.pos - m > MAX_MARK as u64) {
+            // A stream drops a mark this far behind when it refills (see
+            // `make_room`); neither a stream that has not refilled yet nor
+            // shared bytes go back further, so that both always read the
+            // same records.
             self.mark = None;
             return false;
         }

@@ -38,7 +38,7 @@ pub struct Head<'a> {
 
 /// Python's `str.isspace` on the code points an ASCII or Latin-1 header can
 /// hold at a line end (what `rstrip()` removes).
-fn is_py_space(b: u8) -> bool {
+pub(crate) fn is_py_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
 }
 

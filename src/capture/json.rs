@@ -28,7 +28,7 @@ pub fn write_str(out: &mut Vec<u8>, raw: &[u8], as_utf8: bool, escape: Escape) {
     // boundary and is valid UTF-8 exactly when the whole is.
     let plain = raw
         .iter()
-        .position(|&b| !(0x20..=0x7f).contains(&b) || b == b'"' || b == b'\\')
+        .position(|&b| !(0x20..0x7f).contains(&b) || b == b'"' || b == b'\\')
         .unwrap_or(raw.len());
     out.extend_from_slice(&raw[..plain]);
     let raw = &raw[plain..];
@@ -57,6 +57,8 @@ fn write_char(out: &mut Vec<u8>, c: char, escape: Escape) {
         '\u{8}' => out.extend_from_slice(b"\\b"),
         '\u{c}' => out.extend_from_slice(b"\\f"),
         c if (c as u32) < 0x20 => write_u16(out, c as u16),
+        // Python's ensure_ascii spells DEL as an escape too.
+        '\u{7f}' if escape == Escape::Ascii => write_u16(out, 0x7f),
         c if c.is_ascii() => out.push(c as u8),
         c => match escape {
             Escape::Utf8 => {
@@ -110,7 +112,7 @@ mod tests {
         // Compared with python3 -c 'import json; print(json.dumps(...))'.
         assert_eq!(
             s(b"a\"b\\c\x0c\x01\x7f", true, Escape::Ascii),
-            "\"a\\\"b\\\\c\\f\\u0001\x7f\""
+            "\"a\\\"b\\\\c\\f\\u0001\\u007f\""
         );
         assert_eq!(
             s("é😀".as_bytes(), true, Escape::Ascii),

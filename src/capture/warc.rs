@@ -117,9 +117,10 @@ fn cdx_writer_timestamp(date: &[u8]) -> Option<[u8; 14]> {
 /// A media type as cdxj-indexer cuts a WARC `Content-Type`: up to the
 /// first `;` or blank, trimmed.
 fn media_type(v: &[u8]) -> &[u8] {
+    // Python's `\s` on text: blanks, VT and the separators 0x1c-0x1f too.
     let end = v
         .iter()
-        .position(|&b| b == b';' || b.is_ascii_whitespace())
+        .position(|&b| b == b';' || http::is_py_space(b))
         .unwrap_or(v.len());
     v[..end].trim_ascii()
 }
@@ -185,7 +186,7 @@ fn segment_notice(rec: &Record) -> Option<String> {
 /// when they are not one, or the request is not a POST or PUT with an
 /// HTTP head.
 pub fn post_pair(first: &Record, second: &Record) -> Option<PostAppend> {
-    if first.header("WARC-Target-URI") != second.header("WARC-Target-URI")
+    if target_uri(first) != target_uri(second)
         || second.header("WARC-Concurrent-To") != first.header("WARC-Record-ID")
     {
         return None;

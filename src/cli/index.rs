@@ -525,8 +525,9 @@ impl Rec for PairedRec {
 struct Paired<R> {
     inner: warc::Reader<R>,
     ahead: Option<PairedRec>,
-    /// An error met while reading ahead, returned after the record before it.
-    error: Option<warc::Error>,
+    /// Errors met while reading ahead, returned after the record before
+    /// them (a warning about a record does not keep it from pairing).
+    errors: std::collections::VecDeque<warc::Error>,
 }
 
 impl<R: io::Read> Paired<R> {
@@ -534,7 +535,7 @@ impl<R: io::Read> Paired<R> {
         Paired {
             inner,
             ahead: None,
-            error: None,
+            errors: std::collections::VecDeque::new(),
         }
     }
 }
@@ -543,7 +544,7 @@ impl<R: io::Read> RecReader for Paired<R> {
     type Rec = PairedRec;
     type Error = warc::Error;
     fn read(&mut self, out: &mut PairedRec) -> Result<bool, warc::Error> {
-        if let Some(e) = self.error.take() {
+        if let Some(e) = self.errors.pop_front() {
             return Err(e);
         }
         match self.ahead.take() {
@@ -559,18 +560,27 @@ impl<R: io::Read> RecReader for Paired<R> {
             return Ok(true);
         }
         let mut next = PairedRec::default();
-        match self.inner.read_record(&mut next.rec) {
-            Ok(true) => {
-                if let Some(p) = ukvs::capture::warc::post_pair(&out.rec, &next.rec) {
-                    let p = std::sync::Arc::new(p);
-                    out.post = Some(p.clone());
-                    next.post = Some(p);
-                    next.taken = true;
+        loop {
+            match self.inner.read_record(&mut next.rec) {
+                Ok(true) => {
+                    if let Some(p) = ukvs::capture::warc::post_pair(&out.rec, &next.rec) {
+                        let p = std::sync::Arc::new(p);
+                        out.post = Some(p.clone());
+                        next.post = Some(p);
+                        next.taken = true;
+                    }
+                    self.ahead = Some(next);
+                    break;
                 }
-                self.ahead = Some(next);
+                Ok(false) => break,
+                Err(e) => {
+                    let fatal = e.is_fatal();
+                    self.errors.push_back(e);
+                    if fatal {
+                        break;
+                    }
+                }
             }
-            Ok(false) => {}
-            Err(e) => self.error = Some(e),
         }
         Ok(true)
     }

@@ -4,8 +4,9 @@
 //! fields (`Name: value`) and an empty line. Lines end with CRLF in the
 //! standard and with a bare LF (or CR CR LF) in the wild; all three are
 //! read. A line that starts with a blank continues the previous field's
-//! value (WARC 1.0 section 5.2). Names and values are kept as written but
-//! for the surrounding blanks, as warcio reads them.
+//! value (WARC 1.0 section 5.2), its leading blanks kept. Names and values
+//! are kept as written but for the surrounding blanks, as warcio reads
+//! them.
 
 use std::ops::Range;
 
@@ -54,11 +55,10 @@ impl Head {
         self.fields.push((n, v));
     }
 
-    /// Appends a continuation line to the last field's value (it is the
-    /// last bytes of `text`).
+    /// Appends a continuation line, its leading blanks included, to the
+    /// last field's value (it is the last bytes of `text`), as warcio does.
     fn continue_last(&mut self, more: &[u8]) {
         if let Some((_, v)) = self.fields.last_mut() {
-            self.text.push(b' ');
             self.text.extend_from_slice(more);
             v.end = self.text.len();
         }
@@ -92,6 +92,9 @@ pub(crate) fn parse(data: &[u8], head: &mut Head) -> Parsed {
     head.text.extend_from_slice(version);
     head.version = 0..version.len();
     let mut at = first_end + 1;
+    // Whether the last line was a field (a line without a colon is none,
+    // and neither are the lines that continue it).
+    let mut in_field = false;
     loop {
         let Some(i) = memchr::memchr(b'\n', &data[at..]) else {
             return Parsed::Incomplete;
@@ -103,13 +106,22 @@ pub(crate) fn parse(data: &[u8], head: &mut Head) -> Parsed {
             return Parsed::Complete(at);
         }
         if matches!(line[0], b' ' | b'\t') {
-            head.continue_last(trimmed.trim_ascii_start());
+            if in_field {
+                head.continue_last(trimmed);
+            }
             continue;
         }
         // A line without a colon is not a field; it is passed over.
-        if let Some(c) = memchr::memchr(b':', trimmed) {
-            head.push(trimmed[..c].trim_ascii(), trimmed[c + 1..].trim_ascii());
-        }
+        in_field = match memchr::memchr(b':', trimmed) {
+            Some(c) => {
+                head.push(
+                    trimmed[..c].trim_ascii_end(),
+                    trimmed[c + 1..].trim_ascii_start(),
+                );
+                true
+            }
+            None => false,
+        };
     }
 }
 
@@ -192,7 +204,7 @@ mod tests {
         assert_eq!(parse(data, &mut h), Parsed::Complete(data.len() - 5));
         assert_eq!(h.version(), b"1.1");
         assert_eq!(h.get("warc-type"), Some(&b"response"[..]));
-        assert_eq!(h.get("X-Long"), Some(&b"a b"[..]));
+        assert_eq!(h.get("X-Long"), Some(&b"a  b"[..]));
         assert_eq!(h.get("content-length"), Some(&b"5"[..]));
         assert_eq!(h.get("missing"), None);
     }

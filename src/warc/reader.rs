@@ -78,6 +78,9 @@ const DECODE_STEP: usize = 256 << 10;
 /// on (the file is one stream). Well within what a mark keeps.
 const MULTI_LOOK: u64 = 4 << 20;
 
+/// Largest zstd dictionary read (zstd's own trainer makes 110 KB ones).
+const MAX_DICT: usize = 16 << 20;
+
 /// Magic of the skippable frame that holds the IIPC profile's dictionary.
 const DICT_FRAME: u32 = 0x184D_2A5D;
 
@@ -362,6 +365,15 @@ impl<R: Read> Reader<R> {
         let size = u64::from(u32::from_le_bytes([a[4], a[5], a[6], a[7]]));
         self.src.consume(8);
         if magic == DICT_FRAME && self.units == 0 && self.dict.is_none() {
+            if size > MAX_DICT as u64 {
+                let got = self.src.discard(size)?;
+                self.stats.skipped_bytes += 8 + got;
+                self.pending.push_back(Error::BadDictionary {
+                    offset: start,
+                    reason: format!("{size} bytes, more than the {MAX_DICT}-byte limit"),
+                });
+                return Ok(false);
+            }
             let mut dict = Vec::new();
             let got = self.src.read_block(&mut dict, size)?;
             self.stats.separator_bytes += 8 + got;
@@ -373,7 +385,7 @@ impl<R: Read> Reader<R> {
                 return Ok(false);
             }
             if is_zstd_start(&dict) {
-                match zstd::stream::decode_all(&dict[..]) {
+                match zstd::bulk::decompress(&dict, MAX_DICT) {
                     Ok(d) => dict = d,
                     Err(e) => {
                         self.pending.push_back(Error::BadDictionary {

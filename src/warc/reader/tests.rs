@@ -242,3 +242,62 @@ fn record_types() {
     assert_eq!(RecordType::from_name(b"Revisit"), RecordType::Revisit);
     assert_eq!(RecordType::from_name(b"x"), RecordType::Other);
 }
+
+#[test]
+fn a_first_member_with_two_records_in_a_file_of_members() {
+    let (a, b, c) = (
+        record("http://a/", b"one"),
+        record("http://b/", b"two"),
+        record("http://c/", b"three"),
+    );
+    let first = gz(&[a.clone(), b.clone()].concat());
+    let third = gz(&c);
+    let data = [first.clone(), third.clone()].concat();
+    let (recs, errs) = read_all(&data);
+    assert_eq!(recs.len(), 1, "{errs:?}");
+    assert_eq!(
+        (recs[0].0, recs[0].2.as_str()),
+        (first.len() as u64, "http://c/")
+    );
+    assert!(
+        errs[0].contains("holds more than one WARC record"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn an_empty_member_before_a_single_stream() {
+    let (a, b) = (record("http://a/", b"one"), record("http://b/", b"two"));
+    let data = [gz(b""), gz(&[a.clone(), b.clone()].concat())].concat();
+    let (recs, errs) = read_all(&data);
+    assert_eq!(recs.len(), 2, "{errs:?}");
+    assert!(errs[0].contains("single gzip stream"), "{errs:?}");
+}
+
+#[test]
+fn a_failed_checksum_keeps_the_record() {
+    let a = gz(&record("http://a/", &[b'x'; 500]));
+    let mut bad = gz(&record("http://b/", b"payload"));
+    let n = bad.len();
+    bad[n - 8] ^= 1; // the CRC-32 in the trailer
+    let data = [a.clone(), bad.clone(), a.clone()].concat();
+    let (recs, errs) = read_all(&data);
+    assert_eq!(recs.len(), 3, "{errs:?}");
+    assert_eq!(
+        (recs[1].0, recs[1].2.as_str()),
+        (a.len() as u64, "http://b/")
+    );
+    assert!(errs[0].contains("fails its checksum"), "{errs:?}");
+}
+
+#[test]
+fn junk_without_line_ends_is_passed_in_linear_time() {
+    // Every `W` is a candidate record start; none may look further than
+    // a few bytes.
+    let mut data = vec![b'W'; 4 << 20];
+    data.extend_from_slice(&record("http://a/", b"after"));
+    let (recs, errs) = read_all(&data);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].0, 4 << 20);
+    assert_eq!(errs.len(), 1);
+}
