@@ -878,3 +878,66 @@ fn segmented_records_are_reported() {
         "{err}"
     );
 }
+
+/// cdxj-indexer's own expected outputs (its test suite) for the options we
+/// share: default, `--records all`, `--sort`, `--post-append`.
+#[test]
+fn cdxj_matches_cdxj_indexer_expected_outputs() {
+    let test = "cdxj_matches_cdxj_indexer_expected_outputs";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    let root = corpus.join("webrecorder__cdxj-indexer");
+    for (expected, extra, input, sorted) in [
+        ("test_warc_cdxj.cdxj", &[][..], "example.warc.gz", false),
+        (
+            "test_warc_cdxj_cli_main.cdxj",
+            &[],
+            "example.warc.gz",
+            false,
+        ),
+        (
+            "test_warc_all_cdxj.cdxj",
+            &["--all-records"],
+            "example.warc.gz",
+            false,
+        ),
+        ("test_warc_cdxj_sorted.cdxj", &[], "cc.warc.gz", true),
+        ("test_missing_http.cdxj", &[], "missing-http.warc.gz", false),
+        (
+            "test_warc_post_query_append.cdxj",
+            &["--post-append"],
+            "post-test.warc.gz",
+            false,
+        ),
+        (
+            "test_warc_post_query_append_2.cdxj",
+            &[],
+            "post-test.warc.gz",
+            false,
+        ),
+        (
+            "test_warc_post_query_append_multi_and_json.cdxj",
+            &["--post-append"],
+            "post-test-more.warc",
+            false,
+        ),
+    ] {
+        let want = std::fs::read(root.join("_expected_from_tests").join(expected)).unwrap();
+        let input = root.join("test/data").join(input);
+        let mut args = vec!["index", "-q", "--format", "cdxj"];
+        args.extend_from_slice(extra);
+        args.push(input.to_str().unwrap());
+        let (out, err, code) = stdout_of(&args);
+        assert_eq!(code, 0, "{expected}: {err}");
+        if sorted {
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&want),
+                "{expected}"
+            );
+        } else {
+            assert_eq!(lines(&out), lines(&want), "{expected}");
+        }
+    }
+}
