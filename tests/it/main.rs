@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod arc;
+mod fuzz;
 mod index;
 mod mementomap;
 mod output;
