@@ -19,6 +19,11 @@
 //!
 //! A symbolic link to a regular file is resolved first, so the file it
 //! points to is replaced and the link kept.
+//!
+//! A process killed before it can delete its temporary file (SIGKILL, a
+//! power cut) leaves it behind; its name says which process wrote it, and
+//! the next output into the same directory removes it once that process is
+//! gone.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -28,6 +33,41 @@ use anyhow::Context;
 
 /// Buffer size of every output: large writes, few system calls.
 const BUF: usize = 1 << 20;
+
+/// Start of the name of every temporary output file. The writer's process
+/// id follows (`.ukvs-tmp-PID-XXXXXX`), so that the file of a process that
+/// was killed can be told from one a running process is writing.
+const TMP_PREFIX: &str = ".ukvs-tmp-";
+
+/// Removes from `dir` the temporary output files of processes that no
+/// longer run (killed before they could delete them). Where running
+/// processes cannot be listed (no `/proc`), nothing is removed.
+fn remove_leftovers(dir: &Path) {
+    let proc_dir = Path::new("/proc");
+    if !proc_dir.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Some((pid, _)) = name
+            .strip_prefix(TMP_PREFIX)
+            .and_then(|r| r.split_once('-'))
+        else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        let dead = pid != std::process::id() && !proc_dir.join(pid.to_string()).exists();
+        if dead && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
 
 /// Standard output, a temporary file renamed over the target by
 /// [`Output::commit`], or a stream target written directly.
@@ -82,8 +122,10 @@ impl Output {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
+        remove_leftovers(dir);
+        let prefix = format!("{TMP_PREFIX}{}-", std::process::id());
         let mut builder = tempfile::Builder::new();
-        builder.prefix(".ukvs-tmp-");
+        builder.prefix(&prefix);
         // 0666 as `File::create` asks for it; the kernel applies the umask.
         #[cfg(unix)]
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));

@@ -266,3 +266,114 @@ fn a_reader_that_goes_away_ends_the_run_quietly() {
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
+
+/// Kills each writing command with SIGKILL at moments spread over its run,
+/// many times: the destination is always absent-or-old or the whole new
+/// file, and the temporary files the killed processes leave behind are
+/// removed by the next run into the same directory.
+#[test]
+fn sigkill_never_leaves_a_partial_output_and_the_next_run_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Inputs that take a noticeable time: a WARC of many copies of a real
+    // one, and 12 MB of shuffled CDXJ lines (two halves for merge).
+    let warc = std::fs::read(util::data_dir().join("warc/example.warc.gz")).unwrap();
+    let big_warc = write(d, "big.warc.gz", &warc.repeat(3000));
+    let mut seed = 0x9e37_79b9_u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        seed >> 33
+    };
+    let mut lines: Vec<String> = (0..150_000)
+        .map(|i| {
+            format!(
+                "com,h{})/p/{} 2014{:010} {{}}\n",
+                next() % 5000,
+                i,
+                next() % 10_000_000_000
+            )
+        })
+        .collect();
+    let shuffled = write(d, "in.cdxj", lines.concat().as_bytes());
+    lines.sort();
+    let (a, b): (Vec<_>, Vec<_>) = lines.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let half =
+        |v: Vec<(usize, &String)>| v.into_iter().map(|(_, l)| l.as_str()).collect::<String>();
+    let a = write(d, "a.cdxj", half(a).as_bytes());
+    let b = write(d, "b.cdxj", half(b).as_bytes());
+    let out_dir = d.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let dest = out_dir.join("dest");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let jobs: Vec<Vec<String>> = vec![
+        vec![
+            "index".into(),
+            "-q".into(),
+            s(&big_warc),
+            "-o".into(),
+            s(&dest),
+        ],
+        vec![
+            "sort".into(),
+            "--mem".into(),
+            "2M".into(),
+            s(&shuffled),
+            "-o".into(),
+            s(&dest),
+        ],
+        vec!["merge".into(), s(&a), s(&b), "-o".into(), s(&dest)],
+    ];
+    for job in &jobs {
+        std::fs::write(&dest, b"old\n").unwrap();
+        // The whole new output, and how long it takes.
+        let t = std::time::Instant::now();
+        let full = Command::new(util::bin()).args(job).output().unwrap();
+        assert!(
+            full.status.success(),
+            "{job:?}: {}",
+            String::from_utf8_lossy(&full.stderr)
+        );
+        let took = t.elapsed().as_micros() as u64;
+        let new = std::fs::read(&dest).unwrap();
+        assert!(new.len() > 1000);
+        let mut killed = 0;
+        for round in 0..16u64 {
+            std::fs::write(&dest, b"old\n").unwrap();
+            let mut child = Command::new(util::bin())
+                .args(job)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            // From the start to a little past the usual end.
+            let wait = took * (round * 7 % 17) / 14;
+            std::thread::sleep(std::time::Duration::from_micros(wait));
+            if child.try_wait().unwrap().is_none() {
+                killed += 1;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let got = std::fs::read(&dest).unwrap_or_default();
+            assert!(
+                got == b"old\n" || got == new,
+                "{job:?}: a partial destination ({} bytes) after a kill at {wait} us",
+                got.len()
+            );
+        }
+        assert!(
+            killed >= 4,
+            "{job:?}: only {killed} runs were killed while running"
+        );
+        // A finished run removes what the killed ones left.
+        let ok = Command::new(util::bin()).args(job).output().unwrap();
+        assert!(ok.status.success());
+        assert_eq!(std::fs::read(&dest).unwrap(), new);
+        assert_eq!(temp_files(&out_dir), Vec::<String>::new(), "{job:?}");
+    }
+    // A temporary file of a live process is left alone.
+    let live = out_dir.join(format!(".ukvs-tmp-{}-keep", std::process::id()));
+    std::fs::write(&live, b"x").unwrap();
+    let ok = Command::new(util::bin()).args(&jobs[2]).output().unwrap();
+    assert!(ok.status.success());
+    assert!(live.exists());
+}
