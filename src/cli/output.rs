@@ -170,6 +170,11 @@ impl Output {
     /// (`io::copy` between files uses `copy_file_range`), so the bytes do
     /// not pass through this process.
     pub fn append_file(&mut self, src: &mut File) -> io::Result<u64> {
+        let r = self.append_file_inner(src);
+        r.map_err(|e| self.named(e))
+    }
+
+    fn append_file_inner(&mut self, src: &mut File) -> io::Result<u64> {
         match self {
             Output::Stdout(w) => io::copy(src, w),
             Output::Temp { wtr, .. } => {
@@ -191,14 +196,12 @@ impl Output {
                 .flush()
                 .with_context(|| format!("cannot write {}", target.display())),
             Output::Temp { wtr, target, sync } => {
-                let tmp = wtr
-                    .into_inner()
-                    .map_err(|e| e.into_error())
-                    .with_context(|| format!("cannot write {}", target.display()))?;
+                let failed = |e: io::Error| {
+                    anyhow::anyhow!("cannot write {}: {}", target.display(), cause(&e))
+                };
+                let tmp = wtr.into_inner().map_err(|e| failed(e.into_error()))?;
                 if sync {
-                    tmp.as_file()
-                        .sync_all()
-                        .with_context(|| format!("cannot write {}", target.display()))?;
+                    tmp.as_file().sync_all().map_err(failed)?;
                 }
                 // On failure the error holds the temporary file and drops
                 // it, which deletes it.
@@ -211,28 +214,66 @@ impl Output {
     }
 }
 
+impl Output {
+    /// A write error that names the target (not the temporary file): the
+    /// user knows the one, not the other.
+    fn named(&self, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("cannot write {}: {}", self.name(), cause(&e)),
+        )
+    }
+}
+
+/// The system's words for a write error, without the temporary file's
+/// path that `tempfile` adds.
+fn cause(e: &io::Error) -> String {
+    let mut os = e.raw_os_error();
+    let mut src: Option<&(dyn std::error::Error + 'static)> =
+        e.get_ref().map(|r| r as &(dyn std::error::Error + 'static));
+    while let (None, Some(s)) = (os, src) {
+        os = s
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error);
+        src = s.source();
+    }
+    match os {
+        Some(n) => io::Error::from_raw_os_error(n).to_string(),
+        None => {
+            let text = e.to_string();
+            text.split(" at path \"")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        }
+    }
+}
+
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
+        let r = match self {
             Output::Stdout(w) => w.write(buf),
             Output::Temp { wtr, .. } => wtr.write(buf),
             Output::Direct { wtr, .. } => wtr.write(buf),
-        }
+        };
+        r.map_err(|e| self.named(e))
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
+        let r = match self {
             Output::Stdout(w) => w.write_all(buf),
             Output::Temp { wtr, .. } => wtr.write_all(buf),
             Output::Direct { wtr, .. } => wtr.write_all(buf),
-        }
+        };
+        r.map_err(|e| self.named(e))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
+        let r = match self {
             Output::Stdout(w) => w.flush(),
             Output::Temp { wtr, .. } => wtr.flush(),
             Output::Direct { wtr, .. } => wtr.flush(),
-        }
+        };
+        r.map_err(|e| self.named(e))
     }
 }

@@ -82,7 +82,15 @@ pub enum Error {
         /// The line.
         line: String,
     },
-    /// Writing the output failed.
+    /// Writing the output failed. (The cause is part of the message, not
+    /// a `source`, so that a report of the error chain does not say it
+    /// twice.)
     #[error("writing the map: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Io(e)
+    }
 }

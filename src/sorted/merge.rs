@@ -169,9 +169,8 @@ impl<R: BufRead> Merge<R> {
         // came from: equal lines from different inputs are adjacent here.
         let mut last: Option<Vec<u8>> = None;
         let mut count = 0;
-        let out_err = |err| Error::Io {
-            name: "output".into(),
-            line: 0,
+        let out_err = |err| Error::Write {
+            name: "the output".into(),
             err,
         };
         while let Some(line) = self.next()? {

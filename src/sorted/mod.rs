@@ -75,6 +75,16 @@ pub enum Error {
         #[source]
         err: std::io::Error,
     },
+    /// Writing the output failed (the cause, its `source`, says which and
+    /// why).
+    #[error("writing {name}")]
+    Write {
+        /// The output.
+        name: String,
+        /// The cause.
+        #[source]
+        err: std::io::Error,
+    },
     /// A line of a ZipNum secondary index cannot be read.
     #[error(
         "ZipNum index line {line}: {reason} (expected \

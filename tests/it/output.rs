@@ -377,3 +377,55 @@ fn sigkill_never_leaves_a_partial_output_and_the_next_run_cleans_up() {
     assert!(ok.status.success());
     assert!(live.exists());
 }
+
+/// Under a file-size limit (writes fail with EFBIG, as on a full disk),
+/// writing commands exit 2 with a message that names the destination,
+/// keep the old file and leave no temporary file. The limit is set by
+/// Python (which also keeps SIGXFSZ ignored, so that writes fail instead
+/// of the process being killed).
+#[test]
+fn a_full_disk_is_reported_by_name_and_keeps_the_old_file() {
+    let test = "a_full_disk_is_reported_by_name_and_keeps_the_old_file";
+    if !util::has_python_module("resource", test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (0..20_000)
+        .map(|i| format!("com,h{})/p/{i} 20140101000000 {{}}\n", i % 97))
+        .collect();
+    let input = write(d, "in.cdxj", lines.as_bytes());
+    let mut sorted: Vec<&str> = lines.lines().collect();
+    sorted.sort_unstable();
+    let sorted = write(d, "sorted.cdxj", (sorted.join("\n") + "\n").as_bytes());
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let dest = out.join("dest");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    for job in [
+        vec!["sort".to_string(), s(&input), "-o".into(), s(&dest)],
+        vec!["merge".to_string(), s(&sorted), "-o".into(), s(&dest)],
+    ] {
+        std::fs::write(&dest, b"old\n").unwrap();
+        let script = "import resource, subprocess, sys\n\
+             lim = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\n\
+             r = subprocess.run(sys.argv[1:], restore_signals=False, preexec_fn=lim)\n\
+             sys.exit(r.returncode if r.returncode >= 0 else 100 - r.returncode)";
+        let o = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(util::bin())
+            .args(&job)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{job:?}: {err}");
+        assert!(
+            err.contains(&format!("cannot write {}: ", dest.display())),
+            "{job:?}: {err}"
+        );
+        assert!(!err.contains(".ukvs-tmp"), "{job:?}: {err}");
+        assert_eq!(std::fs::read(&dest).unwrap(), b"old\n", "{job:?}");
+        assert_eq!(temp_files(&out), Vec::<String>::new(), "{job:?}");
+    }
+}
