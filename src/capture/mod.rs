@@ -205,6 +205,11 @@ fn declared_sha1(checksum: &[u8]) -> Option<&[u8]> {
     } else {
         return None;
     };
+    base32_sha1(rest)
+}
+
+/// `rest` when it is a SHA-1 in upper-case base32 (32 characters).
+fn base32_sha1(rest: &[u8]) -> Option<&[u8]> {
     let is_b32 = rest.len() == 32
         && rest
             .iter()

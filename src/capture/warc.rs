@@ -26,8 +26,8 @@ use data_encoding::BASE32;
 use super::json::{self, Escape};
 use super::post::{self, PostAppend};
 use super::{
-    cdxj_key, escape_key, http, needs_key_escape, robots, safe_url, sha1, Capture, Cdx11Line,
-    Digest, Indexer, Outcome, Profile,
+    base32_sha1, cdxj_key, escape_key, http, needs_key_escape, robots, safe_url, sha1, Capture,
+    Cdx11Line, Digest, Indexer, Outcome, Profile,
 };
 use crate::surt;
 use crate::warc::{Record, RecordType};
@@ -127,16 +127,11 @@ fn media_type(v: &[u8]) -> &[u8] {
 
 /// A base32 SHA-1 `WARC-Payload-Digest` (`sha1:` + 32 base32 characters).
 fn well_formed_sha1(v: &[u8]) -> Option<&[u8]> {
-    let rest = if v.len() > 5 && v[..5].eq_ignore_ascii_case(b"sha1:") {
-        &v[5..]
-    } else {
-        return None;
-    };
-    let ok = rest.len() == 32
-        && rest
-            .iter()
-            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(b));
-    ok.then_some(rest)
+    let prefix = v.get(..5)?;
+    prefix
+        .eq_ignore_ascii_case(b"sha1:")
+        .then(|| base32_sha1(&v[5..]))
+        .flatten()
 }
 
 /// A stated digest: `None` when it is not SHA-1 (not checked), else its
@@ -493,8 +488,13 @@ impl Indexer {
         self.key_error = None;
         self.digest_error = None;
         self.verify(rec, hashed);
-        // From here `hashed` serves the profile's digest only.
-        let hashed = hashed.filter(|_| self.profile_digest_start(rec).is_some());
+        // From here `hashed` serves the profile's digest only (without
+        // verification it never served anything else).
+        let hashed = if self.opts.verify_digests {
+            hashed.filter(|_| self.profile_digest_start(rec).is_some())
+        } else {
+            hashed
+        };
         match self.opts.profile {
             Profile::Cdxj => self.warc_cdxj(rec, hashed, out),
             Profile::Cdx11 => self.warc_cdx11(rec, hashed, out),

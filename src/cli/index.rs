@@ -402,22 +402,54 @@ trait RecReader {
     fn skipped(&self) -> (u64, u64);
 }
 
+/// The `Rec` methods every stored record of a format module has alike.
+macro_rules! stored_record {
+    ($fmt:ident) => {
+        fn block(&self) -> &[u8] {
+            $fmt::Record::block(self)
+        }
+        fn offset(&self) -> u64 {
+            self.offset
+        }
+        fn end(&self) -> u64 {
+            self.offset + self.length
+        }
+        fn buffer_capacity(&self) -> usize {
+            $fmt::Record::buffer_capacity(self)
+        }
+        fn clear(&mut self) {
+            $fmt::Record::clear(self);
+        }
+    };
+}
+
+/// `RecReader` for a format module's `Reader`.
+macro_rules! format_reader {
+    ($fmt:ident) => {
+        impl<R: io::Read> RecReader for $fmt::Reader<R> {
+            type Rec = $fmt::Record;
+            type Error = $fmt::Error;
+            fn read(&mut self, rec: &mut $fmt::Record) -> Result<bool, $fmt::Error> {
+                self.read_record(rec)
+            }
+            fn is_fatal(e: &$fmt::Error) -> bool {
+                e.is_fatal()
+            }
+            fn position(&self) -> u64 {
+                $fmt::Reader::position(self)
+            }
+            fn skipped(&self) -> (u64, u64) {
+                (self.stats().skipped_records, self.stats().skipped_bytes)
+            }
+        }
+    };
+}
+
+format_reader!(arc);
+format_reader!(warc);
+
 impl Rec for arc::Record {
-    fn block(&self) -> &[u8] {
-        arc::Record::block(self)
-    }
-    fn offset(&self) -> u64 {
-        self.offset
-    }
-    fn end(&self) -> u64 {
-        self.offset + self.length
-    }
-    fn buffer_capacity(&self) -> usize {
-        arc::Record::buffer_capacity(self)
-    }
-    fn clear(&mut self) {
-        arc::Record::clear(self);
-    }
+    stored_record!(arc);
     fn digest_start(&self, ix: &Indexer) -> Option<usize> {
         ix.digest_start(self)
     }
@@ -436,21 +468,7 @@ impl Rec for arc::Record {
 }
 
 impl Rec for warc::Record {
-    fn block(&self) -> &[u8] {
-        warc::Record::block(self)
-    }
-    fn offset(&self) -> u64 {
-        self.offset
-    }
-    fn end(&self) -> u64 {
-        self.offset + self.length
-    }
-    fn buffer_capacity(&self) -> usize {
-        warc::Record::buffer_capacity(self)
-    }
-    fn clear(&mut self) {
-        warc::Record::clear(self);
-    }
+    stored_record!(warc);
     fn digest_start(&self, ix: &Indexer) -> Option<usize> {
         ix.warc_digest_start(self)
     }
@@ -595,40 +613,6 @@ impl<R: io::Read> RecReader for Paired<R> {
     }
     fn skipped(&self) -> (u64, u64) {
         self.inner.skipped()
-    }
-}
-
-impl<R: io::Read> RecReader for arc::Reader<R> {
-    type Rec = arc::Record;
-    type Error = arc::Error;
-    fn read(&mut self, rec: &mut arc::Record) -> Result<bool, arc::Error> {
-        self.read_record(rec)
-    }
-    fn is_fatal(e: &arc::Error) -> bool {
-        e.is_fatal()
-    }
-    fn position(&self) -> u64 {
-        arc::Reader::position(self)
-    }
-    fn skipped(&self) -> (u64, u64) {
-        (self.stats().skipped_records, self.stats().skipped_bytes)
-    }
-}
-
-impl<R: io::Read> RecReader for warc::Reader<R> {
-    type Rec = warc::Record;
-    type Error = warc::Error;
-    fn read(&mut self, rec: &mut warc::Record) -> Result<bool, warc::Error> {
-        self.read_record(rec)
-    }
-    fn is_fatal(e: &warc::Error) -> bool {
-        e.is_fatal()
-    }
-    fn position(&self) -> u64 {
-        warc::Reader::position(self)
-    }
-    fn skipped(&self) -> (u64, u64) {
-        (self.stats().skipped_records, self.stats().skipped_bytes)
     }
 }
 
