@@ -788,18 +788,7 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             let input = io::Cursor::new(first).chain(f);
             match got {
                 Err(e) => {
-                    let _ = tx.send(Msg::Error {
-                        text: format!("{}: cannot read: {e}", job.path.display()),
-                    });
-                    let stats = FileStats {
-                        errors: 1,
-                        ..FileStats::default()
-                    };
-                    let _ = tx.send(Msg::Done {
-                        file: job.file,
-                        stats,
-                        meta: None,
-                    });
+                    file_failed(job, tx, format!("cannot read: {e}"));
                 }
                 Ok(_) if is_warc && job.post_append => {
                     index_records(job, Paired::new(warc::Reader::new(input)), None, tx)
@@ -809,20 +798,25 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             }
         }
         Err(e) => {
-            let _ = tx.send(Msg::Error {
-                text: format!("{}: cannot open: {e}", job.path.display()),
-            });
-            let stats = FileStats {
-                errors: 1,
-                ..FileStats::default()
-            };
-            let _ = tx.send(Msg::Done {
-                file: job.file,
-                stats,
-                meta: None,
-            });
+            file_failed(job, tx, format!("cannot open: {e}"));
         }
     }
+}
+
+/// Reports a file that could not be read at all, and ends it.
+fn file_failed(job: &Job, tx: &SyncSender<Msg>, what: String) {
+    let _ = tx.send(Msg::Error {
+        text: format!("{}: {what}", job.path.display()),
+    });
+    let stats = FileStats {
+        errors: 1,
+        ..FileStats::default()
+    };
+    let _ = tx.send(Msg::Done {
+        file: job.file,
+        stats,
+        meta: None,
+    });
 }
 
 /// Indexes the records of one file read by `rdr`, releasing the pages of
