@@ -34,6 +34,7 @@
 
 pub mod arc;
 pub mod capture;
+pub mod engine;
 mod input;
 pub mod mementomap;
 pub mod sorted;

@@ -144,6 +144,42 @@ pub fn surt_profile(o: &surt::Options) -> serde_json::Value {
     })
 }
 
+/// The SURT profile that the `!meta` lines among `headers` (pairs of a
+/// source name and a header line) record, `None` when none records one.
+/// Sources that record different profiles are refused: their keys do not
+/// meet, so neither a lookup key nor a merge can serve both.
+pub fn surt_profile_in_headers<'a>(
+    headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Option<surt::Options>, String> {
+    let mut found: Option<(surt::Options, &str)> = None;
+    for (name, h) in headers {
+        let Some(body) = h.strip_prefix(b"!meta ") else {
+            continue;
+        };
+        let Ok(meta) = crate::ukvs::parse_json5(body) else {
+            continue;
+        };
+        let opts = match surt_options_from_meta(&meta) {
+            Ok(Some(o)) => o,
+            Ok(None) => continue,
+            Err(e) => return Err(format!("{name}: {e}")),
+        };
+        match &found {
+            Some((o, first)) if *o != opts => {
+                return Err(format!(
+                    "{first} and {name} record different SURT profiles in !meta ({} and {}): \
+                 their keys do not meet; use them separately",
+                    o.profile_name(),
+                    opts.profile_name()
+                ))
+            }
+            Some(_) => {}
+            None => found = Some((opts, name)),
+        }
+    }
+    Ok(found.map(|(o, _)| o))
+}
+
 /// The SURT options an index's `!meta` object records under `surt` (as
 /// [`header_lines`] writes it): `None` when the object has no `surt`
 /// member, an error when a member is not a boolean. Absent members take

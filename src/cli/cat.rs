@@ -12,8 +12,8 @@ use ukvs::ukvs::{
     Writer,
 };
 
-use super::output::Output;
 use super::validate::open_input;
+use ukvs::engine::output::Output;
 
 /// Print records as UKVS (default) or as one JSON object per line (--json).
 ///

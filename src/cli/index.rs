@@ -26,9 +26,9 @@ use ukvs::capture::hash::Lanes;
 use ukvs::capture::{self, Indexer, Outcome, Profile};
 use ukvs::warc;
 
-use super::input::Behind;
-use super::output::Output as Dest;
 use super::sort::parse_size;
+use ukvs::engine::fs::Behind;
+use ukvs::engine::output::Output as Dest;
 
 /// Index ARC and WARC files into a sorted capture index.
 ///
@@ -758,7 +758,7 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         } else {
             // Read ahead in large steps: the file is read once, front to
             // back.
-            super::input::map_file(&f, memmap2::Advice::Sequential)
+            ukvs::engine::fs::map_file(&f, memmap2::Advice::Sequential)
                 .ok()
                 .flatten()
         };
@@ -1314,8 +1314,8 @@ impl Output {
 
     fn commit(self) -> anyhow::Result<()> {
         match self {
-            Output::Ukvs(w) => w.finish().context("cannot write the index")?.commit(),
-            Output::Plain(d) => d.commit(),
+            Output::Ukvs(w) => Ok(w.finish().context("cannot write the index")?.commit()?),
+            Output::Plain(d) => Ok(d.commit()?),
         }
     }
 }

@@ -25,7 +25,7 @@ use ukvs::mementomap::merge::{fold, fold_records_from, Lines, Merger, Source, Su
 use ukvs::mementomap::{Error as MapError, Frequency, Record};
 use ukvs::sorted::ExternalSorter;
 
-use super::output::Output;
+use ukvs::engine::output::Output;
 
 /// Build, compact, merge, query and evaluate MementoMaps (archive holdings
 /// summaries for routing lookups).
@@ -499,7 +499,8 @@ fn surt_profile_of(inputs: &[PathBuf]) -> anyhow::Result<Option<ukvs::surt::Opti
         let name = p.display().to_string();
         headers.extend(read_headers(p)?.into_iter().map(|h| (name.clone(), h)));
     }
-    super::surt::profile_in_headers(headers.iter().map(|(n, h)| (n.as_str(), h.as_bytes())))
+    ukvs::capture::surt_profile_in_headers(headers.iter().map(|(n, h)| (n.as_str(), h.as_bytes())))
+        .map_err(anyhow::Error::msg)
 }
 
 /// Records a SURT profile in a map's `!meta`.
@@ -613,7 +614,7 @@ fn write_output(out: &OutputArgs, header: &[u8], mut body: impl Read) -> anyhow:
     let mut w = Output::create(&out.output)?;
     w.write_all(header)?;
     io::copy(&mut body, &mut w)?;
-    w.commit()
+    Ok(w.commit()?)
 }
 
 fn now() -> String {
@@ -1541,7 +1542,7 @@ fn query_surt(q: &str, opts: &ukvs::surt::Options) -> Vec<u8> {
 
 fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     let f = File::open(&a.map).with_context(|| format!("opening {}", a.map.display()))?;
-    let map = super::input::map_file(&f, memmap2::Advice::Normal)
+    let map = ukvs::engine::fs::map_file(&f, memmap2::Advice::Normal)
         .with_context(|| format!("mapping {}", a.map.display()))?;
     // Not mapped: an empty file (or not a regular file), an empty map.
     let data: Box<dyn AsRef<[u8]>> = match map {
@@ -1554,7 +1555,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     let mut queries_in = BufReader::with_capacity(1 << 16, stdin.lock());
     let mut first_chunk = Vec::new();
     if from_stdin {
-        first_chunk = super::batch::read_chunk(&mut queries_in, super::batch::CHUNK)?;
+        first_chunk = ukvs::engine::batch::read_chunk(&mut queries_in, ukvs::engine::batch::CHUNK)?;
         // Sampling reads the map once: worth it from a few thousand
         // queries on.
         if first_chunk.len() >= 4096 {
@@ -1606,7 +1607,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting threads")?;
     let mut answer = |queries: &[String], w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
-        let (bufs, hit) = super::batch::answer_in_order(&pool, queries, 512, |qs, buf| {
+        let (bufs, hit) = ukvs::engine::batch::answer_in_order(&pool, queries, 512, |qs, buf| {
             qs.iter()
                 .try_fold(false, |hit, q| Ok::<_, io::Error>(one(q, buf)? || hit))
         })?;
@@ -1622,7 +1623,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
         let mut chunk = first_chunk;
         while !chunk.is_empty() {
             answer(&chunk, &mut w)?;
-            chunk = super::batch::read_chunk(&mut queries_in, super::batch::CHUNK)?;
+            chunk = ukvs::engine::batch::read_chunk(&mut queries_in, ukvs::engine::batch::CHUNK)?;
         }
     }
     w.flush()?;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use ukvs::sorted::Merge;
 
-use super::output::Output;
 use super::sort::{combine_headers, input_name, open_input};
+use ukvs::engine::output::Output;
 
 /// Merge already sorted index files into one sorted file.
 ///

@@ -1,8 +1,9 @@
 //! Command-line front end: one module per subcommand.
 //!
-//! This is the only place that knows about clap, rayon, memory maps and
-//! progress bars. Each subcommand module exposes `Args` and
-//! `run(args) -> anyhow::Result<ExitCode>`.
+//! This is the only place that knows about clap and progress bars. Each
+//! subcommand module exposes `Args` and `run(args) -> anyhow::Result<ExitCode>`;
+//! files, maps and answers to queries come from the engine
+//! ([`ukvs::engine`]).
 //!
 //! Exit codes: 0 success, 1 nothing found (lookups), 2 error. A broken pipe
 //! on stdout ends the run quietly with 0, as `head` users expect.
@@ -12,14 +13,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod batch;
 mod cat;
 mod index;
-mod input;
 mod lookup;
 mod mementomap;
 mod merge;
-mod output;
 mod sort;
 mod surt;
 mod validate;

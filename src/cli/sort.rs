@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use flate2::read::MultiGzDecoder;
 use ukvs::sorted::{self, Run};
 
-use super::output::Output;
+use ukvs::engine::output::Output;
 
 /// Sort index lines (UKVS, CDXJ, CDX) in byte order with bounded memory.
 ///

@@ -134,37 +134,3 @@ fn os_bytes(s: &OsString) -> Vec<u8> {
         s.to_string_lossy().into_owned().into_bytes()
     }
 }
-
-/// The SURT profile that the `!meta` lines among `headers` (pairs of a
-/// source name and a header line) record, `None` when none records one.
-/// Sources that record different profiles are refused: their keys do not
-/// meet, so neither a lookup key nor a merge can serve both.
-pub(super) fn profile_in_headers<'a>(
-    headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
-) -> anyhow::Result<Option<ukvs::surt::Options>> {
-    let mut found: Option<(ukvs::surt::Options, &str)> = None;
-    for (name, h) in headers {
-        let Some(body) = h.strip_prefix(b"!meta ") else {
-            continue;
-        };
-        let Ok(meta) = ukvs::ukvs::parse_json5(body) else {
-            continue;
-        };
-        let opts = match ukvs::capture::surt_options_from_meta(&meta) {
-            Ok(Some(o)) => o,
-            Ok(None) => continue,
-            Err(e) => anyhow::bail!("{name}: {e}"),
-        };
-        match &found {
-            Some((o, first)) if *o != opts => anyhow::bail!(
-                "{first} and {name} record different SURT profiles in !meta ({} and {}): \
-                 their keys do not meet; use them separately",
-                o.profile_name(),
-                opts.profile_name()
-            ),
-            Some(_) => {}
-            None => found = Some((opts, name)),
-        }
-    }
-    Ok(found.map(|(o, _)| o))
-}

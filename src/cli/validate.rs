@@ -148,7 +148,7 @@ fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::
         return Ok(None);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let map = super::input::map_file(&file, memmap2::Advice::Sequential)
+    let map = ukvs::engine::fs::map_file(&file, memmap2::Advice::Sequential)
         .with_context(|| format!("cannot map {}", path.display()))?;
     Ok(map.filter(|m| !m.starts_with(&[0x1f, 0x8b])))
 }

@@ -8,8 +8,8 @@ use anyhow::{bail, Context};
 use ukvs::sorted::lines::is_header;
 use ukvs::sorted::zipnum::{Block, BlockWriter, DEFAULT_LINES_PER_BLOCK};
 
-use super::output::Output;
 use super::sort::{input_name, open_input};
+use ukvs::engine::output::Output;
 
 /// Build ZipNum clusters (compressed, sharded indexes that pywb and
 /// Common Crawl serve).

@@ -292,40 +292,117 @@ impl<D: AsRef<[u8]>> Cluster<D> {
     pub fn range(
         &self,
         range: &KeyRange,
-        mut fetch: impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+        fetch: impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
     ) -> Result<Vec<Vec<u8>>, Error> {
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        let mut prev: Option<Vec<u8>> = None;
-        for block in self.blocks(range)? {
-            let text = block_text(&block, &mut fetch)?;
-            // Lines before the range are the tail of the step-back block;
-            // order is still checked on them, across block boundaries too.
-            for (at, line) in Lines::new(&text, 0) {
-                if prev.as_deref().is_some_and(|p| line < p) {
-                    return Err(Error::Unsorted {
-                        offset: at as u64,
-                        line: format!(
-                            "{} (block {} of shard {})",
-                            String::from_utf8_lossy(line),
-                            block.block_no,
-                            block.shard
-                        ),
-                    });
-                }
-                if line >= &range.start[..] {
-                    if range.is_past(line) {
-                        return Ok(out);
-                    }
-                    out.push(line.to_vec());
-                }
-                prev = Some(line.to_vec());
-            }
-        }
-        Ok(out)
+        self.range_lines(range, fetch)?.collect()
+    }
+
+    /// The lines of `blocks` (found by [`Cluster::blocks`], or a page of
+    /// them) that fall in `range`, one at a time: one block is held in
+    /// memory at once, whatever the size of the answer.
+    pub fn range_lines<'r, F>(
+        &self,
+        range: &'r KeyRange,
+        fetch: F,
+    ) -> Result<BlockLines<'r, F>, Error>
+    where
+        F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+    {
+        Ok(BlockLines::new(self.blocks(range)?, range, fetch))
     }
 }
 
-/// The uncompressed lines of `block`, its bytes read with `fetch`.
+/// Lines of a run of blocks within a key range, decompressed one block at
+/// a time and checked to ascend (see [`Cluster::range_lines`]).
+pub struct BlockLines<'r, F> {
+    blocks: std::vec::IntoIter<Block>,
+    range: &'r KeyRange,
+    fetch: F,
+    /// The current block's text, its shard and number, and where the next
+    /// line starts in it.
+    text: Vec<u8>,
+    place: (String, u64),
+    pos: usize,
+    prev: Vec<u8>,
+    started: bool,
+    done: bool,
+}
+
+impl<'r, F> BlockLines<'r, F>
+where
+    F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+{
+    /// The lines of `blocks` within `range`.
+    pub fn new(blocks: Vec<Block>, range: &'r KeyRange, fetch: F) -> BlockLines<'r, F> {
+        BlockLines {
+            blocks: blocks.into_iter(),
+            range,
+            fetch,
+            text: Vec::new(),
+            place: (String::new(), 0),
+            pos: 0,
+            prev: Vec::new(),
+            started: false,
+            done: false,
+        }
+    }
+}
+
+impl<F> Iterator for BlockLines<'_, F>
+where
+    F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+{
+    type Item = Result<Vec<u8>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if self.pos >= self.text.len() {
+                let block = self.blocks.next()?;
+                match block_text(&block, &mut self.fetch) {
+                    Ok(text) => self.text = text,
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+                self.place = (block.shard, block.block_no);
+                self.pos = 0;
+                continue;
+            }
+            let at = self.pos;
+            let (line, next) = super::lines::line_at(&self.text, at);
+            self.pos = next;
+            if self.started && line < &self.prev[..] {
+                self.done = true;
+                return Some(Err(Error::Unsorted {
+                    offset: at as u64,
+                    line: format!(
+                        "{} (block {} of shard {})",
+                        String::from_utf8_lossy(line),
+                        self.place.1,
+                        self.place.0
+                    ),
+                }));
+            }
+            if line >= &self.range.start[..] && self.range.is_past(line) {
+                self.done = true;
+                return None;
+            }
+            let keep = line >= &self.range.start[..];
+            let owned = line.to_vec();
+            self.prev.clear();
+            self.prev.extend_from_slice(&owned);
+            self.started = true;
+            if keep {
+                return Some(Ok(owned));
+            }
+        }
+    }
+}
+
 fn block_text(
     block: &Block,
     fetch: &mut impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,

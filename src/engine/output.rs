@@ -29,8 +29,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 /// Buffer size of every output: large writes, few system calls.
 const BUF: usize = 1 << 20;
 
@@ -86,7 +84,7 @@ pub enum Output {
 
 impl Output {
     /// Starts writing `path`; `-` is standard output.
-    pub fn create(path: &Path) -> anyhow::Result<Output> {
+    pub fn create(path: &Path) -> io::Result<Output> {
         if path == Path::new("-") {
             return Ok(Output::Stdout(BufWriter::with_capacity(BUF, io::stdout())));
         }
@@ -94,28 +92,32 @@ impl Output {
     }
 
     /// Starts writing the file `path` (`-` is a file name here).
-    pub fn file(path: &Path) -> anyhow::Result<Output> {
+    pub fn file(path: &Path) -> io::Result<Output> {
         match fs::metadata(path) {
             // FIFOs, devices, sockets: write through, never replace.
             Ok(meta) if !meta.is_file() && !meta.is_dir() => {
                 let file = OpenOptions::new()
                     .write(true)
                     .open(path)
-                    .with_context(|| format!("cannot open {}", path.display()))?;
+                    .map_err(|e| with_name(e, "cannot open", path))?;
                 return Ok(Output::Direct {
                     wtr: BufWriter::with_capacity(BUF, file),
                     target: path.to_path_buf(),
                 });
             }
             Ok(meta) if meta.is_dir() => {
-                anyhow::bail!("cannot write {}: it is a directory", path.display())
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("cannot write {}: it is a directory", path.display()),
+                ))
             }
             _ => {}
         }
         // Replace the file a link points to, not the link.
         let target = match fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path)
-                .with_context(|| format!("cannot resolve the link {}", path.display()))?,
+            Ok(m) if m.file_type().is_symlink() => {
+                fs::canonicalize(path).map_err(|e| with_name(e, "cannot resolve the link", path))?
+            }
             _ => path.to_path_buf(),
         };
         let dir = match target.parent() {
@@ -131,7 +133,7 @@ impl Output {
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
         let tmp = builder
             .tempfile_in(dir)
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+            .map_err(|e| with_name(e, "cannot create a temporary file in", dir))?;
         Ok(Output::Temp {
             wtr: BufWriter::with_capacity(BUF, tmp),
             target,
@@ -189,25 +191,24 @@ impl Output {
     }
 
     /// Flushes and moves the finished file into place.
-    pub fn commit(self) -> anyhow::Result<()> {
+    pub fn commit(self) -> io::Result<()> {
         match self {
-            Output::Stdout(mut w) => w.flush().context("cannot write to stdout"),
+            Output::Stdout(mut w) => w
+                .flush()
+                .map_err(|e| with_name(e, "cannot write to", Path::new("stdout"))),
             Output::Direct { mut wtr, target } => wtr
                 .flush()
-                .with_context(|| format!("cannot write {}", target.display())),
+                .map_err(|e| with_name(e, "cannot write", &target)),
             Output::Temp { wtr, target, sync } => {
-                let failed = |e: io::Error| {
-                    anyhow::anyhow!("cannot write {}: {}", target.display(), cause(&e))
-                };
+                let failed = |e: io::Error| with_name(e, "cannot write", &target);
                 let tmp = wtr.into_inner().map_err(|e| failed(e.into_error()))?;
                 if sync {
                     tmp.as_file().sync_all().map_err(failed)?;
                 }
                 // On failure the error holds the temporary file and drops
                 // it, which deletes it.
-                tmp.persist(&target).with_context(|| {
-                    format!("cannot rename the output into {}", target.display())
-                })?;
+                tmp.persist(&target)
+                    .map_err(|e| with_name(e.error, "cannot rename the output into", &target))?;
                 Ok(())
             }
         }
@@ -223,6 +224,14 @@ impl Output {
             format!("cannot write {}: {}", self.name(), cause(&e)),
         )
     }
+}
+
+/// `e` in the system's words, after `what` and the path it concerns.
+fn with_name(e: io::Error, what: &str, path: &Path) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("{what} {}: {}", path.display(), cause(&e)),
+    )
 }
 
 /// The system's words for a write error, without the temporary file's

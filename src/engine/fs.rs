@@ -1,4 +1,8 @@
-//! Input files mapped into memory.
+//! Input files mapped into memory: the one place that maps files.
+
+// Mapping a file and dropping mapped pages are unsafe calls; each says
+// why it holds.
+#![allow(unsafe_code)]
 
 use std::fs::File;
 use std::io;
@@ -17,7 +21,7 @@ use std::sync::Arc;
 /// changed in place (a rename leaves a map on the old file), so neither
 /// happens to them. Commands that map their inputs take `--no-mmap` to
 /// read files that may be changed instead.
-pub(super) fn map_file(file: &File, advice: memmap2::Advice) -> io::Result<Option<memmap2::Mmap>> {
+pub fn map_file(file: &File, advice: memmap2::Advice) -> io::Result<Option<memmap2::Mmap>> {
     let meta = file.metadata()?;
     if !meta.is_file() || meta.len() == 0 {
         return Ok(None);
@@ -44,20 +48,20 @@ const RELEASE_STEP: usize = 8 << 20;
 /// parallel with other files' work. Releasing only drops the mappings: the
 /// bytes stay in the page cache and the map stays valid (a later read of a
 /// released page maps it again), so a wrong offset costs time, never data.
-pub(super) struct Behind {
+pub struct Behind {
     map: Arc<memmap2::Mmap>,
     /// Bytes from the start released so far.
     done: usize,
 }
 
 impl Behind {
-    pub(super) fn new(map: Arc<memmap2::Mmap>) -> Behind {
+    pub fn new(map: Arc<memmap2::Mmap>) -> Behind {
         Behind { map, done: 0 }
     }
 
     /// Releases the pages wholly below `offset` once a step of them has
     /// gathered; the caller needs no byte below `offset` any more.
-    pub(super) fn release_below(&mut self, offset: u64) {
+    pub fn release_below(&mut self, offset: u64) {
         let upto = usize::try_from(offset).map_or(self.map.len(), |o| o.min(self.map.len()));
         let upto = upto - upto % PAGE;
         if upto < self.done + RELEASE_STEP {

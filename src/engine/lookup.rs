@@ -1,0 +1,674 @@
+//! Index sources and the queries answered over them, for every front end.
+//!
+//! ```text
+//! Collection::open(paths) ─► [Source]      one per sorted file, or per ZipNum
+//!      │                       │            cluster (its .idx mapped, blocks
+//!      │                       │            read one at a time)
+//!      ▼                       ▼
+//! Collection::lines(range) ─► Lines        every source's lines of a KeyRange,
+//!                                           merged in byte order (ties in
+//!                                           source order), one at a time
+//! ordered(lines, Order, limit)              reverse / closest / limit, holding
+//!                                           at most `limit` items
+//! ```
+//!
+//! Nothing here holds a whole answer: lines stream from the maps (or from
+//! one decompressed ZipNum block per source) to the caller, so a query that
+//! matches everything costs memory in proportion to one block, not to the
+//! answer. Only an answer in reverse or closest order waits for its end,
+//! and holds at most its limit.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::sorted::zipnum::{Block, BlockLines, Cluster};
+use crate::sorted::{self, lines, KeyRange, Search};
+
+/// What can go wrong opening or searching index sources. Each variant
+/// names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file or directory could not be opened, listed, mapped or read.
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: io::Error,
+    },
+    /// A gzip-compressed file was given as a sorted index.
+    #[error(
+        "{0} is gzip-compressed: a binary search needs a plain file \
+         (gunzip it, or build a cluster with `ukvs zipnum build`)"
+    )]
+    Compressed(String),
+    /// A directory holds more than one ZipNum `.idx` file.
+    #[error("{0} holds several .idx files; name the one to use")]
+    SeveralIdx(String),
+    /// A directory holds no index at all.
+    #[error("{0} is a directory without an index (.idx, .cdx, .cdxj or .ukvs files)")]
+    Empty(String),
+    /// The search found damage (lines out of order, a bad block).
+    #[error("searching {name}: {source}")]
+    Search { name: String, source: sorted::Error },
+    /// The sources record SURT profiles that do not meet.
+    #[error("{0}")]
+    Profiles(String),
+}
+
+impl Error {
+    fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Error + 'p {
+        move |source| Error::Io {
+            what,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// The bytes of an index file: mapped, or read into memory.
+pub enum Bytes {
+    Map(memmap2::Mmap),
+    Vec(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Vec(v) => v,
+        }
+    }
+}
+
+/// Opens `path` for searching: memory-mapped, or read into memory with
+/// `no_mmap` or when it cannot be mapped (an empty file, a pipe).
+pub fn open_bytes(path: &Path, no_mmap: bool) -> Result<Bytes, Error> {
+    let mut file = File::open(path).map_err(Error::io("open", path))?;
+    if !no_mmap {
+        // No advice: a search reads a few pages here and there.
+        let map =
+            super::fs::map_file(&file, memmap2::Advice::Normal).map_err(Error::io("map", path))?;
+        if let Some(map) = map {
+            return Ok(Bytes::Map(map));
+        }
+    }
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)
+        .map_err(Error::io("read", path))?;
+    Ok(Bytes::Vec(buf))
+}
+
+/// One index taking part in a lookup: a sorted file, or a ZipNum cluster.
+pub struct Source {
+    /// The path given (for a cluster, its `.idx` file), for messages.
+    name: String,
+    path: PathBuf,
+    kind: Kind,
+}
+
+enum Kind {
+    Plain(Search<Bytes>),
+    Cluster {
+        cluster: Cluster<Bytes>,
+        shards: HashMap<String, Vec<PathBuf>>,
+    },
+}
+
+/// Names of the files a directory of sorted indexes is read from.
+fn is_index_name(name: &str) -> bool {
+    [".cdx", ".cdxj", ".ukvs"]
+        .iter()
+        .any(|ext| name.len() > ext.len() && name.ends_with(ext))
+}
+
+impl Source {
+    /// The sources at `path`: a sorted file; a ZipNum cluster (its
+    /// directory holding one `.idx` file, or the `.idx` file); or a
+    /// directory of sorted files (`*.cdx`, `*.cdxj`, `*.ukvs`, in name
+    /// order).
+    pub fn open(path: &Path, no_mmap: bool) -> Result<Vec<Source>, Error> {
+        if path.is_dir() {
+            let mut idx = Vec::new();
+            let mut files = Vec::new();
+            for entry in std::fs::read_dir(path).map_err(Error::io("list", path))? {
+                let p = entry.map_err(Error::io("list", path))?.path();
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                let Some(name) = name else { continue };
+                if name.starts_with('.') || !p.is_file() {
+                    continue;
+                }
+                if p.extension().is_some_and(|e| e == "idx") {
+                    idx.push(p);
+                } else if is_index_name(&name) {
+                    files.push(p);
+                }
+            }
+            return match (idx.len(), files.is_empty()) {
+                (1, _) => Ok(vec![Source::cluster(&idx[0], no_mmap)?]),
+                (0, false) => {
+                    files.sort();
+                    files.iter().map(|f| Source::plain(f, no_mmap)).collect()
+                }
+                (0, true) => Err(Error::Empty(path.display().to_string())),
+                _ => Err(Error::SeveralIdx(path.display().to_string())),
+            };
+        }
+        if path.extension().is_some_and(|e| e == "idx") {
+            return Ok(vec![Source::cluster(path, no_mmap)?]);
+        }
+        Ok(vec![Source::plain(path, no_mmap)?])
+    }
+
+    fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {
+        let bytes = open_bytes(path, no_mmap)?;
+        let name = path.display().to_string();
+        // Bisecting compressed bytes would only report disorder.
+        if bytes.as_ref().starts_with(&[0x1f, 0x8b]) {
+            return Err(Error::Compressed(name));
+        }
+        Ok(Source {
+            name,
+            path: path.to_path_buf(),
+            kind: Kind::Plain(Search::new(bytes)),
+        })
+    }
+
+    fn cluster(idx: &Path, no_mmap: bool) -> Result<Source, Error> {
+        let shards = read_loc(&idx.with_extension("loc"))?;
+        Ok(Source {
+            name: idx.display().to_string(),
+            path: idx.to_path_buf(),
+            kind: Kind::Cluster {
+                cluster: Cluster::new(open_bytes(idx, no_mmap)?),
+                shards,
+            },
+        })
+    }
+
+    /// The file's name as given, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The file searched: the sorted file, or the cluster's `.idx`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this is a ZipNum cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster { .. })
+    }
+
+    /// The header lines (`!...`) of a sorted file; none for a cluster.
+    pub fn headers(&self) -> Vec<&[u8]> {
+        match &self.kind {
+            Kind::Plain(search) => search.headers().collect(),
+            Kind::Cluster { .. } => Vec::new(),
+        }
+    }
+
+    /// The search of a sorted file.
+    pub fn search(&self) -> Option<&Search<Bytes>> {
+        match &self.kind {
+            Kind::Plain(search) => Some(search),
+            Kind::Cluster { .. } => None,
+        }
+    }
+
+    /// The search of a sorted file, to sample it.
+    pub fn search_mut(&mut self) -> Option<&mut Search<Bytes>> {
+        match &mut self.kind {
+            Kind::Plain(search) => Some(search),
+            Kind::Cluster { .. } => None,
+        }
+    }
+
+    /// The blocks of a cluster that `range` can touch (none for a file).
+    pub fn blocks(&self, range: &KeyRange) -> Result<Vec<Block>, Error> {
+        match &self.kind {
+            Kind::Plain(_) => Ok(Vec::new()),
+            Kind::Cluster { cluster, .. } => cluster.blocks(range).map_err(|e| self.failed(e)),
+        }
+    }
+
+    /// Proves the order of the whole source (a full pass), reporting up to
+    /// `max` disorders.
+    pub fn check_order(&self, max: usize) -> Result<sorted::OrderReport, Error> {
+        match &self.kind {
+            Kind::Plain(search) => Ok(search.check_order(max)),
+            Kind::Cluster { cluster, shards } => cluster
+                .check_order(max, shard_fetcher(shards))
+                .map_err(|e| self.failed(e)),
+        }
+    }
+
+    /// The lines of `range`, one at a time, in index order; `at` is the
+    /// range's lower bound in a sorted file when the caller found it
+    /// already ([`Search::lower_bounds`]).
+    pub fn lines<'s>(
+        &'s self,
+        range: &'s KeyRange,
+        at: Option<usize>,
+    ) -> Result<SourceLines<'s>, Error> {
+        match &self.kind {
+            Kind::Plain(search) => {
+                let found = match at {
+                    Some(pos) => search.range_from(range, pos),
+                    None => search.range(range),
+                };
+                Ok(SourceLines::Plain(found.map_err(|e| self.failed(e))?))
+            }
+            Kind::Cluster { cluster, shards } => {
+                let blocks = cluster.blocks(range).map_err(|e| self.failed(e))?;
+                Ok(self.block_lines(blocks, range, shards))
+            }
+        }
+    }
+
+    /// The lines of a page of a cluster's blocks within `range` (pywb's
+    /// paged queries); nothing for a sorted file.
+    pub fn page_lines<'s>(&'s self, blocks: Vec<Block>, range: &'s KeyRange) -> SourceLines<'s> {
+        match &self.kind {
+            Kind::Plain(_) => SourceLines::Done,
+            Kind::Cluster { shards, .. } => self.block_lines(blocks, range, shards),
+        }
+    }
+
+    fn block_lines<'s>(
+        &'s self,
+        blocks: Vec<Block>,
+        range: &'s KeyRange,
+        shards: &'s HashMap<String, Vec<PathBuf>>,
+    ) -> SourceLines<'s> {
+        SourceLines::Cluster(Box::new(BlockLines::new(
+            blocks,
+            range,
+            Box::new(shard_fetcher(shards)),
+        )))
+    }
+
+    fn failed(&self, source: sorted::Error) -> Error {
+        Error::Search {
+            name: self.name.clone(),
+            source,
+        }
+    }
+}
+
+/// Reads blocks of a cluster: `(shard, offset, length) -> bytes`.
+type Fetch<'s> = Box<dyn FnMut(&str, u64, u64) -> io::Result<Vec<u8>> + Send + 's>;
+
+/// The lines of one source within a range, one at a time.
+pub enum SourceLines<'s> {
+    Plain(sorted::Range<'s, 's>),
+    Cluster(Box<BlockLines<'s, Fetch<'s>>>),
+    Done,
+}
+
+impl<'s> Iterator for SourceLines<'s> {
+    type Item = Result<Cow<'s, [u8]>, sorted::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            SourceLines::Plain(r) => r.next().map(|l| l.map(|(_, line)| Cow::Borrowed(line))),
+            SourceLines::Cluster(b) => b.next().map(|l| l.map(Cow::Owned)),
+            SourceLines::Done => None,
+        }
+    }
+}
+
+/// Reads a `.loc` file: `shard<TAB>path[<TAB>path...]`, paths relative to
+/// the `.loc` file's directory. Like pywb, a shard's paths are tried in
+/// order and the first that opens is read.
+fn read_loc(path: &Path) -> Result<HashMap<String, Vec<PathBuf>>, Error> {
+    let text =
+        std::fs::read_to_string(path).map_err(Error::io("read the ZipNum location file", path))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut map: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    for line in text.lines() {
+        let mut parts = line.trim_end().split('\t');
+        if let Some(shard) = parts.next() {
+            map.entry(shard.to_string())
+                .or_default()
+                .extend(parts.filter(|p| !p.is_empty()).map(|p| dir.join(p)));
+        }
+    }
+    Ok(map)
+}
+
+/// Reads blocks of a cluster's shards, found through the `.loc` file's
+/// paths: `(shard, offset, length) -> bytes`.
+fn shard_fetcher(
+    shards: &HashMap<String, Vec<PathBuf>>,
+) -> impl Fn(&str, u64, u64) -> io::Result<Vec<u8>> + Send + '_ {
+    move |shard, offset, length| {
+        let paths = shards
+            .get(shard)
+            .ok_or_else(|| io::Error::other(format!("shard {shard:?} is not in the .loc file")))?;
+        fetch_block(paths, offset, length)
+    }
+}
+
+/// Reads `length` bytes at `offset` of the first path of a shard that opens.
+fn fetch_block(paths: &[PathBuf], offset: u64, length: u64) -> io::Result<Vec<u8>> {
+    let mut last = io::Error::other("the .loc file gives no path for this shard");
+    for path in paths {
+        let mut f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                last = io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        f.seek(SeekFrom::Start(offset))?;
+        let mut buf = vec![0; usize::try_from(length).map_err(io::Error::other)?];
+        f.read_exact(&mut buf)?;
+        return Ok(buf);
+    }
+    Err(last)
+}
+
+/// The sources of one lookup or one served collection, searched as one
+/// index.
+pub struct Collection {
+    sources: Vec<Source>,
+}
+
+/// A line of an answer and the source it came from (an index into
+/// [`Collection::sources`]).
+#[derive(Clone, Debug)]
+pub struct Hit<'s> {
+    pub line: Cow<'s, [u8]>,
+    pub source: usize,
+}
+
+impl Collection {
+    /// Opens every path (see [`Source::open`]), in order.
+    pub fn open<P: AsRef<Path>>(paths: &[P], no_mmap: bool) -> Result<Collection, Error> {
+        let mut sources = Vec::new();
+        for p in paths {
+            sources.extend(Source::open(p.as_ref(), no_mmap)?);
+        }
+        Ok(Collection { sources })
+    }
+
+    pub fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    pub fn sources_mut(&mut self) -> &mut [Source] {
+        &mut self.sources
+    }
+
+    /// The SURT options URLs are keyed with: the profile the indexes'
+    /// `!meta` records (`ukvs index --keep-www` and the like), else the
+    /// reference's defaults. Indexes keyed with different profiles cannot
+    /// be searched with one key.
+    pub fn surt_options(&self) -> Result<crate::surt::Options, Error> {
+        let headers = self
+            .sources
+            .iter()
+            .flat_map(|s| s.headers().into_iter().map(move |h| (s.name(), h)));
+        crate::capture::surt_profile_in_headers(headers)
+            .map(Option::unwrap_or_default)
+            .map_err(Error::Profiles)
+    }
+
+    /// Names of the value fields between the datetime and the JSON block:
+    /// from a `!fields {.., values: [..]}` header of the first sorted file
+    /// that has one, else the default UKVS capture profile's (`offset`,
+    /// `digest`).
+    pub fn value_names(&self) -> Vec<String> {
+        for s in &self.sources {
+            for h in s.headers() {
+                if let Some(names) = h.strip_prefix(b"!fields ").and_then(parse_values) {
+                    return names;
+                }
+            }
+        }
+        vec!["offset".into(), "digest".into()]
+    }
+
+    /// Every source's lines in `range`, merged in byte order (ties in
+    /// source order), one at a time. `at(i)` is the range's lower bound in
+    /// source `i` when the caller found it already.
+    pub fn lines<'s>(
+        &'s self,
+        range: &'s KeyRange,
+        at: impl Fn(usize) -> Option<usize>,
+    ) -> Result<Lines<'s>, Error> {
+        let mut each = Vec::with_capacity(self.sources.len());
+        for (i, s) in self.sources.iter().enumerate() {
+            each.push(s.lines(range, at(i))?);
+        }
+        Ok(Lines::new(self, each))
+    }
+
+    /// Merges per-source line streams (one per source, in source order).
+    pub fn merge<'s>(&'s self, each: Vec<SourceLines<'s>>) -> Lines<'s> {
+        Lines::new(self, each)
+    }
+}
+
+/// Every source's lines of a range, merged (see [`Collection::lines`]).
+pub struct Lines<'s> {
+    collection: &'s Collection,
+    each: Vec<SourceLines<'s>>,
+    /// The next line of each source, once read.
+    heads: Vec<Option<Cow<'s, [u8]>>>,
+    started: bool,
+    failed: bool,
+}
+
+impl<'s> Lines<'s> {
+    fn new(collection: &'s Collection, each: Vec<SourceLines<'s>>) -> Lines<'s> {
+        let heads = each.iter().map(|_| None).collect();
+        Lines {
+            collection,
+            each,
+            heads,
+            started: false,
+            failed: false,
+        }
+    }
+
+    /// Reads the next line of source `i` into its head.
+    fn fill(&mut self, i: usize) -> Result<(), Error> {
+        self.heads[i] = match self.each[i].next() {
+            Some(Ok(line)) => Some(line),
+            Some(Err(source)) => {
+                return Err(Error::Search {
+                    name: self.collection.sources[i].name.clone(),
+                    source,
+                })
+            }
+            None => None,
+        };
+        Ok(())
+    }
+}
+
+impl<'s> Iterator for Lines<'s> {
+    type Item = Result<Hit<'s>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            for i in 0..self.each.len() {
+                if let Err(e) = self.fill(i) {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        // Few sources: a scan for the least head beats a heap. The first
+        // of equal heads wins, so ties keep source order.
+        let mut best: Option<usize> = None;
+        for (i, h) in self.heads.iter().enumerate() {
+            if let Some(line) = h {
+                if best.map_or(true, |b| line < self.heads[b].as_ref().expect("a head")) {
+                    best = Some(i);
+                }
+            }
+        }
+        let i = best?;
+        let line = self.heads[i].take().expect("the chosen head");
+        if let Err(e) = self.fill(i) {
+            self.failed = true;
+            return Some(Err(e));
+        }
+        Some(Ok(Hit { line, source: i }))
+    }
+}
+
+/// The order of an answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Index order (byte order of the lines).
+    Index,
+    /// The last matches first.
+    Reverse,
+    /// Nearest in time to this (possibly partial) datetime first; equal
+    /// distances keep index order.
+    Closest(Vec<u8>),
+}
+
+/// `items` in `order`, at most `limit` of them, as pywb's CDX server
+/// orders them. Index order streams; reverse and closest order wait for
+/// the end of `items` and hold at most `limit` items (all of them without
+/// a limit). `datetime` gives an item's 14-digit datetime.
+pub fn ordered<'a, T: 'a, E: 'a>(
+    items: impl Iterator<Item = Result<T, E>> + 'a,
+    order: &Order,
+    limit: Option<usize>,
+    datetime: impl Fn(&T) -> &[u8] + 'a,
+) -> Box<dyn Iterator<Item = Result<T, E>> + 'a> {
+    match order {
+        Order::Index => match limit {
+            Some(n) => Box::new(items.take(n)),
+            None => Box::new(items),
+        },
+        Order::Reverse => {
+            let mut kept = VecDeque::new();
+            for item in items {
+                match item {
+                    Ok(t) => {
+                        if limit == Some(0) {
+                            continue;
+                        }
+                        if limit.is_some_and(|n| kept.len() == n) {
+                            kept.pop_back();
+                        }
+                        kept.push_front(t);
+                    }
+                    Err(e) => return Box::new(std::iter::once(Err(e))),
+                }
+            }
+            Box::new(kept.into_iter().map(Ok))
+        }
+        Order::Closest(target) => {
+            let target = sorted::datetime_to_secs(target);
+            // Sorted by distance; an insertion after the last equal
+            // distance keeps index order among equals.
+            let mut kept: Vec<(i64, T)> = Vec::new();
+            for item in items {
+                match item {
+                    Ok(t) => {
+                        let d = (sorted::datetime_to_secs(datetime(&t)) - target).abs();
+                        if limit.is_some_and(|n| kept.len() >= n)
+                            && kept.last().map_or(true, |(last, _)| d >= *last)
+                        {
+                            continue;
+                        }
+                        let at = kept.partition_point(|(k, _)| *k <= d);
+                        kept.insert(at, (d, t));
+                        if limit.is_some_and(|n| kept.len() > n) {
+                            kept.pop();
+                        }
+                    }
+                    Err(e) => return Box::new(std::iter::once(Err(e))),
+                }
+            }
+            Box::new(kept.into_iter().map(|(_, t)| Ok(t)))
+        }
+    }
+}
+
+/// The `values` list of a `!fields` header body, read leniently (its keys
+/// may be unquoted): the quoted strings after `values`.
+pub fn parse_values(body: &[u8]) -> Option<Vec<String>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let at = text.find("values")?;
+    let list = &text[at..];
+    let open = list.find('[')?;
+    let close = list[open..].find(']')? + open;
+    let names = list[open + 1..close]
+        .split(',')
+        .map(|s| s.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    Some(names)
+}
+
+/// Key and datetime of a line (its first two fields).
+pub fn key_datetime(line: &[u8]) -> (&[u8], &[u8]) {
+    lines::key_datetime(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(order: Order, limit: Option<usize>, items: &[&'static str]) -> Vec<&'static str> {
+        let it = items.iter().map(|s| Ok::<_, ()>(*s));
+        ordered(it, &order, limit, |s: &&str| s.as_bytes())
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn reverse_keeps_the_last_limit_items() {
+        let items = ["2001", "2002", "2003", "2004"];
+        assert_eq!(run(Order::Reverse, Some(2), &items), ["2004", "2003"]);
+        assert_eq!(
+            run(Order::Reverse, None, &items),
+            ["2004", "2003", "2002", "2001"]
+        );
+        assert!(run(Order::Reverse, Some(0), &items).is_empty());
+    }
+
+    #[test]
+    fn closest_is_a_stable_sort_by_distance() {
+        let items = [
+            "20010101000000",
+            "20030101000000",
+            "20020101000000",
+            "20030101000000",
+        ];
+        let c = Order::Closest(b"2003".to_vec());
+        // `2003` is the last second of 2003: both 2003 captures tie.
+        assert_eq!(
+            run(c.clone(), Some(3), &items),
+            ["20030101000000", "20030101000000", "20020101000000"]
+        );
+        assert_eq!(run(c.clone(), Some(1), &items), ["20030101000000"]);
+        assert!(run(c, Some(0), &items).is_empty());
+    }
+
+    #[test]
+    fn fields_header_values() {
+        let names = parse_values(br#"{keys: ["surt", "datetime"], values: ["offset", "digest"]}"#);
+        assert_eq!(
+            names,
+            Some(vec!["offset".to_string(), "digest".to_string()])
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! The engine: whole jobs over files, for every front end.
+//!
+//! The format and algorithm modules above it ([`crate::sorted`],
+//! [`crate::mementomap`], ...) take bytes and readers; this layer owns what
+//! they leave out: opening and mapping files, writing outputs atomically,
+//! thread pools, and answering queries over a set of index sources. The
+//! command line (`src/cli/`) and the HTTP server (`src/serve/`) only turn
+//! their inputs into calls here and print what comes back.
+//!
+//! | module | role |
+//! |---|---|
+//! | [`fs`] | the one place that maps files, and gives mapped pages back |
+//! | [`output`] | output files that appear whole or not at all |
+//! | [`batch`] | batches of queries answered on every core, in input order, in bounded memory |
+//! | [`format`] | how found lines are printed: as they are, CDXJ, JSON, TimeMaps |
+//! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
+
+pub mod batch;
+pub mod format;
+pub mod fs;
+pub mod lookup;
+pub mod output;
