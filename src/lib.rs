@@ -32,6 +32,7 @@
 // each `unsafe` holds; everything else is safe code.
 #![deny(unsafe_code)]
 
+pub mod acl;
 pub mod arc;
 pub mod capture;
 pub mod engine;

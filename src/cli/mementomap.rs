@@ -1530,26 +1530,8 @@ fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The SURT of a query: SURTs (with `)`) are used as given, URLs are
-/// canonicalised with `opts` (the profile the map records).
-fn query_surt(q: &str, opts: &ukvs::surt::Options) -> Vec<u8> {
-    let q = q.trim();
-    if q.contains(')') && !q.contains("://") {
-        return q.as_bytes().to_vec();
-    }
-    ukvs::surt::key(q.as_bytes(), opts).0
-}
-
 fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
-    let f = File::open(&a.map).with_context(|| format!("opening {}", a.map.display()))?;
-    let map = ukvs::engine::fs::map_file(&f, memmap2::Advice::Normal)
-        .with_context(|| format!("mapping {}", a.map.display()))?;
-    // Not mapped: an empty file (or not a regular file), an empty map.
-    let data: Box<dyn AsRef<[u8]>> = match map {
-        Some(map) => Box::new(map),
-        None => Box::new(Vec::<u8>::new()),
-    };
-    let mut map = Map::new((*data).as_ref()).keep_query(a.keep_query);
+    let mut map = ukvs::engine::maps::MapFile::open(&a.map, false, a.keep_query)?;
     let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
     let stdin = io::stdin();
     let mut queries_in = BufReader::with_capacity(1 << 16, stdin.lock());
@@ -1566,7 +1548,6 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let surt_opts = surt_profile_of(std::slice::from_ref(&a.map))?.unwrap_or_default();
     if a.datetime.is_some() && !map.has_datetime() {
         bail!(
             "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
@@ -1576,30 +1557,7 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut any = false;
-    let one = |q: &str, w: &mut Vec<u8>| -> io::Result<bool> {
-        if q.trim().is_empty() {
-            return Ok(false);
-        }
-        let surt = query_surt(q, &surt_opts);
-        let hit = match &a.datetime {
-            Some(range) => map.lookup_during(&surt, range),
-            None => map.lookup(&surt),
-        };
-        let covered = match hit.map_err(io::Error::other)? {
-            Some(h) => {
-                w.extend_from_slice(&h.key);
-                write!(w, " {} {} ", h.freq, h.steps)?;
-                h.covered()
-            }
-            None => {
-                w.extend_from_slice(b"- - - ");
-                false
-            }
-        };
-        w.extend_from_slice(q.trim().as_bytes());
-        w.push(b'\n');
-        Ok(covered)
-    };
+    let one = |q: &str, w: &mut Vec<u8>| map.answer(q, a.datetime.as_ref(), w);
     // Answers chunk by chunk: the queries of a chunk in parallel, the
     // chunk's output in input order.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -1652,7 +1610,7 @@ fn run_evaluate(a: EvaluateArgs) -> anyhow::Result<ExitCode> {
     let queries: Vec<Vec<u8>> = String::from_utf8_lossy(&queries_text)
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|q| query_surt(q, &surt_opts))
+        .map(|q| ukvs::engine::maps::query_surt(q, &surt_opts))
         .collect();
     let stdout = io::stdout();
     let mut w = stdout.lock();

@@ -18,6 +18,7 @@ mod index;
 mod lookup;
 mod mementomap;
 mod merge;
+mod serve;
 mod sort;
 mod surt;
 mod validate;
@@ -43,6 +44,7 @@ enum Command {
     #[command(subcommand)]
     Zipnum(zipnum::Command),
     Mementomap(mementomap::Args),
+    Serve(serve::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -58,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Lookup(args) => lookup::run(args),
         Command::Zipnum(cmd) => zipnum::run(cmd),
         Command::Mementomap(args) => mementomap::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => code,

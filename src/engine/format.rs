@@ -98,9 +98,39 @@ pub fn write_line(
 /// RFC 1123 date of a 14-digit datetime (`Mon, 27 Jan 2014 17:12:00 GMT`).
 pub fn http_date(datetime: &str) -> String {
     let secs = crate::sorted::datetime_to_secs(datetime.as_bytes());
+    let (year, month, day, rem) = civil(secs);
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[secs.div_euclid(86_400).rem_euclid(7) as usize],
+        day,
+        MONTHS[(month - 1).clamp(0, 11) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The 14-digit datetime of seconds since 1970 (UTC).
+pub fn datetime_14(secs: i64) -> String {
+    let (year, month, day, rem) = civil(secs);
+    format!(
+        "{year:04}{month:02}{day:02}{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Year, month, day and seconds into the day of seconds since 1970
+/// (inverse of the lookup's civil-calendar arithmetic).
+fn civil(secs: i64) -> (i64, i64, i64, i64) {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970 (inverse of the lookup's arithmetic).
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -110,20 +140,7 @@ pub fn http_date(datetime: &str) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
-        DAYS[days.rem_euclid(7) as usize],
-        day,
-        MONTHS[(month - 1).clamp(0, 11) as usize],
-        year,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (year, month, day, rem)
 }
 
 /// The URLs a TimeMap links to besides its mementos.
@@ -227,6 +244,19 @@ pub fn link_uri(uri: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datetimes_of_seconds() {
+        for dt in [
+            "20140127171200",
+            "19700101000000",
+            "20000229235959",
+            "21000301000000",
+        ] {
+            let secs = crate::sorted::datetime_to_secs(dt.as_bytes());
+            assert_eq!(datetime_14(secs), dt);
+        }
+    }
 
     #[test]
     fn http_dates() {

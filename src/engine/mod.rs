@@ -14,9 +14,11 @@
 //! | [`batch`] | batches of queries answered on every core, in input order, in bounded memory |
 //! | [`format`] | how found lines are printed: as they are, CDXJ, JSON, TimeMaps |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
+//! | [`maps`] | MementoMap lookups over a mapped map |
 
 pub mod batch;
 pub mod format;
 pub mod fs;
 pub mod lookup;
+pub mod maps;
 pub mod output;

@@ -247,8 +247,9 @@ impl<D: AsRef<[u8]>> Cluster<D> {
             // A block whose first key is already past the range holds
             // nothing for it; the first candidate is always taken, since
             // its tail may hold the first matches.
-            if !out.is_empty() && block.first_key >= range.start && range.is_past(&block.first_key)
-            {
+            // A block starting past the range ends the list. When it is the
+            // first block, no block can hold the range: the list is empty.
+            if block.first_key >= range.start && range.is_past(&block.first_key) {
                 break;
             }
             out.push(block);

@@ -1,0 +1,73 @@
+//! `ukvs serve`: arguments in, the HTTP server (`src/serve`) runs.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::serve::{self, Spec};
+
+/// Serve sorted indexes and ZipNum clusters over HTTP, with pywb's CDX
+/// server API.
+///
+/// Each NAME=PATH makes PATH part of the collection NAME: a sorted UKVS,
+/// CDXJ or CDX file, a directory of them (`*.cdx`, `*.cdxj`, `*.ukvs`), or
+/// a ZipNum cluster (its directory or its `.idx`). Several PATHs under one
+/// NAME are merged. `NAME=map:PATH` adds a MementoMap, `NAME=acl:PATH`
+/// pywb access rules (`.aclj`).
+///
+/// Endpoints: `GET /NAME/cdx?url=...` (pywb 2.10's CDX API: matchType,
+/// from, to, closest, sort, limit, filter, fl, output, showNumPages, page,
+/// pageSize, ...), `GET /NAME/timemap/link/URL` (an RFC 7089 TimeMap),
+/// `GET /NAME/mementomap?url=...` and `GET /health`. Files are memory-mapped
+/// and searched in place.
+///
+/// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight
+/// and exit 0; SIGHUP re-reads `--config` and re-opens every index without
+/// dropping a request.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// NAME=PATH, NAME=map:PATH or NAME=acl:PATH.
+    #[arg(value_name = "NAME=PATH", value_parser = clap::value_parser!(Spec))]
+    specs: Vec<Spec>,
+    /// Address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// A file of NAME=PATH lines (`#` starts a comment), re-read on SIGHUP.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// No log line per request.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    /// Connections served at once; more are answered 503 and closed.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// Longest request head (request line and headers) accepted, in bytes.
+    #[arg(long, default_value_t = 64 << 10)]
+    max_request_bytes: usize,
+    /// Seconds a client has to send a request's head before the
+    /// connection is closed (slow or idle clients).
+    #[arg(long, default_value_t = 30)]
+    idle_timeout: u64,
+    /// Read index files into memory instead of mapping them.
+    #[arg(long)]
+    no_mmap: bool,
+    /// Worker threads (0 = every core).
+    #[arg(short = 'j', long, default_value_t = 0)]
+    threads: usize,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    serve::run(serve::Options {
+        bind: args.bind,
+        specs: args.specs,
+        config: args.config,
+        quiet: args.quiet,
+        max_connections: args.max_connections,
+        max_request_bytes: args.max_request_bytes,
+        idle: Duration::from_secs(args.idle_timeout.max(1)),
+        no_mmap: args.no_mmap,
+        threads: args.threads,
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,194 @@
+//! The served collections: `NAME=PATH` specs, opened into the engine's
+//! sources.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use ukvs::engine::lookup::Collection;
+use ukvs::engine::maps::MapFile;
+
+/// One `NAME=PATH`, `NAME=map:PATH` or `NAME=acl:PATH`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub name: String,
+    pub kind: Kind,
+    pub path: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A sorted index file, a directory of them, or a ZipNum cluster.
+    Index,
+    /// A MementoMap for `/NAME/mementomap`.
+    Map,
+    /// pywb access rules (`.aclj`).
+    Acl,
+}
+
+impl std::str::FromStr for Spec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Spec, String> {
+        let (name, rest) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s:?} is not NAME=PATH"))?;
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            || name.starts_with('.')
+            || name == "health"
+        {
+            return Err(format!(
+                "{name:?} cannot name a collection: use letters, digits, `-`, `_` and `.` \
+                 (not first), and not `health`"
+            ));
+        }
+        let (kind, path) = if let Some(p) = rest.strip_prefix("map:") {
+            (Kind::Map, p)
+        } else if let Some(p) = rest.strip_prefix("acl:") {
+            (Kind::Acl, p)
+        } else {
+            (Kind::Index, rest)
+        };
+        if path.is_empty() {
+            return Err(format!("{s:?} gives no path"));
+        }
+        Ok(Spec {
+            name: name.to_string(),
+            kind,
+            path: PathBuf::from(path),
+        })
+    }
+}
+
+/// The specs of a config file: one `NAME=PATH` per line; blank lines and
+/// lines starting with `#` are skipped.
+pub fn read_config(path: &Path) -> anyhow::Result<Vec<Spec>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    let mut specs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let spec = line
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{}: line {}: {e}", path.display(), i + 1))?;
+        specs.push(spec);
+    }
+    Ok(specs)
+}
+
+/// One served collection.
+pub struct Coll {
+    pub name: String,
+    /// The indexes, searched as one (none when only a map is served).
+    pub index: Option<Collection>,
+    /// What pywb calls each source in `"source"`.
+    pub labels: Vec<String>,
+    pub surt: ukvs::surt::Options,
+    pub value_names: Vec<String>,
+    pub map: Option<MapFile>,
+    pub acl: Option<ukvs::acl::Rules>,
+}
+
+/// Every served collection by name.
+pub struct Catalog {
+    colls: BTreeMap<String, std::sync::Arc<Coll>>,
+}
+
+impl Catalog {
+    /// Opens every spec; several index specs under one name form one
+    /// collection, their lines merged in byte order.
+    pub fn open(specs: &[Spec], no_mmap: bool) -> anyhow::Result<Catalog> {
+        let mut by_name: BTreeMap<&str, Vec<&Spec>> = BTreeMap::new();
+        for s in specs {
+            by_name.entry(&s.name).or_default().push(s);
+        }
+        if by_name.is_empty() {
+            bail!("no collection to serve: give NAME=PATH arguments or --config FILE");
+        }
+        let mut colls = BTreeMap::new();
+        for (name, specs) in by_name {
+            let coll =
+                open_coll(name, &specs, no_mmap).with_context(|| format!("collection {name}"))?;
+            colls.insert(name.to_string(), std::sync::Arc::new(coll));
+        }
+        Ok(Catalog { colls })
+    }
+
+    pub fn get(&self, name: &str) -> Option<std::sync::Arc<Coll>> {
+        self.colls.get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.colls.keys().map(String::as_str).collect()
+    }
+}
+
+fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll> {
+    let index_paths: Vec<&Path> = specs
+        .iter()
+        .filter(|s| s.kind == Kind::Index)
+        .map(|s| s.path.as_path())
+        .collect();
+    let mut map = None;
+    let mut acl = None;
+    for s in specs {
+        match s.kind {
+            Kind::Index => {}
+            Kind::Map if map.is_some() => bail!("more than one map"),
+            Kind::Map => map = Some(MapFile::open(&s.path, no_mmap, false)?),
+            Kind::Acl if acl.is_some() => bail!("more than one access-rules file"),
+            Kind::Acl => {
+                let text = std::fs::read(&s.path)
+                    .with_context(|| format!("cannot read {}", s.path.display()))?;
+                let rules = ukvs::acl::Rules::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", s.path.display()))?;
+                acl = Some(rules);
+            }
+        }
+    }
+    let (index, labels, surt, value_names) = if index_paths.is_empty() {
+        (None, Vec::new(), Default::default(), Vec::new())
+    } else {
+        let index = Collection::open(&index_paths, no_mmap)?;
+        let labels = source_labels(name, &index_paths, &index);
+        let surt = index.surt_options()?;
+        let value_names = index.value_names();
+        (Some(index), labels, surt, value_names)
+    };
+    Ok(Coll {
+        name: name.to_string(),
+        index,
+        labels,
+        surt,
+        value_names,
+        map,
+        acl,
+    })
+}
+
+/// pywb's `"source"` of each source: the collection's name for a single
+/// file or cluster, `NAME:FILE` for each file of a directory, as its
+/// directory source names them.
+fn source_labels(name: &str, paths: &[&Path], index: &Collection) -> Vec<String> {
+    index
+        .sources()
+        .iter()
+        .map(|s| {
+            let in_dir = paths
+                .iter()
+                .any(|p| p.is_dir() && s.path().parent() == Some(p))
+                && !s.is_cluster();
+            match (in_dir, s.path().file_name()) {
+                (true, Some(f)) => format!("{name}:{}", f.to_string_lossy()),
+                _ => name.to_string(),
+            }
+        })
+        .collect()
+}

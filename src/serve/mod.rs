@@ -1,0 +1,274 @@
+//! `ukvs serve`: the HTTP front end. Replay systems query it as they query
+//! pywb's CDX server; it answers from sorted files and ZipNum clusters in
+//! place, through the engine ([`ukvs::engine::lookup`]).
+//!
+//! ```text
+//! accept loop (tokio) ─► connection (hyper http1; header timeout, size cap)
+//!        │ semaphore: at most --max-connections at once
+//!        ▼
+//! route(path) ─► /health
+//!             ─► /NAME/cdx?...              cdx::answer      (pywb's API)
+//!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
+//!             ─► /NAME/mementomap?url=...   maps::answer
+//!        │
+//!        ▼ spawn_blocking: the engine searches the maps and sends the
+//!          answer in chunks through a bounded channel (the client's pace
+//!          holds the search back, so no answer is held whole)
+//! ```
+//!
+//! The catalog of collections sits behind a lock as an `Arc`; a request
+//! takes its own reference, so SIGHUP can swap in re-opened files while
+//! answers from the old ones finish. SIGTERM stops accepting, lets the
+//! answers in flight finish (for a bounded time) and exits 0.
+
+mod catalog;
+mod cdx;
+mod http;
+mod maps;
+mod pywb;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use catalog::Catalog;
+pub use catalog::Spec;
+
+/// How the server runs.
+pub struct Options {
+    pub bind: SocketAddr,
+    /// The collections given as arguments (`NAME=PATH` specs).
+    pub specs: Vec<Spec>,
+    /// A file of more specs, read at the start and again on SIGHUP.
+    pub config: Option<std::path::PathBuf>,
+    pub quiet: bool,
+    pub max_connections: usize,
+    /// Longest request head (request line and headers) accepted.
+    pub max_request_bytes: usize,
+    /// Time a client has to send a request head; an idle connection is
+    /// closed after it.
+    pub idle: Duration,
+    pub no_mmap: bool,
+    /// Worker threads for the engine's searches (0 = every core).
+    pub threads: usize,
+}
+
+/// What every request handler shares.
+struct Shared {
+    catalog: RwLock<Arc<Catalog>>,
+    quiet: bool,
+}
+
+impl Shared {
+    fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Runs the server until SIGTERM or SIGINT.
+pub fn run(opts: Options) -> anyhow::Result<()> {
+    let catalog = Catalog::open(
+        &all_specs(&opts.specs, opts.config.as_deref())?,
+        opts.no_mmap,
+    )?;
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .max_blocking_threads(threads * 8)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(serve(opts, catalog))
+}
+
+async fn serve(opts: Options, catalog: Catalog) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(opts.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.bind))?;
+    let local = listener.local_addr()?;
+    let names = catalog.names().join(", ");
+    eprintln!("ukvs serve: listening on http://{local}/ ({names})");
+    let shared = Arc::new(Shared {
+        catalog: RwLock::new(Arc::new(catalog)),
+        quiet: opts.quiet,
+    });
+    let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.idle)
+        .max_buf_size(opts.max_request_bytes.max(8192))
+        .keep_alive(true);
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => reload(&opts, &shared).await,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of descriptors and the like: wait, go on.
+                        eprintln!("ukvs serve: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    // Full: refuse at once rather than queue without bound.
+                    tokio::spawn(http::refuse(stream));
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let service = hyper::service::service_fn(move |req| {
+                    let shared = shared.clone();
+                    async move { Ok::<_, std::convert::Infallible>(handle(&shared, req, peer).await) }
+                });
+                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    drop(listener);
+    eprintln!("ukvs serve: stopping; finishing the answers in flight");
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(Duration::from_secs(10)) => {
+            eprintln!("ukvs serve: answers still running after 10 s were cut");
+        }
+    }
+    Ok(())
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> anyhow::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).context("installing a signal handler")
+}
+
+/// The argument specs and those of the config file.
+fn all_specs(specs: &[Spec], config: Option<&std::path::Path>) -> anyhow::Result<Vec<Spec>> {
+    let mut all = specs.to_vec();
+    if let Some(path) = config {
+        all.extend(catalog::read_config(path)?);
+    }
+    Ok(all)
+}
+
+/// SIGHUP: re-reads the config file (if any) and re-opens every index;
+/// on failure the old catalog stays and the reason is logged.
+async fn reload(opts: &Options, shared: &Arc<Shared>) {
+    let config = opts.config.clone();
+    let specs = opts.specs.clone();
+    let no_mmap = opts.no_mmap;
+    let opened = tokio::task::spawn_blocking(move || {
+        Catalog::open(&all_specs(&specs, config.as_deref())?, no_mmap)
+    })
+    .await;
+    match opened {
+        Ok(Ok(catalog)) => {
+            let names = catalog.names().join(", ");
+            *shared.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+            eprintln!("ukvs serve: re-opened the indexes ({names})");
+        }
+        Ok(Err(e)) => eprintln!("ukvs serve: SIGHUP: {e:#}; still serving the old indexes"),
+        Err(e) => eprintln!("ukvs serve: SIGHUP: {e}; still serving the old indexes"),
+    }
+}
+
+/// Routes one request and logs it.
+async fn handle(
+    shared: &Arc<Shared>,
+    req: hyper::Request<hyper::body::Incoming>,
+    peer: SocketAddr,
+) -> http::Response {
+    let started = Instant::now();
+    let target = req.uri().path_and_query().map_or_else(
+        || req.uri().path().to_string(),
+        |pq| pq.as_str().to_string(),
+    );
+    let res = route(shared, &req).await;
+    if !shared.quiet {
+        eprintln!(
+            "{peer} {} {target} {} {:.3}ms",
+            req.method(),
+            res.status().as_u16(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    res
+}
+
+async fn route(
+    shared: &Arc<Shared>,
+    req: &hyper::Request<hyper::body::Incoming>,
+) -> http::Response {
+    if req.method() != hyper::Method::GET && req.method() != hyper::Method::HEAD {
+        return http::text(405, "only GET and HEAD are served\n");
+    }
+    let path = req.uri().path();
+    let query = req.uri().query().unwrap_or("");
+    if path == "/health" {
+        return http::text(200, "ok\n");
+    }
+    let Some(rest) = path.strip_prefix('/') else {
+        return http::text(404, "not found\n");
+    };
+    let (name, what) = rest.split_once('/').unwrap_or((rest, ""));
+    let catalog = shared.catalog();
+    let Some(coll) = catalog.get(name) else {
+        let known = catalog.names().join(", ");
+        return http::text(
+            404,
+            &format!("no collection named {name:?} (this server has: {known})\n"),
+        );
+    };
+    match what {
+        "cdx" => cdx::answer(coll, query).await,
+        "mementomap" => maps::answer(coll, query).await,
+        _ => match what.strip_prefix("timemap/link/") {
+            Some(_) => {
+                // The URL may hold its own `?`: take it whole from the
+                // request target.
+                let raw = req.uri().path_and_query().map_or("", |pq| pq.as_str());
+                let url = raw
+                    .split_once("/timemap/link/")
+                    .map_or("", |(_, u)| u)
+                    .to_string();
+                let host = req
+                    .headers()
+                    .get(hyper::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or("localhost");
+                cdx::timemap(coll, &url, format!("http://{host}/{name}/")).await
+            }
+            None => http::text(
+                404,
+                &format!(
+                    "not found: collection {name:?} serves /{name}/cdx, \
+                     /{name}/timemap/link/URL and /{name}/mementomap\n"
+                ),
+            ),
+        },
+    }
+}
