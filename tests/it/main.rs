@@ -5,6 +5,7 @@ mod fuzz;
 mod index;
 mod mementomap;
 mod output;
+mod serve;
 mod sorted;
 mod surt;
 mod ukvs;

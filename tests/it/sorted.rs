@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1135,14 +1134,6 @@ fn lookup_reads_pywbs_own_zipnum_fixture() {
 }
 
 /// A free loopback port (bound then released; the server binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// GET over plain HTTP/1.0 on loopback; the body, or `None` if the server
 /// is not answering.
 fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
@@ -1155,40 +1146,6 @@ fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let status = resp.split(' ').nth(1)?.parse().ok()?;
     let body = resp.split_once("\r\n\r\n")?.1.to_string();
     Some((status, body))
-}
-
-/// Ends the server when the test ends, however it ends.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Installs pywb when Python is there but pywb is not (the test's set-up).
-fn ensure_pywb(test: &str) -> bool {
-    let python = Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !python {
-        eprintln!("SKIPPED {test}: python3 is not installed");
-        return false;
-    }
-    if !util::has_python_module("pywb", test) {
-        let _ = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "pywb"])
-            .status();
-        if !util::has_python_module("pywb", test) {
-            eprintln!("SKIPPED {test}: pywb could not be installed (pip install pywb)");
-            return false;
-        }
-    }
-    true
 }
 
 /// `ukvs lookup` arguments for pywb CDX-server query parameters: the URL
@@ -1212,7 +1169,7 @@ fn pywb_params_as_args(params: &str) -> Vec<String> {
 #[test]
 fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
     let test = "pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup";
-    if !ensure_pywb(test) {
+    if !util::ensure_pywb(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1274,7 +1231,7 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
         ),
     )
     .unwrap();
-    let port = free_port();
+    let port = util::free_port();
     let server = Command::new("python3")
         .args(["-c", "from pywb.apps.cli import warcserver; warcserver()"])
         .args(["-p", &port.to_string(), "-b", "127.0.0.1"])
@@ -1283,7 +1240,7 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start pywb's warcserver");
-    let _server = KillOnDrop(server);
+    let _server = util::KillOnDrop(server);
     let deadline = Instant::now() + Duration::from_secs(60);
     while http_get(port, "/zn/index?url=example.com&output=text").is_none() {
         assert!(

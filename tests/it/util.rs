@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -81,4 +82,47 @@ pub fn has_python_module(module: &str, test: &str) -> bool {
         eprintln!("SKIPPED {test}: python3 module `{module}` is not installed (pip install -r scripts/requirements.txt)");
     }
     ok
+}
+
+/// A port free on loopback now (another process could take it before use).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Ends the server when the test ends, however it ends.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Installs pywb when Python is there but pywb is not (the test's set-up).
+pub fn ensure_pywb(test: &str) -> bool {
+    let python = Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !python {
+        eprintln!("SKIPPED {test}: python3 is not installed");
+        return false;
+    }
+    if !has_python_module("pywb", test) {
+        let _ = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "pywb"])
+            .status();
+        if !has_python_module("pywb", test) {
+            eprintln!("SKIPPED {test}: pywb could not be installed (pip install pywb)");
+            return false;
+        }
+    }
+    true
 }
