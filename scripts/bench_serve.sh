@@ -14,7 +14,8 @@
 # at random from QUERIES existing ones. The files are served as just
 # written (still in the page cache), as after a fresh index build.
 #
-# Env: LINES (default 10000000), QUERIES (distinct query URLs, default
+# Env: LINES (default 10000000), LINES_PER_BLOCK (of the cluster; default
+# 3000, pywb's and Common Crawl's), QUERIES (distinct query URLs, default
 # 100000), SEED (default 1), DURATION (seconds per timed run, default 20),
 # WARMUP (seconds of load before each timed run, default 2; 0 = none),
 # WRK_THREADS (default 2), CONNS (connections, default 32), CHECKS (URLs
@@ -23,8 +24,9 @@
 # starts), KEEP (1: keep the work dir), UKVS (the ukvs binary, default
 # target/release/ukvs). The work dir is made under ${TMPDIR:-/tmp}.
 #
-# About 2.5 minutes in all with the defaults on 2 cores, plus about 2
-# minutes to generate and sort the 2.6 GB index. Needs python3, pywb 2.10
+# About 3 minutes in all with the defaults on 2 cores, 1.5 of them to
+# generate and sort the 2.5 GB index and cut its cluster (LINES=200000
+# DURATION=5: 45 s). Needs python3, pywb 2.10
 # (`pip install pywb==2.10.*`, the `wayback` command), wrk (`apt-get
 # install -y wrk`), curl, GNU time (/usr/bin/time) and util-linux
 # (`look`, `fincore`). wrk shares the cores with the server under test, the
@@ -37,6 +39,7 @@ LINES=${LINES:-10000000}
 QUERIES=${QUERIES:-100000}
 SEED=${SEED:-1}
 DURATION=${DURATION:-20}
+LINES_PER_BLOCK=${LINES_PER_BLOCK:-3000}
 WARMUP=${WARMUP:-2}
 WRK_THREADS=${WRK_THREADS:-2}
 CONNS=${CONNS:-32}
@@ -143,7 +146,7 @@ with open(URLS_OUT, "w") as f:
 print(f"{n} lines, {h} hosts, {min(len(picked), QUERIES)} query URLs", file=sys.stderr)
 EOF
 t1=$EPOCHREALTIME
-"$UKVS" zipnum build -o "$WORK/cluster" "$WORK/index.cdxj"
+"$UKVS" zipnum build --lines-per-block "$LINES_PER_BLOCK" -o "$WORK/cluster" "$WORK/index.cdxj"
 t2=$EPOCHREALTIME
 # Written back now, so that no writeback runs during the timing; the pages
 # stay cached.

@@ -134,6 +134,51 @@ impl Rules {
         self.rules.is_empty()
     }
 
+    /// The rules that deny replay to everyone at all times (`exclude` or
+    /// `block`, no user, no date limit), as `(key, exact)`: the SURT prefix,
+    /// or with `exact` the one key of a `###` rule. A MementoMap writes a
+    /// zero entry for each.
+    pub fn denied(&self) -> Vec<(Vec<u8>, bool)> {
+        self.rules
+            .iter()
+            .filter(|r| matches!(r.access, Some(Access::Exclude | Access::Block) | None))
+            .filter(|r| !r.user && r.before.is_none() && r.after.is_none())
+            .map(|r| match r.key.strip_suffix(b"###") {
+                Some(k) => (k.to_vec(), true),
+                None => (r.key.clone(), false),
+            })
+            .collect()
+    }
+
+    /// `allow` rules inside a denied prefix (their captures are allowed
+    /// while the prefix around them is not).
+    pub fn allowed_inside_denied(&self) -> Vec<Vec<u8>> {
+        let denied = self.denied();
+        self.rules
+            .iter()
+            .filter(|r| matches!(r.access, Some(Access::Allow | Access::AllowIgnoreEmbargo)))
+            .filter(|r| {
+                denied
+                    .iter()
+                    .any(|(k, exact)| !exact && r.key.starts_with(k) && r.key != *k)
+            })
+            .map(|r| r.key.clone())
+            .collect()
+    }
+
+    /// Whether `text` reads as `.aclj` rules (its first rule line is
+    /// `KEY - {...}`) rather than a list of prefixes.
+    pub fn looks_like_aclj(text: &[u8]) -> bool {
+        text.split(|&b| b == b'\n')
+            .map(<[u8]>::trim_ascii)
+            .find(|l| !l.is_empty() && !l.starts_with(b"#"))
+            .is_some_and(|l| {
+                let mut parts = l.splitn(3, |&b| b == b' ');
+                let _key = parts.next();
+                parts.next() == Some(b"-") && parts.next().is_some_and(|j| j.starts_with(b"{"))
+            })
+    }
+
     /// The access to a capture of `key` (its SURT) at `datetime`.
     pub fn access(&self, key: &[u8], datetime: &[u8]) -> Access {
         let mut exact = key.to_vec();

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context};
+use ukvs::acl::{Access, Rules};
 use ukvs::engine::batch::{self, Spill};
 use ukvs::engine::format::{self, write_line, write_timemap, TimeMapLinks};
 use ukvs::engine::lookup::{ordered, Collection, Hit, Order};
@@ -83,6 +84,12 @@ pub struct Args {
     /// only checks.
     #[arg(long)]
     check: bool,
+    /// Access rules in pywb's `.aclj` format: captures an `exclude` rule
+    /// covers are left out (the most specific rule wins, as in pywb);
+    /// `block`ed ones are listed, as pywb's CDX API lists them. Applied
+    /// before `--limit`.
+    #[arg(long, value_name = "FILE")]
+    acl: Option<PathBuf>,
     /// Read index files into memory instead of mapping them.
     #[arg(long)]
     no_mmap: bool,
@@ -212,13 +219,18 @@ fn answer<'s>(
     range: &'s KeyRange,
     at: impl Fn(usize) -> Option<usize>,
     time: &'s TimeFilter,
+    acl: Option<&'s Rules>,
     args: &Args,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Hit<'s>>> + 's> {
     let found = coll
         .lines(range, at)?
         .map(|h| h.map_err(anyhow::Error::from))
         .filter(move |h| match h {
-            Ok(hit) => !time.is_active() || time.accepts(lines::key_datetime(&hit.line).1),
+            Ok(hit) => {
+                let (key, datetime) = lines::key_datetime(&hit.line);
+                (!time.is_active() || time.accepts(datetime))
+                    && acl.map_or(true, |rules| rules.access(key, datetime) != Access::Exclude)
+            }
             Err(_) => true,
         });
     let order = match (&args.closest, args.reverse) {
@@ -271,6 +283,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.from.as_deref().map(str::as_bytes),
         args.to.as_deref().map(str::as_bytes),
     );
+    let acl = match &args.acl {
+        Some(path) => {
+            let text =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Some(Rules::parse(&text).with_context(|| format!("{}", path.display()))?)
+        }
+        None => None,
+    };
+    let acl = acl.as_ref();
     let match_type = args.match_type.map(MatchType::from);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
 
@@ -343,7 +364,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     let mut hit = false;
                     for (i, range) in ranges.iter().enumerate() {
                         let at = |s: usize| bounds[s].as_ref().map(|b| b[i]);
-                        for found in answer(coll, range, at, &time, &args)? {
+                        for found in answer(coll, range, at, &time, acl, &args)? {
                             write_line(buf, &found?.line, format, &fields)?;
                             hit = true;
                         }
@@ -384,13 +405,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             timemap: args.timemap_url.as_deref(),
             timegate: args.timegate_url.as_deref(),
         };
-        let found = answer(&coll, &query.range, |_| None, &time, &args)?
+        let found = answer(&coll, &query.range, |_| None, &time, acl, &args)?
             .map(|h| h.map(|h| h.line))
             .collect::<anyhow::Result<Vec<_>>>()?;
         any = !found.is_empty();
         write_timemap(&mut out, &found, query.url.as_deref(), &links, &fields)?;
     } else {
-        for found in answer(&coll, &query.range, |_| None, &time, &args)? {
+        for found in answer(&coll, &query.range, |_| None, &time, acl, &args)? {
             write_line(&mut out, &found?.line, format, &fields)?;
             any = true;
         }

@@ -145,7 +145,10 @@ struct GenerateArgs {
     #[arg(long, value_name = "DIM", value_parser = parse_dimension)]
     by: Vec<Dimension>,
     /// File of SURT prefixes the archive cannot serve: their captures are
-    /// not counted and `0/N` entries are written instead.
+    /// not counted and `0/N` entries are written instead. pywb access
+    /// rules (`.aclj`) are read too: their `exclude` and `block` rules
+    /// (without user or date limits) are the prefixes, a `###` rule one
+    /// exact key.
     #[arg(long, value_name = "FILE")]
     exclude: Option<PathBuf>,
     /// Stop at the first bad input line instead of reporting and skipping.
@@ -919,10 +922,30 @@ fn generate(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut exclude = Vec::new();
     if let Some(p) = &a.exclude {
         let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-        exclude = text
-            .split(|&b| b == b'\n')
-            .filter_map(exclusion_key)
-            .collect();
+        exclude = if ukvs::acl::Rules::looks_like_aclj(&text) {
+            let rules = ukvs::acl::Rules::parse(&text)
+                .with_context(|| format!("reading the access rules {}", p.display()))?;
+            for key in rules.allowed_inside_denied() {
+                eprintln!(
+                    "ukvs mementomap generate: {}: the allow rule {} lies inside a denied prefix; \
+                     the map counts the whole prefix as not held",
+                    p.display(),
+                    String::from_utf8_lossy(&key)
+                );
+            }
+            rules
+                .denied()
+                .into_iter()
+                .filter_map(|(key, exact)| match exact {
+                    true => map_key(&key, a.keep_query),
+                    false => exclusion_key(&key),
+                })
+                .collect()
+        } else {
+            text.split(|&b| b == b'\n')
+                .filter_map(exclusion_key)
+                .collect()
+        };
     }
     let opts = Options {
         keep_query: a.keep_query,

@@ -87,7 +87,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
-        .max_blocking_threads(threads * 8)
+        .max_blocking_threads((threads * 16).max(64))
         .enable_all()
         .build()
         .context("starting the runtime")?;

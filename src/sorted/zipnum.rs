@@ -313,21 +313,29 @@ impl<D: AsRef<[u8]>> Cluster<D> {
     }
 }
 
-/// Lines of a run of blocks within a key range, decompressed one block at
-/// a time and checked to ascend (see [`Cluster::range_lines`]).
+/// Lines of a run of blocks within a key range, checked to ascend (see
+/// [`Cluster::range_lines`]). Blocks are inflated a piece at a time and
+/// no further than the range: an exact lookup stops inflating at the
+/// first line past its key, about half a block on average.
 pub struct BlockLines<'r, F> {
     blocks: std::vec::IntoIter<Block>,
     range: &'r KeyRange,
     fetch: F,
-    /// The current block's text, its shard and number, and where the next
-    /// line starts in it.
-    text: Vec<u8>,
-    place: (String, u64),
+    /// The block being read, with its shard and number (for messages).
+    decoder: Option<MultiGzDecoder<io::Cursor<Vec<u8>>>>,
+    place: (String, u64, u64),
+    /// Inflated bytes not yet handed out start at `pos`; `eof` once the
+    /// block is inflated whole.
+    buf: Vec<u8>,
     pos: usize,
+    eof: bool,
     prev: Vec<u8>,
     started: bool,
     done: bool,
 }
+
+/// Bytes inflated at a time.
+const INFLATE_STEP: usize = 32 << 10;
 
 impl<'r, F> BlockLines<'r, F>
 where
@@ -339,12 +347,51 @@ where
             blocks: blocks.into_iter(),
             range,
             fetch,
-            text: Vec::new(),
-            place: (String::new(), 0),
+            decoder: None,
+            place: (String::new(), 0, 0),
+            buf: Vec::new(),
             pos: 0,
+            eof: false,
             prev: Vec::new(),
             started: false,
             done: false,
+        }
+    }
+
+    /// The next whole line of the current block, inflating more as
+    /// needed; `None` at the end of the block.
+    fn next_line(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..]) {
+                let line = self.buf[self.pos..self.pos + i].to_vec();
+                self.pos += i + 1;
+                return Ok(Some(line));
+            }
+            if self.eof {
+                if self.pos < self.buf.len() {
+                    let line = self.buf[self.pos..].to_vec();
+                    self.pos = self.buf.len();
+                    return Ok(Some(line));
+                }
+                return Ok(None);
+            }
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            let len = self.buf.len();
+            self.buf.resize(len + INFLATE_STEP, 0);
+            let dec = self.decoder.as_mut().expect("a block being read");
+            let n = match dec.read(&mut self.buf[len..]) {
+                Ok(n) => n,
+                Err(err) => {
+                    return Err(Error::BadBlock {
+                        shard: self.place.0.clone(),
+                        offset: self.place.2,
+                        err,
+                    })
+                }
+            };
+            self.buf.truncate(len + n);
+            self.eof = n == 0;
         }
     }
 }
@@ -360,45 +407,58 @@ where
             if self.done {
                 return None;
             }
-            if self.pos >= self.text.len() {
+            if self.decoder.is_none() {
                 let block = self.blocks.next()?;
-                match block_text(&block, &mut self.fetch) {
-                    Ok(text) => self.text = text,
-                    Err(e) => {
+                let bytes = match (self.fetch)(&block.shard, block.offset, block.length) {
+                    Ok(b) => b,
+                    Err(err) => {
                         self.done = true;
-                        return Some(Err(e));
+                        return Some(Err(Error::BadBlock {
+                            shard: block.shard,
+                            offset: block.offset,
+                            err,
+                        }));
                     }
-                }
-                self.place = (block.shard, block.block_no);
+                };
+                self.decoder = Some(MultiGzDecoder::new(io::Cursor::new(bytes)));
+                self.place = (block.shard, block.block_no, block.offset);
+                self.buf.clear();
                 self.pos = 0;
-                continue;
+                self.eof = false;
             }
-            let at = self.pos;
-            let (line, next) = super::lines::line_at(&self.text, at);
-            self.pos = next;
-            if self.started && line < &self.prev[..] {
+            let line = match self.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    self.decoder = None;
+                    continue;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            if self.started && line < self.prev {
                 self.done = true;
                 return Some(Err(Error::Unsorted {
-                    offset: at as u64,
+                    offset: self.pos as u64,
                     line: format!(
                         "{} (block {} of shard {})",
-                        String::from_utf8_lossy(line),
+                        String::from_utf8_lossy(&line),
                         self.place.1,
                         self.place.0
                     ),
                 }));
             }
-            if line >= &self.range.start[..] && self.range.is_past(line) {
+            if line >= self.range.start && self.range.is_past(&line) {
                 self.done = true;
                 return None;
             }
-            let keep = line >= &self.range.start[..];
-            let owned = line.to_vec();
+            let keep = line >= self.range.start;
             self.prev.clear();
-            self.prev.extend_from_slice(&owned);
+            self.prev.extend_from_slice(&line);
             self.started = true;
             if keep {
-                return Some(Ok(owned));
+                return Some(Ok(line));
             }
         }
     }

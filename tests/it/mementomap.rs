@@ -743,6 +743,34 @@ fn exclude_writes_zero_entries_that_lookup_honours() {
 }
 
 #[test]
+fn exclude_reads_pywb_access_rules() {
+    // The same exclusion as a pywb `.aclj`: `exclude` and `block` rules
+    // make zero entries, `allow` rules none, user rules none.
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "in.cdx",
+        " CDX N b a m s k r M S V g\ncom,x)/a 2014 http://x.com/a text/html 200 - - - 1 0 f\ncom,x)/private/b 2014 http://x.com/private/b text/html 200 - - - 1 0 f\ncom,x)/private/c 2014 http://x.com/private/c text/html 200 - - - 1 0 f\ncom,x)/z 2014 http://x.com/z text/html 200 - - - 1 0 f\n",
+    );
+    let acl = write(
+        dir.path(),
+        "rules.aclj",
+        "com,x)/z - {\"access\": \"allow\"}\ncom,x)/private - {\"access\": \"block\"}\ncom,x)/a - {\"access\": \"exclude\", \"user\": \"staff\"}\n",
+    );
+    let out = ukvs(&[
+        "mementomap",
+        "generate",
+        input.to_str().unwrap(),
+        "--exclude",
+        acl.to_str().unwrap(),
+        "-q",
+        "--pcf",
+        "0",
+    ]);
+    assert_eq!(data(&out), ["com,x)/* 2/2", "com,x)/private/* 0/2"]);
+}
+
+#[test]
 fn exclusion_is_not_rolled_into_a_second_zero_entry() {
     // `/private` holds only the exclusion entry; at --pcf 0.1 its one
     // child used to roll it up into a second `com,x)/private/* 0`.

@@ -1343,3 +1343,66 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
     // The comparison means something only if pywb found captures.
     assert!(answered >= 30, "pywb answered only {answered} lines");
 }
+
+#[test]
+fn lookup_acl_leaves_out_what_an_exclude_rule_covers() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("i.cdxj");
+    std::fs::write(
+        &index,
+        "com,x)/a 20140101000000 {\"url\":\"http://x.com/a\"}\n\
+         com,x)/private/b 20140101000000 {\"url\":\"http://x.com/private/b\"}\n\
+         com,x)/private/ok 20140101000000 {\"url\":\"http://x.com/private/ok\"}\n\
+         com,x)/private/ok 20200101000000 {\"url\":\"http://x.com/private/ok\"}\n\
+         com,y)/ 20140101000000 {\"url\":\"http://y.com/\"}\n",
+    )
+    .unwrap();
+    let acl = dir.path().join("rules.aclj");
+    std::fs::write(
+        &acl,
+        "com,y)/ - {\"access\": \"block\"}\n\
+         com,x)/private/ok - {\"access\": \"allow\"}\n\
+         com,x)/private - {\"access\": \"exclude\"}\n",
+    )
+    .unwrap();
+    let (i, a) = (index.to_str().unwrap(), acl.to_str().unwrap());
+    let keys = |o: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    // The most specific rule wins; blocked captures are listed.
+    let o = util::run(
+        &["lookup", "--acl", a, "--match", "domain", i, "x.com"],
+        b"",
+    );
+    assert_eq!(
+        keys(&o),
+        [
+            "com,x)/a 20140101000000",
+            "com,x)/private/ok 20140101000000",
+            "com,x)/private/ok 20200101000000"
+        ]
+    );
+    let o = util::run(&["lookup", "--acl", a, i, "http://y.com/"], b"");
+    assert_eq!(keys(&o), ["com,y)/ 20140101000000"]);
+    // Everything excluded: nothing found, exit 1; applied before --limit.
+    let o = util::run(&["lookup", "--acl", a, i, "http://x.com/private/b"], b"");
+    assert_eq!(o.status.code(), Some(1));
+    let o = util::run(
+        &[
+            "lookup",
+            "--acl",
+            a,
+            "--match",
+            "prefix",
+            "--limit",
+            "1",
+            i,
+            "http://x.com/private/",
+        ],
+        b"",
+    );
+    assert_eq!(keys(&o), ["com,x)/private/ok 20140101000000"]);
+}
