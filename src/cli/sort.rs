@@ -137,14 +137,7 @@ pub(super) fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> anyhow::Result
     Ok(out)
 }
 
-/// Threads for `-j N` (0 = all cores).
-pub(super) fn thread_count(j: usize) -> usize {
-    if j > 0 {
-        j
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-}
+pub(super) use ukvs::engine::thread_count;
 
 /// Memory kept aside from the run budget for I/O buffers and the merge.
 const RESERVE: u64 = 16 << 20;

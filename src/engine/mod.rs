@@ -15,10 +15,21 @@
 //! | [`format`] | how found lines are printed: as they are, CDXJ, JSON, TimeMaps |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`maps`] | MementoMap lookups over a mapped map |
+//! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
 pub mod batch;
 pub mod format;
 pub mod fs;
 pub mod lookup;
 pub mod maps;
+pub mod mementomap;
 pub mod output;
+
+/// Threads for `-j N` (0 = every core).
+pub fn thread_count(j: usize) -> usize {
+    if j > 0 {
+        j
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}

@@ -1,0 +1,1618 @@
+//! MementoMap jobs over files: generate, compact, merge, look up and
+//! evaluate, for every front end.
+//!
+//! The algorithms live in [`crate::mementomap`]; this module owns the
+//! files: memory maps of inputs, the temporary spools that let the
+//! compactor rewind without holding a subtree in memory, gzip readers and
+//! atomic outputs (temp file + rename), and the threads that read one
+//! large input in parts. Each job takes a plain description
+//! ([`GenerateJob`], [`CompactJob`], ...) and reports on stderr unless
+//! told to be quiet.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use crate::mementomap::compact::{Compactor, Params, Spool, Stats};
+use crate::mementomap::evaluate::{evaluate, Evaluation};
+use crate::mementomap::generate::{
+    exclusion_key, Dimension, GenStats, Generator, Options, Orderer, Routed,
+};
+use crate::mementomap::header::{iso8601, Header};
+use crate::mementomap::key::map_key;
+use crate::mementomap::lookup::{DatetimeRange, Map};
+use crate::mementomap::merge::{fold, fold_records_from, Lines, Merger, Source, Summary};
+use crate::mementomap::{Error as MapError, Frequency, Record};
+use crate::sorted::ExternalSorter;
+use anyhow::{bail, Context};
+
+use super::output::Output;
+
+/// Power-law rollup parameters (the reference tool's names and defaults).
+#[derive(Debug, Clone)]
+pub struct Rollup {
+    /// Host compaction factor: smaller rolls up harder ("inf" = never).
+    pub hcf: Option<f64>,
+    /// Path compaction factor: smaller rolls up harder ("inf" = never).
+    pub pcf: Option<f64>,
+    /// Host power-law alpha.
+    pub ha: f64,
+    /// Host power-law k.
+    pub hk: f64,
+    /// Path power-law alpha.
+    pub pa: f64,
+    /// Path power-law k.
+    pub pk: f64,
+    /// Host levels tracked.
+    pub hdepth: u16,
+    /// Path levels tracked.
+    pub pdepth: u16,
+    /// Compact until the map has at most N data lines (100 % recall kept).
+    pub max_lines: Option<u64>,
+    /// Compact until the map file, headers included, has at most N bytes
+    /// (100 % recall kept); an error when even the map `*` (plus exclusion
+    /// entries) is bigger.
+    pub max_bytes: Option<u64>,
+}
+
+impl Rollup {
+    pub fn params(&self, default_factor: f64) -> Params {
+        Params {
+            hcf: self.hcf.unwrap_or(default_factor),
+            pcf: self.pcf.unwrap_or(default_factor),
+            ha: self.ha,
+            hk: self.hk,
+            pa: self.pa,
+            pk: self.pk,
+            hdepth: usize::from(self.hdepth),
+            pdepth: usize::from(self.pdepth),
+        }
+    }
+}
+
+/// Options shared by the commands that write a map.
+#[derive(Debug, Clone)]
+pub struct MapOutput {
+    /// Output map ("-" = stdout).
+    pub output: PathBuf,
+    /// URI of the archive, written as `!id {"uri": ...}`.
+    pub id: Option<String>,
+    /// Name written into `!meta`.
+    pub name: Option<String>,
+    /// Directory for temporary files (default: beside the output, or the
+    /// system's).
+    pub tmp_dir: Option<PathBuf>,
+    /// No summary on stderr.
+    pub quiet: bool,
+}
+
+/// Build a MementoMap from sorted capture indexes.
+///
+/// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
+/// or gzipped, files or "-" for stdin; each must be sorted in byte order
+/// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
+/// a URL found in two of them counts once as URI-R (captures are lines: a
+/// line present in two inputs counts twice as URI-M). One streaming pass;
+/// memory O(key depth): rollups rewind a temporary file, never a buffer.
+/// Without rollup options every URI key gets its own line (the
+/// reference's `generate`); with --hcf/--pcf or a quota the power-law
+/// rollup of `compact` is applied on the way.
+#[derive(Debug, Clone)]
+pub struct GenerateJob {
+    /// Sorted capture indexes ("-" = stdin).
+    pub inputs: Vec<PathBuf>,
+    pub out: MapOutput,
+    pub rollup: Rollup,
+    /// Keep query strings in keys (the reference drops them).
+    pub keep_query: bool,
+    /// Decompose counts in the OSLJ: datetime:year, datetime:month,
+    /// status, mime (repeatable).
+    pub by: Vec<Dimension>,
+    /// File of SURT prefixes the archive cannot serve: their captures are
+    /// not counted and `0/N` entries are written instead. pywb access
+    /// rules (`.aclj`) are read too: their `exclude` and `block` rules
+    /// (without user or date limits) are the prefixes, a `###` rule one
+    /// exact key.
+    pub exclude: Option<PathBuf>,
+    /// Stop at the first bad input line instead of reporting and skipping.
+    pub strict: bool,
+    /// Threads reading one large input file in parts; 0 uses every core.
+    pub threads: usize,
+    /// Where a decomposition goes: into the OSLJ, or as a second key column
+    /// (one line per bucket plus a total line `key : freq`; needs exactly
+    /// one --by).
+    pub layout: Layout,
+}
+
+/// The two organisations of the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `key frequency {"datetime":{...}}`.
+    Oslj,
+    /// `key bucket frequency`.
+    Columns,
+}
+
+/// Roll up an existing MementoMap with the power-law cut-offs.
+///
+/// Input must be sorted; output has the same headers with a fresh `!meta`.
+/// Memory O(depth); a smaller factor compacts harder, and a compacted map
+/// can be compacted again.
+#[derive(Debug, Clone)]
+pub struct CompactJob {
+    /// Map to compact ("-" = stdin; .gz accepted).
+    pub input: PathBuf,
+    pub out: MapOutput,
+    pub rollup: Rollup,
+}
+
+/// Merge sorted MementoMaps (e.g. of shards) into one.
+///
+/// A k-way streaming merge; equal keys are summed with the frequency
+/// algebra. URI-R sums become upper bounds (`-`) unless --disjoint.
+#[derive(Debug, Clone)]
+pub struct MergeJob {
+    /// Maps to merge (.gz accepted).
+    pub inputs: Vec<PathBuf>,
+    pub out: MapOutput,
+    /// The inputs share no URI (key-disjoint shards): URI-R sums stay exact.
+    pub disjoint: bool,
+}
+
+/// Look URLs or SURTs up in a MementoMap.
+///
+/// Prints `key frequency steps query` for the most specific entry (steps =
+/// generalisations needed, 0 = exact), or `- - - query` when nothing
+/// covers it. A `0` entry means "not held". Exit 0 when at least one query
+/// is covered, 1 when none is. Binary search in a memory map: no loading.
+#[derive(Debug, Clone)]
+pub struct LookupJob {
+    /// The map.
+    pub map: PathBuf,
+    /// URLs or SURTs; "-" or nothing = one per line from stdin.
+    pub queries: Vec<String>,
+    /// The map was generated with --keep-query.
+    pub keep_query: bool,
+    /// Worker threads for a batch; 0 uses every core.
+    pub threads: usize,
+    /// Count only captures made during RANGE (`2014`, `2010:2012`,
+    /// `:2009`, `201603:`), from the map's datetime buckets (a `datetime`
+    /// key column or OSLJ member); buckets that only overlap the range, or
+    /// entries without buckets, give upper bounds (`n-`). An entry with no
+    /// bucket in the range answers `0` (not held then).
+    pub datetime: Option<DatetimeRange>,
+}
+
+/// Measure a map: relative cost and the presence decisions on queries
+/// (TP/FP/TN/FN, accuracy, precision, recall).
+///
+/// Builds the archive's uncompacted map from --index in memory as the
+/// truth. With --sweep, prints one row per compaction factor instead of
+/// evaluating MAP, so an archive can pick its size.
+#[derive(Debug, Clone)]
+pub struct EvaluateJob {
+    /// The map to evaluate (not needed with --sweep).
+    pub map: Option<PathBuf>,
+    /// The archive's sorted capture index.
+    pub index: PathBuf,
+    /// URLs or SURTs, one per line.
+    pub queries: PathBuf,
+    /// Evaluate the index compacted at a range of factors.
+    pub sweep: bool,
+    /// Factors for --sweep.
+    pub factors: Vec<f64>,
+}
+
+// ---------------------------------------------------------------- inputs
+
+fn is_stdin(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+fn is_gz(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "gz")
+}
+
+fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+    open_stream_with(p, 1 << 20)
+}
+
+/// [`open_stream`] with a buffer of `capacity` bytes (a small one to read
+/// only the headers at a file's start).
+fn open_stream_with(p: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead>> {
+    if is_stdin(p) {
+        return Ok(Box::new(BufReader::with_capacity(capacity, io::stdin())));
+    }
+    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    if is_gz(p) {
+        Ok(Box::new(BufReader::with_capacity(
+            capacity,
+            flate2::read::MultiGzDecoder::new(BufReader::new(f)),
+        )))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(capacity, f)))
+    }
+}
+
+/// A capture index as a byte stream: stdin, gzip, or the file itself (no
+/// BufReader: the line reader reads in large blocks, and a buffer in
+/// between would copy every byte once more).
+fn open_input(p: &Path) -> anyhow::Result<Box<dyn Read>> {
+    if is_stdin(p) || is_gz(p) {
+        return Ok(Box::new(open_stream(p)?));
+    }
+    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    Ok(Box::new(f))
+}
+
+/// A plain input file that can be mapped (`None` for stdin, gzip, and
+/// what is not a regular, non-empty file: those are read as streams).
+fn mappable_input(p: &Path) -> anyhow::Result<Option<File>> {
+    if is_stdin(p) || is_gz(p) {
+        return Ok(None);
+    }
+    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let meta = f.metadata()?;
+    Ok((meta.is_file() && meta.len() > 0).then_some(f))
+}
+
+/// The lines of bytes `from..to` of `file` (a part that starts at a line
+/// start), each with its 1-based number in the part, read through a
+/// memory map of a few MiB at a time: no copy, and the resident memory
+/// stays flat however large the file (a fault maps the whole page-cache
+/// folio around it, so one map of the whole file would keep growing).
+fn for_each_mapped_line(
+    file: &File,
+    from: u64,
+    to: u64,
+    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    const WINDOW: u64 = 4 << 20;
+    // Map offsets are multiples of the page size; 64 KiB is one of every
+    // page size in use.
+    const ALIGN: u64 = 64 << 10;
+    let (mut pos, mut no, mut window) = (from, 0u64, WINDOW);
+    while pos < to {
+        let start = pos - pos % ALIGN;
+        let end = (start + window).min(to);
+        let map = map_range(file, start, end - start)?;
+        let mut at = (pos - start) as usize;
+        loop {
+            let Some(len) = memchr::memchr(b'\n', &map[at..]) else {
+                if end == to && at < map.len() {
+                    // The last line, without its LF.
+                    no += 1;
+                    f(&map[at..], no)?;
+                    at = map.len();
+                }
+                break;
+            };
+            no += 1;
+            f(&map[at..at + len], no)?;
+            at += len + 1;
+        }
+        let next = start + at as u64;
+        // A line longer than the window: a larger one.
+        window = if next == pos && end < to {
+            window * 2
+        } else {
+            WINDOW
+        };
+        pos = next;
+    }
+    Ok(())
+}
+
+/// Maps `len` bytes of `f` from `offset` (a multiple of the page size).
+fn map_range(f: &File, offset: u64, len: u64) -> anyhow::Result<memmap2::Mmap> {
+    super::fs::map_range(f, offset, len).context("mapping the input")
+}
+
+/// Lines of a stream through the UKVS module's block reader (no copy per
+/// line). Memory stays flat however large the input, unlike a memory map
+/// whose pages count as resident.
+fn for_each_line(
+    r: impl Read,
+    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut no = 0u64;
+    let no = &mut no;
+    let mut lines = crate::ukvs::LineReader::new(r);
+    while let Some(line) = lines.next_line()? {
+        *no += 1;
+        f(line, *no)?;
+    }
+    Ok(())
+}
+
+/// A line of one of several inputs: bytes (no LF), input index, 1-based
+/// line number.
+type InputLine = (Vec<u8>, usize, u64);
+
+/// The lines of several sorted inputs in byte order (a k-way merge; equal
+/// lines in input order). Memory: one line per input.
+fn merged_lines(
+    inputs: &[PathBuf],
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>>> {
+    let mut streams = Vec::with_capacity(inputs.len());
+    for (i, p) in inputs.iter().enumerate() {
+        let mut r = open_stream(p)?;
+        let name = p.display().to_string();
+        let mut no = 0u64;
+        streams.push(std::iter::from_fn(move || {
+            let mut buf = Vec::new();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) => None,
+                Ok(_) => {
+                    no += 1;
+                    if buf.last() == Some(&b'\n') {
+                        buf.pop();
+                    }
+                    Some(Ok((buf, i, no)))
+                }
+                Err(e) => Some(Err(
+                    anyhow::Error::new(e).context(format!("reading {name} after line {no}"))
+                )),
+            }
+        }));
+    }
+    // Errors first, so a failing input stops the run at once.
+    Ok(itertools::kmerge_by(
+        streams,
+        |x: &anyhow::Result<InputLine>, y: &anyhow::Result<InputLine>| match (x, y) {
+            (Ok((lx, ix, _)), Ok((ly, iy, _))) => (lx, ix) < (ly, iy),
+            (Err(_), _) => true,
+            (Ok(_), Err(_)) => false,
+        },
+    ))
+}
+
+/// Records of a sorted map file (headers skipped).
+fn map_source(p: &Path) -> anyhow::Result<Source> {
+    let mut r = open_stream(p)?;
+    let name = p.display().to_string();
+    let mut no = 0u64;
+    let mut buf = Vec::new();
+    Ok(Box::new(std::iter::from_fn(move || loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(MapError::Io(e))),
+        }
+        no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if line.is_empty() || line[0] == b'!' {
+            continue;
+        }
+        return Some(Record::parse(line, no).map_err(|e| match e {
+            MapError::Line {
+                line,
+                offset,
+                reason,
+            } => MapError::Line {
+                line,
+                offset,
+                reason: format!("{name}: {reason}"),
+            },
+            other => other,
+        }));
+    })))
+}
+
+/// Header lines of a map file (for compact to carry `!id` over).
+/// The SURT profile the `!meta` headers of `inputs` record (indexes made
+/// by `ukvs index`, maps made from them), `None` when none records one;
+/// inputs that record different profiles are refused, since their keys do
+/// not meet.
+fn surt_profile_of(inputs: &[PathBuf]) -> anyhow::Result<Option<crate::surt::Options>> {
+    let mut headers = Vec::new();
+    for p in inputs {
+        let name = p.display().to_string();
+        headers.extend(read_headers(p)?.into_iter().map(|h| (name.clone(), h)));
+    }
+    crate::capture::surt_profile_in_headers(headers.iter().map(|(n, h)| (n.as_str(), h.as_bytes())))
+        .map_err(anyhow::Error::msg)
+}
+
+/// Records a SURT profile in a map's `!meta`.
+fn record_surt_profile(header: &mut Header, profile: Option<crate::surt::Options>) {
+    if let Some(o) = profile {
+        header
+            .extra
+            .insert("surt".into(), crate::capture::surt_profile(&o));
+    }
+}
+
+fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
+    if is_stdin(p) {
+        return Ok(Vec::new());
+    }
+    let mut r = open_stream_with(p, 16 << 10)?;
+    let mut out = Vec::new();
+    let mut line = String::new();
+    while r.read_line(&mut line).unwrap_or(0) > 0 && line.starts_with('!') {
+        out.push(line.trim_end().to_string());
+        line.clear();
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- spools
+
+/// A [`Spool`] on a temporary file: the tail stays in memory, the rest is
+/// written out; rewinding past the buffer truncates the file.
+struct FileSpool {
+    file: File,
+    file_len: u64,
+    buf: Vec<u8>,
+}
+
+impl FileSpool {
+    fn new(tmp: &Path) -> anyhow::Result<FileSpool> {
+        Ok(FileSpool {
+            file: tempfile::tempfile_in(tmp)
+                .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
+            file_len: 0,
+            buf: Vec::with_capacity(1 << 20),
+        })
+    }
+
+    /// A reader of everything spooled so far; the spool stays usable.
+    fn reader(&mut self) -> io::Result<File> {
+        self.flush_buf()?;
+        let mut f = self.file.try_clone()?;
+        f.seek(SeekFrom::Start(0))?;
+        Ok(f)
+    }
+
+    /// Flushes and returns the file positioned at its start.
+    fn into_reader(mut self) -> io::Result<File> {
+        self.flush_buf()?;
+        self.file.seek(SeekFrom::Start(0))?;
+        Ok(self.file)
+    }
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(self.file_len))?;
+        self.file.write_all(&self.buf)?;
+        self.file_len += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl Spool for FileSpool {
+    fn position(&self) -> u64 {
+        self.file_len + self.buf.len() as u64
+    }
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= 1 << 20 {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+    fn truncate(&mut self, pos: u64) -> io::Result<()> {
+        if pos >= self.file_len {
+            self.buf.truncate((pos - self.file_len) as usize);
+        } else {
+            self.buf.clear();
+            self.file.set_len(pos)?;
+            self.file_len = pos;
+        }
+        Ok(())
+    }
+}
+
+fn tmp_dir(out: &MapOutput) -> PathBuf {
+    if let Some(d) = &out.tmp_dir {
+        return d.clone();
+    }
+    if !is_stdin(&out.output) {
+        if let Some(parent) = out.output.parent() {
+            if parent.as_os_str().is_empty() {
+                return PathBuf::from(".");
+            }
+            return parent.to_path_buf();
+        }
+    }
+    std::env::temp_dir()
+}
+
+/// Writes `header` then the spooled body to the output, atomically for
+/// files.
+fn write_output(out: &MapOutput, header: &[u8], mut body: impl Read) -> anyhow::Result<()> {
+    let mut w = Output::create(&out.output)?;
+    w.write_all(header)?;
+    io::copy(&mut body, &mut w)?;
+    Ok(w.commit()?)
+}
+
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    iso8601(secs)
+}
+
+fn header_for(out: &MapOutput, sources: &[PathBuf], total: Option<Frequency>) -> Header {
+    Header {
+        id: out.id.clone(),
+        name: out.name.clone(),
+        source: sources.iter().map(|p| p.display().to_string()).collect(),
+        updated_at: Some(now()),
+        total,
+        ..Header::default()
+    }
+}
+
+/// `header` with the total and the compaction parameters of the finished
+/// map.
+fn finished_header(header: &Header, total: Option<Frequency>, params: &Params) -> Header {
+    let mut h = header.clone();
+    h.total = total;
+    h.extra.insert("compaction".into(), params_json(params));
+    h
+}
+
+fn params_json(p: &Params) -> serde_json::Value {
+    let f = |x: f64| {
+        if x.is_finite() {
+            serde_json::json!(x)
+        } else {
+            serde_json::json!("inf")
+        }
+    };
+    serde_json::json!({
+        "hcf": f(p.hcf), "pcf": f(p.pcf), "ha": p.ha, "hk": p.hk, "pa": p.pa, "pk": p.pk,
+        "hdepth": p.hdepth, "pdepth": p.pdepth,
+    })
+}
+
+// ---------------------------------------------------------------- compaction
+
+/// Result of compacting a record stream into a spool.
+struct Compacted {
+    spool: FileSpool,
+    stats: Stats,
+    params: Params,
+    /// Zero entries written (only counted for the `*` fallback).
+    zeros: usize,
+}
+
+/// Runs the compactor over `records`.
+fn compact_stream(
+    records: impl Iterator<Item = Result<Record, MapError>>,
+    params: Params,
+    tmp: &Path,
+) -> anyhow::Result<Compacted> {
+    let mut c = Compactor::new(params, FileSpool::new(tmp)?);
+    for r in records {
+        c.push(&r?)?;
+    }
+    let (spool, stats) = c.finish()?;
+    Ok(Compacted {
+        spool,
+        stats,
+        params,
+        zeros: 0,
+    })
+}
+
+/// Compaction honouring --max-lines / --max-bytes: the least compaction
+/// (largest factor) that meets the quota. Rollups only generalise, so every
+/// candidate keeps 100 % recall; if even factor 0 is too big, the map
+/// becomes the single line `*` (plus exclusion entries), the smallest map
+/// with full recall; if that is too big too, the quota cannot be met.
+/// `bytes` gives the size of the finished file (headers included) a
+/// candidate would make.
+fn compact_with_quota(
+    raw: &mut File,
+    rollup: &Rollup,
+    base: Params,
+    tmp: &Path,
+    bytes: &dyn Fn(&mut Compacted) -> anyhow::Result<u64>,
+) -> anyhow::Result<Compacted> {
+    let fits = |c: &mut Compacted| -> anyhow::Result<bool> {
+        if rollup.max_lines.is_some_and(|n| c.stats.lines_out > n) {
+            return Ok(false);
+        }
+        match rollup.max_bytes {
+            Some(n) => Ok(bytes(c)? <= n),
+            None => Ok(true),
+        }
+    };
+    let mut run = |params: Params| -> anyhow::Result<Compacted> {
+        raw.seek(SeekFrom::Start(0))?;
+        let src = map_lines(BufReader::with_capacity(1 << 20, raw.try_clone()?));
+        compact_stream(src, params, tmp)
+    };
+    let mut first = run(base)?;
+    if fits(&mut first)? {
+        return Ok(first);
+    }
+    // Halve the factor until it fits, then bisect between the last two.
+    let start = if base.hcf.is_finite() {
+        base.hcf.min(base.pcf).max(1.0)
+    } else {
+        64.0
+    };
+    let mut hi = start; // does not fit
+    let mut f = start;
+    let mut best = None;
+    for _ in 0..40 {
+        f /= 2.0;
+        let mut c = run(base.with_factor(f))?;
+        if fits(&mut c)? {
+            best = Some((f, c));
+            break;
+        }
+        hi = f;
+    }
+    if best.is_none() {
+        let mut c = run(base.with_factor(0.0))?;
+        if fits(&mut c)? {
+            best = Some((0.0, c));
+        }
+    }
+    let Some((mut lo, mut good)) = best else {
+        let mut c = everything_line(raw, base, tmp)?;
+        if fits(&mut c)? {
+            return Ok(c);
+        }
+        let size = bytes(&mut c)?;
+        bail!(
+            "the quota{}{} cannot be met with full recall: the smallest such map (`*` and {} exclusion entries) has {} lines and {} bytes",
+            rollup.max_lines.map(|n| format!(" --max-lines {n}")).unwrap_or_default(),
+            rollup.max_bytes.map(|n| format!(" --max-bytes {n}")).unwrap_or_default(),
+            c.zeros,
+            c.stats.lines_out,
+            size
+        );
+    };
+    for _ in 0..8 {
+        let mid = if lo == 0.0 {
+            hi / 2.0
+        } else {
+            (lo * hi).sqrt()
+        };
+        let mut c = run(base.with_factor(mid))?;
+        if fits(&mut c)? {
+            lo = mid;
+            good = c;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(good)
+}
+
+/// The map that says "anything may be here": `*` with the total, plus the
+/// zero entries (a zero `*` entry replaces the total line; no line when
+/// nothing is held).
+fn everything_line(raw: &mut File, base: Params, tmp: &Path) -> anyhow::Result<Compacted> {
+    raw.seek(SeekFrom::Start(0))?;
+    let mut total: Option<Frequency> = None;
+    let mut zeros = Vec::new();
+    let mut lines_in = 0;
+    for r in map_lines(BufReader::new(raw.try_clone()?)) {
+        let r = r?;
+        lines_in += 1;
+        if r.freq.is_zero() {
+            zeros.push(r);
+        } else {
+            total = Some(total.map_or(r.freq, |t| t.plus(r.freq)));
+        }
+    }
+    let mut spool = FileSpool::new(tmp)?;
+    let mut stats = Stats {
+        lines_in,
+        ..Stats::default()
+    };
+    let mut line = Vec::new();
+    let star = match total {
+        Some(t) if !zeros.iter().any(|z| z.key == b"*") => Some(Record::new(b"*".to_vec(), t)),
+        _ => None,
+    };
+    // `*` sorts before every other key.
+    for r in star.iter().chain(&zeros) {
+        r.write_to(&mut line);
+        stats.lines_out += 1;
+    }
+    spool.append(&line)?;
+    stats.rollups = u64::from(star.is_some());
+    stats.total = total;
+    Ok(Compacted {
+        spool,
+        stats,
+        params: base.with_factor(0.0),
+        zeros: zeros.len(),
+    })
+}
+
+fn map_lines(r: impl BufRead + 'static) -> impl Iterator<Item = Result<Record, MapError>> {
+    let mut r = r;
+    let mut buf = Vec::new();
+    let mut no = 0;
+    std::iter::from_fn(move || loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(MapError::Io(e))),
+        }
+        no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if line.is_empty() || line[0] == b'!' {
+            continue;
+        }
+        return Some(Record::parse(line, no));
+    })
+}
+
+/// Compacts `records` per the rollup options (quota or plain) and writes
+/// the map with its headers.
+fn finish_map(
+    records: impl Iterator<Item = Result<Record, MapError>>,
+    rollup: &Rollup,
+    params: Params,
+    out: &MapOutput,
+    header: Header,
+    columns: Option<(&str, &str)>,
+) -> anyhow::Result<Stats> {
+    let tmp = tmp_dir(out);
+    // The headers carry the total and the parameters used, so a quota in
+    // bytes is checked against the finished file of each candidate.
+    let final_header = |c: &Compacted| finished_header(&header, c.stats.total, &c.params);
+    let quota = rollup.max_lines.is_some() || rollup.max_bytes.is_some();
+    let compacted = if quota {
+        // The quota search compacts several times: keep the uncompacted
+        // stream in a file to re-read.
+        let mut raw = FileSpool::new(&tmp)?;
+        let mut line = Vec::new();
+        for r in records {
+            line.clear();
+            r?.write_to(&mut line);
+            raw.append(&line)?;
+        }
+        let mut raw = raw.into_reader()?;
+        let bytes = |c: &mut Compacted| -> anyhow::Result<u64> {
+            let head = final_header(c).to_bytes().len() as u64;
+            let body = match columns {
+                None => c.spool.position(),
+                Some((dim, all)) => {
+                    let mut n = 0u64;
+                    let mut line = Vec::new();
+                    for r in map_lines(BufReader::with_capacity(1 << 20, c.spool.reader()?)) {
+                        line.clear();
+                        r?.write_columns(dim, all, &mut line);
+                        n += line.len() as u64;
+                    }
+                    n
+                }
+            };
+            Ok(head + body)
+        };
+        compact_with_quota(&mut raw, rollup, params, &tmp, &bytes)?
+    } else {
+        compact_stream(records, params, &tmp)?
+    };
+    let header = final_header(&compacted);
+    let stats = compacted.stats;
+    let mut body = compacted.spool.into_reader()?;
+    if let Some((dim, all)) = columns {
+        // Rollups work on whole keys; the bucket lines are spread out last.
+        let mut spool = FileSpool::new(&tmp)?;
+        let mut line = Vec::new();
+        for r in map_lines(BufReader::with_capacity(1 << 20, body)) {
+            line.clear();
+            r?.write_columns(dim, all, &mut line);
+            spool.append(&line)?;
+        }
+        body = spool.into_reader()?;
+    }
+    write_output(
+        out,
+        &header.to_bytes(),
+        BufReader::with_capacity(1 << 20, body),
+    )?;
+    Ok(stats)
+}
+
+// ---------------------------------------------------------------- commands
+
+pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
+    if a.layout == Layout::Columns && a.by.len() != 1 {
+        bail!("--layout columns needs exactly one --by dimension");
+    }
+    let tmp = tmp_dir(&a.out);
+    let mut exclude = Vec::new();
+    if let Some(p) = &a.exclude {
+        let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        exclude = if crate::acl::Rules::looks_like_aclj(&text) {
+            let rules = crate::acl::Rules::parse(&text)
+                .with_context(|| format!("reading the access rules {}", p.display()))?;
+            for key in rules.allowed_inside_denied() {
+                eprintln!(
+                    "ukvs mementomap generate: {}: the allow rule {} lies inside a denied prefix; \
+                     the map counts the whole prefix as not held",
+                    p.display(),
+                    String::from_utf8_lossy(&key)
+                );
+            }
+            rules
+                .denied()
+                .into_iter()
+                .filter_map(|(key, exact)| match exact {
+                    true => map_key(&key, a.keep_query),
+                    false => exclusion_key(&key),
+                })
+                .collect()
+        } else {
+            text.split(|&b| b == b'\n')
+                .filter_map(exclusion_key)
+                .collect()
+        };
+    }
+    let opts = Options {
+        keep_query: a.keep_query,
+        by: a.by.clone(),
+        exclude,
+    };
+    let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
+    let results: Vec<anyhow::Result<PassOne>> = if let [p] = a.inputs.as_slice() {
+        match mappable_input(p)? {
+            Some(file) => {
+                // One file, mapped: its parts (cut between two SURTs, so
+                // every URL is in one part) are read in parallel.
+                // Exclusion entries count withheld URLs per part; their
+                // sum would turn an unknown count into a bound, so they
+                // keep one pass.
+                let threads = match opts.exclude.is_empty() {
+                    true => super::thread_count(a.threads),
+                    false => 1,
+                };
+                // More parts than threads: a large host then makes one
+                // part larger, not one thread later.
+                let cuts = cuts_between_surts(&file, threads)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                let late_mem = LATE_MEM / (cuts.len() - 1);
+                let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+                let file = &file;
+                largest_first(&parts, threads, |&(from, to)| {
+                    pass_one(opts.clone(), &tmp, late_mem, a.strict, |feed| {
+                        for_each_mapped_line(file, from, to, |line, no| feed(0, line, no))
+                    })
+                })
+            }
+            None => {
+                let input = open_input(p)?;
+                vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
+                    for_each_line(input, |line, no| feed(0, line, no))
+                })]
+            }
+        }
+    } else {
+        // Several sorted inputs may overlap (the same URL in two
+        // indexes): merged into one sorted stream, the captures of a
+        // SURT are adjacent again, so a URL counts once as URI-R.
+        let merged = merged_lines(&a.inputs)?;
+        vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
+            for item in merged {
+                let (line, input, no) = item?;
+                feed(input, &line, no)?;
+            }
+            Ok(())
+        })]
+    };
+    // Line numbers of a part count from the lines of the parts before it.
+    let mut gstats = GenStats::default();
+    let mut parts = Vec::new();
+    let mut base = 0;
+    let mut shown = 0;
+    for r in results {
+        let part = r?;
+        for (input, mut e) in part.bad {
+            if let MapError::Line { line, .. } = &mut e {
+                *line += base;
+            }
+            if a.strict {
+                bail!("{}: {e}", names[input]);
+            }
+            if shown < 10 && !a.out.quiet {
+                shown += 1;
+                eprintln!("ukvs: {}: {e} (skipped)", names[input]);
+            }
+        }
+        base += part.stats.lines;
+        gstats += part.stats;
+        parts.push((part.map, part.summary));
+    }
+    let params = a.rollup.params(f64::INFINITY);
+    let mut header = header_for(&a.out, &a.inputs, None);
+    record_surt_profile(&mut header, surt_profile_of(&a.inputs)?);
+    if !a.by.is_empty() {
+        let dims: Vec<&str> =
+            a.by.iter()
+                .map(|d| match d {
+                    Dimension::Year => "datetime:year",
+                    Dimension::Month => "datetime:month",
+                    Dimension::Status => "status",
+                    Dimension::Mime => "mime",
+                })
+                .collect();
+        header
+            .extra
+            .insert("decompositions".into(), serde_json::json!(dims));
+    }
+    let columns = match a.layout {
+        Layout::Oslj => None,
+        Layout::Columns => match a.by.as_slice() {
+            [d] => {
+                header.keys = vec!["surt".into(), d.name().into()];
+                let all = if d.name() == "datetime" { ":" } else { "*" };
+                Some((d.name(), all))
+            }
+            _ => bail!("--layout columns needs exactly one --by dimension"),
+        },
+    };
+    // Parts cut between hosts follow each other in key order: when
+    // nothing rolls up, their maps are the map's body as they are.
+    let mut last: Option<&[u8]> = None;
+    let ordered = parts.iter().all(|(_, f)| match (&f.first, last) {
+        (None, _) => true,
+        (Some(first), prev) => {
+            let ok = prev.map_or(true, |l| l < first.as_slice());
+            last = Some(&f.last);
+            ok
+        }
+    });
+    let quota = a.rollup.max_lines.is_some() || a.rollup.max_bytes.is_some();
+    let stats = if !params.rolls_up() && !quota && columns.is_none() {
+        // Nothing rolls up: the parts' maps are the body, as they are when
+        // they follow each other in key order (parts cut between hosts
+        // do), folded together when not.
+        let mut stats = Stats {
+            lines_in: parts.iter().map(|(_, f)| f.lines).sum(),
+            total: gstats.total,
+            ..Stats::default()
+        };
+        let header = finished_header(&header, stats.total, &params).to_bytes();
+        let mut w = Output::create(&a.out.output)?;
+        w.write_all(&header)?;
+        if ordered {
+            for (mut file, _) in parts {
+                w.append_file(&mut file)?;
+            }
+            stats.lines_out = stats.lines_in;
+        } else {
+            let sources = parts
+                .into_iter()
+                .map(|(file, _)| Lines::Read(Box::new(BufReader::with_capacity(1 << 20, file))))
+                .collect();
+            stats.lines_out = fold(sources, &mut w)?.lines;
+        }
+        w.commit()?;
+        stats
+    } else {
+        let sources: Vec<Source> = parts
+            .into_iter()
+            .map(|(file, _)| Box::new(map_lines(BufReader::with_capacity(1 << 20, file))) as Source)
+            .collect();
+        // The parts come from disjoint URLs: sums stay exact.
+        let merged = Merger::new(sources, true);
+        finish_map(merged, &a.rollup, params, &a.out, header, columns)?
+    };
+    if !a.out.quiet {
+        report_generate(&gstats, &stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The write buffer of a part's map: a part's lines are few next to its
+/// input, and every fresh buffer page costs a fault.
+const PART_BUF: usize = 128 << 10;
+
+/// Memory for the records that arrive out of order, over all parts.
+const LATE_MEM: usize = 256 << 20;
+
+/// Bytes of a part's map read at a time when its late records are folded in.
+const FOLD_WINDOW: usize = 1 << 20;
+
+/// `work` on every part (`from`, `to`) on `threads` threads, the largest
+/// parts first, so that a large part does not start last; the results in
+/// the parts' order.
+fn largest_first<T: Send>(
+    parts: &[(u64, u64)],
+    threads: usize,
+    work: impl Fn(&(u64, u64)) -> anyhow::Result<T> + Sync,
+) -> Vec<anyhow::Result<T>> {
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1 - parts[i].0));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<anyhow::Result<T>>>> =
+        parts.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(parts.len()) {
+            scope.spawn(|| {
+                while let Some(&i) =
+                    order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    let r = work(&parts[i]);
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(anyhow::anyhow!("a reading thread failed")))
+        })
+        .collect()
+}
+
+/// Parts of a large input per thread.
+const PARTS_PER_THREAD: usize = 4;
+
+/// Files smaller than this are read in one part.
+const PARALLEL_FROM: u64 = 32 << 20;
+
+/// What the first pass of generation leaves: the map lines of its part in
+/// a temporary file (at its start) with what [`Summary`] says of them,
+/// counters, and the bad lines (input index, error; line numbers local to
+/// the part).
+struct PassOne {
+    map: File,
+    summary: Summary,
+    stats: GenStats,
+    bad: Vec<(usize, MapError)>,
+}
+
+/// Runs the first pass over the lines `lines` hands to its feed: counts
+/// per map key, written in order to a temporary file, late records to an
+/// external sorter. Bad lines are kept (the first ten, or the first one
+/// when `strict`, which also stops the pass).
+fn pass_one(
+    opts: Options,
+    tmp: &Path,
+    late_mem: usize,
+    strict: bool,
+    lines: impl FnOnce(&mut dyn FnMut(usize, &[u8], u64) -> anyhow::Result<()>) -> anyhow::Result<()>,
+) -> anyhow::Result<PassOne> {
+    // Late records (keys that the query cut moved backwards) are sorted
+    // with bounded memory.
+    let sorter = Rc::new(RefCell::new(ExternalSorter::new(
+        late_mem,
+        Some(tmp.to_path_buf()),
+    )));
+    let sink_sorter = Rc::clone(&sorter);
+    let main_file = tempfile::tempfile_in(tmp)
+        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
+    let main = BufWriter::with_capacity(PART_BUF, main_file);
+    let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
+        let line = r.to_line();
+        sink_sorter
+            .borrow_mut()
+            .push(line.strip_suffix(b"\n").unwrap_or(&line))
+    }));
+    let mut bad = Vec::new();
+    let mut stop = false;
+    let run = lines(&mut |input, line, no| {
+        if stop {
+            return Ok(());
+        }
+        match g.push_line(line, no) {
+            Ok(()) => Ok(()),
+            Err(e @ MapError::Line { .. }) => {
+                if bad.len() < 10 {
+                    bad.push((input, e));
+                }
+                stop = strict;
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::new(e)),
+        }
+    });
+    run?;
+    let (main, _late_in_memory, stats, written) = g.finish()?;
+    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    main.seek(SeekFrom::Start(0))?;
+    let mut late = Rc::try_unwrap(sorter)
+        .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
+        .into_inner()
+        .finish()?
+        .peekable();
+    if late.peek().is_none() {
+        return Ok(PassOne {
+            map: main,
+            summary: written,
+            stats,
+            bad,
+        });
+    }
+    let mut map = BufWriter::with_capacity(
+        1 << 20,
+        tempfile::tempfile_in(tmp)
+            .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
+    );
+    let late = late.map(|line| Record::parse(&line?, 0));
+    let summary = fold_records_from(&main, FOLD_WINDOW, late, &mut map)?;
+    let mut map = map.into_inner().map_err(|e| e.into_error())?;
+    map.seek(SeekFrom::Start(0))?;
+    Ok(PassOne {
+        map,
+        summary,
+        stats,
+        bad,
+    })
+}
+
+/// Where to cut a sorted file into about `parts` parts read in parallel:
+/// offsets from 0 to the end of the file, each at the start of a line
+/// whose SURT (first field) differs from the line before, so that every
+/// URL is in one part. Small files give one part.
+///
+/// Cuts fall between two hosts (SURTs up to their `)`) where one is near:
+/// keys the query cut moves back stay within their host, so such parts
+/// give maps that follow each other in key order. The searches read the
+/// file a few KiB at a time (a memory map would keep the page-cache
+/// folios around every probe resident).
+fn cuts_between_surts(file: &File, threads: usize) -> io::Result<Vec<u64>> {
+    let mut f = Probe::new(file)?;
+    let len = f.len;
+    let mut cuts = vec![0];
+    if threads >= 2 && len >= PARALLEL_FROM {
+        let parts = (threads * PARTS_PER_THREAD) as u64;
+        let span = len / parts;
+        for i in 1..parts {
+            let prev = cuts.last().copied().unwrap_or(0);
+            if let Some(at) = f.host_edge_near(span * i)?.filter(|&e| e > prev && e < len) {
+                cuts.push(at);
+            }
+        }
+        cuts.push(len);
+        // A host of more than a thread's share is cut between SURTs
+        // (its parts' maps then fold together).
+        let share = len / threads as u64;
+        let mut fine = vec![0];
+        for w in cuts.windows(2) {
+            let (from, to) = (w[0], w[1]);
+            if to - from > share {
+                let mut at = from;
+                while to - at > span {
+                    at = f.next_surt_start(at + span)?;
+                    if at < to {
+                        fine.push(at);
+                    }
+                }
+            }
+            fine.push(to);
+        }
+        fine.dedup();
+        return Ok(fine);
+    }
+    cuts.push(len);
+    Ok(cuts)
+}
+
+/// Bytes a cut search reads at a time.
+const PROBE_READ: u64 = 8 << 10;
+
+/// Reads lines of a sorted file at chosen offsets, for the cuts.
+struct Probe<'f> {
+    file: &'f File,
+    len: u64,
+    /// The bytes last read, from file offset `buf_at`: a binary search
+    /// step reads the line after an offset, then that line again.
+    buf: Vec<u8>,
+    buf_at: u64,
+}
+
+impl<'f> Probe<'f> {
+    fn new(file: &'f File) -> io::Result<Probe<'f>> {
+        Ok(Probe {
+            file,
+            len: file.metadata()?.len(),
+            buf: Vec::new(),
+            buf_at: 0,
+        })
+    }
+
+    /// The line that starts at `at` (without its LF), read in blocks.
+    fn line_at(&mut self, at: u64) -> io::Result<&[u8]> {
+        let held = at
+            .checked_sub(self.buf_at)
+            .and_then(|off| usize::try_from(off).ok())
+            .filter(|&off| off <= self.buf.len());
+        if let Some(off) = held {
+            let at_end = self.buf_at + self.buf.len() as u64 >= self.len;
+            match memchr::memchr(b'\n', &self.buf[off..]) {
+                Some(i) => return Ok(&self.buf[off..off + i]),
+                None if at_end => return Ok(&self.buf[off..]),
+                None => {}
+            }
+        }
+        self.buf.clear();
+        self.buf_at = at;
+        let mut f = self.file;
+        f.seek(SeekFrom::Start(at))?;
+        loop {
+            let have = self.buf.len();
+            let n = (&mut f).take(PROBE_READ).read_to_end(&mut self.buf)?;
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[have..]) {
+                return Ok(&self.buf[..have + i]);
+            }
+            if n == 0 {
+                return Ok(&self.buf);
+            }
+        }
+    }
+
+    /// The start of the first line after offset `at` (the end when none).
+    fn line_start_after(&mut self, at: u64) -> io::Result<u64> {
+        let len = self.line_at(at)?.len() as u64;
+        Ok((at + len + 1).min(self.len))
+    }
+
+    /// The first line start whose line is `>= key` (a binary search over
+    /// line starts; headers sort before any SURT).
+    fn lower_bound(&mut self, key: &[u8]) -> io::Result<u64> {
+        // Lines starting before `lo` are < key, those starting at or after
+        // `hi` are >= key; `lo` is a line start.
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let at = match mid {
+                0 => 0,
+                _ => self.line_start_after(mid - 1)?,
+            };
+            if at >= hi {
+                // No line starts in mid..hi.
+                hi = mid;
+                continue;
+            }
+            let line = self.line_at(at)?;
+            if line < key {
+                lo = (at + line.len() as u64 + 1).min(self.len);
+            } else {
+                hi = at;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The edge of the run of lines of the host of the line after
+    /// `target` nearer to `target` (`None` when the first field is no
+    /// SURT).
+    fn host_edge_near(&mut self, target: u64) -> io::Result<Option<u64>> {
+        let start = self.line_start_after(target)?;
+        let line = self.line_at(start)?;
+        let field = &line[..memchr::memchr(b' ', line).unwrap_or(line.len())];
+        let Some(close) = memchr::memchr(b')', field) else {
+            return Ok(None);
+        };
+        let mut host = field[..=close].to_vec();
+        let first = self.lower_bound(&host)?;
+        // Every line of the host starts with `host)`; `host*` follows them.
+        host[close] = b')' + 1;
+        let end = self.lower_bound(&host)?;
+        Ok(Some(
+            if target - first.min(target) <= end.saturating_sub(target) {
+                first
+            } else {
+                end
+            },
+        ))
+    }
+
+    /// The first line start after `at` where the SURT changes (the end
+    /// when none).
+    fn next_surt_start(&mut self, at: u64) -> io::Result<u64> {
+        let pos = self.line_start_after(at)?;
+        if pos >= self.len {
+            return Ok(self.len);
+        }
+        // The lines of one SURT are `surt ...`, and `surt!` follows them
+        // (`!` is the byte after the space).
+        let line = self.line_at(pos)?;
+        let mut past = line[..memchr::memchr(b' ', line).unwrap_or(line.len())].to_vec();
+        past.push(b'!');
+        let end = self.lower_bound(&past)?;
+        match end > pos {
+            true => Ok(end),
+            // Not sorted here: the next line.
+            false => self.line_start_after(pos),
+        }
+    }
+}
+
+fn report_generate(g: &GenStats, s: &Stats) {
+    eprintln!(
+        "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {}, total {}",
+        g.lines, g.captures, s.lines_out, s.rollups, g.excluded, g.skipped, s.total.unwrap_or_default()
+    );
+    if g.capped > 0 {
+        eprintln!(
+            "ukvs: {} SURTs had more than {} URL variants: their URI-R counts are upper bounds",
+            g.capped,
+            crate::mementomap::generate::GROUP_URL_CAP
+        );
+    }
+}
+
+pub fn compact(a: CompactJob) -> anyhow::Result<ExitCode> {
+    let params = a.rollup.params(1.0);
+    let mut header = header_for(&a.out, std::slice::from_ref(&a.input), None);
+    if header.id.is_none() {
+        // Keep the archive's identity across compactions.
+        for h in read_headers(&a.input)? {
+            if let Some(rest) = h.strip_prefix("!id ") {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(rest) {
+                    header.id = v.get("uri").and_then(|u| u.as_str()).map(String::from);
+                }
+            }
+        }
+    }
+    record_surt_profile(
+        &mut header,
+        surt_profile_of(std::slice::from_ref(&a.input))?,
+    );
+    let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
+    let stats = finish_map(src, &a.rollup, params, &a.out, header, None)?;
+    if !a.out.quiet {
+        eprintln!(
+            "ukvs mementomap compact: {} lines in, {} lines out, {} rollups",
+            stats.lines_in, stats.lines_out, stats.rollups
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Map keys as the reference's `compact` reads them (query cut, trailing
+/// `/` and `,` stripped; our root form `host)/`), back in key order: keys
+/// moved backwards by the cut are sorted aside and merged in.
+fn normalized(
+    records: impl Iterator<Item = Result<Record, MapError>>,
+    tmp: &Path,
+) -> anyhow::Result<Merger> {
+    let main_file = tempfile::tempfile_in(tmp)
+        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
+    let mut main = BufWriter::with_capacity(1 << 20, main_file);
+    let mut late = ExternalSorter::new(256 << 20, Some(tmp.to_path_buf()));
+    let mut order = Orderer::default();
+    let mut line = Vec::new();
+    for r in records {
+        let mut r = r?;
+        if let Some(k) = map_key(&r.key, false) {
+            r.key = k;
+        }
+        line.clear();
+        match order.route(r) {
+            Routed::InOrder(r) => {
+                r.write_to(&mut line);
+                main.write_all(&line)?;
+            }
+            Routed::Late(r) => {
+                r.write_to(&mut line);
+                late.push(line.strip_suffix(b"\n").unwrap_or(&line))?;
+            }
+        }
+    }
+    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    main.seek(SeekFrom::Start(0))?;
+    let late = late.finish()?.enumerate().map(|(i, l)| match l {
+        Ok(l) => Record::parse(&l, i as u64 + 1),
+        Err(e) => Err(MapError::Io(e)),
+    });
+    let sources: Vec<Source> = vec![
+        Box::new(map_lines(BufReader::with_capacity(1 << 20, main))),
+        Box::new(late),
+    ];
+    // Keys that collapse into one came from different URIs of one map.
+    Ok(Merger::new(sources, true))
+}
+
+pub fn merge(a: MergeJob) -> anyhow::Result<ExitCode> {
+    let profile = surt_profile_of(&a.inputs)?;
+    let sources = a
+        .inputs
+        .iter()
+        .map(|p| map_source(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = Merger::new(sources, a.disjoint);
+    let tmp = tmp_dir(&a.out);
+    let mut spool = FileSpool::new(&tmp)?;
+    let mut total: Option<Frequency> = None;
+    let mut n = 0u64;
+    let mut line = Vec::new();
+    for r in merged {
+        let r = r?;
+        // Wildcards overlap the keys below them: only exact keys and the
+        // topmost entries would give a true total, so sum exact keys only.
+        if !r.freq.is_zero() && !r.key.ends_with(b"*") {
+            total = Some(match total {
+                None => r.freq,
+                Some(t) if a.disjoint => t.plus(r.freq),
+                Some(t) => t.add_overlapping(r.freq),
+            });
+        }
+        line.clear();
+        r.write_to(&mut line);
+        spool.append(&line)?;
+        n += 1;
+    }
+    let mut header = header_for(&a.out, &a.inputs, total);
+    record_surt_profile(&mut header, profile);
+    write_output(
+        &a.out,
+        &header.to_bytes(),
+        BufReader::new(spool.into_reader()?),
+    )?;
+    if !a.out.quiet {
+        eprintln!(
+            "ukvs mementomap merge: {} maps, {n} lines out",
+            a.inputs.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn lookup(a: LookupJob) -> anyhow::Result<ExitCode> {
+    let mut map = crate::engine::maps::MapFile::open(&a.map, false, a.keep_query)?;
+    let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
+    let stdin = io::stdin();
+    let mut queries_in = BufReader::with_capacity(1 << 16, stdin.lock());
+    let mut first_chunk = Vec::new();
+    if from_stdin {
+        first_chunk =
+            crate::engine::batch::read_chunk(&mut queries_in, crate::engine::batch::CHUNK)?;
+        // Sampling reads the map once: worth it from a few thousand
+        // queries on.
+        if first_chunk.len() >= 4096 {
+            if let Err(e) = map.sample(4 << 10) {
+                // A map out of order (the reference writes some): each
+                // query is still answered where the search can trust it.
+                eprintln!("ukvs: {}: {e}; searching without samples", a.map.display());
+            }
+        }
+    }
+    if a.datetime.is_some() && !map.has_datetime() {
+        bail!(
+            "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
+            a.map.display()
+        );
+    }
+    let stdout = io::stdout();
+    let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut any = false;
+    let one = |q: &str, w: &mut Vec<u8>| map.answer(q, a.datetime.as_ref(), w);
+    // Answers chunk by chunk: the queries of a chunk in parallel, the
+    // chunk's output in input order.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(super::thread_count(a.threads))
+        .build()
+        .context("starting threads")?;
+    let mut answer = |queries: &[String], w: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
+        let (bufs, hit) = crate::engine::batch::answer_in_order(&pool, queries, 512, |qs, buf| {
+            qs.iter()
+                .try_fold(false, |hit, q| Ok::<_, io::Error>(one(q, buf)? || hit))
+        })?;
+        any |= hit;
+        for buf in &bufs {
+            w.write_all(buf)?;
+        }
+        Ok(())
+    };
+    let args: Vec<String> = a.queries.iter().filter(|q| *q != "-").cloned().collect();
+    answer(&args, &mut w)?;
+    if from_stdin {
+        let mut chunk = first_chunk;
+        while !chunk.is_empty() {
+            answer(&chunk, &mut w)?;
+            chunk = crate::engine::batch::read_chunk(&mut queries_in, crate::engine::batch::CHUNK)?;
+        }
+    }
+    w.flush()?;
+    Ok(if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
+    // URL queries are keyed as the index's keys are.
+    let surt_opts = surt_profile_of(std::slice::from_ref(&a.index))?.unwrap_or_default();
+    let index = read_all(&a.index)?;
+    let (records, _) = crate::mementomap::generate::records_of(&index, &Options::default())
+        .with_context(|| format!("reading {}", a.index.display()))?;
+    drop(index);
+    let mut truth = Vec::new();
+    let mut urirs = 0u64;
+    for r in &records {
+        r.write_to(&mut truth);
+        urirs += r.freq.urir.value.unwrap_or(0);
+    }
+    let truth_map = Map::new(truth.as_slice());
+    let queries_text = read_all(&a.queries)?;
+    let queries: Vec<Vec<u8>> = String::from_utf8_lossy(&queries_text)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|q| crate::engine::maps::query_surt(q, &surt_opts))
+        .collect();
+    let stdout = io::stdout();
+    let mut w = stdout.lock();
+    writeln!(
+        w,
+        "factor lines relative_cost tp fp tn fn accuracy precision recall"
+    )?;
+    let row = |label: String, e: Evaluation, w: &mut io::StdoutLock| -> io::Result<()> {
+        writeln!(
+            w,
+            "{label} {} {:.6} {} {} {} {} {:.4} {:.4} {:.4}",
+            e.map_lines,
+            e.relative_cost(),
+            e.tp,
+            e.fp,
+            e.tn,
+            e.fn_,
+            e.accuracy(),
+            e.precision(),
+            e.recall()
+        )
+    };
+    if a.sweep {
+        for &f in &a.factors {
+            let (body, stats) = crate::mementomap::compact::compact_records(
+                &records,
+                Params::COMPACT.with_factor(f),
+            )?;
+            let m = Map::new(body.as_slice());
+            let e = evaluate(
+                &m,
+                stats.lines_out,
+                &truth_map,
+                urirs,
+                false,
+                queries.iter().map(Vec::as_slice),
+            )?;
+            row(format!("{f}"), e, &mut w)?;
+        }
+    } else {
+        let Some(mp) = &a.map else {
+            bail!("give a MAP to evaluate, or --sweep");
+        };
+        let body = read_all(mp)?;
+        let lines = body
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty() && l[0] != b'!')
+            .count() as u64;
+        let m = Map::new(body.as_slice());
+        let e = evaluate(
+            &m,
+            lines,
+            &truth_map,
+            urirs,
+            false,
+            queries.iter().map(Vec::as_slice),
+        )?;
+        row(mp.display().to_string(), e, &mut w)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_all(p: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut r = open_stream(p)?;
+    let mut v = Vec::new();
+    r.read_to_end(&mut v)
+        .with_context(|| format!("reading {}", p.display()))?;
+    Ok(v)
+}
