@@ -10,6 +10,7 @@
 //! | module | role |
 //! |---|---|
 //! | [`fs`] | the one place that maps files, and gives mapped pages back |
+//! | [`index`] | indexing jobs: archives -> one sorted capture index, on a thread pool |
 //! | [`output`] | output files that appear whole or not at all |
 //! | [`batch`] | batches of queries answered on every core, in input order, in bounded memory |
 //! | [`format`] | how found lines are printed: as they are, CDXJ, JSON, TimeMaps |
@@ -20,6 +21,7 @@
 pub mod batch;
 pub mod format;
 pub mod fs;
+pub mod index;
 pub mod lookup;
 pub mod maps;
 pub mod mementomap;

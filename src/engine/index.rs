@@ -1,0 +1,1274 @@
+//! Indexing jobs: ARC and WARC files -> one sorted capture index.
+//!
+//! Files are read in parallel (rayon, one file per task). Each worker owns
+//! a reader (`arc::Reader` or `warc::Reader`, chosen from the file's first
+//! bytes), a `capture::Indexer` and a line buffer that it hands to
+//! the main thread in chunks; the main thread is the only writer. Sorted
+//! output goes through `sorted::ExternalSorter`, whose result is the byte
+//! order of the whole line: the bytes are the same for any `-j` because the
+//! set of lines is, and memory stays under `--mem` because the sorter
+//! spills runs to `--tmp-dir`. `--no-sort` writes each file's lines in
+//! input order instead, holding only the lines of files indexed ahead of
+//! the one being written (moved to `--tmp-dir` past `--mem`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+
+use crate::arc;
+use crate::capture::hash::Lanes;
+use crate::capture::{self, Indexer, Outcome, Profile};
+use crate::warc;
+use anyhow::Context;
+use rayon::prelude::*;
+
+use super::fs::Behind;
+use super::output::Output as Dest;
+
+/// What to index, and how.
+#[derive(Clone, Debug)]
+pub struct IndexJob {
+    /// Files, directories (searched for archives), or `-` for a list of
+    /// paths on stdin.
+    pub inputs: Vec<PathBuf>,
+    /// The index file, written whole or not at all; stdout when `None`.
+    pub output: Option<PathBuf>,
+    pub profile: Profile,
+    /// Worker threads; 0 uses every core.
+    pub threads: usize,
+    /// Lines in input order instead of sorted.
+    pub no_sort: bool,
+    /// Memory for sorting (or held-back lines) before spilling, in bytes.
+    pub mem: u64,
+    pub tmp_dir: Option<PathBuf>,
+    /// Also the records the profile leaves out.
+    pub all_records: bool,
+    /// No summary on stderr.
+    pub quiet: bool,
+    /// Stop at the first damaged record, writing nothing.
+    pub strict: bool,
+    /// Append request bodies to POST keys (`--post-append`).
+    pub post_append: bool,
+    /// Recompute and check the records' digests.
+    pub verify_digests: bool,
+    /// Read files instead of mapping them.
+    pub no_mmap: bool,
+    /// How URLs become keys.
+    pub surt: crate::surt::Options,
+}
+
+/// Where a front end shows a long job's progress.
+pub trait Progress: Sync {
+    /// The job starts, with this many bytes of input to read.
+    fn start(&self, total_bytes: u64);
+    /// This many more bytes were read.
+    fn advance(&self, bytes: u64);
+    /// A short status (records and files done).
+    fn message(&self, text: String);
+    /// A line for the user (an error or a warning), printed without
+    /// garbling the progress display.
+    fn print(&self, line: &str);
+    /// The job is over.
+    fn done(&self);
+}
+
+/// What a worker tells the writer.
+enum Msg {
+    /// Index lines (each ending in `\n`) of file `file`, in file order.
+    Lines { file: usize, buf: Vec<u8> },
+    /// A damaged spot or an unreadable file.
+    Error { text: String },
+    /// Something the user should know that does not fail the run.
+    Warning { text: String },
+    /// The file is finished.
+    Done {
+        file: usize,
+        stats: FileStats,
+        meta: Option<String>,
+    },
+}
+
+#[derive(Default, Debug, Clone, Copy)]
+struct FileStats {
+    records: u64,
+    /// Records the reader had to give up on (damage).
+    skipped: u64,
+    /// Bytes that belonged to no readable record.
+    skipped_bytes: u64,
+    filtered: u64,
+    errors: u64,
+    bytes: u64,
+    /// Records whose URL could not be canonicalised (key = URL).
+    uncanonical: u64,
+}
+
+/// Per file, how many URLs kept as keys are reported one by one.
+const KEY_WARNINGS: u64 = 5;
+
+/// Lines are handed over in chunks of about this many bytes.
+const CHUNK: usize = 256 * 1024;
+
+pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<ExitCode> {
+    let profile = job.profile;
+    let opts = capture::Options {
+        profile,
+        all_records: job.all_records,
+        surt: job.surt.clone(),
+        verify_digests: job.verify_digests,
+    };
+    let mut input_errors = Vec::new();
+    let paths = collect_inputs(&job.inputs, &mut input_errors)?;
+    for e in &input_errors {
+        eprintln!("ukvs index: {e}");
+    }
+    if paths.is_empty() {
+        input_errors.push("no ARC or WARC files to index".into());
+        eprintln!("ukvs index: no ARC or WARC files to index");
+    }
+    if job.strict && !input_errors.is_empty() {
+        return Ok(ExitCode::from(2));
+    }
+
+    let threads = if job.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        job.threads
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start worker threads")?;
+
+    let total_bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    if let Some(p) = progress {
+        p.start(total_bytes);
+    }
+
+    let mut out = Output::open(job.output.as_deref(), profile, !job.no_sort)?;
+    let abort = AtomicBool::new(false);
+    let (tx, rx) = sync_channel::<Msg>(threads * 4);
+    let mut sink = Sink::new(job, profile, &paths);
+
+    let result: anyhow::Result<()> = std::thread::scope(|scope| {
+        let worker_paths = &paths;
+        let abort_ref = &abort;
+        let opts_ref = &opts;
+        let no_mmap = job.no_mmap;
+        let post_append = job.post_append;
+        let pb = progress;
+        let pool = &pool;
+        scope.spawn(move || {
+            pool.install(|| {
+                worker_paths
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, path)| {
+                        if !abort_ref.load(Ordering::Relaxed) {
+                            let job = Job {
+                                file: i,
+                                post_append,
+                                path,
+                                opts: opts_ref,
+                                abort: abort_ref,
+                                pb,
+                            };
+                            index_file(&job, no_mmap, tx);
+                        }
+                    });
+            });
+        });
+        let r = sink.consume(rx, &mut out, progress, &abort);
+        if r.is_err() {
+            abort.store(true, Ordering::Relaxed);
+        }
+        r
+    });
+    if let Some(p) = progress {
+        p.done();
+    }
+    result?;
+
+    let errors = sink.errors + input_errors.len() as u64;
+    if job.strict && errors > 0 {
+        // The temporary output is dropped, so no file appears.
+        return Ok(ExitCode::from(2));
+    }
+    // The workers are done: their pool sorts what the sink holds.
+    pool.install(|| sink.finish(&mut out, &opts))?;
+    out.commit()?;
+    if !job.quiet {
+        eprintln!(
+            "ukvs index: {} files, {} records indexed, {} left out by the profile, \
+             {} damaged records skipped ({} bytes), {} errors{}",
+            sink.files_done,
+            sink.records,
+            sink.filtered,
+            sink.skipped,
+            sink.skipped_bytes,
+            errors,
+            if sink.uncanonical > 0 {
+                format!(
+                    ", {} URLs kept as keys (not canonicalisable)",
+                    sink.uncanonical
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Expands the command-line inputs into files, in a stable order.
+fn collect_inputs(inputs: &[PathBuf], errors: &mut Vec<String>) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            for line in io::stdin().lock().lines() {
+                let line = line.context("cannot read paths from stdin")?;
+                let line = line.trim_end_matches('\r');
+                if !line.is_empty() {
+                    add_input(Path::new(line), &mut paths, errors);
+                }
+            }
+        } else {
+            add_input(input, &mut paths, errors);
+        }
+    }
+    Ok(paths)
+}
+
+fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let before = paths.len();
+            walk_dir(path, paths, errors);
+            if paths.len() == before {
+                eprintln!(
+                    "ukvs index: warning: {}: no ARC or WARC files (*.arc, *.arc.gz, *.warc, \
+                     *.warc.gz, *.warc.zst) in this directory",
+                    path.display()
+                );
+            }
+        }
+        Ok(_) => paths.push(path.to_path_buf()),
+        Err(e) => errors.push(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Whether the file is named as a WARC: its first bytes decide, but a
+/// WARC whose first record is damaged does not show what it is.
+fn named_warc(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().contains(".warc"))
+}
+
+fn is_archive_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy().to_ascii_lowercase();
+    [".arc", ".arc.gz", ".warc", ".warc.gz", ".warc.zst"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+}
+
+/// ARC and WARC files (by name) under `dir`, depth first, sorted by
+/// name at each level; symbolic links to directories are not followed.
+fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            errors.push(format!("{}: {e}", dir.display()));
+            return;
+        }
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk_dir(&path, paths, errors);
+        } else if is_archive_name(&e.file_name())
+            && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+        {
+            paths.push(path);
+        }
+    }
+}
+
+/// Bytes read from an unmapped file to tell its format.
+const SNIFF_BYTES: u64 = 64 << 10;
+
+/// Lines held for records still hashing before a new record is read.
+const MAX_HELD: usize = 4096;
+
+/// A record whose digest is being computed: it digests its block from
+/// `start` on.
+struct InLane<T> {
+    seq: u64,
+    rec: T,
+    start: usize,
+}
+
+/// What the pipeline needs of a record, ARC or WARC.
+trait Rec: Default {
+    fn block(&self) -> &[u8];
+    fn offset(&self) -> u64;
+    /// Offset just past the record in the file.
+    fn end(&self) -> u64;
+    fn buffer_capacity(&self) -> usize;
+    fn clear(&mut self);
+    fn digest_start(&self, ix: &Indexer) -> Option<usize>;
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome;
+    /// The file's `!meta` object when this record describes the file.
+    fn file_meta(&self, name: &[u8]) -> Option<String>;
+    /// Records kept by this thread from its last file of this format.
+    fn take_spare() -> Vec<Self>;
+    fn keep_spare(spare: Vec<Self>);
+}
+
+/// What the pipeline needs of a reader.
+trait RecReader {
+    type Rec: Rec;
+    type Error: std::fmt::Display;
+    fn read(&mut self, rec: &mut Self::Rec) -> Result<bool, Self::Error>;
+    fn is_fatal(e: &Self::Error) -> bool;
+    fn position(&self) -> u64;
+    /// Records given up on, and bytes in no record.
+    fn skipped(&self) -> (u64, u64);
+}
+
+/// The `Rec` methods every stored record of a format module has alike.
+macro_rules! stored_record {
+    ($fmt:ident) => {
+        fn block(&self) -> &[u8] {
+            $fmt::Record::block(self)
+        }
+        fn offset(&self) -> u64 {
+            self.offset
+        }
+        fn end(&self) -> u64 {
+            self.offset + self.length
+        }
+        fn buffer_capacity(&self) -> usize {
+            $fmt::Record::buffer_capacity(self)
+        }
+        fn clear(&mut self) {
+            $fmt::Record::clear(self);
+        }
+    };
+}
+
+/// `RecReader` for a format module's `Reader`.
+macro_rules! format_reader {
+    ($fmt:ident) => {
+        impl<R: io::Read> RecReader for $fmt::Reader<R> {
+            type Rec = $fmt::Record;
+            type Error = $fmt::Error;
+            fn read(&mut self, rec: &mut $fmt::Record) -> Result<bool, $fmt::Error> {
+                self.read_record(rec)
+            }
+            fn is_fatal(e: &$fmt::Error) -> bool {
+                e.is_fatal()
+            }
+            fn position(&self) -> u64 {
+                $fmt::Reader::position(self)
+            }
+            fn skipped(&self) -> (u64, u64) {
+                (self.stats().skipped_records, self.stats().skipped_bytes)
+            }
+        }
+    };
+}
+
+format_reader!(arc);
+format_reader!(warc);
+
+impl Rec for arc::Record {
+    stored_record!(arc);
+    fn digest_start(&self, ix: &Indexer) -> Option<usize> {
+        ix.digest_start(self)
+    }
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        ix.write_hashed(self, hashed, out)
+    }
+    fn file_meta(&self, name: &[u8]) -> Option<String> {
+        self.is_filedesc().then(|| filedesc_meta(name, self))
+    }
+    fn take_spare() -> Vec<Self> {
+        SPARE_ARC.take()
+    }
+    fn keep_spare(spare: Vec<Self>) {
+        SPARE_ARC.set(spare);
+    }
+}
+
+impl Rec for warc::Record {
+    stored_record!(warc);
+    fn digest_start(&self, ix: &Indexer) -> Option<usize> {
+        ix.warc_digest_start(self)
+    }
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        ix.write_warc(self, hashed, out)
+    }
+    fn file_meta(&self, name: &[u8]) -> Option<String> {
+        (self.record_type() == warc::RecordType::Warcinfo).then(|| warcinfo_meta(name, self))
+    }
+    fn take_spare() -> Vec<Self> {
+        SPARE_WARC.take()
+    }
+    fn keep_spare(spare: Vec<Self>) {
+        SPARE_WARC.set(spare);
+    }
+}
+
+/// A WARC record with the POST or PUT exchange it belongs to.
+#[derive(Default)]
+struct PairedRec {
+    rec: warc::Record,
+    post: Option<std::sync::Arc<capture::post::PostAppend>>,
+    /// Paired with the record before it: not paired again.
+    taken: bool,
+}
+
+impl Rec for PairedRec {
+    fn block(&self) -> &[u8] {
+        self.rec.block()
+    }
+    fn offset(&self) -> u64 {
+        self.rec.offset
+    }
+    fn end(&self) -> u64 {
+        self.rec.offset + self.rec.length
+    }
+    fn buffer_capacity(&self) -> usize {
+        self.rec.buffer_capacity()
+    }
+    fn clear(&mut self) {
+        self.rec.clear();
+        self.post = None;
+        self.taken = false;
+    }
+    fn digest_start(&self, ix: &Indexer) -> Option<usize> {
+        ix.warc_digest_start(&self.rec)
+    }
+    fn write(&self, ix: &mut Indexer, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        ix.write_warc_post(&self.rec, hashed, self.post.as_deref(), out)
+    }
+    fn file_meta(&self, name: &[u8]) -> Option<String> {
+        self.rec.file_meta(name)
+    }
+    fn take_spare() -> Vec<Self> {
+        let spare: Vec<warc::Record> = SPARE_WARC.take();
+        spare
+            .into_iter()
+            .map(|rec| PairedRec {
+                rec,
+                ..PairedRec::default()
+            })
+            .collect()
+    }
+    fn keep_spare(spare: Vec<Self>) {
+        SPARE_WARC.set(spare.into_iter().map(|p| p.rec).collect());
+    }
+}
+
+/// A WARC reader that reads one record ahead, to pair each request with
+/// its response as cdxj-indexer's `--post-append` does (adjacent records
+/// only).
+struct Paired<R> {
+    inner: warc::Reader<R>,
+    ahead: Option<PairedRec>,
+    /// Errors met while reading ahead, returned after the record before
+    /// them (a warning about a record does not keep it from pairing).
+    errors: std::collections::VecDeque<warc::Error>,
+}
+
+impl<R: io::Read> Paired<R> {
+    fn new(inner: warc::Reader<R>) -> Paired<R> {
+        Paired {
+            inner,
+            ahead: None,
+            errors: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl<R: io::Read> RecReader for Paired<R> {
+    type Rec = PairedRec;
+    type Error = warc::Error;
+    fn read(&mut self, out: &mut PairedRec) -> Result<bool, warc::Error> {
+        if let Some(e) = self.errors.pop_front() {
+            return Err(e);
+        }
+        match self.ahead.take() {
+            Some(cur) => *out = cur,
+            None => {
+                out.clear();
+                if !self.inner.read_record(&mut out.rec)? {
+                    return Ok(false);
+                }
+            }
+        }
+        if out.taken {
+            return Ok(true);
+        }
+        let mut next = PairedRec::default();
+        loop {
+            match self.inner.read_record(&mut next.rec) {
+                Ok(true) => {
+                    if let Some(p) = crate::capture::warc::post_pair(&out.rec, &next.rec) {
+                        let p = std::sync::Arc::new(p);
+                        out.post = Some(p.clone());
+                        next.post = Some(p);
+                        next.taken = true;
+                    }
+                    self.ahead = Some(next);
+                    break;
+                }
+                Ok(false) => break,
+                Err(e) => {
+                    let fatal = e.is_fatal();
+                    self.errors.push_back(e);
+                    if fatal {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+    fn is_fatal(e: &warc::Error) -> bool {
+        e.is_fatal()
+    }
+    fn position(&self) -> u64 {
+        // The record read ahead still needs its bytes.
+        self.ahead
+            .as_ref()
+            .map_or_else(|| self.inner.position(), |a| a.rec.offset)
+    }
+    fn skipped(&self) -> (u64, u64) {
+        self.inner.skipped()
+    }
+}
+
+/// The lines of one file in record order: a record gets a number when it
+/// is read, and its line is written out once the lines of every record
+/// before it are.
+#[derive(Default)]
+struct InOrder {
+    /// Lines of records `first..`, `None` while a record is hashing.
+    held: std::collections::VecDeque<Option<Vec<u8>>>,
+    first: u64,
+}
+
+impl InOrder {
+    /// Numbers the next record.
+    fn open(&mut self) -> u64 {
+        self.held.push_back(None);
+        self.first + self.held.len() as u64 - 1
+    }
+
+    /// Records numbered and not written out.
+    fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// `write` makes the line of record `seq`; it goes to `out` now if no
+    /// record before it is pending (the usual case: no copy), else later.
+    fn finish(&mut self, seq: u64, out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+        let at = (seq - self.first) as usize;
+        if at == 0 {
+            write(out);
+            self.held.pop_front();
+            self.first += 1;
+            while let Some(Some(_)) = self.held.front() {
+                if let Some(Some(line)) = self.held.pop_front() {
+                    out.extend_from_slice(&line);
+                }
+                self.first += 1;
+            }
+        } else {
+            let mut line = Vec::new();
+            write(&mut line);
+            self.held[at] = Some(line);
+        }
+    }
+}
+
+/// Writes the lines of one file's records and counts them.
+struct Emit<'a> {
+    indexer: &'a mut Indexer,
+    stats: &'a mut FileStats,
+    tx: &'a SyncSender<Msg>,
+    path: &'a Path,
+}
+
+impl Emit<'_> {
+    /// Hands `buf` to the writer once it holds a chunk; false when the
+    /// writer is gone.
+    fn send_full(&self, file: usize, buf: &mut Vec<u8>) -> bool {
+        if buf.len() < CHUNK {
+            return true;
+        }
+        let chunk = std::mem::replace(buf, Vec::with_capacity(CHUNK + 4096));
+        self.tx.send(Msg::Lines { file, buf: chunk }).is_ok()
+    }
+
+    /// Appends the line of `rec` (its digest computed here when `digest`
+    /// is `None`), counts it, and warns about a URL kept as its key.
+    fn line<T: Rec>(&mut self, rec: &T, digest: Option<[u8; 20]>, out: &mut Vec<u8>) {
+        match rec.write(self.indexer, digest, out) {
+            Outcome::Indexed => self.stats.records += 1,
+            Outcome::Filtered => self.stats.filtered += 1,
+        }
+        if let Some(n) = self.indexer.take_notice() {
+            let text = format!("{}: offset {}: {n}", self.path.display(), rec.offset());
+            let _ = self.tx.send(Msg::Warning { text });
+        }
+        if let Some(e) = self.indexer.take_digest_error() {
+            self.stats.errors += 1;
+            let text = format!("{}: offset {}: {e}", self.path.display(), rec.offset());
+            let _ = self.tx.send(Msg::Error { text });
+        }
+        if let Some(e) = self.indexer.take_key_error() {
+            self.stats.uncanonical += 1;
+            if self.stats.uncanonical <= KEY_WARNINGS {
+                let more = if self.stats.uncanonical == KEY_WARNINGS {
+                    "; further ones in this file are counted only"
+                } else {
+                    ""
+                };
+                let text = format!(
+                    "{}: offset {}: {e}; the key is the URL (as the reference indexers write it){more}",
+                    self.path.display(),
+                    rec.offset(),
+                );
+                let _ = self.tx.send(Msg::Warning { text });
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Records whose buffers outlive one file on this thread: the next
+    /// file reads into them instead of into fresh pages (each costs a
+    /// fault, and a freed heap is given back to the system).
+    static SPARE_ARC: std::cell::RefCell<Vec<arc::Record>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_WARC: std::cell::RefCell<Vec<warc::Record>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keeps the records of a finished file for the next one on this thread,
+/// but not a buffer larger than [`KEEP_BLOCK_MAX`].
+fn keep_spare<T: Rec>(mut spare: Vec<T>) {
+    spare.retain(|r| r.buffer_capacity() <= KEEP_BLOCK_MAX);
+    // Let go of the file's map.
+    spare.iter_mut().for_each(T::clear);
+    T::keep_spare(spare);
+}
+
+/// The largest record buffer kept from one file for the next.
+const KEEP_BLOCK_MAX: usize = 64 << 20;
+
+/// One input file and what indexing it needs.
+struct Job<'a> {
+    /// The file's number in the input order.
+    file: usize,
+    /// Pair WARC requests and responses (`--post-append`).
+    post_append: bool,
+    path: &'a Path,
+    opts: &'a capture::Options,
+    abort: &'a AtomicBool,
+    pb: Option<&'a dyn Progress>,
+}
+
+/// Indexes one file, sending its lines, errors and summary to the writer.
+/// The file is mapped into memory unless `no_mmap` (or it cannot be: a
+/// pipe, an empty file), so that records are read in place.
+fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
+    // A file that cannot be mapped (a file system without mmap, or no
+    // address space left for it) is read instead.
+    let opened = File::open(job.path).map(|f| {
+        let map = if no_mmap {
+            None
+        } else {
+            // Read ahead in large steps: the file is read once, front to
+            // back.
+            crate::engine::fs::map_file(&f, memmap2::Advice::Sequential)
+                .ok()
+                .flatten()
+        };
+        (f, map)
+    });
+    match opened {
+        Ok((_, Some(map))) => {
+            let map = std::sync::Arc::new(map);
+            let behind = Some(Behind::new(map.clone()));
+            if warc::is_warc(&map[..]) || named_warc(job.path) {
+                let rdr = warc::Reader::from_shared(map, warc::Options::default());
+                if job.post_append {
+                    index_records(job, Paired::new(rdr), behind, tx);
+                } else {
+                    index_records(job, rdr, behind, tx);
+                }
+            } else {
+                let rdr = arc::Reader::from_shared(map, arc::Options::default());
+                index_records(job, rdr, behind, tx);
+            }
+        }
+        Ok((mut f, None)) => {
+            // The first bytes tell the format; they are read again.
+            let mut first = Vec::new();
+            let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
+            let is_warc = warc::is_warc(&first) || named_warc(job.path);
+            let input = io::Cursor::new(first).chain(f);
+            match got {
+                Err(e) => {
+                    file_failed(job, tx, format!("cannot read: {e}"));
+                }
+                Ok(_) if is_warc && job.post_append => {
+                    index_records(job, Paired::new(warc::Reader::new(input)), None, tx)
+                }
+                Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, tx),
+                Ok(_) => index_records(job, arc::Reader::new(input), None, tx),
+            }
+        }
+        Err(e) => {
+            file_failed(job, tx, format!("cannot open: {e}"));
+        }
+    }
+}
+
+/// Reports a file that could not be read at all, and ends it.
+fn file_failed(job: &Job, tx: &SyncSender<Msg>, what: String) {
+    let _ = tx.send(Msg::Error {
+        text: format!("{}: {what}", job.path.display()),
+    });
+    let stats = FileStats {
+        errors: 1,
+        ..FileStats::default()
+    };
+    let _ = tx.send(Msg::Done {
+        file: job.file,
+        stats,
+        meta: None,
+    });
+}
+
+/// Indexes the records of one file read by `rdr`, releasing the pages of
+/// its map (when it is mapped) as it goes.
+fn index_records<D: RecReader>(
+    job: &Job,
+    mut rdr: D,
+    mut behind: Option<Behind>,
+    tx: &mut SyncSender<Msg>,
+) {
+    let Job {
+        file,
+        post_append: _,
+        path,
+        opts,
+        abort,
+        pb,
+    } = *job;
+    let mut stats = FileStats::default();
+    let name = path.file_name().map_or_else(Vec::new, os_bytes);
+    let mut indexer = Indexer::new(opts.clone(), &name);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
+    let mut meta = None;
+    // Digests are computed several records at a time (`hash::Lanes`): a
+    // record enters a free lane when it is read and leaves it when its
+    // digest is done, so small records pass a large one. Their lines wait
+    // in `order` for the records before them.
+    let mut lanes = Lanes::new();
+    let mut slots: Vec<Option<InLane<D::Rec>>> = (0..Lanes::WIDTH).map(|_| None).collect();
+    let mut spare = D::Rec::take_spare();
+    let mut order = InOrder::default();
+    let mut done = Vec::new();
+    let mut last_end = 0u64;
+    let mut more = true;
+    let mut w = Emit {
+        indexer: &mut indexer,
+        stats: &mut stats,
+        tx,
+        path,
+    };
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            return;
+        }
+        while more && lanes.has_room() && order.held() < MAX_HELD {
+            // The spare record with the largest buffer: a large block then
+            // reuses a large buffer instead of growing another one into
+            // fresh pages (each costs a fault).
+            let largest = (0..spare.len()).max_by_key(|&i| spare[i].buffer_capacity());
+            let mut rec = largest.map_or_else(D::Rec::default, |i| spare.swap_remove(i));
+            match rdr.read(&mut rec) {
+                Ok(true) => {
+                    if meta.is_none() && opts.profile == Profile::Ukvs {
+                        meta = rec.file_meta(&name);
+                    }
+                    let end = rec.end();
+                    if let Some(pb) = pb {
+                        pb.advance(end.saturating_sub(last_end));
+                    }
+                    last_end = last_end.max(end);
+                    let seq = order.open();
+                    match rec.digest_start(w.indexer) {
+                        Some(start) => {
+                            let lane = slots.iter().position(Option::is_none).unwrap_or(0);
+                            slots[lane] = Some(InLane { seq, rec, start });
+                            lanes.start(lane);
+                        }
+                        None => {
+                            order.finish(seq, &mut buf, |out| w.line(&rec, None, out));
+                            spare.push(rec);
+                            if let Some(behind) = &mut behind {
+                                behind.release_below(in_use(&slots, &rdr));
+                            }
+                            // Files of records that need no hashing never
+                            // leave this loop until their end.
+                            if !w.send_full(file, &mut buf) {
+                                return;
+                            }
+                        }
+                    }
+                }
+                Ok(false) => {
+                    more = false;
+                    spare.push(rec);
+                }
+                Err(e) => {
+                    spare.push(rec);
+                    w.stats.errors += 1;
+                    let fatal = D::is_fatal(&e);
+                    let text = format!("{}: {e}", path.display());
+                    if w.tx.send(Msg::Error { text }).is_err() || fatal {
+                        more = false;
+                    }
+                }
+            }
+        }
+        if lanes.is_empty() {
+            if more {
+                continue;
+            }
+            break;
+        }
+        lanes.advance(
+            |lane| {
+                slots[lane].as_ref().map_or(&[][..], |l| {
+                    &l.rec.block()[l.start.min(l.rec.block().len())..]
+                })
+            },
+            &mut done,
+        );
+        for (lane, digest) in done.drain(..) {
+            if let Some(l) = slots[lane].take() {
+                order.finish(l.seq, &mut buf, |out| w.line(&l.rec, Some(digest), out));
+                spare.push(l.rec);
+            }
+        }
+        if let Some(behind) = &mut behind {
+            behind.release_below(in_use(&slots, &rdr));
+        }
+        if !w.send_full(file, &mut buf) {
+            return;
+        }
+    }
+    keep_spare(spare);
+    stats.bytes = last_end;
+    (stats.skipped, stats.skipped_bytes) = rdr.skipped();
+    if !buf.is_empty() {
+        let _ = tx.send(Msg::Lines { file, buf });
+    }
+    let _ = tx.send(Msg::Done { file, stats, meta });
+}
+
+/// Where the bytes of the file still to be read start: blocks still in a
+/// lane are the only bytes behind the reader that are.
+fn in_use<D: RecReader>(slots: &[Option<InLane<D::Rec>>], rdr: &D) -> u64 {
+    let lanes = slots.iter().flatten().map(|l| l.rec.offset()).min();
+    lanes.unwrap_or_else(|| rdr.position())
+}
+
+/// The `!meta` object for one input file: its name, its filedesc record's
+/// header fields, version block (version line and field-names line) and
+/// Heritrix `<arcmetadata>` fields.
+fn filedesc_meta(name: &[u8], rec: &arc::Record) -> String {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let fd = arc::FileDesc::parse(rec.block());
+    let mut metadata = serde_json::Map::new();
+    for (k, v) in fd.metadata {
+        // Repeated elements (several `<dc:subject>`) become a list.
+        match metadata.get_mut(&k) {
+            Some(serde_json::Value::Array(list)) => list.push(v.into()),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), v.into()]),
+            None => {
+                metadata.insert(k, v.into());
+            }
+        }
+    }
+    let mut desc = serde_json::Map::new();
+    desc.insert("url".into(), text(&rec.header.url).into());
+    desc.insert("date".into(), text(&rec.header.date).into());
+    desc.insert("version".into(), fd.version.into());
+    desc.insert("origin".into(), fd.origin.into());
+    if !fd.fields.is_empty() {
+        desc.insert("field_names".into(), fd.fields.into());
+    }
+    if !metadata.is_empty() {
+        desc.insert("metadata".into(), metadata.into());
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("filename".into(), text(name).into());
+    m.insert("filedesc".into(), desc.into());
+    serde_json::Value::Object(m).to_string()
+}
+
+/// The `!meta` object for one WARC file: its name and its warcinfo
+/// record's date and fields (repeated names become lists).
+fn warcinfo_meta(name: &[u8], rec: &warc::Record) -> String {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut fields = serde_json::Map::new();
+    for (k, v) in warc::warc_fields(rec.block()) {
+        let (k, v) = (text(k), serde_json::Value::from(text(v)));
+        match fields.get_mut(&k) {
+            Some(serde_json::Value::Array(list)) => list.push(v),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), v]),
+            None => {
+                fields.insert(k, v);
+            }
+        }
+    }
+    let mut info = serde_json::Map::new();
+    for (key, field) in [
+        ("date", "WARC-Date"),
+        ("filename", "WARC-Filename"),
+        ("record_id", "WARC-Record-ID"),
+    ] {
+        if let Some(v) = rec.header(field) {
+            info.insert(key.into(), text(v).into());
+        }
+    }
+    info.insert("version".into(), text(rec.head.version()).into());
+    if !fields.is_empty() {
+        info.insert("fields".into(), fields.into());
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("filename".into(), text(name).into());
+    m.insert("warcinfo".into(), info.into());
+    serde_json::Value::Object(m).to_string()
+}
+
+#[cfg(unix)]
+fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    s.as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    s.to_string_lossy().into_owned().into_bytes()
+}
+
+/// The writer side: collects lines (sorted or in file order), errors and
+/// counts.
+struct Sink {
+    no_sort: bool,
+    strict: bool,
+    paths: usize,
+    sorter: Option<crate::sorted::ExternalSorter>,
+    profile: Profile,
+    /// The SURT profile, recorded in the `!meta` header.
+    surt: crate::surt::Options,
+    /// `--no-sort`: lines of files indexed ahead of `next_file`.
+    pending: BTreeMap<usize, Pending>,
+    /// Bytes of `pending` in memory, kept under `mem` by spilling.
+    pending_bytes: usize,
+    mem: usize,
+    tmp_dir: Option<PathBuf>,
+    next_file: usize,
+    headers_written: bool,
+    metas: Vec<String>,
+    records: u64,
+    filtered: u64,
+    skipped: u64,
+    skipped_bytes: u64,
+    errors: u64,
+    files_done: u64,
+    uncanonical: u64,
+}
+
+impl Sink {
+    fn new(job: &IndexJob, profile: Profile, paths: &[PathBuf]) -> Sink {
+        Sink {
+            no_sort: job.no_sort,
+            strict: job.strict,
+            paths: paths.len(),
+            sorter: (!job.no_sort).then(|| {
+                crate::sorted::ExternalSorter::new(
+                    usize::try_from(job.mem).unwrap_or(usize::MAX),
+                    job.tmp_dir.clone(),
+                )
+            }),
+            profile,
+            surt: job.surt.clone(),
+            pending: BTreeMap::new(),
+            pending_bytes: 0,
+            mem: usize::try_from(job.mem).unwrap_or(usize::MAX),
+            tmp_dir: job.tmp_dir.clone(),
+            next_file: 0,
+            headers_written: false,
+            metas: Vec::new(),
+            records: 0,
+            filtered: 0,
+            skipped: 0,
+            skipped_bytes: 0,
+            errors: 0,
+            files_done: 0,
+            uncanonical: 0,
+        }
+    }
+
+    fn consume(
+        &mut self,
+        rx: std::sync::mpsc::Receiver<Msg>,
+        out: &mut Output,
+        pb: Option<&dyn Progress>,
+        abort: &AtomicBool,
+    ) -> anyhow::Result<()> {
+        for msg in rx {
+            match msg {
+                Msg::Lines { file, buf } => {
+                    if let Some(sorter) = &mut self.sorter {
+                        for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                            sorter.push(line).context("cannot sort index lines")?;
+                        }
+                    } else {
+                        self.pending_bytes += buf.len();
+                        self.pending.entry(file).or_default().chunks.push(buf);
+                        self.flush_in_order(out)?;
+                        self.spill_pending()?;
+                    }
+                }
+                Msg::Error { text, .. } => {
+                    self.errors += 1;
+                    match pb {
+                        Some(pb) => pb.print(&text),
+                        None => eprintln!("{text}"),
+                    }
+                    if self.strict {
+                        abort.store(true, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                }
+                Msg::Warning { text } => match pb {
+                    Some(pb) => pb.print(&format!("warning: {text}")),
+                    None => eprintln!("warning: {text}"),
+                },
+                Msg::Done { file, stats, meta } => {
+                    self.records += stats.records;
+                    self.uncanonical += stats.uncanonical;
+                    self.filtered += stats.filtered;
+                    self.skipped += stats.skipped;
+                    self.skipped_bytes += stats.skipped_bytes;
+                    self.files_done += 1;
+                    self.metas.extend(meta);
+                    if let Some(pb) = pb {
+                        pb.message(format!(
+                            "{} records, {}/{} files",
+                            self.records, self.files_done, self.paths
+                        ));
+                    }
+                    if self.no_sort {
+                        self.pending.entry(file).or_default().done = true;
+                        self.flush_in_order(out)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_headers(&mut self, out: &mut Output, metas: &[String]) -> anyhow::Result<()> {
+        if !self.headers_written {
+            self.headers_written = true;
+            for line in capture::header_lines(self.profile, &self.surt, metas) {
+                out.header(&line)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `--no-sort`: writes the lines of finished files in input order.
+    /// Headers carry no per-file `!meta` here, since they must come first.
+    fn flush_in_order(&mut self, out: &mut Output) -> anyhow::Result<()> {
+        self.write_headers(out, &[])?;
+        while let Some(p) = self.pending.get_mut(&self.next_file) {
+            if let Some(mut file) = p.spilled.take() {
+                copy_spilled(&mut file, out)?;
+            }
+            for chunk in p.chunks.drain(..) {
+                self.pending_bytes -= chunk.len();
+                out.chunk(&chunk)?;
+            }
+            if !p.done {
+                break;
+            }
+            self.pending.remove(&self.next_file);
+            self.next_file += 1;
+        }
+        Ok(())
+    }
+
+    /// `--no-sort`: while the lines held for files ahead of the one being
+    /// written exceed `--mem`, moves the largest holding to a temporary
+    /// file (after what it spilled before, so its order stays).
+    fn spill_pending(&mut self) -> anyhow::Result<()> {
+        while self.pending_bytes > self.mem {
+            let Some(p) = self
+                .pending
+                .values_mut()
+                .max_by_key(|p| p.chunks.iter().map(Vec::len).sum::<usize>())
+            else {
+                return Ok(());
+            };
+            if p.chunks.is_empty() {
+                return Ok(());
+            }
+            if p.spilled.is_none() {
+                let dir = self.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
+                let file = tempfile::tempfile_in(&dir)
+                    .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+                p.spilled = Some(file);
+            }
+            let file = p.spilled.as_mut().expect("just created");
+            for chunk in p.chunks.drain(..) {
+                self.pending_bytes -= chunk.len();
+                file.write_all(&chunk)
+                    .context("cannot write a temporary file")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Output, _opts: &capture::Options) -> anyhow::Result<()> {
+        if let Some(sorter) = self.sorter.take() {
+            let metas = std::mem::take(&mut self.metas);
+            self.write_headers(out, &metas)?;
+            sorter.par_for_each_sorted(|line| out.line(line))?;
+        } else {
+            self.write_headers(out, &[])?;
+        }
+        Ok(())
+    }
+}
+
+/// `--no-sort`: the lines of one file not written yet.
+#[derive(Default)]
+struct Pending {
+    /// Lines moved to disk (they come before `chunks`).
+    spilled: Option<File>,
+    chunks: Vec<Vec<u8>>,
+    /// The file is indexed to its end.
+    done: bool,
+}
+
+/// Writes the lines of a spilled temporary file, whole lines at a time.
+fn copy_spilled(file: &mut File, out: &mut Output) -> anyhow::Result<()> {
+    use std::io::{Read, Seek};
+    file.rewind().context("cannot read a temporary file")?;
+    let mut rdr = io::BufReader::with_capacity(CHUNK, file);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
+    loop {
+        let n = rdr
+            .by_ref()
+            .take(CHUNK as u64)
+            .read_to_end(&mut buf)
+            .context("cannot read a temporary file")?;
+        if n == 0 {
+            break;
+        }
+        // Keep a partial last line for the next round.
+        let cut = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+        out.chunk(&buf[..cut])?;
+        buf.drain(..cut);
+    }
+    if !buf.is_empty() {
+        out.chunk(&buf)?;
+    }
+    Ok(())
+}
+
+/// Where index lines go: UKVS output passes through `crate::Writer`, which
+/// checks each line (and, when sorted, the byte order) as it goes out;
+/// CDXJ and CDX lines are written as they are.
+enum Output {
+    Ukvs(crate::ukvs::Writer<Dest>),
+    Plain(Dest),
+}
+
+impl Output {
+    fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> anyhow::Result<Output> {
+        let dest = Dest::create(path.unwrap_or(Path::new("-")))?.durable();
+        Ok(match (profile, sorted) {
+            (Profile::Ukvs, true) => Output::Ukvs(crate::ukvs::Writer::new(dest)),
+            (Profile::Ukvs, false) => Output::Ukvs(crate::ukvs::Writer::unsorted(dest)),
+            _ => Output::Plain(dest),
+        })
+    }
+
+    fn header(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.raw_header(line).context("cannot write the index header"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => w.write_line(line).context("cannot write an index line"),
+            Output::Plain(d) => write_line(d, line),
+        }
+    }
+
+    /// Lines each ending in `\n`.
+    fn chunk(&mut self, chunk: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(_) => {
+                for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    self.line(line)?;
+                }
+                Ok(())
+            }
+            Output::Plain(d) => d
+                .write_all(chunk)
+                .with_context(|| format!("cannot write {}", d.name())),
+        }
+    }
+
+    fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Output::Ukvs(w) => Ok(w.finish().context("cannot write the index")?.commit()?),
+            Output::Plain(d) => Ok(d.commit()?),
+        }
+    }
+}
+
+fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
+    d.write_all(line)
+        .and_then(|()| d.write_all(b"\n"))
+        .with_context(|| format!("cannot write {}", d.name()))
+}
