@@ -13,9 +13,12 @@
 //!              ukvs::Writer ─► sorted runs ─► sorted::merge ─► index file
 //! ```
 //!
-//! Every module here is a leaf that knows nothing of files, threads or the
-//! command line: parsers take bytes or a `BufRead` and return borrowed views.
-//! The binary (`src/main.rs`, `src/cli/`) wires them together.
+//! The modules below [`engine`] are leaves that know nothing of files,
+//! threads or front ends: parsers take bytes or a `BufRead` and return
+//! borrowed views. [`engine`] owns files, memory maps and thread pools and
+//! runs whole jobs over them; the binary's front ends (`src/cli/`, the
+//! command line, and `src/serve/`, the HTTP CDX server) turn their inputs
+//! into engine calls.
 //!
 //! | module | role |
 //! |---|---|
@@ -27,9 +30,12 @@
 //! | [`capture`] | ARC and WARC record -> capture record in the `ukvs`, `cdxj` and `cdx11` profiles |
 //! | [`sorted`] | line helpers, binary search, k-way merge, external sort |
 //! | [`mementomap`] | MementoMaps: generate, compact, merge, look up, evaluate |
+//! | [`acl`] | pywb's access rules (`.aclj`) and the decision they give for a key |
+//! | [`engine`] | files, maps, thread pools: indexing, lookups over sources, MementoMap jobs |
 
-// One module, `capture::hash`, uses the CPU's SHA instructions and says why
-// each `unsafe` holds; everything else is safe code.
+// Two modules use `unsafe` and say why each use holds: `capture::hash` (the
+// CPU's SHA instructions) and `engine::fs` (memory maps); a binary search
+// in `sorted::search` prefetches. Everything else is safe code.
 #![deny(unsafe_code)]
 
 pub mod acl;
