@@ -9,7 +9,7 @@ use ukvs::sorted::lines::is_header;
 use ukvs::sorted::zipnum::{Block, BlockWriter, DEFAULT_LINES_PER_BLOCK};
 
 use super::sort::{input_name, open_input};
-use ukvs::engine::output::Output;
+use ukvs::engine::output::{Output, OutputDir};
 
 /// Build ZipNum clusters (compressed, sharded indexes that pywb and
 /// Common Crawl serve).
@@ -97,8 +97,8 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let shards = args.shards.max(1);
     let lpb = args.lines_per_block.max(1);
-    std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    // The cluster is built beside the target and put in its place whole.
+    let dir = OutputDir::create(&args.output, is_cluster_file)?;
     let blocks_per_shard = if shards > 1 {
         if args.input == std::path::Path::new("-") {
             bail!("--shards > 1 reads the input twice; give a file, not stdin");
@@ -111,9 +111,9 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     };
 
     let shard_name = |i: usize| format!("index-{:02}", i + 1);
-    let shard_path = |i: usize| args.output.join(format!("{}.cdx.gz", shard_name(i)));
-    let idx_path = args.output.join("index.idx");
-    let loc_path = args.output.join("index.loc");
+    let shard_path = |i: usize| dir.path().join(format!("{}.cdx.gz", shard_name(i)));
+    let idx_path = dir.path().join("index.idx");
+    let loc_path = dir.path().join("index.loc");
 
     let mut idx = Output::file(&idx_path)?;
     let mut shard_no = 0usize;
@@ -167,5 +167,17 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     loc.commit()?;
     idx.commit()?;
+    dir.commit()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The files a cluster directory holds: `index.idx`, `index.loc` and
+/// `index-NN.cdx.gz` shards.
+fn is_cluster_file(name: &str) -> bool {
+    name == "index.idx"
+        || name == "index.loc"
+        || name
+            .strip_prefix("index-")
+            .and_then(|r| r.strip_suffix(".cdx.gz"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }

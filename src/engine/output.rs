@@ -61,8 +61,15 @@ fn remove_leftovers(dir: &Path) {
             continue;
         };
         let dead = pid != std::process::id() && !proc_dir.join(pid.to_string()).exists();
-        if dead && e.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = fs::remove_file(e.path());
+        match e.file_type() {
+            Ok(t) if dead && t.is_file() => {
+                let _ = fs::remove_file(e.path());
+            }
+            // The directory of a cluster being built ([`OutputDir`]).
+            Ok(t) if dead && t.is_dir() => {
+                let _ = fs::remove_dir_all(e.path());
+            }
+            _ => {}
         }
     }
 }
@@ -284,5 +291,110 @@ impl Write for Output {
             Output::Direct { wtr, .. } => wtr.flush(),
         };
         r.map_err(|e| self.named(e))
+    }
+}
+
+/// An output that is a directory of files (a ZipNum cluster): built whole
+/// in a temporary directory beside the target, then put in its place by
+/// [`OutputDir::commit`], so that the target is always the old directory
+/// or the new one, never a mix (on Linux the two are exchanged in one
+/// step; elsewhere the old one is moved aside first, and for an instant
+/// the target is absent). An error, a panic or a kill before that leaves
+/// the target as it was; the next output into the same directory removes
+/// what a killed run left.
+pub struct OutputDir {
+    tmp: tempfile::TempDir,
+    target: PathBuf,
+}
+
+impl OutputDir {
+    /// Starts building the directory `target`. An existing target must
+    /// hold only files that `owned` accepts (the files this output
+    /// writes): the whole directory is replaced.
+    pub fn create(target: &Path, owned: impl Fn(&str) -> bool) -> io::Result<OutputDir> {
+        match fs::symlink_metadata(target) {
+            Ok(m) if m.is_dir() => {
+                for e in fs::read_dir(target).map_err(|e| with_name(e, "cannot list", target))? {
+                    let e = e.map_err(|e| with_name(e, "cannot list", target))?;
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if !owned(&name) || !e.file_type().is_ok_and(|t| t.is_file()) {
+                        return Err(io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            format!(
+                                "{} holds {name:?}, which this output would delete with the \
+                                 directory it replaces: give a new directory or one this \
+                                 command wrote",
+                                target.display()
+                            ),
+                        ));
+                    }
+                }
+            }
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("cannot write {}: it is not a directory", target.display()),
+                ))
+            }
+            Err(_) => {}
+        }
+        let parent = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        fs::create_dir_all(parent).map_err(|e| with_name(e, "cannot create", parent))?;
+        remove_leftovers(parent);
+        let prefix = format!("{TMP_PREFIX}{}-", std::process::id());
+        let tmp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .tempdir_in(parent)
+            .map_err(|e| with_name(e, "cannot create a temporary directory in", parent))?;
+        Ok(OutputDir {
+            tmp,
+            target: target.to_path_buf(),
+        })
+    }
+
+    /// Where the files go until [`OutputDir::commit`].
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The target, for messages.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Flushes the files to the disk and puts the directory in place of
+    /// the target.
+    pub fn commit(self) -> io::Result<()> {
+        let named = |e: io::Error| with_name(e, "cannot put the output in place at", &self.target);
+        for e in fs::read_dir(self.tmp.path())?.flatten() {
+            File::open(e.path())
+                .and_then(|f| f.sync_all())
+                .map_err(named)?;
+        }
+        let tmp = self.tmp.keep();
+        if !self.target.exists() {
+            return fs::rename(&tmp, &self.target).map_err(named);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let swapped = rustix::fs::renameat_with(
+                rustix::fs::CWD,
+                &tmp,
+                rustix::fs::CWD,
+                &self.target,
+                rustix::fs::RenameFlags::EXCHANGE,
+            );
+            if swapped.is_ok() {
+                // `tmp` now holds the old directory.
+                return fs::remove_dir_all(&tmp).map_err(named);
+            }
+        }
+        let aside = tmp.with_extension("old");
+        fs::rename(&self.target, &aside).map_err(named)?;
+        fs::rename(&tmp, &self.target).map_err(named)?;
+        fs::remove_dir_all(&aside).map_err(named)
     }
 }

@@ -407,6 +407,84 @@ fn sigkill_never_leaves_a_partial_output_and_the_next_run_cleans_up() {
         assert_eq!(untimed(&std::fs::read(&dest).unwrap()), untimed(&new));
         assert_eq!(temp_files(&out_dir), Vec::<String>::new(), "{job:?}");
     }
+    // A ZipNum cluster is a directory: after a kill it is the old cluster
+    // or the new one, whole.
+    let cluster = out_dir.join("cluster");
+    let files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        (name, std::fs::read(e.path()).unwrap())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let build = |input: &Path| {
+        vec![
+            "zipnum".to_string(),
+            "build".into(),
+            "--lines-per-block".into(),
+            "50".into(),
+            "--shards".into(),
+            "3".into(),
+            s(input),
+            "-o".into(),
+            s(&cluster),
+        ]
+    };
+    let run_ok = |args: &[String]| {
+        let o = Command::new(util::bin()).args(args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run_ok(&build(&sorted_all));
+    let new_cluster = files(&cluster);
+    run_ok(&build(&a));
+    let old_cluster = files(&cluster);
+    assert_ne!(old_cluster, new_cluster);
+    let t = std::time::Instant::now();
+    run_ok(&build(&sorted_all));
+    let took = t.elapsed().as_micros() as u64;
+    let mut killed = 0;
+    for round in 0..16u64 {
+        run_ok(&build(&a));
+        let mut child = Command::new(util::bin())
+            .args(build(&sorted_all))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let wait = took * (round * 7 % 17) / 14;
+        std::thread::sleep(std::time::Duration::from_micros(wait));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let got = files(&cluster);
+        assert!(
+            got.is_empty() || got == old_cluster || got == new_cluster,
+            "a mixed cluster after a kill at {wait} us: {:?}",
+            got.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        killed >= 4,
+        "zipnum build: only {killed} runs were killed while running"
+    );
+    run_ok(&build(&sorted_all));
+    assert_eq!(files(&cluster), new_cluster);
+    assert_eq!(temp_files(&out_dir), Vec::<String>::new(), "zipnum build");
+    // A directory holding other files is not replaced.
+    std::fs::write(cluster.join("notes.txt"), b"mine").unwrap();
+    let o = Command::new(util::bin()).args(build(&a)).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("notes.txt"));
+    assert!(cluster.join("notes.txt").exists());
     // A temporary file of a live process is left alone.
     let live = out_dir.join(format!(".ukvs-tmp-{}-keep", std::process::id()));
     std::fs::write(&live, b"x").unwrap();
