@@ -3,16 +3,14 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context};
-use ukvs::acl::{Access, Rules};
-use ukvs::engine::batch::{self, Spill};
+use ukvs::acl::Rules;
 use ukvs::engine::format::{self, write_line, write_timemap, TimeMapLinks};
-use ukvs::engine::lookup::{ordered, Collection, Hit, Order};
-use ukvs::sorted::{lines, prefix_key_for_url, url_shortcut, KeyRange, MatchType, TimeFilter};
+use ukvs::engine::lookup::{url_range, Collection, Filters, Order};
+use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 
-use super::sort::{open_input, thread_count};
+use super::sort::open_input;
 
 /// Look up captures of a URL (or key) in sorted indexes.
 ///
@@ -179,70 +177,6 @@ fn check_order(coll: &Collection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A query after canonicalisation: the key range, and the URL it came from.
-struct Query {
-    range: KeyRange,
-    url: Option<String>,
-}
-
-/// The query for a URL. A URL the canonicaliser rejects is looked up as
-/// given (as cdxj-indexer keys it); `warn` says whether to say so here (a
-/// batch counts them instead of printing one message per line).
-fn url_query(
-    url: &str,
-    surt: &ukvs::surt::Options,
-    match_type: Option<MatchType>,
-    warn: bool,
-) -> (Query, bool) {
-    let (url, m) = url_shortcut(url, match_type);
-    let (mut key, err) = ukvs::surt::key(url.as_bytes(), surt);
-    let failed = err.is_some();
-    if let (Some(err), true) = (err, warn) {
-        eprintln!("ukvs: lookup: {url}: {err}; looking it up as given");
-    }
-    if m == MatchType::Prefix {
-        key = prefix_key_for_url(url, key);
-    }
-    let query = Query {
-        range: KeyRange::new(&key, m),
-        url: Some(url.to_string()),
-    };
-    (query, failed)
-}
-
-/// The answer to one query: every source's lines in the range, merged in
-/// byte order (ties in source order), filtered and ordered as asked, one
-/// at a time. `at(i)` is the lower bound of the range in source `i` when
-/// the caller found it already.
-fn answer<'s>(
-    coll: &'s Collection,
-    range: &'s KeyRange,
-    at: impl Fn(usize) -> Option<usize>,
-    time: &'s TimeFilter,
-    acl: Option<&'s Rules>,
-    args: &Args,
-) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Hit<'s>>> + 's> {
-    let found = coll
-        .lines(range, at)?
-        .map(|h| h.map_err(anyhow::Error::from))
-        .filter(move |h| match h {
-            Ok(hit) => {
-                let (key, datetime) = lines::key_datetime(&hit.line);
-                (!time.is_active() || time.accepts(datetime))
-                    && acl.map_or(true, |rules| rules.access(key, datetime) != Access::Exclude)
-            }
-            Err(_) => true,
-        });
-    let order = match (&args.closest, args.reverse) {
-        (Some(c), _) => Order::Closest(c.as_bytes().to_vec()),
-        (None, true) => Order::Reverse,
-        (None, false) => Order::Index,
-    };
-    Ok(ordered(found, &order, args.limit, |h: &Hit| {
-        lines::key_datetime(&h.line).1
-    }))
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let batch = args.keys.is_some() || args.urls.is_some();
     let mut paths = args.positional.clone();
@@ -291,10 +225,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let acl = acl.as_ref();
     let match_type = args.match_type.map(MatchType::from);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
 
+    let filters = Filters {
+        time,
+        acl,
+        order: match (&args.closest, args.reverse) {
+            (Some(c), _) => Order::Closest(c.as_bytes().to_vec()),
+            (None, true) => Order::Reverse,
+            (None, false) => Order::Index,
+        },
+        limit: args.limit,
+    };
     if batch {
         let (path, as_url) = match (&args.keys, &args.urls) {
             (Some(p), _) => (p, false),
@@ -302,82 +245,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (None, None) => unreachable!("batch needs --keys or --urls"),
         };
         let mut rdr = open_input(path)?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(thread_count(args.threads))
-            .build()
-            .context("starting threads")?;
-        let mut any = false;
-        let mut sampled = false;
-        let uncanonical = AtomicU64::new(0);
-        // Sampling costs a page per step of each file: worth it from a few
-        // thousand queries on.
-        const SAMPLE_AFTER: usize = 4096;
-        const SAMPLE_STEP: usize = 4 << 10;
-        loop {
-            let queries = batch::read_chunk(&mut rdr, batch::CHUNK).context("reading queries")?;
-            if queries.is_empty() {
-                break;
-            }
-            if !sampled && queries.len() >= SAMPLE_AFTER {
-                // Many queries: keep the top of every search in memory.
-                for source in coll.sources_mut() {
-                    let name = source.name().to_string();
-                    if let Some(search) = source.search_mut() {
-                        search
-                            .sample(SAMPLE_STEP)
-                            .with_context(|| format!("reading {name}"))?;
-                    }
-                }
-            }
-            sampled = true;
-            let coll = &coll;
-            let (bufs, hit) =
-                batch::answer_in_order(&pool, &queries, 1024, |qs, buf: &mut Spill| {
-                    let ranges: Vec<KeyRange> = qs
-                        .iter()
-                        .map(|q| {
-                            if as_url {
-                                let (query, failed) =
-                                    url_query(q, &surt, Some(MatchType::Exact), false);
-                                if failed {
-                                    uncanonical.fetch_add(1, Ordering::Relaxed);
-                                }
-                                query.range
-                            } else {
-                                KeyRange::new(q.as_bytes(), MatchType::Exact)
-                            }
-                        })
-                        .collect();
-                    // The lower bounds in each sampled index, found together.
-                    let starts: Vec<&[u8]> = ranges.iter().map(|r| &r.start[..]).collect();
-                    let mut bounds = Vec::with_capacity(coll.sources().len());
-                    for source in coll.sources() {
-                        bounds.push(match source.search() {
-                            Some(search) if search.is_sampled() => Some(
-                                search
-                                    .lower_bounds(&starts)
-                                    .with_context(|| format!("searching {}", source.name()))?,
-                            ),
-                            _ => None,
-                        });
-                    }
-                    let mut hit = false;
-                    for (i, range) in ranges.iter().enumerate() {
-                        let at = |s: usize| bounds[s].as_ref().map(|b| b[i]);
-                        for found in answer(coll, range, at, &time, acl, &args)? {
-                            write_line(buf, &found?.line, format, &fields)?;
-                            hit = true;
-                        }
-                    }
-                    anyhow::Ok(hit)
-                })?;
-            any |= hit;
-            for buf in bufs {
-                buf.copy_to(&mut out)?;
-            }
-        }
+        let write = |w: &mut dyn Write, line: &[u8]| write_line(w, line, format, &fields);
+        let (any, n) = coll.batch(&mut rdr, as_url, &filters, args.threads, &mut out, &write)?;
         out.flush()?;
-        let n = uncanonical.load(Ordering::Relaxed);
         if n > 0 {
             eprintln!(
                 "ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given"
@@ -390,12 +260,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
 
-    let query = match (&args.key, &url) {
-        (Some(key), _) => Query {
-            range: KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
-            url: None,
-        },
-        (None, Some(url)) => url_query(url, &surt, match_type, true).0,
+    let (range, url) = match (&args.key, &url) {
+        (Some(key), _) => (
+            KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
+            None,
+        ),
+        (None, Some(url)) => {
+            let (range, url, err) = url_range(url, &surt, match_type);
+            if let Some(err) = err {
+                eprintln!("ukvs: lookup: {url}: {err}; looking it up as given");
+            }
+            (range, Some(url))
+        }
         (None, None) => bail!("nothing to look up"),
     };
     let mut any = false;
@@ -405,13 +281,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             timemap: args.timemap_url.as_deref(),
             timegate: args.timegate_url.as_deref(),
         };
-        let found = answer(&coll, &query.range, |_| None, &time, acl, &args)?
+        let found = coll
+            .answer(&range, |_| None, &filters)?
             .map(|h| h.map(|h| h.line))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         any = !found.is_empty();
-        write_timemap(&mut out, &found, query.url.as_deref(), &links, &fields)?;
+        write_timemap(&mut out, &found, url.as_deref(), &links, &fields)?;
     } else {
-        for found in answer(&coll, &query.range, |_| None, &time, acl, &args)? {
+        for found in coll.answer(&range, |_| None, &filters)? {
             write_line(&mut out, &found?.line, format, &fields)?;
             any = true;
         }

@@ -1,13 +1,9 @@
-//! `ukvs merge`: k-way merge of sorted index files.
+//! `ukvs merge`: arguments in, the engine's merge job runs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use ukvs::sorted::Merge;
-
-use super::sort::{combine_headers, input_name, open_input};
-use ukvs::engine::output::Output;
+use ukvs::engine::sort::{self as job, MergeJob};
 
 /// Merge already sorted index files into one sorted file.
 ///
@@ -31,22 +27,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut inputs = Vec::new();
-    for path in &args.inputs {
-        inputs.push((input_name(path), open_input(path)?));
-    }
-    let mut merge = Merge::new(inputs, true)?;
-    let headers = combine_headers(merge.input_headers().to_vec())?;
-    let mut out = Output::create(&args.output)?;
-    for h in &headers {
-        out.write_all_line(h)?;
-    }
-    // Only a file is left untouched by a failure; a stream has had lines.
-    let stopped = match &out {
-        Output::Temp { target, .. } => format!("merge stopped; {} not written", target.display()),
-        _ => format!("merge stopped; the output to {} is incomplete", out.name()),
-    };
-    merge.write_to(&mut out, args.unique).context(stopped)?;
-    out.commit()?;
+    job::merge(&MergeJob {
+        inputs: args.inputs,
+        output: args.output,
+        unique: args.unique,
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,16 +1,11 @@
-//! `ukvs sort`: external merge sort of index files in byte order.
+//! `ukvs sort`: arguments in, the engine's sort job runs.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{mpsc, Mutex};
 
-use anyhow::{bail, Context};
-use flate2::read::MultiGzDecoder;
-use ukvs::sorted::{self, Run};
+use ukvs::engine::sort::{self as job, SortJob};
 
-use ukvs::engine::output::Output;
+pub(super) use ukvs::engine::sort::open_input;
 
 /// Sort index lines (UKVS, CDXJ, CDX) in byte order with bounded memory.
 ///
@@ -67,230 +62,15 @@ pub(super) fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * mult as f64) as u64)
 }
 
-/// Opens an input for reading lines: a path, `-` for stdin, gunzipped when
-/// the name ends in `.gz` or the bytes start with the gzip magic.
-pub(super) fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
-    const BUF: usize = 1 << 20;
-    let raw: Box<dyn Read + Send> = if path == Path::new("-") {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
-    };
-    let mut rdr = BufReader::with_capacity(BUF, raw);
-    let magic = rdr
-        .fill_buf()
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if magic.starts_with(&[0x1f, 0x8b]) {
-        Ok(Box::new(BufReader::with_capacity(
-            BUF,
-            MultiGzDecoder::new(rdr),
-        )))
-    } else {
-        Ok(Box::new(rdr))
-    }
-}
-
-/// A display name for an input path.
-pub(super) fn input_name(path: &Path) -> String {
-    if path == Path::new("-") {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
-    }
-}
-
-/// The header block of a combined file: the headers of every input (with
-/// the file each came from), a trailing CR dropped, in byte order without
-/// duplicates. Inputs that declare different `!fields`, `!context` or CDX
-/// legends describe their lines differently and cannot share one file:
-/// that is an error naming both.
-pub(super) fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> anyhow::Result<Vec<Vec<u8>>> {
-    fn kind(h: &[u8]) -> Option<&'static str> {
-        let word = h.split(|&b| b == b' ').next().unwrap_or_default();
-        match word {
-            b"!fields" => Some("`!fields`"),
-            b"!context" => Some("`!context`"),
-            _ if h.starts_with(b" CDX") => Some("CDX legend"),
-            _ => None,
-        }
-    }
-    let mut declared: Vec<(&'static str, &[u8], &str)> = Vec::new();
-    let mut out = Vec::with_capacity(headers.len());
-    for (h, name) in &headers {
-        let h = h.strip_suffix(b"\r").unwrap_or(h);
-        if let Some(k) = kind(h) {
-            match declared.iter().find(|(dk, _, _)| *dk == k) {
-                Some((_, first, first_name)) if *first != h => bail!(
-                    "{first_name} and {name} declare different {k} headers ({:?} and {:?}); \
-                     their lines cannot share one file",
-                    String::from_utf8_lossy(first),
-                    String::from_utf8_lossy(h)
-                ),
-                Some(_) => {}
-                None => declared.push((k, h, name)),
-            }
-        }
-        out.push(h.to_vec());
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
-
-pub(super) use ukvs::engine::thread_count;
-
-/// Memory kept aside from the run budget for I/O buffers and the merge.
-const RESERVE: u64 = 16 << 20;
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let threads = thread_count(args.threads);
-    let inputs = if args.inputs.is_empty() {
-        vec![PathBuf::from("-")]
-    } else {
-        args.inputs.clone()
-    };
-    if let Some(dir) = &args.tmp_dir {
-        if !dir.is_dir() {
-            bail!("--tmp-dir {} is not a directory", dir.display());
-        }
-    }
-    // The filling run plus one run per sorting thread share the bound.
-    let usable = args.mem.saturating_sub(RESERVE.min(args.mem / 2)).max(4096);
-    let slots = if threads > 1 { threads + 1 } else { 1 };
-    let budget = usize::try_from(usable / slots as u64).unwrap_or(usize::MAX);
-    let tmp_dir = args.tmp_dir.as_deref();
-
-    let (free_tx, free_rx) = mpsc::channel::<Run>();
-    let (work_tx, work_rx) = mpsc::channel::<(usize, Run)>();
-    let work_rx = Mutex::new(work_rx);
-    let spilled: Mutex<Vec<(usize, File)>> = Mutex::new(Vec::new());
-    let failure: Mutex<Option<io::Error>> = Mutex::new(None);
-    let mut headers: Vec<(Vec<u8>, String)> = Vec::new();
-    let mut last_run = Run::default();
-    let mut run_count = 0usize;
-
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        if threads > 1 {
-            for _ in 0..threads {
-                let (work_rx, free_tx, spilled, failure) =
-                    (&work_rx, free_tx.clone(), &spilled, &failure);
-                scope.spawn(move || loop {
-                    let job = match work_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((no, mut run)) = job else { return };
-                    run.sort();
-                    match sorted::spill(&run, tmp_dir) {
-                        Ok(file) => {
-                            if let Ok(mut s) = spilled.lock() {
-                                s.push((no, file));
-                            }
-                        }
-                        Err(e) => {
-                            if let Ok(mut f) = failure.lock() {
-                                f.get_or_insert(e);
-                            }
-                        }
-                    }
-                    run.clear();
-                    // The filler may have finished and gone: nothing to do.
-                    let _ = free_tx.send(run);
-                });
-            }
-            for _ in 0..threads {
-                let _ = free_tx.send(Run::with_capacity(0));
-            }
-        }
-        let mut run = Run::default();
-        let mut send = |run: &mut Run| -> anyhow::Result<()> {
-            if threads > 1 {
-                let next = free_rx.recv().context("run sorter stopped")?;
-                let full = std::mem::replace(run, next);
-                work_tx
-                    .send((run_count, full))
-                    .context("run sorter stopped")?;
-            } else {
-                run.sort();
-                let file = sorted::spill(run, tmp_dir).context("writing a temporary run")?;
-                spilled
-                    .lock()
-                    .map_err(|_| anyhow::anyhow!("lock"))?
-                    .push((run_count, file));
-                run.clear();
-            }
-            run_count += 1;
-            Ok(())
-        };
-        let mut line = Vec::new();
-        for path in &inputs {
-            let name = input_name(path);
-            let mut rdr = open_input(path)?;
-            let mut at_top = true;
-            loop {
-                line.clear();
-                let n = rdr
-                    .read_until(b'\n', &mut line)
-                    .with_context(|| format!("reading {name}"))?;
-                if n == 0 {
-                    break;
-                }
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
-                // A CDX legend is never data: one in the middle is the
-                // legend of a concatenated file, not a line to sort.
-                if (at_top && sorted::lines::is_header(&line)) || line.starts_with(b" CDX ") {
-                    headers.push((line.clone(), name.clone()));
-                    continue;
-                }
-                at_top = false;
-                if !run.is_empty() && run.mem_after_push(line.len()) > budget {
-                    send(&mut run)?;
-                }
-                run.push(&line);
-            }
-        }
-        drop(work_tx);
-        last_run = run;
-        Ok(())
+    job::sort(&SortJob {
+        inputs: args.inputs,
+        output: args.output,
+        mem: args.mem,
+        unique: args.unique,
+        tmp_dir: args.tmp_dir,
+        threads: args.threads,
     })?;
-    if let Some(err) = failure.into_inner().ok().flatten() {
-        return Err(err).context("writing a temporary run");
-    }
-    let headers = combine_headers(headers)?;
-
-    let mut out = Output::create(&args.output)?;
-    for h in &headers {
-        out.write_all(h)?;
-        out.write_all(b"\n")?;
-    }
-    let mut spilled = spilled.into_inner().map_err(|_| anyhow::anyhow!("lock"))?;
-    last_run.sort();
-    if spilled.is_empty() {
-        let mut prev: Option<&[u8]> = None;
-        for line in last_run.iter() {
-            if args.unique && prev == Some(line) {
-                continue;
-            }
-            out.write_all(line)?;
-            out.write_all(b"\n")?;
-            prev = Some(line);
-        }
-    } else {
-        if !last_run.is_empty() {
-            spilled.push((run_count, sorted::spill(&last_run, tmp_dir)?));
-        }
-        drop(last_run);
-        // Run order does not change the bytes (equal lines are equal), but
-        // keeping it makes a run's position in an error message stable.
-        spilled.sort_by_key(|(no, _)| *no);
-        let files = spilled.into_iter().map(|(_, f)| f).collect();
-        let files = sorted::reduce_runs(files, tmp_dir).context("merging temporary runs")?;
-        let mut merge = sorted::merge_runs(files)?;
-        merge.write_to(&mut out, args.unique)?;
-    }
-    out.commit()?;
     Ok(ExitCode::SUCCESS)
 }
 

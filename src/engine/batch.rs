@@ -79,7 +79,7 @@ impl Spill {
     }
 
     /// Copies everything written, in order, to `out`.
-    pub fn copy_to(self, out: &mut impl Write) -> io::Result<()> {
+    pub fn copy_to(self, out: &mut (impl Write + ?Sized)) -> io::Result<()> {
         match self.file {
             None => out.write_all(&self.mem),
             Some(w) => {

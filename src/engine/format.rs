@@ -66,7 +66,7 @@ pub fn to_json(
 /// a TimeMap is [`write_timemap`]'s); `names` are the value fields'
 /// names (see [`to_json`]).
 pub fn write_line(
-    wtr: &mut impl Write,
+    wtr: &mut (impl Write + ?Sized),
     line: &[u8],
     format: Format,
     names: &[String],

@@ -25,7 +25,9 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::sorted::zipnum::{Block, BlockLines, Cluster};
-use crate::sorted::{self, lines, KeyRange, Search};
+use crate::sorted::{
+    self, lines, prefix_key_for_url, url_shortcut, KeyRange, MatchType, Search, TimeFilter,
+};
 
 /// What can go wrong opening or searching index sources. Each variant
 /// names the file.
@@ -529,10 +531,163 @@ impl<'s> Iterator for Lines<'s> {
     }
 }
 
+/// How a batch writes one found line.
+pub type WriteLine<'a> = dyn Fn(&mut dyn std::io::Write, &[u8]) -> std::io::Result<()> + Sync + 'a;
+
+/// What a lookup keeps of the lines in its range, and in which order.
+#[derive(Clone, Debug, Default)]
+pub struct Filters {
+    pub time: TimeFilter,
+    /// Access rules: lines an `exclude` rule covers are left out.
+    pub acl: Option<crate::acl::Rules>,
+    pub order: Order,
+    pub limit: Option<usize>,
+}
+
+/// The key range of a URL under `match_type` (the `*.host` and `prefix*`
+/// forms apply without one), the URL without its `*`, and whether the
+/// canonicaliser rejected it (it is then looked up as given, as
+/// cdxj-indexer keys it).
+pub fn url_range(
+    url: &str,
+    surt: &crate::surt::Options,
+    match_type: Option<MatchType>,
+) -> (KeyRange, String, Option<String>) {
+    let (url, m) = url_shortcut(url, match_type);
+    let (mut key, err) = crate::surt::key(url.as_bytes(), surt);
+    if m == MatchType::Prefix {
+        key = prefix_key_for_url(url, key);
+    }
+    (
+        KeyRange::new(&key, m),
+        url.to_string(),
+        err.map(|e| e.to_string()),
+    )
+}
+
+impl Collection {
+    /// The answer to one query: every source's lines in the range, merged
+    /// in byte order (ties in source order), filtered and ordered as
+    /// asked, one at a time. `at(i)` is the range's lower bound in source
+    /// `i` when the caller found it already.
+    pub fn answer<'s>(
+        &'s self,
+        range: &'s KeyRange,
+        at: impl Fn(usize) -> Option<usize>,
+        filters: &'s Filters,
+    ) -> Result<Box<dyn Iterator<Item = Result<Hit<'s>, Error>> + 's>, Error> {
+        let found = self.lines(range, at)?.filter(move |h| match h {
+            Ok(hit) => {
+                let (key, datetime) = lines::key_datetime(&hit.line);
+                (!filters.time.is_active() || filters.time.accepts(datetime))
+                    && filters.acl.as_ref().map_or(true, |rules| {
+                        rules.access(key, datetime) != crate::acl::Access::Exclude
+                    })
+            }
+            Err(_) => true,
+        });
+        Ok(ordered(found, &filters.order, filters.limit, |h: &Hit| {
+            lines::key_datetime(&h.line).1
+        }))
+    }
+
+    /// Answers a batch of exact queries, one per line of `queries` (keys,
+    /// or URLs with `as_url`), writing each answer with `write` to `out` in
+    /// input order, on `threads` threads, in bounded memory (answers wait
+    /// in [`Spill`](super::batch::Spill)s). Gives whether any query found
+    /// something and how many URLs could not be canonicalised.
+    pub fn batch(
+        &mut self,
+        queries: &mut dyn std::io::BufRead,
+        as_url: bool,
+        filters: &Filters,
+        threads: usize,
+        out: &mut dyn std::io::Write,
+        write: &WriteLine<'_>,
+    ) -> anyhow::Result<(bool, u64)> {
+        use super::batch::{self, Spill};
+        use anyhow::Context;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let surt = self.surt_options()?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(super::thread_count(threads))
+            .build()
+            .context("starting threads")?;
+        let mut any = false;
+        let mut sampled = false;
+        let uncanonical = AtomicU64::new(0);
+        // Sampling costs a page per step of each file: worth it from a few
+        // thousand queries on.
+        const SAMPLE_AFTER: usize = 4096;
+        const SAMPLE_STEP: usize = 4 << 10;
+        loop {
+            let qs = batch::read_chunk(queries, batch::CHUNK).context("reading queries")?;
+            if qs.is_empty() {
+                break;
+            }
+            if !sampled && qs.len() >= SAMPLE_AFTER {
+                // Many queries: keep the top of every search in memory.
+                for source in &mut self.sources {
+                    let name = source.name.clone();
+                    if let Kind::Plain(search) = &mut source.kind {
+                        search
+                            .sample(SAMPLE_STEP)
+                            .with_context(|| format!("reading {name}"))?;
+                    }
+                }
+            }
+            sampled = true;
+            let coll = &*self;
+            let (bufs, hit) = batch::answer_in_order(&pool, &qs, 1024, |qs, buf: &mut Spill| {
+                let ranges: Vec<KeyRange> = qs
+                    .iter()
+                    .map(|q| {
+                        if as_url {
+                            let (range, _, err) = url_range(q, &surt, Some(MatchType::Exact));
+                            if err.is_some() {
+                                uncanonical.fetch_add(1, Ordering::Relaxed);
+                            }
+                            range
+                        } else {
+                            KeyRange::new(q.as_bytes(), MatchType::Exact)
+                        }
+                    })
+                    .collect();
+                // The lower bounds in each sampled index, found together.
+                let starts: Vec<&[u8]> = ranges.iter().map(|r| &r.start[..]).collect();
+                let mut bounds = Vec::with_capacity(coll.sources.len());
+                for source in &coll.sources {
+                    bounds.push(match &source.kind {
+                        Kind::Plain(search) if search.is_sampled() => {
+                            Some(search.lower_bounds(&starts).map_err(|e| source.failed(e))?)
+                        }
+                        _ => None,
+                    });
+                }
+                let mut hit = false;
+                for (i, range) in ranges.iter().enumerate() {
+                    let at = |s: usize| bounds[s].as_ref().map(|b| b[i]);
+                    for found in coll.answer(range, at, filters)? {
+                        write(buf, &found?.line)?;
+                        hit = true;
+                    }
+                }
+                anyhow::Ok(hit)
+            })?;
+            any |= hit;
+            for buf in bufs {
+                buf.copy_to(out)?;
+            }
+        }
+        Ok((any, uncanonical.load(Ordering::Relaxed)))
+    }
+}
+
 /// The order of an answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Order {
     /// Index order (byte order of the lines).
+    #[default]
     Index,
     /// The last matches first.
     Reverse,

@@ -14,11 +14,16 @@
 //! | [`output`] | output files that appear whole or not at all |
 //! | [`batch`] | batches of queries answered on every core, in input order, in bounded memory |
 //! | [`format`] | how found lines are printed: as they are, CDXJ, JSON, TimeMaps |
+//! | [`sort`] | external sort and k-way merge of index files; line inputs (plain, gzip, stdin) and header rules |
+//! | [`zipnum`] | ZipNum clusters built whole, beside their directory |
+//! | [`validate`] | checking UKVS files, mapped or streamed |
+//! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
 pub mod batch;
+pub mod cat;
 pub mod format;
 pub mod fs;
 pub mod index;
@@ -26,6 +31,9 @@ pub mod lookup;
 pub mod maps;
 pub mod mementomap;
 pub mod output;
+pub mod sort;
+pub mod validate;
+pub mod zipnum;
 
 /// Threads for `-j N` (0 = every core).
 pub fn thread_count(j: usize) -> usize {

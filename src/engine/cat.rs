@@ -1,0 +1,385 @@
+//! Printing index files as UKVS or NDJSON (`ukvs cat`): UKVS, CDXJ and
+//! classic CDX read line by line, converted, normalised and written to the
+//! writer the front end gives.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::validate::open_input;
+use crate::ukvs::convert::{self, Source};
+use crate::ukvs::{
+    classify, expand, format_record, parse_json5, Headers, Line, LineReader, Record, Schema, Token,
+    Writer,
+};
+
+/// What to print, and how.
+#[derive(Clone, Debug)]
+pub struct CatJob {
+    pub files: Vec<PathBuf>,
+    /// One JSON object per record instead of UKVS lines.
+    pub json: bool,
+    pub from: InputFormat,
+}
+
+/// The format of the input files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Judged from each file's first line.
+    Auto,
+    Ukvs,
+    Cdxj,
+    Cdx,
+}
+
+/// Maps library errors to anyhow, keeping I/O errors as themselves so that
+/// a broken pipe is recognised by `cli::main`.
+fn lib_err(e: crate::ukvs::Error) -> anyhow::Error {
+    match e {
+        crate::ukvs::Error::Io(io) => io.into(),
+        other => other.into(),
+    }
+}
+
+/// The message of an error on line `n`, without the `line N: ` that
+/// library errors start with (the caller prints `file:n: ` already).
+fn message_at(e: &anyhow::Error, n: u64) -> String {
+    match e.downcast_ref::<crate::ukvs::Error>() {
+        Some(lib) if lib.line() == Some(n) => lib.detail(),
+        _ => format!("{e:#}"),
+    }
+}
+
+/// State shared across files: the writer and the schema of the output.
+struct Out<W: Write> {
+    json: bool,
+    writer: Writer<W>,
+    /// The `!fields` of the first file, once its headers are written.
+    schema: Option<Schema>,
+    buf: Vec<u8>,
+    bad: u64,
+    /// Converted captures that share `surt datetime`, held back and sorted
+    /// before writing: CDX and CDXJ order such ties by URL or JSON text,
+    /// UKVS by offset, so sorted input stays sorted only if ties are
+    /// re-sorted.
+    pending: Vec<Vec<u8>>,
+    /// Length of the `surt datetime` prefix of `pending[0]`.
+    pending_key_len: usize,
+}
+
+/// Most ties are a handful of records; past this many the group is written
+/// as it is, so memory stays bounded on pathological input.
+const MAX_PENDING: usize = 100_000;
+
+impl<W: Write> Out<W> {
+    /// Queues one converted line (non-JSON output), flushing the previous
+    /// group when the key changes.
+    fn push_converted(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        let mut tokens = Record::new(line).tokens();
+        let _ = (tokens.next(), tokens.next());
+        let key_len = tokens.position();
+        let same = self
+            .pending
+            .first()
+            .is_some_and(|p| p.get(..self.pending_key_len) == line.get(..key_len));
+        if !same || self.pending.len() >= MAX_PENDING {
+            self.flush_pending()?;
+            self.pending_key_len = key_len;
+        }
+        self.pending.push(line.to_vec());
+        Ok(())
+    }
+
+    /// Writes the held-back group in byte order.
+    fn flush_pending(&mut self) -> anyhow::Result<()> {
+        self.pending.sort_unstable();
+        for l in self.pending.drain(..) {
+            self.writer.write_line(&l).map_err(lib_err)?;
+        }
+        Ok(())
+    }
+}
+
+/// Converts every file of `job` into `wtr`; gives the writer back and the
+/// number of bad lines and files.
+pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
+    let mut out = Out {
+        json: args.json,
+        writer: Writer::unsorted(wtr),
+        schema: None,
+        buf: Vec::new(),
+        bad: 0,
+        pending: Vec::new(),
+        pending_key_len: 0,
+    };
+    for path in &args.files {
+        let name = path.display().to_string();
+        let rdr = match open_input(path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("ukvs cat: cannot open {name}: {e}");
+                out.bad += 1;
+                continue;
+            }
+        };
+        cat_one(&name, LineReader::new(rdr), args.from, &mut out)?;
+    }
+    // A file with headers only still gets its headers out.
+    let bad = out.bad;
+    let w = out.writer.finish().map_err(lib_err)?;
+    Ok((w, bad))
+}
+
+/// Per-file reading state.
+struct FileState {
+    source: Option<Source>,
+    headers: Headers,
+    /// Schema the records of this file are read with, set at the first
+    /// data line.
+    schema: Option<Schema>,
+    /// Why the rest of this file is skipped (its `!fields` differ from the
+    /// first file's, its CDX legend cannot be used), once it is.
+    skip: Option<&'static str>,
+    /// The objects of CDXJ `!meta 0 {...}` lines, kept in the output's
+    /// `!meta`.
+    cdxj_meta: Vec<Value>,
+}
+
+fn cat_one<R: io::Read, W: Write>(
+    name: &str,
+    mut lines: LineReader<R>,
+    from: InputFormat,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    let mut st = FileState {
+        source: match from {
+            InputFormat::Auto => None,
+            InputFormat::Ukvs => Some(Source::Ukvs),
+            InputFormat::Cdxj => Some(Source::Cdxj),
+            InputFormat::Cdx => None,
+        },
+        headers: Headers::default(),
+        schema: None,
+        skip: None,
+        cdxj_meta: Vec::new(),
+    };
+    let mut n = 0u64;
+    loop {
+        let at = lines.offset();
+        let Some(line) = lines
+            .next_line()
+            .with_context(|| format!("{name}: read error near byte {at}"))?
+        else {
+            break;
+        };
+        n += 1;
+        if let Err(e) = cat_line(line, n, &mut st, from, out) {
+            if let Some(io) = e.downcast_ref::<io::Error>() {
+                if io.kind() == io::ErrorKind::BrokenPipe {
+                    return Err(e);
+                }
+            }
+            eprintln!("{name}:{n}: {}", message_at(&e, n));
+            out.bad += 1;
+        }
+        if let Some(why) = st.skip {
+            eprintln!("{name}: skipped: {why}");
+            out.bad += 1;
+            return Ok(());
+        }
+    }
+    // Headers of a file without records (only the first file's count).
+    if out.schema.is_none() {
+        if let Some(source) = st.source.take() {
+            start_records(&source, &mut st, out)?;
+        }
+    }
+    out.flush_pending()
+}
+
+fn cat_line<W: Write>(
+    line: &[u8],
+    n: u64,
+    st: &mut FileState,
+    from: InputFormat,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    if st.source.is_none() {
+        if classify(line) == Line::Blank {
+            return Ok(());
+        }
+        let sniffed = match convert::sniff(line, n) {
+            Ok(s) => s,
+            Err(e) => {
+                st.skip = Some("its CDX legend cannot be used");
+                return Err(lib_err(e));
+            }
+        };
+        st.source = Some(match (from, sniffed) {
+            (InputFormat::Cdx, s @ Source::Cdx(_)) => s,
+            (InputFormat::Cdx, _) => {
+                st.skip = Some("not a CDX file");
+                anyhow::bail!("--from cdx but the first line is not a CDX legend")
+            }
+            (_, s) => s,
+        });
+        if matches!(st.source, Some(Source::Cdx(_))) {
+            return Ok(()); // The legend line itself.
+        }
+    }
+    // The source is taken out for the call so `st` can be borrowed
+    // mutably below without cloning the CDX legend per line.
+    let source = st.source.take().unwrap_or(Source::Ukvs);
+    let result = cat_classified(line, n, &source, st, out);
+    st.source = Some(source);
+    result
+}
+
+/// Handles one line of a file whose format is known.
+fn cat_classified<W: Write>(
+    line: &[u8],
+    n: u64,
+    source: &Source,
+    st: &mut FileState,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    match (source, classify(line)) {
+        (_, Line::Blank) => Ok(()),
+        (Source::Ukvs, Line::Header(h)) => {
+            if st.schema.is_some() {
+                anyhow::bail!(
+                    "header `!{}` after the first data line; skipped",
+                    String::from_utf8_lossy(h.name)
+                );
+            }
+            st.headers.add(&h, n).map_err(lib_err)
+        }
+        // CDXJ files may carry `!meta 0 {...}` lines of their own.
+        (Source::Cdxj, Line::Header(h)) => {
+            let name = String::from_utf8_lossy(h.name);
+            if st.schema.is_some() {
+                anyhow::bail!("header `!{name}` after the first data line; skipped");
+            }
+            let Some(json) = convert::cdxj_meta(line) else {
+                anyhow::bail!(
+                    "`!{name}` in a CDXJ file is not a `!meta <n> {{...}}` line; skipped"
+                );
+            };
+            let v =
+                parse_json5(json).map_err(|m| anyhow::anyhow!("invalid JSON in `!meta`: {m}"))?;
+            anyhow::ensure!(v.is_object(), "the JSON of `!meta` is not an object");
+            st.cdxj_meta.push(v);
+            Ok(())
+        }
+        (Source::Cdx(_), Line::Header(_)) => {
+            anyhow::bail!("a line starting with `!` in a CDX file")
+        }
+        (Source::Ukvs, Line::Data(r)) => {
+            if st.schema.is_none() {
+                start_records(source, st, out)?;
+            }
+            if st.skip.is_some() {
+                return Ok(());
+            }
+            match &st.schema {
+                Some(schema) => emit_ukvs(r, schema, n, out),
+                None => Ok(()),
+            }
+        }
+        (Source::Cdxj | Source::Cdx(_), Line::Data(r)) => {
+            if st.schema.is_none() {
+                start_records(source, st, out)?;
+            }
+            if st.skip.is_some() {
+                return Ok(());
+            }
+            let cap = match source {
+                Source::Cdx(legend) => convert::from_cdx(legend, r.as_bytes(), n),
+                _ => convert::from_cdxj(r.as_bytes(), n),
+            }
+            .map_err(lib_err)?;
+            let mut buf = std::mem::take(&mut out.buf);
+            cap.format(&mut buf);
+            let res = if out.json {
+                emit_ukvs(Record::new(&buf), &convert::capture_schema(), n, out)
+            } else {
+                // Capture::format writes the strict form already.
+                out.push_converted(&buf)
+            };
+            out.buf = buf;
+            res
+        }
+    }
+}
+
+/// At the first record of a file: fix its schema, write the output headers
+/// if this is the first file, or check that `!fields` agree.
+fn start_records<W: Write>(
+    source: &Source,
+    st: &mut FileState,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    let headers = match source {
+        Source::Ukvs => std::mem::take(&mut st.headers),
+        s => convert::capture_headers(s, &st.cdxj_meta),
+    };
+    let schema = headers.schema();
+    match &out.schema {
+        None => {
+            if !out.json {
+                for l in headers.lines() {
+                    out.writer.raw_header(&l).map_err(lib_err)?;
+                }
+            }
+            out.schema = Some(schema.clone());
+        }
+        Some(first) if first.keys != schema.keys || first.values != schema.values => {
+            st.skip = Some("its `!fields` differ from the first file's");
+        }
+        Some(_) => {}
+    }
+    st.schema = Some(schema);
+    Ok(())
+}
+
+/// Writes one record: expanded to JSON, or normalised UKVS.
+fn emit_ukvs<W: Write>(
+    r: Record<'_>,
+    schema: &Schema,
+    n: u64,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    if out.json {
+        let obj = expand(&r, schema, n).map_err(lib_err)?;
+        let w = out.writer.get_mut();
+        serde_json::to_writer(&mut *w, &Value::Object(obj)).map_err(io::Error::from)?;
+        w.write_all(b"\n")?;
+        return Ok(());
+    }
+    let mut values: Vec<Option<std::borrow::Cow<'_, [u8]>>> = Vec::new();
+    let mut oslj = None;
+    for t in r.tokens() {
+        match t.map_err(|(at, what)| anyhow::anyhow!("column {}: {what}", at + 1))? {
+            Token::Field(f) => values.push(f.value()),
+            Token::Json(j) => {
+                let v = parse_json5(j).map_err(|m| anyhow::anyhow!("invalid JSON block: {m}"))?;
+                anyhow::ensure!(v.is_object(), "the JSON block is not an object");
+                oslj = Some(v);
+            }
+        }
+    }
+    anyhow::ensure!(!values.is_empty(), "no key field before the JSON block");
+    if schema.declared && values.len() != schema.arity() {
+        anyhow::bail!(
+            "{} fields where `!fields` declares {}",
+            values.len(),
+            schema.arity()
+        );
+    }
+    let fields: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+    let mut buf = Vec::new();
+    format_record(&mut buf, &fields, oslj.as_ref());
+    out.writer.write_line(&buf).map_err(lib_err)
+}

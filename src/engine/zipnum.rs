@@ -1,0 +1,155 @@
+//! ZipNum cluster jobs: `ukvs zipnum build`.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+
+use super::output::{Output, OutputDir};
+use super::sort::{input_name, open_input};
+use crate::sorted::lines::is_header;
+use crate::sorted::zipnum::{Block, BlockWriter};
+
+/// A sorted index cut into a ZipNum cluster.
+#[derive(Clone, Debug)]
+pub struct BuildJob {
+    /// The sorted index (plain or gzip; `-` = stdin).
+    pub input: PathBuf,
+    /// The cluster's directory, replaced whole.
+    pub output: PathBuf,
+    pub lines_per_block: usize,
+    /// Shard files the blocks are spread over.
+    pub shards: usize,
+    /// gzip level 0-9.
+    pub level: u32,
+}
+
+/// Data lines (headers skipped) of the input, checked to ascend.
+fn for_each_line(
+    input: &std::path::Path,
+    mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let name = input_name(input);
+    let mut rdr = open_input(input)?;
+    let (mut line, mut prev) = (Vec::new(), Vec::new());
+    let (mut line_no, mut count, mut at_top) = (0u64, 0u64, true);
+    loop {
+        line.clear();
+        if rdr
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("reading {name}"))?
+            == 0
+        {
+            return Ok(count);
+        }
+        line_no += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if at_top && is_header(&line) {
+            continue;
+        }
+        if !at_top && line < prev {
+            bail!(
+                "{name}: line {line_no} is out of order ({:?} sorts before the line above it); sort it first (`ukvs sort`)",
+                String::from_utf8_lossy(&line)
+            );
+        }
+        at_top = false;
+        f(&line)?;
+        count += 1;
+        std::mem::swap(&mut line, &mut prev);
+    }
+}
+
+/// Cuts a sorted index into a cluster (see [`BuildJob`]).
+pub fn build(args: &BuildJob) -> anyhow::Result<()> {
+    if args.level > 9 {
+        bail!("--level must be 0-9");
+    }
+    let shards = args.shards.max(1);
+    let lpb = args.lines_per_block.max(1);
+    // The cluster is built beside the target and put in its place whole.
+    let dir = OutputDir::create(&args.output, is_cluster_file)?;
+    let blocks_per_shard = if shards > 1 {
+        if args.input == std::path::Path::new("-") {
+            bail!("--shards > 1 reads the input twice; give a file, not stdin");
+        }
+        let lines = for_each_line(&args.input, |_| Ok(()))?;
+        let blocks = lines.div_ceil(lpb as u64);
+        blocks.div_ceil(shards as u64).max(1)
+    } else {
+        u64::MAX
+    };
+
+    let shard_name = |i: usize| format!("index-{:02}", i + 1);
+    let shard_path = |i: usize| dir.path().join(format!("{}.cdx.gz", shard_name(i)));
+    let idx_path = dir.path().join("index.idx");
+    let loc_path = dir.path().join("index.loc");
+
+    let mut idx = Output::file(&idx_path)?;
+    let mut shard_no = 0usize;
+    let mut shard = Output::file(&shard_path(0))?;
+    let mut finished_shards: Vec<Output> = Vec::new();
+    let mut offset = 0u64;
+    let mut block_no = 0u64;
+    let mut in_shard = 0u64;
+    let mut writer = BlockWriter::new(lpb, args.level);
+
+    let mut emit = |block: crate::sorted::zipnum::FinishedBlock| -> anyhow::Result<()> {
+        if in_shard == blocks_per_shard {
+            let next = Output::file(&shard_path(shard_no + 1))?;
+            let full = std::mem::replace(&mut shard, next);
+            finished_shards.push(full);
+            shard_no += 1;
+            in_shard = 0;
+            offset = 0;
+        }
+        shard.write_all(&block.gzip)?;
+        block_no += 1;
+        in_shard += 1;
+        let entry = Block {
+            first_key: block.first_key,
+            shard: shard_name(shard_no),
+            offset,
+            length: block.gzip.len() as u64,
+            block_no,
+        };
+        idx.write_all(&entry.to_line())?;
+        idx.write_all(b"\n")?;
+        offset += entry.length;
+        Ok(())
+    };
+    for_each_line(&args.input, |line| {
+        if let Some(block) = writer.push(line)? {
+            emit(block)?;
+        }
+        Ok(())
+    })?;
+    if let Some(block) = writer.flush()? {
+        emit(block)?;
+    }
+    finished_shards.push(shard);
+    let mut loc = Output::file(&loc_path)?;
+    for i in 0..finished_shards.len() {
+        writeln!(loc, "{}\t{}.cdx.gz", shard_name(i), shard_name(i))?;
+    }
+    for shard in finished_shards {
+        shard.commit()?;
+    }
+    loc.commit()?;
+    idx.commit()?;
+    dir.commit()?;
+    Ok(())
+}
+
+/// The files a cluster directory holds: `index.idx`, `index.loc` and
+/// `index-NN.cdx.gz` shards.
+fn is_cluster_file(name: &str) -> bool {
+    name == "index.idx"
+        || name == "index.loc"
+        || name
+            .strip_prefix("index-")
+            .and_then(|r| r.strip_suffix(".cdx.gz"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
