@@ -358,20 +358,21 @@ where
         }
     }
 
-    /// The next whole line of the current block, inflating more as
-    /// needed; `None` at the end of the block.
-    fn next_line(&mut self) -> Result<Option<Vec<u8>>, Error> {
+    /// Where the next whole line of the current block lies in `buf`
+    /// (`start..end`), inflating more as needed; `None` at the end of the
+    /// block.
+    fn next_line(&mut self) -> Result<Option<(usize, usize)>, Error> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..]) {
-                let line = self.buf[self.pos..self.pos + i].to_vec();
+                let at = (self.pos, self.pos + i);
                 self.pos += i + 1;
-                return Ok(Some(line));
+                return Ok(Some(at));
             }
             if self.eof {
                 if self.pos < self.buf.len() {
-                    let line = self.buf[self.pos..].to_vec();
+                    let at = (self.pos, self.buf.len());
                     self.pos = self.buf.len();
-                    return Ok(Some(line));
+                    return Ok(Some(at));
                 }
                 return Ok(None);
             }
@@ -426,8 +427,8 @@ where
                 self.pos = 0;
                 self.eof = false;
             }
-            let line = match self.next_line() {
-                Ok(Some(line)) => line,
+            let (start, end) = match self.next_line() {
+                Ok(Some(at)) => at,
                 Ok(None) => {
                     self.decoder = None;
                     continue;
@@ -437,28 +438,31 @@ where
                     return Some(Err(e));
                 }
             };
-            if self.started && line < self.prev {
+            // Lines before the range are only checked and remembered: no
+            // allocation per line skipped.
+            let line = &self.buf[start..end];
+            if self.started && line < &self.prev[..] {
                 self.done = true;
                 return Some(Err(Error::Unsorted {
-                    offset: self.pos as u64,
+                    offset: start as u64,
                     line: format!(
                         "{} (block {} of shard {})",
-                        String::from_utf8_lossy(&line),
+                        String::from_utf8_lossy(line),
                         self.place.1,
                         self.place.0
                     ),
                 }));
             }
-            if line >= self.range.start && self.range.is_past(&line) {
+            if line >= &self.range.start[..] && self.range.is_past(line) {
                 self.done = true;
                 return None;
             }
-            let keep = line >= self.range.start;
+            let keep = line >= &self.range.start[..];
             self.prev.clear();
-            self.prev.extend_from_slice(&line);
+            self.prev.extend_from_slice(line);
             self.started = true;
             if keep {
-                return Some(Ok(line));
+                return Some(Ok(self.prev.clone()));
             }
         }
     }
