@@ -443,12 +443,69 @@ fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
 
 // ---------------------------------------------------------------- spools
 
+/// An unnamed working file in the temporary directory, buffered; a failed
+/// write (a full disk) names the directory, which the user can change.
+struct WorkFile {
+    w: BufWriter<File>,
+    dir: PathBuf,
+}
+
+impl WorkFile {
+    fn new(tmp: &Path, capacity: usize) -> anyhow::Result<WorkFile> {
+        let file = tempfile::tempfile_in(tmp)
+            .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
+        Ok(WorkFile {
+            w: BufWriter::with_capacity(capacity, file),
+            dir: tmp.to_path_buf(),
+        })
+    }
+
+    fn named(&self, e: io::Error) -> io::Error {
+        work_file_error(e, &self.dir)
+    }
+
+    /// The file, everything written.
+    fn into_file(self) -> io::Result<File> {
+        let dir = self.dir;
+        self.w
+            .into_inner()
+            .map_err(|e| work_file_error(e.into_error(), &dir))
+    }
+}
+
+impl Write for WorkFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.w.write(buf).map_err(|e| self.named(e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.w.write_all(buf).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush().map_err(|e| self.named(e))
+    }
+}
+
+/// A failed write of a working file, naming its directory.
+fn work_file_error(e: io::Error, dir: &Path) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "cannot write a working file in {} (--tmp-dir): {e}",
+            dir.display()
+        ),
+    )
+}
+
 /// A [`Spool`] on a temporary file: the tail stays in memory, the rest is
 /// written out; rewinding past the buffer truncates the file.
 struct FileSpool {
     file: File,
     file_len: u64,
     buf: Vec<u8>,
+    /// The directory of the (unnamed) file, for messages.
+    dir: PathBuf,
 }
 
 impl FileSpool {
@@ -458,6 +515,7 @@ impl FileSpool {
                 .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
             file_len: 0,
             buf: Vec::with_capacity(1 << 20),
+            dir: tmp.to_path_buf(),
         })
     }
 
@@ -477,8 +535,11 @@ impl FileSpool {
     }
 
     fn flush_buf(&mut self) -> io::Result<()> {
-        self.file.seek(SeekFrom::Start(self.file_len))?;
-        self.file.write_all(&self.buf)?;
+        let written = self
+            .file
+            .seek(SeekFrom::Start(self.file_len))
+            .and_then(|_| self.file.write_all(&self.buf));
+        written.map_err(|e| work_file_error(e, &self.dir))?;
         self.file_len += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
@@ -1094,9 +1155,7 @@ fn pass_one(
         Some(tmp.to_path_buf()),
     )));
     let sink_sorter = Rc::clone(&sorter);
-    let main_file = tempfile::tempfile_in(tmp)
-        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
-    let main = BufWriter::with_capacity(PART_BUF, main_file);
+    let main = WorkFile::new(tmp, PART_BUF)?;
     let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
         let line = r.to_line();
         sink_sorter
@@ -1123,7 +1182,7 @@ fn pass_one(
     });
     run?;
     let (main, _late_in_memory, stats, written) = g.finish()?;
-    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    let mut main = main.into_file()?;
     main.seek(SeekFrom::Start(0))?;
     let mut late = Rc::try_unwrap(sorter)
         .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
@@ -1138,14 +1197,10 @@ fn pass_one(
             bad,
         });
     }
-    let mut map = BufWriter::with_capacity(
-        1 << 20,
-        tempfile::tempfile_in(tmp)
-            .with_context(|| format!("creating a temporary file in {}", tmp.display()))?,
-    );
+    let mut map = WorkFile::new(tmp, 1 << 20)?;
     let late = late.map(|line| Record::parse(&line?, 0));
     let summary = fold_records_from(&main, FOLD_WINDOW, late, &mut map)?;
-    let mut map = map.into_inner().map_err(|e| e.into_error())?;
+    let mut map = map.into_file()?;
     map.seek(SeekFrom::Start(0))?;
     Ok(PassOne {
         map,
@@ -1383,9 +1438,7 @@ fn normalized(
     records: impl Iterator<Item = Result<Record, MapError>>,
     tmp: &Path,
 ) -> anyhow::Result<Merger> {
-    let main_file = tempfile::tempfile_in(tmp)
-        .with_context(|| format!("creating a temporary file in {}", tmp.display()))?;
-    let mut main = BufWriter::with_capacity(1 << 20, main_file);
+    let mut main = WorkFile::new(tmp, 1 << 20)?;
     let mut late = ExternalSorter::new(256 << 20, Some(tmp.to_path_buf()));
     let mut order = Orderer::default();
     let mut line = Vec::new();
@@ -1406,7 +1459,7 @@ fn normalized(
             }
         }
     }
-    let mut main = main.into_inner().map_err(|e| e.into_error())?;
+    let mut main = main.into_file()?;
     main.seek(SeekFrom::Start(0))?;
     let late = late.finish()?.enumerate().map(|(i, l)| match l {
         Ok(l) => Record::parse(&l, i as u64 + 1),

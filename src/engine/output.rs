@@ -82,6 +82,9 @@ pub enum Output {
         wtr: BufWriter<tempfile::NamedTempFile>,
         target: PathBuf,
         sync: bool,
+        /// The name messages give (the target, or where a directory being
+        /// built will put it).
+        shown: PathBuf,
     },
     Direct {
         wtr: BufWriter<File>,
@@ -143,6 +146,7 @@ impl Output {
             .map_err(|e| with_name(e, "cannot create a temporary file in", dir))?;
         Ok(Output::Temp {
             wtr: BufWriter::with_capacity(BUF, tmp),
+            shown: target.clone(),
             target,
             sync: false,
         })
@@ -162,9 +166,8 @@ impl Output {
     pub fn name(&self) -> String {
         match self {
             Output::Stdout(_) => "stdout".into(),
-            Output::Temp { target, .. } | Output::Direct { target, .. } => {
-                target.display().to_string()
-            }
+            Output::Temp { shown, .. } => shown.display().to_string(),
+            Output::Direct { target, .. } => target.display().to_string(),
         }
     }
 
@@ -206,8 +209,13 @@ impl Output {
             Output::Direct { mut wtr, target } => wtr
                 .flush()
                 .map_err(|e| with_name(e, "cannot write", &target)),
-            Output::Temp { wtr, target, sync } => {
-                let failed = |e: io::Error| with_name(e, "cannot write", &target);
+            Output::Temp {
+                wtr,
+                target,
+                sync,
+                shown,
+            } => {
+                let failed = |e: io::Error| with_name(e, "cannot write", &shown);
                 let tmp = wtr.into_inner().map_err(|e| failed(e.into_error()))?;
                 if sync {
                     tmp.as_file().sync_all().map_err(failed)?;
@@ -358,6 +366,16 @@ impl OutputDir {
     /// Where the files go until [`OutputDir::commit`].
     pub fn path(&self) -> &Path {
         self.tmp.path()
+    }
+
+    /// Starts writing the file `name` of the directory; messages name it
+    /// where it will be once the directory is in place.
+    pub fn file(&self, name: &str) -> io::Result<Output> {
+        let mut out = Output::file(&self.tmp.path().join(name))?;
+        if let Output::Temp { shown, .. } = &mut out {
+            *shown = self.target.join(name);
+        }
+        Ok(out)
     }
 
     /// The target, for messages.

@@ -83,13 +83,11 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
     };
 
     let shard_name = |i: usize| format!("index-{:02}", i + 1);
-    let shard_path = |i: usize| dir.path().join(format!("{}.cdx.gz", shard_name(i)));
-    let idx_path = dir.path().join("index.idx");
-    let loc_path = dir.path().join("index.loc");
+    let shard_file = |i: usize| dir.file(&format!("{}.cdx.gz", shard_name(i)));
 
-    let mut idx = Output::file(&idx_path)?;
+    let mut idx = dir.file("index.idx")?;
     let mut shard_no = 0usize;
-    let mut shard = Output::file(&shard_path(0))?;
+    let mut shard = shard_file(0)?;
     let mut finished_shards: Vec<Output> = Vec::new();
     let mut offset = 0u64;
     let mut block_no = 0u64;
@@ -98,7 +96,7 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
 
     let mut emit = |block: crate::sorted::zipnum::FinishedBlock| -> anyhow::Result<()> {
         if in_shard == blocks_per_shard {
-            let next = Output::file(&shard_path(shard_no + 1))?;
+            let next = shard_file(shard_no + 1)?;
             let full = std::mem::replace(&mut shard, next);
             finished_shards.push(full);
             shard_no += 1;
@@ -130,7 +128,7 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
         emit(block)?;
     }
     finished_shards.push(shard);
-    let mut loc = Output::file(&loc_path)?;
+    let mut loc = dir.file("index.loc")?;
     for i in 0..finished_shards.len() {
         writeln!(loc, "{}\t{}.cdx.gz", shard_name(i), shard_name(i))?;
     }

@@ -85,7 +85,7 @@ pub enum Error {
     /// Writing the output failed. (The cause is part of the message, not
     /// a `source`, so that a report of the error chain does not say it
     /// twice.)
-    #[error("writing the map: {0}")]
+    #[error("{0}")]
     Io(std::io::Error),
 }
 

@@ -517,10 +517,62 @@ fn a_full_disk_is_reported_by_name_and_keeps_the_old_file() {
     std::fs::create_dir(&out).unwrap();
     let dest = out.join("dest");
     let s = |p: &Path| p.to_str().unwrap().to_string();
-    for job in [
-        vec!["sort".to_string(), s(&input), "-o".into(), s(&dest)],
-        vec!["merge".to_string(), s(&sorted), "-o".into(), s(&dest)],
-    ] {
+    let map = d.join("map");
+    let o = util::run(
+        &["mementomap", "generate", "-q", &s(&sorted), "-o", &s(&map)],
+        b"",
+    );
+    assert!(o.status.success());
+    let cluster = out.join("cluster");
+    let working = format!(
+        "cannot write a working file in {} (--tmp-dir): ",
+        out.display()
+    );
+    let jobs: [(Vec<String>, String); 5] = [
+        (
+            vec!["sort".to_string(), s(&input), "-o".into(), s(&dest)],
+            format!("cannot write {}: ", dest.display()),
+        ),
+        (
+            vec!["merge".to_string(), s(&sorted), "-o".into(), s(&dest)],
+            format!("cannot write {}: ", dest.display()),
+        ),
+        // The map's working files sit beside the output.
+        (
+            vec![
+                "mementomap".into(),
+                "generate".into(),
+                s(&sorted),
+                "-o".into(),
+                s(&dest),
+            ],
+            working.clone(),
+        ),
+        (
+            vec![
+                "mementomap".into(),
+                "compact".into(),
+                s(&map),
+                "-o".into(),
+                s(&dest),
+            ],
+            working,
+        ),
+        (
+            vec![
+                "zipnum".into(),
+                "build".into(),
+                s(&sorted),
+                "-o".into(),
+                s(&cluster),
+            ],
+            format!(
+                "cannot write {}: ",
+                cluster.join("index-01.cdx.gz").display()
+            ),
+        ),
+    ];
+    for (job, said) in jobs {
         std::fs::write(&dest, b"old\n").unwrap();
         let script = "import resource, subprocess, sys\n\
              lim = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\n\
@@ -535,12 +587,10 @@ fn a_full_disk_is_reported_by_name_and_keeps_the_old_file() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{job:?}: {err}");
-        assert!(
-            err.contains(&format!("cannot write {}: ", dest.display())),
-            "{job:?}: {err}"
-        );
+        assert!(err.contains(&said), "{job:?}: {err}");
         assert!(!err.contains(".ukvs-tmp"), "{job:?}: {err}");
         assert_eq!(std::fs::read(&dest).unwrap(), b"old\n", "{job:?}");
+        assert!(!cluster.exists(), "{job:?}");
         assert_eq!(temp_files(&out), Vec::<String>::new(), "{job:?}");
     }
 }
