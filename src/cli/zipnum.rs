@@ -31,7 +31,11 @@ pub struct BuildArgs {
     /// Output directory (created if missing).
     #[arg(short, long)]
     output: PathBuf,
-    /// Lines per gzip block.
+    /// Lines per gzip block. The default, 3000, is pywb's and Common
+    /// Crawl's layout. An exact lookup inflates half a block on average,
+    /// so smaller blocks answer faster (300: about 4x the lookups per
+    /// second of `ukvs serve`, for 2-3 % more bytes), while a pywb page of
+    /// 10 blocks then holds fewer lines.
     #[arg(long, default_value_t = DEFAULT_LINES_PER_BLOCK)]
     lines_per_block: usize,
     /// Number of shard files the blocks are spread over.
