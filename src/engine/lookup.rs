@@ -457,46 +457,48 @@ impl Collection {
     }
 }
 
-/// Every source's lines of a range, merged (see [`Collection::lines`]).
-pub struct Lines<'s> {
-    collection: &'s Collection,
-    each: Vec<SourceLines<'s>>,
-    /// The next line of each source, once read.
-    heads: Vec<Option<Cow<'s, [u8]>>>,
+/// Sorted streams merged into one: the least head next, ties in stream
+/// order (the rule of a k-way merge with a source tie-break, and of
+/// Python's `heapq.merge`). `less` orders two items; an error ends the
+/// merge after it is given. Items come with the index of their stream.
+pub struct MergeBy<I, T, F> {
+    each: Vec<I>,
+    /// The next item of each stream, once read.
+    heads: Vec<Option<T>>,
+    less: F,
     started: bool,
     failed: bool,
 }
 
-impl<'s> Lines<'s> {
-    fn new(collection: &'s Collection, each: Vec<SourceLines<'s>>) -> Lines<'s> {
+impl<I, T, E, F> MergeBy<I, T, F>
+where
+    I: Iterator<Item = Result<T, E>>,
+    F: Fn(&T, &T) -> bool,
+{
+    pub fn new(each: Vec<I>, less: F) -> MergeBy<I, T, F> {
         let heads = each.iter().map(|_| None).collect();
-        Lines {
-            collection,
+        MergeBy {
             each,
             heads,
+            less,
             started: false,
             failed: false,
         }
     }
 
-    /// Reads the next line of source `i` into its head.
-    fn fill(&mut self, i: usize) -> Result<(), Error> {
-        self.heads[i] = match self.each[i].next() {
-            Some(Ok(line)) => Some(line),
-            Some(Err(source)) => {
-                return Err(Error::Search {
-                    name: self.collection.sources[i].name.clone(),
-                    source,
-                })
-            }
-            None => None,
-        };
+    /// Reads the next item of stream `i` into its head.
+    fn fill(&mut self, i: usize) -> Result<(), E> {
+        self.heads[i] = self.each[i].next().transpose()?;
         Ok(())
     }
 }
 
-impl<'s> Iterator for Lines<'s> {
-    type Item = Result<Hit<'s>, Error>;
+impl<I, T, E, F> Iterator for MergeBy<I, T, F>
+where
+    I: Iterator<Item = Result<T, E>>,
+    F: Fn(&T, &T) -> bool,
+{
+    type Item = Result<(T, usize), E>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
@@ -511,23 +513,61 @@ impl<'s> Iterator for Lines<'s> {
                 }
             }
         }
-        // Few sources: a scan for the least head beats a heap. The first
-        // of equal heads wins, so ties keep source order.
+        // Few streams: a scan for the least head beats a heap. The first
+        // of equal heads wins, so ties keep stream order.
         let mut best: Option<usize> = None;
         for (i, h) in self.heads.iter().enumerate() {
-            if let Some(line) = h {
-                if best.map_or(true, |b| line < self.heads[b].as_ref().expect("a head")) {
+            if let Some(item) = h {
+                let head = |b: usize| self.heads[b].as_ref().expect("a head");
+                if best.map_or(true, |b| (self.less)(item, head(b))) {
                     best = Some(i);
                 }
             }
         }
         let i = best?;
-        let line = self.heads[i].take().expect("the chosen head");
+        let item = self.heads[i].take().expect("the chosen head");
         if let Err(e) = self.fill(i) {
             self.failed = true;
             return Some(Err(e));
         }
-        Some(Ok(Hit { line, source: i }))
+        Some(Ok((item, i)))
+    }
+}
+
+/// Byte order of two lines.
+type ByteOrder = fn(&Cow<[u8]>, &Cow<[u8]>) -> bool;
+
+/// One source's lines, its errors naming it.
+type NamedLines<'s> = Box<dyn Iterator<Item = Result<Cow<'s, [u8]>, Error>> + 's>;
+
+/// Every source's lines of a range, merged in byte order (see
+/// [`Collection::lines`]).
+pub struct Lines<'s> {
+    merged: MergeBy<NamedLines<'s>, Cow<'s, [u8]>, ByteOrder>,
+}
+
+impl<'s> Lines<'s> {
+    fn new(collection: &'s Collection, each: Vec<SourceLines<'s>>) -> Lines<'s> {
+        let each = each
+            .into_iter()
+            .zip(&collection.sources)
+            .map(|(lines, source)| -> NamedLines<'s> {
+                Box::new(lines.map(move |l| l.map_err(|e| source.failed(e))))
+            })
+            .collect();
+        Lines {
+            merged: MergeBy::new(each, |a, b| a < b),
+        }
+    }
+}
+
+impl<'s> Iterator for Lines<'s> {
+    type Item = Result<Hit<'s>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.merged
+            .next()
+            .map(|r| r.map(|(line, source)| Hit { line, source }))
     }
 }
 

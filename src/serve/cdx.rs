@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use ukvs::engine::lookup::{ordered, Order, SourceLines};
+use ukvs::engine::lookup::{ordered, MergeBy, Order, SourceLines};
 use ukvs::sorted::{prefix_key_for_url, url_shortcut, KeyRange, MatchType};
 
 use super::catalog::Coll;
@@ -353,7 +353,13 @@ fn query_objs<'a>(
     let merged: Objs<'a> = if each.len() == 1 {
         each.pop().expect("one source")
     } else {
-        Box::new(Merge::new(each))
+        // pywb merges several sources by the JSON text of each record.
+        let keyed = each
+            .into_iter()
+            .map(|objs| objs.map(|o| o.map(|o| (o.order_key(), o))))
+            .collect();
+        let merged = MergeBy::new(keyed, |a: &(String, Obj), b: &(String, Obj)| a.0 < b.0);
+        Box::new(merged.map(|r| r.map(|((_, o), _)| o)))
     };
     if !process {
         return Ok(merged);
@@ -465,76 +471,6 @@ fn source_objs<'a>(
         }
         Ok(o)
     }))
-}
-
-/// Several sources' objects merged as pywb merges them: by their JSON
-/// text, ties in source order (`heapq.merge`).
-struct Merge<'a> {
-    each: Vec<Objs<'a>>,
-    heads: Vec<Option<(String, Obj)>>,
-    started: bool,
-    failed: bool,
-}
-
-impl<'a> Merge<'a> {
-    fn new(each: Vec<Objs<'a>>) -> Merge<'a> {
-        let heads = each.iter().map(|_| None).collect();
-        Merge {
-            each,
-            heads,
-            started: false,
-            failed: false,
-        }
-    }
-
-    fn fill(&mut self, i: usize) -> Result<(), ApiError> {
-        self.heads[i] = match self.each[i].next() {
-            Some(o) => {
-                let o = o?;
-                Some((o.order_key(), o))
-            }
-            None => None,
-        };
-        Ok(())
-    }
-}
-
-impl Iterator for Merge<'_> {
-    type Item = Result<Obj, ApiError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        if !self.started {
-            self.started = true;
-            for i in 0..self.each.len() {
-                if let Err(e) = self.fill(i) {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-        let mut best: Option<usize> = None;
-        for (i, h) in self.heads.iter().enumerate() {
-            if let Some((k, _)) = h {
-                let better = match best {
-                    None => true,
-                    Some(b) => k < &self.heads[b].as_ref().expect("a head").0,
-                };
-                if better {
-                    best = Some(i);
-                }
-            }
-        }
-        let i = best?;
-        let (_, o) = self.heads[i].take().expect("the chosen head");
-        if let Err(e) = self.fill(i) {
-            self.failed = true;
-            return Some(Err(e));
-        }
-        Some(Ok(o))
-    }
 }
 
 /// pywb's `CDXFilter`: `[!][=|~]field:value`, or the whole record.

@@ -12,108 +12,28 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 /// Column names of classic CDX lines, by column count (pywb's
-/// `CDX_FORMATS`; the count alone decides).
-fn cdx_format(n: usize) -> Option<&'static [&'static str]> {
-    const F7: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "length",
-    ];
-    const F9: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "redirect",
-        "offset",
-        "filename",
-    ];
-    const F10: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "redirect",
-        "robotflags",
-        "offset",
-        "filename",
-    ];
-    const F11: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "redirect",
-        "robotflags",
-        "length",
-        "offset",
-        "filename",
-    ];
-    const F12: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "redirect",
-        "offset",
-        "filename",
-        "orig.length",
-        "orig.offset",
-        "orig.filename",
-    ];
-    const F13: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "redirect",
-        "robotflags",
-        "offset",
-        "filename",
-        "orig.length",
-        "orig.offset",
-        "orig.filename",
-    ];
-    const F14: &[&str] = &[
-        "urlkey",
-        "timestamp",
-        "url",
-        "mime",
-        "status",
-        "digest",
-        "redirect",
-        "robotflags",
-        "length",
-        "offset",
-        "filename",
-        "orig.length",
-        "orig.offset",
-        "orig.filename",
-    ];
-    Some(match n {
-        7 => F7,
-        9 => F9,
-        10 => F10,
-        11 => F11,
-        12 => F12,
-        13 => F13,
-        14 => F14,
+/// `CDX_FORMATS`; the count alone decides). 12 to 14 columns are 9 to 11
+/// with the three `orig.*` columns of resolved revisits after them.
+fn cdx_format(n: usize) -> Option<Vec<&'static str>> {
+    const HEAD: [&str; 6] = ["urlkey", "timestamp", "url", "mime", "status", "digest"];
+    const ORIG: [&str; 3] = ["orig.length", "orig.offset", "orig.filename"];
+    let (base, orig) = if n >= 12 { (n - 3, true) } else { (n, false) };
+    let tail: &[&str] = match base {
+        7 => &["length"],
+        9 => &["redirect", "offset", "filename"],
+        10 => &["redirect", "robotflags", "offset", "filename"],
+        11 => &["redirect", "robotflags", "length", "offset", "filename"],
         _ => return None,
-    })
+    };
+    if orig && base == 7 {
+        return None;
+    }
+    let mut names = HEAD.to_vec();
+    names.extend_from_slice(tail);
+    if orig {
+        names.extend_from_slice(&ORIG);
+    }
+    Some(names)
 }
 
 /// pywb's short field names (`CDX_ALT_FIELDS`), used when a CDXJ block is
