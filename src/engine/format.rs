@@ -98,7 +98,7 @@ pub fn write_line(
 /// RFC 1123 date of a 14-digit datetime (`Mon, 27 Jan 2014 17:12:00 GMT`).
 pub fn http_date(datetime: &str) -> String {
     let secs = crate::sorted::datetime_to_secs(datetime.as_bytes());
-    let (year, month, day, rem) = civil(secs);
+    let (year, month, day, rem) = crate::sorted::civil_from_secs(secs);
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -117,30 +117,13 @@ pub fn http_date(datetime: &str) -> String {
 
 /// The 14-digit datetime of seconds since 1970 (UTC).
 pub fn datetime_14(secs: i64) -> String {
-    let (year, month, day, rem) = civil(secs);
+    let (year, month, day, rem) = crate::sorted::civil_from_secs(secs);
     format!(
         "{year:04}{month:02}{day:02}{:02}{:02}{:02}",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// Year, month, day and seconds into the day of seconds since 1970
-/// (inverse of the lookup's civil-calendar arithmetic).
-fn civil(secs: i64) -> (i64, i64, i64, i64) {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, rem)
 }
 
 /// The URLs a TimeMap links to besides its mementos.

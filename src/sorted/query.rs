@@ -253,6 +253,24 @@ fn days_in_month(year: i64, month: i64) -> i64 {
     }
 }
 
+/// Year, month, day and seconds into the day of a time in seconds since
+/// 1970 (UTC, proleptic Gregorian): the inverse of [`datetime_to_secs`]'s
+/// arithmetic (Howard Hinnant's civil-calendar algorithm).
+pub fn civil_from_secs(secs: i64) -> (i64, i64, i64, i64) {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day, rem)
+}
+
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
 /// civil-calendar arithmetic; exact for every year this code sees).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
