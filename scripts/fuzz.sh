@@ -20,7 +20,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FUZZ=$ROOT/fuzz
 SHARED=$ROOT/../shared/corpus
 export RUSTC_BOOTSTRAP=1
-ALL="warc_stream arc_stream surt ukvs_lines cdx_convert mementomap_lines zipnum_idx"
+ALL="warc_stream arc_stream surt ukvs_lines cdx_convert mementomap_lines zipnum_idx pywb_lines"
 TARGETS=${TARGETS:-$ALL}
 
 command -v cargo-fuzz > /dev/null || { echo "needs cargo-fuzz: cargo install cargo-fuzz" >&2; exit 2; }
@@ -46,6 +46,7 @@ seed ukvs_lines "$ROOT/tests/data/ukvs" "$ROOT/tests/data/ukvs-bad" "$ROOT/sampl
 seed cdx_convert "$ROOT/tests/data/cdxj" "$SHARED/webrecorder__pywb/sample_archive/cdx"
 seed mementomap_lines "$ROOT/tests/data/ukvs"
 seed zipnum_idx "$SHARED/webrecorder__pywb/sample_archive/zipcdx"
+seed pywb_lines "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs" "$SHARED/webrecorder__pywb/sample_archive/cdx"
 # The SURT vectors file is one URL per line: split it into seeds.
 if [ "$(ls "$FUZZ/corpus/surt" | wc -l)" -lt 50 ] && [ -f "$ROOT/tests/data/surt/vectors.tsv" ]; then
   awk -F'\t' 'NR <= 2000 { print $1 }' "$ROOT/tests/data/surt/vectors.tsv" | while read -r u; do

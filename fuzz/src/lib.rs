@@ -7,6 +7,12 @@
 
 use ukvs::capture::{self, Indexer, Profile};
 
+/// The server's model of pywb's CDX objects (in the binary, so included
+/// by path).
+#[allow(dead_code)]
+#[path = "../../src/serve/pywb.rs"]
+mod pywb;
+
 /// The indexers of every profile, with and without `--all-records`.
 fn indexers() -> Vec<Indexer> {
     [Profile::Ukvs, Profile::Cdxj, Profile::Cdx11]
@@ -158,5 +164,28 @@ pub fn zipnum_idx(data: &[u8]) {
             let _ = b.to_line();
         }
         let _ = ukvs::sorted::zipnum::first_key(line);
+    }
+}
+
+/// Index lines read as pywb's CDX server reads them, and rendered in every
+/// output, with and without field lists.
+pub fn pywb_lines(data: &[u8]) {
+    let names = ["offset".to_string(), "digest".to_string()];
+    let fl: Vec<String> = ["urlkey", "timestamp", "url", "bogus", "mime", "mime"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for line in data.split(|&b| b == b'\n') {
+        if let Ok(mut o) = pywb::Obj::parse(line, &names) {
+            let _ = (o.to_cdxj(None), o.to_json(None), o.to_text(None), o.whole());
+            let _ = (
+                o.to_cdxj(Some(&fl)),
+                o.to_json(Some(&fl)),
+                o.to_text(Some(&fl)),
+            );
+            let _ = o.get_str("status");
+            o.set("source", "x");
+            let _ = (o.to_text(None), o.whole(), o.order_key());
+        }
     }
 }

@@ -29,7 +29,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target, &str); 7] = [
+const TARGETS: [(&str, Target, &str); 8] = [
     ("warc_stream", harness::warc_stream, "warc"),
     ("arc_stream", harness::arc_stream, "arc"),
     ("surt", harness::surt, "surt"),
@@ -37,6 +37,7 @@ const TARGETS: [(&str, Target, &str); 7] = [
     ("cdx_convert", harness::cdx_convert, "cdxj"),
     ("mementomap_lines", harness::mementomap_lines, "ukvs"),
     ("zipnum_idx", harness::zipnum_idx, "ukvs"),
+    ("pywb_lines", harness::pywb_lines, "cdxj"),
 ];
 
 #[test]
