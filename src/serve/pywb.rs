@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use ukvs::sorted::zipnum as crate_zipnum;
 
 /// Column names of classic CDX lines, by column count (pywb's
 /// `CDX_FORMATS`; the count alone decides). 12 to 14 columns are 9 to 11
@@ -94,6 +95,8 @@ pub struct Obj {
     /// prints the line itself as text).
     raw: Option<String>,
     from_json: bool,
+    /// A secondary-index line (pywb's `IDXObject`), not a capture.
+    idx: bool,
 }
 
 /// A line pywb cannot read: its message (a `CDXException`, 400 when it is
@@ -125,6 +128,7 @@ impl Obj {
                 fields,
                 raw: Some(text.to_string()),
                 from_json: true,
+                idx: false,
             });
         }
         let cols: Vec<&str> = text.split(' ').collect();
@@ -140,6 +144,7 @@ impl Obj {
                 fields,
                 raw: Some(text.to_string()),
                 from_json: false,
+                idx: false,
             });
         }
         // A UKVS capture line: key, datetime, values, optional JSON block.
@@ -161,6 +166,7 @@ impl Obj {
                     fields,
                     raw: None,
                     from_json: true,
+                    idx: false,
                 });
             }
         }
@@ -170,6 +176,31 @@ impl Obj {
             cols.len(),
             reprs.join(", ")
         ))
+    }
+
+    /// A ZipNum secondary-index line as pywb's `IDXObject`: `urlkey`,
+    /// `part`, and the numbers `offset`, `length` and `lineno`.
+    pub fn idx(block: &crate_zipnum::Block) -> Obj {
+        let mut fields = Fields::default();
+        fields.insert(
+            "urlkey".into(),
+            Value::String(String::from_utf8_lossy(&block.first_key).into_owned()),
+        );
+        fields.insert("part".into(), Value::String(block.shard.clone()));
+        fields.insert("offset".into(), Value::from(block.offset));
+        fields.insert("length".into(), Value::from(block.length));
+        fields.insert("lineno".into(), Value::from(block.block_no));
+        Obj {
+            fields,
+            raw: Some(String::from_utf8_lossy(&block.to_line()).into_owned()),
+            from_json: false,
+            idx: true,
+        }
+    }
+
+    /// Whether this is a secondary-index line.
+    pub fn is_idx(&self) -> bool {
+        self.idx
     }
 
     /// `cdx.get(name)` as a string, as pywb's filters read it
@@ -214,8 +245,10 @@ impl Obj {
         }
     }
 
-    /// `to_json(fields)`, with its newline.
+    /// `to_json(fields)`, with its newline (an index line ignores `fl`,
+    /// as pywb's `IDXObject` does).
     pub fn to_json(&self, fl: Option<&[String]>) -> String {
+        let fl = if self.idx { None } else { fl };
         let mut out = String::new();
         match fl {
             None => py_json_object(
@@ -264,8 +297,9 @@ impl Obj {
         out
     }
 
-    /// `to_text(fields)`, with its newline.
+    /// `to_text(fields)`, with its newline (an index line is its line).
     pub fn to_text(&self, fl: Option<&[String]>) -> String {
+        let fl = if self.idx { None } else { fl };
         let mut out = match (fl, &self.raw) {
             (None, Some(raw)) => raw.clone(),
             (None, None) => {

@@ -347,6 +347,9 @@ fn queries(n: usize, seed: u64) -> Vec<String> {
         "/zip/cdx?url=example.com/&showNumPages=true&pageSize=0",
         "/cdxj/cdx?url=iana.org/&nosource=true&output=text",
         "/cdx11/cdx?url=iana.org/&nosource=true&output=text",
+        "/zip/cdx?url=*.com&showPagedIndex=true",
+        "/zip/cdx?url=*.com&showPagedIndex=true&output=link",
+        "/zip/cdx?url=example.com/&showPagedIndex=true&showNumPages=true",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -423,6 +426,9 @@ fn queries(n: usize, seed: u64) -> Vec<String> {
         }
         if rng.chance(0.05) {
             q.append_pair("allowFuzzy", "0");
+        }
+        if rng.chance(0.05) {
+            q.append_pair("showPagedIndex", "true");
         }
         out.push(format!("/{}/cdx?{}", rng.pick(&colls), q.finish()));
     }
