@@ -8,27 +8,12 @@ use std::process::Command;
 
 use crate::util;
 
-/// A small deterministic PRNG (xorshift), so inputs are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 /// Sorted CDXJ of a synthetic archive: hosts with sub-domains, paths with
 /// skewed fan-out (some nodes with many children, so rollups happen),
 /// several captures and URL variants per page. With `queries`, some pages
 /// get query strings and trailing slashes (which reorder keys).
 fn synth_cdxj(seed: u64, hosts: usize, queries: bool) -> String {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = util::Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let tlds = ["com", "org", "edu", "uk,co", "pt"];
     let words = [
         "a",

@@ -261,26 +261,6 @@ fn start_pywb(dir: &Path, probe: &str) -> Option<(KillOnDrop, String)> {
     }
 }
 
-/// A small deterministic generator (xorshift) for the queries.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() % 10_000) as f64 / 10_000.0 < p
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-}
-
 /// Queries over every parameter of the API, drawn at random, plus cases
 /// pywb answers in its own way.
 fn queries(n: usize, seed: u64) -> Vec<String> {
@@ -324,7 +304,7 @@ fn queries(n: usize, seed: u64) -> Vec<String> {
         "!~status:2",
         "~\\d{4}",
     ];
-    let mut rng = Rng(seed);
+    let mut rng = util::Rng(seed);
     let mut out: Vec<String> = [
         "/cdxj/cdx",
         "/cdxj/cdx?url=example.com/&output=foo",
