@@ -19,7 +19,7 @@
 //! and holds at most its limit.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -28,6 +28,7 @@ use crate::sorted::zipnum::{Block, BlockLines, Cluster};
 use crate::sorted::{
     self, lines, prefix_key_for_url, url_shortcut, KeyRange, MatchType, Search, TimeFilter,
 };
+pub use crate::sorted::{ordered, Order};
 
 /// What can go wrong opening or searching index sources. Each variant
 /// names the file.
@@ -723,80 +724,6 @@ impl Collection {
     }
 }
 
-/// The order of an answer.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Order {
-    /// Index order (byte order of the lines).
-    #[default]
-    Index,
-    /// The last matches first.
-    Reverse,
-    /// Nearest in time to this (possibly partial) datetime first; equal
-    /// distances keep index order.
-    Closest(Vec<u8>),
-}
-
-/// `items` in `order`, at most `limit` of them, as pywb's CDX server
-/// orders them. Index order streams; reverse and closest order wait for
-/// the end of `items` and hold at most `limit` items (all of them without
-/// a limit). `datetime` gives an item's 14-digit datetime.
-pub fn ordered<'a, T: 'a, E: 'a>(
-    items: impl Iterator<Item = Result<T, E>> + 'a,
-    order: &Order,
-    limit: Option<usize>,
-    datetime: impl Fn(&T) -> &[u8] + 'a,
-) -> Box<dyn Iterator<Item = Result<T, E>> + 'a> {
-    match order {
-        Order::Index => match limit {
-            Some(n) => Box::new(items.take(n)),
-            None => Box::new(items),
-        },
-        Order::Reverse => {
-            let mut kept = VecDeque::new();
-            for item in items {
-                match item {
-                    Ok(t) => {
-                        if limit == Some(0) {
-                            continue;
-                        }
-                        if limit.is_some_and(|n| kept.len() == n) {
-                            kept.pop_back();
-                        }
-                        kept.push_front(t);
-                    }
-                    Err(e) => return Box::new(std::iter::once(Err(e))),
-                }
-            }
-            Box::new(kept.into_iter().map(Ok))
-        }
-        Order::Closest(target) => {
-            let target = sorted::datetime_to_secs(target);
-            // Sorted by distance; an insertion after the last equal
-            // distance keeps index order among equals.
-            let mut kept: Vec<(i64, T)> = Vec::new();
-            for item in items {
-                match item {
-                    Ok(t) => {
-                        let d = (sorted::datetime_to_secs(datetime(&t)) - target).abs();
-                        if limit.is_some_and(|n| kept.len() >= n)
-                            && kept.last().map_or(true, |(last, _)| d >= *last)
-                        {
-                            continue;
-                        }
-                        let at = kept.partition_point(|(k, _)| *k <= d);
-                        kept.insert(at, (d, t));
-                        if limit.is_some_and(|n| kept.len() > n) {
-                            kept.pop();
-                        }
-                    }
-                    Err(e) => return Box::new(std::iter::once(Err(e))),
-                }
-            }
-            Box::new(kept.into_iter().map(|(_, t)| Ok(t)))
-        }
-    }
-}
-
 /// The `values` list of a `!fields` header body, read leniently (its keys
 /// may be unquoted): the quoted strings after `values`.
 pub fn parse_values(body: &[u8]) -> Option<Vec<String>> {
@@ -821,42 +748,6 @@ pub fn key_datetime(line: &[u8]) -> (&[u8], &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(order: Order, limit: Option<usize>, items: &[&'static str]) -> Vec<&'static str> {
-        let it = items.iter().map(|s| Ok::<_, ()>(*s));
-        ordered(it, &order, limit, |s: &&str| s.as_bytes())
-            .map(Result::unwrap)
-            .collect()
-    }
-
-    #[test]
-    fn reverse_keeps_the_last_limit_items() {
-        let items = ["2001", "2002", "2003", "2004"];
-        assert_eq!(run(Order::Reverse, Some(2), &items), ["2004", "2003"]);
-        assert_eq!(
-            run(Order::Reverse, None, &items),
-            ["2004", "2003", "2002", "2001"]
-        );
-        assert!(run(Order::Reverse, Some(0), &items).is_empty());
-    }
-
-    #[test]
-    fn closest_is_a_stable_sort_by_distance() {
-        let items = [
-            "20010101000000",
-            "20030101000000",
-            "20020101000000",
-            "20030101000000",
-        ];
-        let c = Order::Closest(b"2003".to_vec());
-        // `2003` is the last second of 2003: both 2003 captures tie.
-        assert_eq!(
-            run(c.clone(), Some(3), &items),
-            ["20030101000000", "20030101000000", "20020101000000"]
-        );
-        assert_eq!(run(c.clone(), Some(1), &items), ["20030101000000"]);
-        assert!(run(c, Some(0), &items).is_empty());
-    }
 
     #[test]
     fn fields_header_values() {
