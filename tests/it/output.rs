@@ -29,6 +29,22 @@ fn temp_files(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Runs `ukvs ARGS` and kills it with SIGKILL after `wait` microseconds;
+/// says whether it was still running then.
+fn kill_after(args: &[String], wait: u64) -> bool {
+    let mut child = Command::new(util::bin())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_micros(wait));
+    let running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    running
+}
+
 /// Makes a FIFO with the `mkfifo` command; `None` (and a skip message)
 /// where there is none.
 fn mkfifo(path: &Path, test: &str) -> Option<()> {
@@ -376,20 +392,9 @@ fn sigkill_never_leaves_a_partial_output_and_the_next_run_cleans_up() {
         let mut killed = 0;
         for round in 0..16u64 {
             std::fs::write(&dest, b"old\n").unwrap();
-            let mut child = Command::new(util::bin())
-                .args(job)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
             // From the start to a little past the usual end.
             let wait = took * (round * 7 % 17) / 14;
-            std::thread::sleep(std::time::Duration::from_micros(wait));
-            if child.try_wait().unwrap().is_none() {
-                killed += 1;
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            killed += u32::from(kill_after(job, wait));
             let got = std::fs::read(&dest).unwrap_or_default();
             assert!(
                 got == b"old\n" || untimed(&got) == untimed(&new),
@@ -452,19 +457,8 @@ fn sigkill_never_leaves_a_partial_output_and_the_next_run_cleans_up() {
     let mut killed = 0;
     for round in 0..16u64 {
         run_ok(&build(&a));
-        let mut child = Command::new(util::bin())
-            .args(build(&sorted_all))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
         let wait = took * (round * 7 % 17) / 14;
-        std::thread::sleep(std::time::Duration::from_micros(wait));
-        if child.try_wait().unwrap().is_none() {
-            killed += 1;
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        killed += u32::from(kill_after(&build(&sorted_all), wait));
         let got = files(&cluster);
         assert!(
             got.is_empty() || got == old_cluster || got == new_cluster,
