@@ -45,6 +45,7 @@ pub mod engine;
 mod input;
 pub mod mementomap;
 pub mod sorted;
+pub mod stats;
 pub mod surt;
 pub mod ukvs;
 pub mod warc;
