@@ -31,7 +31,8 @@
 //! | [`sorted`] | line helpers, binary search, k-way merge, external sort |
 //! | [`mementomap`] | MementoMaps: generate, compact, merge, look up, evaluate |
 //! | [`acl`] | pywb's access rules (`.aclj`) and the decision they give for a key |
-//! | [`engine`] | files, maps, thread pools: indexing, lookups over sources, MementoMap jobs |
+//! | [`stats`] | holdings statistics of index lines: counts, distinct URLs, hosts and domains, reports |
+//! | [`engine`] | files, maps, thread pools: indexing, lookups over sources, MementoMap and statistics jobs |
 
 // Two modules use `unsafe` and say why each use holds: `capture::hash` (the
 // CPU's SHA instructions) and `engine::fs` (memory maps); a binary search

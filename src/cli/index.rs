@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ukvs::capture::Profile;
-use ukvs::engine::index::{self as job, IndexJob, Progress};
+use ukvs::engine::index::{self as job, IndexJob, Progress, StatsOutput};
+use ukvs::engine::mementomap::{GenerateJob, Layout, MapOutput, Rollup};
+use ukvs::engine::stats::ReportFormat;
 
 use super::sort::parse_size;
 
@@ -75,6 +77,20 @@ pub struct Args {
     /// that another process may change or truncate while they are read).
     #[arg(long)]
     no_mmap: bool,
+    /// Also write the MementoMap of the index to FILE, from the same scan:
+    /// the map `ukvs mementomap generate INDEX -o FILE` makes (set
+    /// SOURCE_DATE_EPOCH to fix its `updated_at`). Needs sorted output.
+    #[arg(long, value_name = "FILE")]
+    mementomap: Option<PathBuf>,
+    /// Also write the statistics of the index to FILE, from the same scan:
+    /// what `ukvs stats` reports of the index, as JSON (`.json`), CSV
+    /// (`.csv`), an HTML page (`.html`) or text (any other name). Needs
+    /// sorted output.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// How many of the largest hosts and domains --stats lists (0 = all).
+    #[arg(long, default_value_t = 10, value_name = "N", requires = "stats")]
+    stats_top: usize,
     #[command(
         flatten,
         next_help_heading = "SURT keys (recorded in the index's !meta)"
@@ -93,6 +109,29 @@ enum Format {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let index_name = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let mementomap = args.mementomap.as_ref().map(|map| GenerateJob {
+        inputs: vec![index_name.clone()],
+        out: MapOutput {
+            output: map.clone(),
+            id: None,
+            name: None,
+            tmp_dir: args.tmp_dir.clone(),
+            quiet: true,
+        },
+        rollup: Rollup::default(),
+        keep_query: false,
+        by: Vec::new(),
+        exclude: None,
+        strict: false,
+        threads: 1,
+        layout: Layout::Oslj,
+    });
+    let stats = args.stats.as_ref().map(|path| StatsOutput {
+        path: path.clone(),
+        format: ReportFormat::for_path(path, &format!("ukvs stats: {}", index_name.display())),
+        top: args.stats_top,
+    });
     let job = IndexJob {
         inputs: args.inputs,
         output: args.output,
@@ -112,13 +151,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         verify_digests: args.verify_digests,
         no_mmap: args.no_mmap,
         surt: args.surt.options(),
+        mementomap,
+        stats,
     };
     let bar = progress_bar(args.quiet);
     job::run(&job, bar.as_ref().map(|b| b as &dyn Progress))
 }
 
 /// A progress bar on a terminal (none when quiet or not a terminal).
-struct Bar(indicatif::ProgressBar);
+pub(super) struct Bar(indicatif::ProgressBar);
 
 impl Progress for Bar {
     fn start(&self, total_bytes: u64) {
@@ -142,7 +183,7 @@ impl Progress for Bar {
     }
 }
 
-fn progress_bar(quiet: bool) -> Option<Bar> {
+pub(super) fn progress_bar(quiet: bool) -> Option<Bar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
     }

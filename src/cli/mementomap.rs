@@ -35,22 +35,22 @@ struct RollupArgs {
     #[arg(long, value_parser = non_negative)]
     pcf: Option<f64>,
     /// Host power-law alpha.
-    #[arg(long, default_value_t = 16.329, value_parser = non_negative)]
+    #[arg(long, default_value_t = job::Rollup::default().ha, value_parser = non_negative)]
     ha: f64,
     /// Host power-law k.
-    #[arg(long, default_value_t = 0.714)]
+    #[arg(long, default_value_t = job::Rollup::default().hk)]
     hk: f64,
     /// Path power-law alpha.
-    #[arg(long, default_value_t = 24.546, value_parser = non_negative)]
+    #[arg(long, default_value_t = job::Rollup::default().pa, value_parser = non_negative)]
     pa: f64,
     /// Path power-law k.
-    #[arg(long, default_value_t = 1.429)]
+    #[arg(long, default_value_t = job::Rollup::default().pk)]
     pk: f64,
     /// Host levels tracked.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = job::Rollup::default().hdepth, value_parser = clap::value_parser!(u16).range(1..))]
     hdepth: u16,
     /// Path levels tracked.
-    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = job::Rollup::default().pdepth, value_parser = clap::value_parser!(u16).range(1..))]
     pdepth: u16,
     /// Compact until the map has at most N data lines (100 % recall kept).
     #[arg(long, value_name = "N")]

@@ -20,6 +20,7 @@ mod mementomap;
 mod merge;
 mod serve;
 mod sort;
+mod stats;
 mod surt;
 mod validate;
 mod zipnum;
@@ -45,6 +46,7 @@ enum Command {
     Zipnum(zipnum::Command),
     Mementomap(mementomap::Args),
     Serve(serve::Args),
+    Stats(stats::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -61,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Zipnum(cmd) => zipnum::run(cmd),
         Command::Mementomap(args) => mementomap::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Stats(args) => stats::run(args),
     };
     match result {
         Ok(code) => code,

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
 
 use crate::arc;
 use crate::capture::hash::Lanes;
@@ -59,6 +60,20 @@ pub struct IndexJob {
     pub no_mmap: bool,
     /// How URLs become keys.
     pub surt: crate::surt::Options,
+    /// Also a MementoMap of the index, made from its lines as they are
+    /// written (`inputs` of the job: the index's name, as its source).
+    pub mementomap: Option<super::mementomap::GenerateJob>,
+    /// Also the statistics of the index, made the same way.
+    pub stats: Option<StatsOutput>,
+}
+
+/// Where the statistics of an index go when it is written.
+#[derive(Clone, Debug)]
+pub struct StatsOutput {
+    pub path: PathBuf,
+    pub format: super::stats::ReportFormat,
+    /// Largest hosts and domains listed (0 = all).
+    pub top: usize,
 }
 
 /// Where a front end shows a long job's progress.
@@ -113,6 +128,9 @@ const KEY_WARNINGS: u64 = 5;
 const CHUNK: usize = 256 * 1024;
 
 pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<ExitCode> {
+    if job.no_sort && (job.mementomap.is_some() || job.stats.is_some()) {
+        anyhow::bail!("a MementoMap and statistics are made of a sorted index: drop --no-sort");
+    }
     let profile = job.profile;
     let opts = capture::Options {
         profile,
@@ -202,8 +220,11 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
         return Ok(ExitCode::from(2));
     }
     // The workers are done: their pool sorts what the sink holds.
-    pool.install(|| sink.finish(&mut out, &opts))?;
+    let taps = pool.install(|| sink.finish(&mut out, &opts, job))?;
     out.commit()?;
+    if let Some(taps) = taps {
+        taps.finish()?;
+    }
     if !job.quiet {
         eprintln!(
             "ukvs index: {} files, {} records indexed, {} left out by the profile, \
@@ -1164,16 +1185,143 @@ impl Sink {
         Ok(())
     }
 
-    fn finish(&mut self, out: &mut Output, _opts: &capture::Options) -> anyhow::Result<()> {
-        if let Some(sorter) = self.sorter.take() {
-            let metas = std::mem::take(&mut self.metas);
-            self.write_headers(out, &metas)?;
-            sorter.par_for_each_sorted(|line| out.line(line))?;
-        } else {
+    /// Writes the sorted lines (or, with `--no-sort`, what is left), and
+    /// hands them to the MementoMap and statistics the job asks for.
+    fn finish(
+        &mut self,
+        out: &mut Output,
+        _opts: &capture::Options,
+        job: &IndexJob,
+    ) -> anyhow::Result<Option<Taps>> {
+        let Some(sorter) = self.sorter.take() else {
             self.write_headers(out, &[])?;
+            return Ok(None);
+        };
+        let metas = std::mem::take(&mut self.metas);
+        let headers = capture::header_lines(self.profile, &self.surt, &metas);
+        let mut taps = Taps::start(job, &headers)?;
+        self.write_headers(out, &metas)?;
+        sorter.par_for_each_sorted(|line| {
+            out.line(line)?;
+            if let Some(t) = &mut taps {
+                t.line(line)?;
+            }
+            Ok::<(), anyhow::Error>(())
+        })?;
+        Ok(taps)
+    }
+}
+
+/// A MementoMap and statistics made from the index's lines as they are
+/// written, each on a thread of its own: the lines go to them in chunks,
+/// so the writer only copies them once more.
+struct Taps {
+    chunk: Vec<u8>,
+    senders: Vec<SyncSender<Arc<Vec<u8>>>>,
+    map: Option<std::thread::JoinHandle<anyhow::Result<ExitCode>>>,
+    stats: Option<(
+        std::thread::JoinHandle<anyhow::Result<crate::stats::Report>>,
+        StatsOutput,
+    )>,
+}
+
+/// Lines go to the taps in chunks of about this many bytes.
+const TAP_CHUNK: usize = 256 * 1024;
+
+impl Taps {
+    fn start(job: &IndexJob, headers: &[Vec<u8>]) -> anyhow::Result<Option<Taps>> {
+        if job.mementomap.is_none() && job.stats.is_none() {
+            return Ok(None);
+        }
+        let mut taps = Taps {
+            chunk: Vec::with_capacity(TAP_CHUNK + 4096),
+            senders: Vec::new(),
+            map: None,
+            stats: None,
+        };
+        if let Some(map) = &job.mementomap {
+            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
+            let (map, headers) = (map.clone(), headers.to_vec());
+            taps.senders.push(tx);
+            taps.map = Some(
+                std::thread::Builder::new()
+                    .name("mementomap".into())
+                    .spawn(move || {
+                        super::mementomap::generate_from_chunks(map, &headers, rx.into_iter())
+                    })
+                    .context("cannot start a thread")?,
+            );
+        }
+        if let Some(st) = &job.stats {
+            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
+            let top = st.top;
+            let mut head = Vec::new();
+            for h in headers {
+                head.extend_from_slice(h);
+                head.push(b'\n');
+            }
+            if !head.is_empty() {
+                tx.send(Arc::new(head)).ok();
+            }
+            taps.senders.push(tx);
+            taps.stats = Some((
+                std::thread::Builder::new()
+                    .name("stats".into())
+                    .spawn(move || {
+                        super::stats::scan_chunks(top, rx.into_iter().take_while(|c| !c.is_empty()))
+                    })
+                    .context("cannot start a thread")?,
+                st.clone(),
+            ));
+        }
+        Ok(Some(taps))
+    }
+
+    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        self.chunk.extend_from_slice(line);
+        self.chunk.push(b'\n');
+        if self.chunk.len() >= TAP_CHUNK {
+            self.send()?;
         }
         Ok(())
     }
+
+    fn send(&mut self) -> anyhow::Result<()> {
+        let chunk = Arc::new(std::mem::replace(
+            &mut self.chunk,
+            Vec::with_capacity(TAP_CHUNK + 4096),
+        ));
+        for tx in &self.senders {
+            // A tap that stopped says why when it is joined.
+            let _ = tx.send(Arc::clone(&chunk));
+        }
+        Ok(())
+    }
+
+    /// The index is complete: the taps finish their outputs.
+    fn finish(mut self) -> anyhow::Result<()> {
+        if !self.chunk.is_empty() {
+            self.send()?;
+        }
+        // An empty chunk says the index is complete.
+        for tx in std::mem::take(&mut self.senders) {
+            let _ = tx.send(Arc::new(Vec::new()));
+        }
+        if let Some(map) = self.map.take() {
+            joined(map.join()).context("cannot make the MementoMap")?;
+        }
+        if let Some((stats, out)) = self.stats.take() {
+            let report = joined(stats.join()).context("cannot make the statistics")?;
+            super::stats::write_report(&report, &out.format, &out.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// A tap thread's result (a panic, which no input should cause, as an
+/// error).
+fn joined<T>(r: std::thread::Result<anyhow::Result<T>>) -> anyhow::Result<T> {
+    r.unwrap_or_else(|_| Err(anyhow::anyhow!("a thread making an output failed")))
 }
 
 /// `--no-sort`: the lines of one file not written yet.

@@ -30,6 +30,7 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::output::Output;
+use super::parts::{cuts_between_surts, for_each_line, for_each_mapped_line, largest_first};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -56,6 +57,24 @@ pub struct Rollup {
     /// (100 % recall kept); an error when even the map `*` (plus exclusion
     /// entries) is bigger.
     pub max_bytes: Option<u64>,
+}
+
+impl Default for Rollup {
+    /// No rollup, the reference tool's power-law parameters.
+    fn default() -> Rollup {
+        Rollup {
+            hcf: None,
+            pcf: None,
+            ha: 16.329,
+            hk: 0.714,
+            pa: 24.546,
+            pk: 1.429,
+            hdepth: 8,
+            pdepth: 9,
+            max_lines: None,
+            max_bytes: None,
+        }
+    }
 }
 
 impl Rollup {
@@ -257,75 +276,6 @@ fn mappable_input(p: &Path) -> anyhow::Result<Option<File>> {
     let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
     let meta = f.metadata()?;
     Ok((meta.is_file() && meta.len() > 0).then_some(f))
-}
-
-/// The lines of bytes `from..to` of `file` (a part that starts at a line
-/// start), each with its 1-based number in the part, read through a
-/// memory map of a few MiB at a time: no copy, and the resident memory
-/// stays flat however large the file (a fault maps the whole page-cache
-/// folio around it, so one map of the whole file would keep growing).
-fn for_each_mapped_line(
-    file: &File,
-    from: u64,
-    to: u64,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    const WINDOW: u64 = 4 << 20;
-    // Map offsets are multiples of the page size; 64 KiB is one of every
-    // page size in use.
-    const ALIGN: u64 = 64 << 10;
-    let (mut pos, mut no, mut window) = (from, 0u64, WINDOW);
-    while pos < to {
-        let start = pos - pos % ALIGN;
-        let end = (start + window).min(to);
-        let map = map_range(file, start, end - start)?;
-        let mut at = (pos - start) as usize;
-        loop {
-            let Some(len) = memchr::memchr(b'\n', &map[at..]) else {
-                if end == to && at < map.len() {
-                    // The last line, without its LF.
-                    no += 1;
-                    f(&map[at..], no)?;
-                    at = map.len();
-                }
-                break;
-            };
-            no += 1;
-            f(&map[at..at + len], no)?;
-            at += len + 1;
-        }
-        let next = start + at as u64;
-        // A line longer than the window: a larger one.
-        window = if next == pos && end < to {
-            window * 2
-        } else {
-            WINDOW
-        };
-        pos = next;
-    }
-    Ok(())
-}
-
-/// Maps `len` bytes of `f` from `offset` (a multiple of the page size).
-fn map_range(f: &File, offset: u64, len: u64) -> anyhow::Result<memmap2::Mmap> {
-    super::fs::map_range(f, offset, len).context("mapping the input")
-}
-
-/// Lines of a stream through the UKVS module's block reader (no copy per
-/// line). Memory stays flat however large the input, unlike a memory map
-/// whose pages count as resident.
-fn for_each_line(
-    r: impl Read,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut no = 0u64;
-    let no = &mut no;
-    let mut lines = crate::ukvs::LineReader::new(r);
-    while let Some(line) = lines.next_line()? {
-        *no += 1;
-        f(line, *no)?;
-    }
-    Ok(())
 }
 
 /// A line of one of several inputs: bytes (no LF), input index, 1-based
@@ -593,7 +543,16 @@ fn write_output(out: &MapOutput, header: &[u8], mut body: impl Read) -> anyhow::
     Ok(w.commit()?)
 }
 
+/// The time a map is written, for its `updated_at`: SOURCE_DATE_EPOCH
+/// (seconds) when set, as reproducible builds use it, so that a map can be
+/// made again byte for byte; else the clock.
 fn now() -> String {
+    let fixed = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(secs) = fixed {
+        return iso8601(secs);
+    }
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -887,11 +846,12 @@ fn finish_map(
 
 // ---------------------------------------------------------------- commands
 
-pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
+/// The generator's options for a job: its exclusions read, its layout
+/// checked.
+fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
     if a.layout == Layout::Columns && a.by.len() != 1 {
         bail!("--layout columns needs exactly one --by dimension");
     }
-    let tmp = tmp_dir(&a.out);
     let mut exclude = Vec::new();
     if let Some(p) = &a.exclude {
         let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
@@ -920,12 +880,16 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 .collect()
         };
     }
-    let opts = Options {
+    Ok(Options {
         keep_query: a.keep_query,
         by: a.by.clone(),
         exclude,
-    };
-    let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
+    })
+}
+
+pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
+    let opts = generate_options(&a)?;
+    let tmp = tmp_dir(&a.out);
     let results: Vec<anyhow::Result<PassOne>> = if let [p] = a.inputs.as_slice() {
         match mappable_input(p)? {
             Some(file) => {
@@ -971,6 +935,60 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
             Ok(())
         })]
     };
+    let profile = surt_profile_of(&a.inputs)?;
+    finish_generate(&a, results, profile)
+}
+
+/// [`generate`] over the lines of an index as it is written (`ukvs index
+/// --mementomap`): its header lines, then its data lines in chunks (each
+/// line ending in LF), then an empty chunk when the index is complete;
+/// without it no map is written. `a.inputs` names the index, as the
+/// map's source.
+/// The map is the one `generate` makes of the finished index.
+pub fn generate_from_chunks(
+    a: GenerateJob,
+    headers: &[Vec<u8>],
+    chunks: impl Iterator<Item = std::sync::Arc<Vec<u8>>>,
+) -> anyhow::Result<ExitCode> {
+    let opts = generate_options(&a)?;
+    let tmp = tmp_dir(&a.out);
+    let results = vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
+        let mut no = 0;
+        for line in headers {
+            no += 1;
+            feed(0, line, no)?;
+        }
+        for chunk in chunks {
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                no += 1;
+                feed(0, line, no)?;
+            }
+        }
+        bail!("the index was not finished: no map is written")
+    })];
+    let name = a
+        .inputs
+        .first()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let profile = crate::capture::surt_profile_in_headers(
+        headers.iter().map(|h| (name.as_str(), h.as_slice())),
+    )
+    .map_err(anyhow::Error::msg)?;
+    finish_generate(&a, results, profile)
+}
+
+/// The map of a generation's first pass: its parts put together (and
+/// compacted as asked) under the map's headers.
+fn finish_generate(
+    a: &GenerateJob,
+    results: Vec<anyhow::Result<PassOne>>,
+    profile: Option<crate::surt::Options>,
+) -> anyhow::Result<ExitCode> {
+    let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
     // Line numbers of a part count from the lines of the parts before it.
     let mut gstats = GenStats::default();
     let mut parts = Vec::new();
@@ -996,7 +1014,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
     }
     let params = a.rollup.params(f64::INFINITY);
     let mut header = header_for(&a.out, &a.inputs, None);
-    record_surt_profile(&mut header, surt_profile_of(&a.inputs)?);
+    record_surt_profile(&mut header, profile);
     if !a.by.is_empty() {
         let dims: Vec<&str> =
             a.by.iter()
@@ -1085,47 +1103,6 @@ const LATE_MEM: usize = 256 << 20;
 /// Bytes of a part's map read at a time when its late records are folded in.
 const FOLD_WINDOW: usize = 1 << 20;
 
-/// `work` on every part (`from`, `to`) on `threads` threads, the largest
-/// parts first, so that a large part does not start last; the results in
-/// the parts' order.
-fn largest_first<T: Send>(
-    parts: &[(u64, u64)],
-    threads: usize,
-    work: impl Fn(&(u64, u64)) -> anyhow::Result<T> + Sync,
-) -> Vec<anyhow::Result<T>> {
-    let mut order: Vec<usize> = (0..parts.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1 - parts[i].0));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<anyhow::Result<T>>>> =
-        parts.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(parts.len()) {
-            scope.spawn(|| {
-                while let Some(&i) =
-                    order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    let r = work(&parts[i]);
-                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err(anyhow::anyhow!("a reading thread failed")))
-        })
-        .collect()
-}
-
-/// Parts of a large input per thread.
-const PARTS_PER_THREAD: usize = 4;
-
-/// Files smaller than this are read in one part.
-const PARALLEL_FROM: u64 = 32 << 20;
-
 /// What the first pass of generation leaves: the map lines of its part in
 /// a temporary file (at its start) with what [`Summary`] says of them,
 /// counters, and the bad lines (input index, error; line numbers local to
@@ -1208,185 +1185,6 @@ fn pass_one(
         stats,
         bad,
     })
-}
-
-/// Where to cut a sorted file into about `parts` parts read in parallel:
-/// offsets from 0 to the end of the file, each at the start of a line
-/// whose SURT (first field) differs from the line before, so that every
-/// URL is in one part. Small files give one part.
-///
-/// Cuts fall between two hosts (SURTs up to their `)`) where one is near:
-/// keys the query cut moves back stay within their host, so such parts
-/// give maps that follow each other in key order. The searches read the
-/// file a few KiB at a time (a memory map would keep the page-cache
-/// folios around every probe resident).
-fn cuts_between_surts(file: &File, threads: usize) -> io::Result<Vec<u64>> {
-    let mut f = Probe::new(file)?;
-    let len = f.len;
-    let mut cuts = vec![0];
-    if threads >= 2 && len >= PARALLEL_FROM {
-        let parts = (threads * PARTS_PER_THREAD) as u64;
-        let span = len / parts;
-        for i in 1..parts {
-            let prev = cuts.last().copied().unwrap_or(0);
-            if let Some(at) = f.host_edge_near(span * i)?.filter(|&e| e > prev && e < len) {
-                cuts.push(at);
-            }
-        }
-        cuts.push(len);
-        // A host of more than a thread's share is cut between SURTs
-        // (its parts' maps then fold together).
-        let share = len / threads as u64;
-        let mut fine = vec![0];
-        for w in cuts.windows(2) {
-            let (from, to) = (w[0], w[1]);
-            if to - from > share {
-                let mut at = from;
-                while to - at > span {
-                    at = f.next_surt_start(at + span)?;
-                    if at < to {
-                        fine.push(at);
-                    }
-                }
-            }
-            fine.push(to);
-        }
-        fine.dedup();
-        return Ok(fine);
-    }
-    cuts.push(len);
-    Ok(cuts)
-}
-
-/// Bytes a cut search reads at a time.
-const PROBE_READ: u64 = 8 << 10;
-
-/// Reads lines of a sorted file at chosen offsets, for the cuts.
-struct Probe<'f> {
-    file: &'f File,
-    len: u64,
-    /// The bytes last read, from file offset `buf_at`: a binary search
-    /// step reads the line after an offset, then that line again.
-    buf: Vec<u8>,
-    buf_at: u64,
-}
-
-impl<'f> Probe<'f> {
-    fn new(file: &'f File) -> io::Result<Probe<'f>> {
-        Ok(Probe {
-            file,
-            len: file.metadata()?.len(),
-            buf: Vec::new(),
-            buf_at: 0,
-        })
-    }
-
-    /// The line that starts at `at` (without its LF), read in blocks.
-    fn line_at(&mut self, at: u64) -> io::Result<&[u8]> {
-        let held = at
-            .checked_sub(self.buf_at)
-            .and_then(|off| usize::try_from(off).ok())
-            .filter(|&off| off <= self.buf.len());
-        if let Some(off) = held {
-            let at_end = self.buf_at + self.buf.len() as u64 >= self.len;
-            match memchr::memchr(b'\n', &self.buf[off..]) {
-                Some(i) => return Ok(&self.buf[off..off + i]),
-                None if at_end => return Ok(&self.buf[off..]),
-                None => {}
-            }
-        }
-        self.buf.clear();
-        self.buf_at = at;
-        let mut f = self.file;
-        f.seek(SeekFrom::Start(at))?;
-        loop {
-            let have = self.buf.len();
-            let n = (&mut f).take(PROBE_READ).read_to_end(&mut self.buf)?;
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[have..]) {
-                return Ok(&self.buf[..have + i]);
-            }
-            if n == 0 {
-                return Ok(&self.buf);
-            }
-        }
-    }
-
-    /// The start of the first line after offset `at` (the end when none).
-    fn line_start_after(&mut self, at: u64) -> io::Result<u64> {
-        let len = self.line_at(at)?.len() as u64;
-        Ok((at + len + 1).min(self.len))
-    }
-
-    /// The first line start whose line is `>= key` (a binary search over
-    /// line starts; headers sort before any SURT).
-    fn lower_bound(&mut self, key: &[u8]) -> io::Result<u64> {
-        // Lines starting before `lo` are < key, those starting at or after
-        // `hi` are >= key; `lo` is a line start.
-        let (mut lo, mut hi) = (0, self.len);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let at = match mid {
-                0 => 0,
-                _ => self.line_start_after(mid - 1)?,
-            };
-            if at >= hi {
-                // No line starts in mid..hi.
-                hi = mid;
-                continue;
-            }
-            let line = self.line_at(at)?;
-            if line < key {
-                lo = (at + line.len() as u64 + 1).min(self.len);
-            } else {
-                hi = at;
-            }
-        }
-        Ok(lo)
-    }
-
-    /// The edge of the run of lines of the host of the line after
-    /// `target` nearer to `target` (`None` when the first field is no
-    /// SURT).
-    fn host_edge_near(&mut self, target: u64) -> io::Result<Option<u64>> {
-        let start = self.line_start_after(target)?;
-        let line = self.line_at(start)?;
-        let field = &line[..memchr::memchr(b' ', line).unwrap_or(line.len())];
-        let Some(close) = memchr::memchr(b')', field) else {
-            return Ok(None);
-        };
-        let mut host = field[..=close].to_vec();
-        let first = self.lower_bound(&host)?;
-        // Every line of the host starts with `host)`; `host*` follows them.
-        host[close] = b')' + 1;
-        let end = self.lower_bound(&host)?;
-        Ok(Some(
-            if target - first.min(target) <= end.saturating_sub(target) {
-                first
-            } else {
-                end
-            },
-        ))
-    }
-
-    /// The first line start after `at` where the SURT changes (the end
-    /// when none).
-    fn next_surt_start(&mut self, at: u64) -> io::Result<u64> {
-        let pos = self.line_start_after(at)?;
-        if pos >= self.len {
-            return Ok(self.len);
-        }
-        // The lines of one SURT are `surt ...`, and `surt!` follows them
-        // (`!` is the byte after the space).
-        let line = self.line_at(pos)?;
-        let mut past = line[..memchr::memchr(b' ', line).unwrap_or(line.len())].to_vec();
-        past.push(b'!');
-        let end = self.lower_bound(&past)?;
-        match end > pos {
-            true => Ok(end),
-            // Not sorted here: the next line.
-            false => self.line_start_after(pos),
-        }
-    }
 }
 
 fn report_generate(g: &GenStats, s: &Stats) {

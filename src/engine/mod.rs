@@ -31,7 +31,9 @@ pub mod lookup;
 pub mod maps;
 pub mod mementomap;
 pub mod output;
+pub mod parts;
 pub mod sort;
+pub mod stats;
 pub mod validate;
 pub mod zipnum;
 

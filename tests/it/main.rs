@@ -7,6 +7,8 @@ mod mementomap;
 mod output;
 mod serve;
 mod sorted;
+mod stats;
+mod stats_html;
 mod surt;
 mod ukvs;
 mod util;
