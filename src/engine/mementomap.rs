@@ -904,7 +904,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 };
                 // More parts than threads: a large host then makes one
                 // part larger, not one thread later.
-                let cuts = cuts_between_surts(&file, threads)
+                let cuts = cuts_between_surts(&file, threads, super::parts::PARALLEL_FROM)
                     .with_context(|| format!("reading {}", p.display()))?;
                 let late_mem = LATE_MEM / (cuts.len() - 1);
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();

@@ -116,24 +116,24 @@ pub fn largest_first<T: Send>(
 /// Parts of a large input per thread.
 const PARTS_PER_THREAD: usize = 4;
 
-/// Files smaller than this are read in one part.
-const PARALLEL_FROM: u64 = 32 << 20;
+/// Files smaller than this are read in one part by the MementoMap jobs.
+pub const PARALLEL_FROM: u64 = 32 << 20;
 
 /// Where to cut a sorted file into about `parts` parts read in parallel:
 /// offsets from 0 to the end of the file, each at the start of a line
 /// whose SURT (first field) differs from the line before, so that every
-/// URL is in one part. Small files give one part.
+/// URL is in one part. Files smaller than `parallel_from` give one part.
 ///
 /// Cuts fall between two hosts (SURTs up to their `)`) where one is near:
 /// keys the query cut moves back stay within their host, so such parts
 /// give maps that follow each other in key order. The searches read the
 /// file a few KiB at a time (a memory map would keep the page-cache
 /// folios around every probe resident).
-pub fn cuts_between_surts(file: &File, threads: usize) -> io::Result<Vec<u64>> {
+pub fn cuts_between_surts(file: &File, threads: usize, parallel_from: u64) -> io::Result<Vec<u64>> {
     let mut f = Probe::new(file)?;
     let len = f.len;
     let mut cuts = vec![0];
-    if threads >= 2 && len >= PARALLEL_FROM {
+    if threads >= 2 && len >= parallel_from {
         let parts = (threads * PARTS_PER_THREAD) as u64;
         let span = len / parts;
         for i in 1..parts {

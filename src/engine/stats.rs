@@ -62,6 +62,10 @@ pub struct Outcome {
     pub skipped: u64,
 }
 
+/// Files smaller than this are read in one part: a thread costs more
+/// than it saves on less.
+const PARALLEL_FROM: u64 = 4 << 20;
+
 /// How many skipped lines are shown one by one.
 const SHOWN: u64 = 10;
 
@@ -363,7 +367,8 @@ fn scan_parts(
     let name = super::sort::input_name(path);
     let layout = layout_of_file(file).with_context(|| format!("cannot read {}", path.display()))?;
     let threads = super::thread_count(job.threads);
-    let cuts = cuts_between_surts(file, threads).with_context(|| format!("cannot read {name}"))?;
+    let cuts = cuts_between_surts(file, threads, PARALLEL_FROM)
+        .with_context(|| format!("cannot read {name}"))?;
     let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     let results = largest_first(&parts, threads, |&(from, to)| {
         let mut scan = Scan::new(job.top);

@@ -89,12 +89,13 @@ impl Layout {
         let at = |c: u8| letters.iter().position(|&l| l == c);
         let date = at(b'b').unwrap_or(1);
         let (mime, status, length) = (at(b'm'), at(b's'), at(b'S'));
-        let columns = [Some(date), mime, status, length]
+        let columns = ([Some(date), mime, status, length]
             .into_iter()
             .flatten()
             .max()
             .unwrap_or(1)
-            + 1;
+            + 1)
+        .min(16);
         Layout::Cdx {
             delimiter,
             date,
@@ -148,12 +149,20 @@ impl Layout {
                 length,
                 columns,
             } => {
+                // Only the columns up to the last one used are cut out.
                 let mut cols = [&b""[..]; 16];
                 let mut n = 0;
-                for part in line.split(|b| b == delimiter) {
-                    if n < cols.len() {
-                        cols[n] = part;
+                let mut start = 0;
+                for end in memchr::memchr_iter(*delimiter, line) {
+                    if n == *columns {
+                        break;
                     }
+                    cols[n] = &line[start..end];
+                    n += 1;
+                    start = end + 1;
+                }
+                if n < *columns {
+                    cols[n] = &line[start..];
                     n += 1;
                 }
                 if n < *columns {
