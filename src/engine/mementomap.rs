@@ -62,15 +62,16 @@ pub struct Rollup {
 impl Default for Rollup {
     /// No rollup, the reference tool's power-law parameters.
     fn default() -> Rollup {
+        let p = Params::GENERATE;
         Rollup {
             hcf: None,
             pcf: None,
-            ha: 16.329,
-            hk: 0.714,
-            pa: 24.546,
-            pk: 1.429,
-            hdepth: 8,
-            pdepth: 9,
+            ha: p.ha,
+            hk: p.hk,
+            pa: p.pa,
+            pk: p.pk,
+            hdepth: p.hdepth as u16,
+            pdepth: p.pdepth as u16,
             max_lines: None,
             max_bytes: None,
         }

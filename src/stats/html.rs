@@ -17,7 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::render::human_bytes;
+use super::render::{group, human_bytes};
 use super::Report;
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -449,19 +449,6 @@ fn datetime(dt: Option<&str>) -> String {
     }
     let [y, mo, d, h, mi, s] = [0, 4, 6, 8, 10, 12].map(|i| &dt[i..(i + 2).max(4)]);
     format!("{y}-{mo}-{d} {h}:{mi}:{s}")
-}
-
-/// 1234567 -> `1,234,567`.
-fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn esc(s: &str) -> String {

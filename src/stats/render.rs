@@ -116,7 +116,7 @@ fn table(out: &mut dyn Write, title: &str, rows: &[(String, u64)], of: u64) -> i
 }
 
 /// 1234567 -> `1,234,567`.
-fn group(n: u64) -> String {
+pub(crate) fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
