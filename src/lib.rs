@@ -27,6 +27,8 @@
 //! | [`arc`] | ARC v1/v2 reader, plain and per-record gzip, with damage recovery |
 //! | [`warc`] | WARC 1.0/1.1 reader, plain, per-record gzip and zstd, with damage recovery |
 //! | `input` | the readers' shared input buffer and shared (mapped) bytes |
+//! | [`kulturarw3`] | Kulturarw3 objects (MIME multipart, concatenated) and the `archive/XX/HOST/SNAPSHOT` tree, with damage recovery |
+//! | [`nedlib`] | Nedlib harvests: `.meta` files, their data files, the day tree and `accessK.data` lists |
 //! | [`capture`] | ARC and WARC record -> capture record in the `ukvs`, `cdxj` and `cdx11` profiles |
 //! | [`sorted`] | line helpers, binary search, k-way merge, external sort |
 //! | [`mementomap`] | MementoMaps: generate, compact, merge, look up, evaluate |
@@ -44,7 +46,9 @@ pub mod arc;
 pub mod capture;
 pub mod engine;
 mod input;
+pub mod kulturarw3;
 pub mod mementomap;
+pub mod nedlib;
 pub mod sorted;
 pub mod stats;
 pub mod surt;

@@ -3,7 +3,9 @@
 mod arc;
 mod fuzz;
 mod index;
+mod kulturarw3;
 mod mementomap;
+mod nedlib;
 mod output;
 mod serve;
 mod sorted;

@@ -1,0 +1,130 @@
+//! One object: its capture, and the checks of its data file against its
+//! `.meta` file and its name.
+
+use std::borrow::Cow;
+
+use md5::{Digest as _, Md5};
+
+use super::error::shown;
+use super::fields::{md5_hex, parse_md5_hex};
+use super::meta::Meta;
+
+/// What the capture model needs of one object: its `.meta` values and its
+/// data file's size and SHA-1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capture<'a> {
+    /// The URL as the harvester wrote it.
+    pub url: &'a [u8],
+    /// `Harvest-Time`, already the 14-digit UTC datetime.
+    pub datetime: [u8; 14],
+    /// Always 0: the data file holds the body alone, from its first byte.
+    pub offset: u64,
+    /// The data file's size.
+    pub length: u64,
+    /// SHA-1 of the data file: the body as received (still chunked or
+    /// compressed when it was sent so), as the ARC and WARC readers digest
+    /// a payload.
+    pub sha1: [u8; 20],
+    pub mime: Option<Cow<'a, [u8]>>,
+    pub status: Option<u16>,
+    pub redirect: Option<Cow<'a, [u8]>>,
+    pub ip: Option<&'a [u8]>,
+}
+
+impl<'a> Capture<'a> {
+    /// The capture of the object `meta` describes, whose data file holds
+    /// `data`.
+    pub fn new(meta: &Meta<'a>, data: &[u8]) -> Capture<'a> {
+        Capture::with_sha1(meta, data.len() as u64, crate::capture::sha1(data))
+    }
+
+    /// [`Capture::new`] for a caller that has hashed the data file already
+    /// (many at once, see [`crate::capture::hash`]).
+    pub fn with_sha1(meta: &Meta<'a>, length: u64, sha1: [u8; 20]) -> Capture<'a> {
+        Capture {
+            url: meta.fields.url,
+            datetime: meta.fields.harvest_time,
+            offset: 0,
+            length,
+            sha1,
+            mime: meta.mime.clone(),
+            status: meta.status,
+            redirect: meta.redirect.clone(),
+            ip: meta.fields.ip,
+        }
+    }
+
+    /// The digest as the indexes write it: `sha1:` and 32 base32 digits.
+    pub fn digest(&self) -> String {
+        format!("sha1:{}", data_encoding::BASE32.encode(&self.sha1))
+    }
+}
+
+/// A disagreement between an object's parts: reported by the caller, the
+/// object still indexed (its data file is what was stored, whatever its
+/// `.meta` says).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// The file name is not the MD5 of the URL in the `.meta` file.
+    #[error("file name {name} is not the MD5 of the URL {url:?} ({url_md5})")]
+    UrlMd5 {
+        name: String,
+        url: String,
+        url_md5: String,
+    },
+    /// The data file's MD5 is not the one the `.meta` file states.
+    #[error("the data file's MD5 is {actual}, the .meta file says {declared}")]
+    DataMd5 { declared: String, actual: String },
+    /// The data file's size is not the `.meta` file's Content-Length.
+    #[error("the data file holds {actual} bytes, the .meta file's Content-Length says {declared}")]
+    DataLength { declared: u64, actual: u64 },
+    /// The Harvest-Time is more than a day away from the day directory.
+    #[error("Harvest-Time {harvest_time} is more than a day from the day directory {day}")]
+    Day { day: String, harvest_time: String },
+    /// An access-list entry and the `.meta` file disagree on a field.
+    #[error("the access list gives {field} {listed:?}, the .meta file {found:?}")]
+    Listed {
+        field: &'static str,
+        listed: String,
+        found: String,
+    },
+}
+
+/// The MD5 of `bytes`.
+pub fn md5(bytes: &[u8]) -> [u8; 16] {
+    Md5::digest(bytes).into()
+}
+
+/// Checks an object: `name` (of its data file or its `.meta` file) is the
+/// MD5 of the URL, and the data file's MD5 and size are those the `.meta`
+/// file states (a `.meta` file without MD5 or Content-Length is not
+/// checked on that point). Empty when all agree.
+pub fn check(meta: &Meta<'_>, data: &[u8], name: &str) -> Vec<Mismatch> {
+    let mut found = Vec::new();
+    let url_md5 = md5(meta.fields.url);
+    let stem = name.strip_suffix(".meta").unwrap_or(name);
+    if parse_md5_hex(stem.as_bytes()) != Some(url_md5) {
+        found.push(Mismatch::UrlMd5 {
+            name: name.to_owned(),
+            url: shown(meta.fields.url),
+            url_md5: md5_hex(&url_md5),
+        });
+    }
+    if let Some(declared) = meta.fields.md5 {
+        let actual = md5(data);
+        if actual != declared {
+            found.push(Mismatch::DataMd5 {
+                declared: md5_hex(&declared),
+                actual: md5_hex(&actual),
+            });
+        }
+    }
+    if let Some(declared) = meta.fields.content_length {
+        let actual = data.len() as u64;
+        if actual != declared {
+            found.push(Mismatch::DataLength { declared, actual });
+        }
+    }
+    found
+}
