@@ -135,9 +135,9 @@ impl Layout {
                     length: None,
                 };
                 if let Some(json) = json_block(line) {
-                    f.mime = json_member(json, b"\"mime\"");
-                    f.status = json_member(json, b"\"status\"");
-                    f.length = json_member(json, b"\"length\"").and_then(parse_u64);
+                    let [mime, status, length] = json_members(json);
+                    (f.mime, f.status) = (mime, status);
+                    f.length = length.and_then(parse_u64);
                 }
                 Ok(f)
             }
@@ -213,45 +213,84 @@ fn split_space(s: &[u8]) -> (&[u8], Option<&[u8]>) {
 
 /// The OSLJ block: from the first field that opens with `{`.
 fn json_block(line: &[u8]) -> Option<&[u8]> {
-    memchr::memmem::find(line, b" {").map(|i| &line[i + 1..])
+    // Keys and datetimes hold no `{`: the first one after a space opens
+    // the block (a searcher for ` {` would be built for every line).
+    memchr::memchr_iter(b'{', line)
+        .find(|&i| i > 0 && line[i - 1] == b' ')
+        .map(|i| &line[i..])
 }
 
-/// The value of a top-level member of a one-line JSON object whose value
-/// is a plain string (no escapes) or a bare number: what index lines hold
-/// in `mime`, `status` and `length`. `None` for anything else (absent,
-/// null, an escaped string): the statistics count that as "no value".
-fn json_member<'j>(json: &'j [u8], name: &[u8]) -> Option<&'j [u8]> {
-    let mut from = 0;
-    while let Some(i) = memchr::memmem::find(&json[from..], name) {
-        let at = from + i;
-        from = at + name.len();
-        // A member name follows `{` or `,`; inside a string a quote is
-        // escaped, so `"mime"` there is never followed by `:` this way.
-        let before = json[..at].iter().rev().find(|b| !b.is_ascii_whitespace());
-        if !matches!(before, Some(b'{') | Some(b',')) {
+/// The `mime`, `status` and `length` members of a one-line JSON object,
+/// in one pass over its strings: each value a plain string (no escapes)
+/// or a bare number, what index lines hold there. Anything else (absent,
+/// null, an escaped string) is `None`, which the statistics count as "no
+/// value". The first member of a name counts.
+///
+/// Strings are skipped whole, escapes included, so a name inside a value
+/// (`"url": "http://x/?\"mime\": 1"`) is never taken for a member.
+fn json_members(json: &[u8]) -> [Option<&[u8]>; 3] {
+    let mut found: [Option<&[u8]>; 3] = [None; 3];
+    let mut seen = [false; 3];
+    let mut pos = 0;
+    while let Some(q) = memchr::memchr(b'"', &json[pos..]) {
+        let start = pos + q + 1;
+        let Some(end) = string_end(json, start) else {
+            break;
+        };
+        pos = end + 1;
+        let rest = trim_start(&json[pos..]);
+        let Some(value) = rest.strip_prefix(b":") else {
+            // A value, not a member's name.
             continue;
+        };
+        let slot = match &json[start..end] {
+            b"mime" => 0,
+            b"status" => 1,
+            b"length" => 2,
+            _ => continue,
+        };
+        if !seen[slot] {
+            seen[slot] = true;
+            found[slot] = scalar(trim_start(value));
+            if seen == [true; 3] {
+                break;
+            }
         }
-        let rest = trim_start(&json[from..]);
-        let Some(rest) = rest.strip_prefix(b":") else {
-            continue;
-        };
-        let rest = trim_start(rest);
-        return match rest.first()? {
-            b'"' => {
-                let end = memchr::memchr2(b'"', b'\\', &rest[1..])?;
-                (rest[1 + end] == b'"').then(|| &rest[1..1 + end])
-            }
-            b'-' | b'0'..=b'9' => {
-                let end = rest
-                    .iter()
-                    .position(|b| !(b.is_ascii_digit() || *b == b'-' || *b == b'.'))
-                    .unwrap_or(rest.len());
-                Some(&rest[..end])
-            }
-            _ => None,
-        };
+        // Past the colon: a string value is the next string read.
+        pos = json.len() - value.len();
     }
-    None
+    found
+}
+
+/// Where the string that starts at `start` (past its opening quote) ends:
+/// its closing quote, escapes skipped.
+fn string_end(json: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    loop {
+        let at = i + memchr::memchr2(b'"', b'\\', json.get(i..)?)?;
+        if json[at] == b'"' {
+            return Some(at);
+        }
+        i = at + 2;
+    }
+}
+
+/// A plain string (its text) or a bare number at the start of `v`.
+fn scalar(v: &[u8]) -> Option<&[u8]> {
+    match v.first()? {
+        b'"' => {
+            let end = memchr::memchr2(b'"', b'\\', &v[1..])?;
+            (v[1 + end] == b'"').then(|| &v[1..1 + end])
+        }
+        b'-' | b'0'..=b'9' => {
+            let end = v
+                .iter()
+                .position(|b| !(b.is_ascii_digit() || *b == b'-' || *b == b'.'))
+                .unwrap_or(v.len());
+            Some(&v[..end])
+        }
+        _ => None,
+    }
 }
 
 fn trim_start(s: &[u8]) -> &[u8] {

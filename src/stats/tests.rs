@@ -33,16 +33,25 @@ fn path_and_query_depth_count_as_cdxsummary_does() {
 
 #[test]
 fn json_members_are_read_without_parsing_the_block() {
-    let j =
-        br#"{"url": "http://x/?\"mime\": 1", "mime": "text/html", "status": 200, "length": "55"}"#;
-    assert_eq!(json_member(j, b"\"mime\""), Some(&b"text/html"[..]));
-    assert_eq!(json_member(j, b"\"status\""), Some(&b"200"[..]));
-    assert_eq!(json_member(j, b"\"length\""), Some(&b"55"[..]));
+    let j = br#"{"url": "http://x/?\"mime\": 1\\", "mime": "text/html", "status": 200, "length": "55"}"#;
     assert_eq!(
-        json_member(br#"{"a": {"mime": "x"}}"#, b"\"mime\""),
-        Some(&b"x"[..])
+        json_members(j),
+        [Some(&b"text/html"[..]), Some(&b"200"[..]), Some(&b"55"[..])]
     );
-    assert_eq!(json_member(br#"{"mime": null}"#, b"\"mime\""), None);
+    let nested = br#"{"a": {"mime": "x"}, "mime": "y"}"#;
+    assert_eq!(json_members(nested)[0], Some(&b"x"[..]));
+    assert_eq!(
+        json_members(br#"{"mime": null, "status":"-"}"#),
+        [None, Some(&b"-"[..]), None]
+    );
+    assert_eq!(
+        json_members(br#"{"mime": "a\"b", "x": "mime"}"#),
+        [None, None, None]
+    );
+    assert_eq!(
+        json_members(br#"{"url": "unterminated"#),
+        [None, None, None]
+    );
 }
 
 #[test]
