@@ -189,3 +189,82 @@ pub fn pywb_lines(data: &[u8]) {
         }
     }
 }
+
+/// Kulturarw3 bytes: every object and error, the digests, the tree path
+/// checks against each object, and the bytes read as a tree path.
+pub fn kulturarw3_objects(data: &[u8]) {
+    use ukvs::kulturarw3::{check_path, looks_like_object, objects, parse_tree_path};
+    let _ = looks_like_object(data);
+    let path =
+        parse_tree_path(b"archive/9f/www.kb.se/1/33c6bfbd6f8365a72f333487e7557b58.875721538");
+    // Errors come between objects: the reader goes on after each.
+    for o in objects(data).take(data.len() + 16).flatten() {
+        let _ = (o.sha1_base32(), o.md5_ok());
+        if let Some(p) = &path {
+            let _ = check_path(p, &o);
+        }
+    }
+    if let Some(p) = parse_tree_path(data) {
+        for o in objects(data).take(4).flatten() {
+            let _ = check_path(&p, &o);
+        }
+    }
+}
+
+/// Nedlib bytes as a `.meta` file (with the bytes as its data file too),
+/// as an access list, and as a directory listing and a tree path.
+pub fn nedlib_meta(data: &[u8]) {
+    use ukvs::nedlib::{
+        check, looks_like_access_list, looks_like_meta, pair, parse_access_list, parse_meta,
+        parse_path, Capture,
+    };
+    let _ = (looks_like_meta(data), looks_like_access_list(data));
+    if let Ok(meta) = parse_meta(data) {
+        let _ = Capture::new(&meta, data).digest();
+        let _ = check(&meta, data, "0aca879afd45103783c3990636c860ac");
+        for e in parse_access_list(data).take(data.len() + 16).flatten() {
+            let _ = e.check(&meta);
+        }
+    }
+    for _ in parse_access_list(data).take(data.len() + 16) {}
+    let text = String::from_utf8_lossy(data);
+    let names: Vec<&str> = text.split('\n').collect();
+    let _ = pair(&names);
+    for n in &names {
+        let _ = parse_path(*n);
+    }
+}
+
+/// Index lines through the statistics: every layout, in one scan and in
+/// two parts absorbed, a merge of the two reports, and every rendering.
+pub fn stats_lines(data: &[u8]) {
+    use ukvs::stats::{html, write_csv, write_text, Layout, Report, Scan};
+    let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    let first = lines
+        .iter()
+        .find(|l| !ukvs::stats::is_header(l))
+        .copied()
+        .unwrap_or(b"");
+    let mut layouts = vec![Layout::Json, Layout::guess(first)];
+    layouts.extend(lines.iter().take(2).filter_map(|l| Layout::from_legend(l)));
+    for layout in &layouts {
+        let (mut whole, mut a, mut b) = (Scan::new(3), Scan::new(0), Scan::new(0));
+        for (i, line) in lines.iter().enumerate() {
+            let _ = whole.line(layout, line);
+            let _ = if i < lines.len() / 2 {
+                a.line(layout, line)
+            } else {
+                b.line(layout, line)
+            };
+        }
+        let ra = a.clone().finish();
+        a.absorb(b.clone());
+        let merged = Report::merge(vec![ra, b.finish()], 2);
+        let report = whole.finish();
+        let mut out = Vec::new();
+        let _ = write_text(&report, &mut out);
+        let _ = write_csv(&merged, &mut out);
+        let _ = html::write_html(&a.finish(), "t", &mut out);
+        let _ = serde_json::from_str::<Report>(&report.to_json());
+    }
+}

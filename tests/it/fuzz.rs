@@ -29,7 +29,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target, &str); 8] = [
+const TARGETS: [(&str, Target, &str); 11] = [
     ("warc_stream", harness::warc_stream, "warc"),
     ("arc_stream", harness::arc_stream, "arc"),
     ("surt", harness::surt, "surt"),
@@ -38,6 +38,13 @@ const TARGETS: [(&str, Target, &str); 8] = [
     ("mementomap_lines", harness::mementomap_lines, "ukvs"),
     ("zipnum_idx", harness::zipnum_idx, "ukvs"),
     ("pywb_lines", harness::pywb_lines, "cdxj"),
+    (
+        "kulturarw3_objects",
+        harness::kulturarw3_objects,
+        "kulturarw3",
+    ),
+    ("nedlib_meta", harness::nedlib_meta, "nedlib"),
+    ("stats_lines", harness::stats_lines, "cdxj"),
 ];
 
 #[test]
