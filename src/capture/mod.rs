@@ -35,6 +35,7 @@ pub mod datetime;
 pub mod hash;
 pub mod http;
 pub mod json;
+pub mod object;
 pub mod post;
 pub mod robots;
 pub mod warc;

@@ -29,6 +29,7 @@ use rayon::prelude::*;
 
 use super::fs::Behind;
 use super::output::Output as Dest;
+use super::seeds;
 
 /// What to index, and how.
 #[derive(Clone, Debug)]
@@ -139,7 +140,8 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
         verify_digests: job.verify_digests,
     };
     let mut input_errors = Vec::new();
-    let paths = collect_inputs(&job.inputs, &mut input_errors)?;
+    let mut names = std::collections::HashMap::new();
+    let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors)?;
     for e in &input_errors {
         eprintln!("ukvs index: {e}");
     }
@@ -177,6 +179,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
 
     let result: anyhow::Result<()> = std::thread::scope(|scope| {
         let worker_paths = &paths;
+        let names_ref = &names;
         let abort_ref = &abort;
         let opts_ref = &opts;
         let no_mmap = job.no_mmap;
@@ -194,6 +197,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
                                 file: i,
                                 post_append,
                                 path,
+                                name: names_ref.get(path).map(Vec::as_slice),
                                 opts: opts_ref,
                                 abort: abort_ref,
                                 pb,
@@ -252,8 +256,14 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
     })
 }
 
-/// Expands the command-line inputs into files, in a stable order.
-fn collect_inputs(inputs: &[PathBuf], errors: &mut Vec<String>) -> anyhow::Result<Vec<PathBuf>> {
+/// Expands the command-line inputs into files, in a stable order. Files
+/// of the tree formats found in a directory get, in `names`, the
+/// `filename` their lines give: their path from that directory.
+fn collect_inputs(
+    inputs: &[PathBuf],
+    names: &mut Names,
+    errors: &mut Vec<String>,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
@@ -261,30 +271,45 @@ fn collect_inputs(inputs: &[PathBuf], errors: &mut Vec<String>) -> anyhow::Resul
                 let line = line.context("cannot read paths from stdin")?;
                 let line = line.trim_end_matches('\r');
                 if !line.is_empty() {
-                    add_input(Path::new(line), &mut paths, errors);
+                    add_input(Path::new(line), &mut paths, names, errors);
                 }
             }
         } else {
-            add_input(input, &mut paths, errors);
+            add_input(input, &mut paths, names, errors);
         }
     }
     Ok(paths)
 }
 
-fn add_input(path: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+/// The `filename` of the files that do not go by their base name.
+type Names = std::collections::HashMap<PathBuf, Vec<u8>>;
+
+fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &mut Vec<String>) {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
             let before = paths.len();
-            walk_dir(path, paths, errors);
+            walk_dir(path, path, paths, names, errors);
             if paths.len() == before {
                 eprintln!(
                     "ukvs index: warning: {}: no ARC or WARC files (*.arc, *.arc.gz, *.warc, \
-                     *.warc.gz, *.warc.zst) in this directory",
+                     *.warc.gz, *.warc.zst), Kulturarw3 objects or Nedlib .meta files in this \
+                     directory",
                     path.display()
                 );
             }
         }
-        Ok(_) => paths.push(path.to_path_buf()),
+        Ok(_) => {
+            if path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("meta"))
+            {
+                let data = seeds::nedlib_data_path(path);
+                if let Some(n) = data.file_name() {
+                    names.insert(path.to_path_buf(), os_bytes(n));
+                }
+            }
+            paths.push(path.to_path_buf())
+        }
         Err(e) => errors.push(format!("{}: {e}", path.display())),
     }
 }
@@ -303,9 +328,17 @@ fn is_archive_name(name: &std::ffi::OsStr) -> bool {
         .any(|ext| name.ends_with(ext))
 }
 
-/// ARC and WARC files (by name) under `dir`, depth first, sorted by
-/// name at each level; symbolic links to directories are not followed.
-fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+/// ARC and WARC files (by name), Kulturarw3 files and Nedlib `.meta`
+/// files (by their bytes) under `dir`, depth first, sorted by name at each
+/// level; symbolic links to directories are not followed. A Nedlib data
+/// file without its `.meta` file, or the reverse, is an error.
+fn walk_dir(
+    root: &Path,
+    dir: &Path,
+    paths: &mut Vec<PathBuf>,
+    names: &mut Names,
+    errors: &mut Vec<String>,
+) {
     let entries = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -315,15 +348,59 @@ fn walk_dir(dir: &Path, paths: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
-    for e in entries {
+    // Nedlib objects of this directory: data files beside their .meta
+    // files are read with them, not sniffed on their own.
+    let listing: Vec<String> = entries
+        .iter()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let pairing = crate::nedlib::pair(&listing);
+    let paired: std::collections::HashSet<&str> = pairing.pairs.iter().map(|p| p.data).collect();
+    let mut nedlib_seen = false;
+    for e in &entries {
         let path = e.path();
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {
-            walk_dir(&path, paths, errors);
-        } else if is_archive_name(&e.file_name())
-            && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
-        {
+            walk_dir(root, &path, paths, names, errors);
+            continue;
+        }
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let file_name = e.file_name();
+        if is_archive_name(&file_name) {
             paths.push(path);
+            continue;
+        }
+        if paired.contains(file_name.to_string_lossy().as_ref()) {
+            continue;
+        }
+        let mut first = Vec::with_capacity(seeds::SNIFF);
+        let read =
+            File::open(&path).and_then(|f| f.take(seeds::SNIFF as u64).read_to_end(&mut first));
+        if read.is_err() {
+            continue;
+        }
+        let rel = |p: &Path| os_bytes(p.strip_prefix(root).unwrap_or(p).as_os_str());
+        match seeds::sniff(&path, &first) {
+            Some(seeds::Seed::Kulturarw3) => {
+                names.insert(path.clone(), rel(&path));
+                paths.push(path);
+            }
+            Some(seeds::Seed::NedlibMeta) => {
+                nedlib_seen = true;
+                let data = seeds::nedlib_data_path(&path);
+                if data.is_file() {
+                    names.insert(path.clone(), rel(&data));
+                    paths.push(path);
+                }
+            }
+            None => {}
+        }
+    }
+    if nedlib_seen {
+        for o in &pairing.orphans {
+            errors.push(format!("{}: {o}", dir.join(o.name).display()));
         }
     }
 }
@@ -709,6 +786,9 @@ struct Job<'a> {
     /// Pair WARC requests and responses (`--post-append`).
     post_append: bool,
     path: &'a Path,
+    /// The `filename` its lines give when not its base name (files of
+    /// the tree formats).
+    name: Option<&'a [u8]>,
     opts: &'a capture::Options,
     abort: &'a AtomicBool,
     pb: Option<&'a dyn Progress>,
@@ -733,6 +813,11 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         (f, map)
     });
     match opened {
+        Ok((_, Some(map)))
+            if seeds::sniff(job.path, &map[..map.len().min(seeds::SNIFF)]).is_some() =>
+        {
+            index_seed(job, &map[..], tx);
+        }
         Ok((_, Some(map))) => {
             let map = std::sync::Arc::new(map);
             let behind = Some(Behind::new(map.clone()));
@@ -753,6 +838,14 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             let mut first = Vec::new();
             let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
             let is_warc = warc::is_warc(&first) || named_warc(job.path);
+            if got.is_ok() && seeds::sniff(job.path, &first).is_some() {
+                let mut all = first;
+                match f.read_to_end(&mut all) {
+                    Ok(_) => index_seed(job, &all, tx),
+                    Err(e) => file_failed(job, tx, format!("cannot read: {e}")),
+                }
+                return;
+            }
             let input = io::Cursor::new(first).chain(f);
             match got {
                 Err(e) => {
@@ -769,6 +862,54 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             file_failed(job, tx, format!("cannot open: {e}"));
         }
     }
+}
+
+/// Indexes a file of a seed format (`bytes` its contents): a Kulturarw3
+/// file, or a Nedlib `.meta` file with its data file.
+fn index_seed(job: &Job, bytes: &[u8], tx: &SyncSender<Msg>) {
+    let base = job.path.file_name().map_or_else(Vec::new, os_bytes);
+    let name = job.name.unwrap_or(&base);
+    let first = &bytes[..bytes.len().min(seeds::SNIFF)];
+    let done = match seeds::sniff(job.path, first) {
+        Some(seeds::Seed::NedlibMeta) => {
+            let data_path = seeds::nedlib_data_path(job.path);
+            match std::fs::read(&data_path) {
+                Ok(data) => seeds::nedlib(bytes, &data, job.path, name, job.opts),
+                Err(e) => {
+                    let what = format!("cannot read its data file {}: {e}", data_path.display());
+                    return file_failed(job, tx, what);
+                }
+            }
+        }
+        _ => seeds::kulturarw3(bytes, job.path, name, job.opts),
+    };
+    let stats = FileStats {
+        records: done.records,
+        skipped: done.skipped,
+        errors: done.errors.len() as u64,
+        bytes: bytes.len() as u64,
+        uncanonical: done.uncanonical,
+        ..FileStats::default()
+    };
+    for text in done.errors {
+        if tx.send(Msg::Error { text }).is_err() {
+            return;
+        }
+    }
+    if !done.lines.is_empty() {
+        let _ = tx.send(Msg::Lines {
+            file: job.file,
+            buf: done.lines,
+        });
+    }
+    if let Some(pb) = job.pb {
+        pb.advance(bytes.len() as u64);
+    }
+    let _ = tx.send(Msg::Done {
+        file: job.file,
+        stats,
+        meta: None,
+    });
 }
 
 /// Reports a file that could not be read at all, and ends it.
@@ -799,6 +940,7 @@ fn index_records<D: RecReader>(
         file,
         post_append: _,
         path,
+        name: _,
         opts,
         abort,
         pb,

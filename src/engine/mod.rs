@@ -32,6 +32,7 @@ pub mod maps;
 pub mod mementomap;
 pub mod output;
 pub mod parts;
+pub mod seeds;
 pub mod sort;
 pub mod stats;
 pub mod validate;

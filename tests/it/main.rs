@@ -7,6 +7,7 @@ mod kulturarw3;
 mod mementomap;
 mod nedlib;
 mod output;
+mod seed_index;
 mod serve;
 mod sorted;
 mod stats;
