@@ -405,6 +405,9 @@ fn walk_dir(
     }
 }
 
+/// Files smaller than this are read, not mapped.
+const MAP_FROM: u64 = 256 << 10;
+
 /// Bytes read from an unmapped file to tell its format.
 const SNIFF_BYTES: u64 = 64 << 10;
 
@@ -801,7 +804,10 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
     // A file that cannot be mapped (a file system without mmap, or no
     // address space left for it) is read instead.
     let opened = File::open(job.path).map(|f| {
-        let map = if no_mmap {
+        // A small file is read: mapping and unmapping it costs more than
+        // copying it (trees of the seed formats hold one object per file).
+        let small = f.metadata().is_ok_and(|m| m.len() < MAP_FROM);
+        let map = if no_mmap || small {
             None
         } else {
             // Read ahead in large steps: the file is read once, front to
