@@ -34,6 +34,11 @@ pub struct Object<'a> {
 }
 
 impl Object<'_> {
+    /// The digest as the indexes write it: `sha1:` and 32 base32 digits.
+    pub fn digest(&self) -> String {
+        format!("sha1:{}", data_encoding::BASE32.encode(&self.sha1))
+    }
+
     /// Appends the object's line in `profile` (with its `\n`), and returns
     /// why its URL has no SURT key when it has none (the URL is then the
     /// key).

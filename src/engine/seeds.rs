@@ -137,19 +137,7 @@ pub fn nedlib(meta: &[u8], data: &[u8], shown: &Path, name: &[u8], opts: &Option
     {
         out.errors.push(format!("{}: {day}", shown.display()));
     }
-    let c = nedlib::Capture::new(&m, data);
-    let object = Object {
-        url: c.url,
-        datetime: Some(c.datetime),
-        offset: c.offset,
-        length: c.length,
-        sha1: c.sha1,
-        mime: c.mime,
-        status: c.status,
-        redirect: c.redirect,
-        ip: c.ip,
-        extra: Vec::new(),
-    };
+    let object = nedlib::Capture::new(&m, data);
     if object
         .write(opts.profile, &opts.surt, name, &mut out.lines)
         .is_some()

@@ -1,35 +1,18 @@
 //! One object: its capture, and the checks of its data file against its
 //! `.meta` file and its name.
 
-use std::borrow::Cow;
-
 use md5::{Digest as _, Md5};
 
 use super::error::shown;
 use super::fields::{md5_hex, parse_md5_hex};
 use super::meta::Meta;
 
-/// What the capture model needs of one object: its `.meta` values and its
-/// data file's size and SHA-1.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Capture<'a> {
-    /// The URL as the harvester wrote it.
-    pub url: &'a [u8],
-    /// `Harvest-Time`, already the 14-digit UTC datetime.
-    pub datetime: [u8; 14],
-    /// Always 0: the data file holds the body alone, from its first byte.
-    pub offset: u64,
-    /// The data file's size.
-    pub length: u64,
-    /// SHA-1 of the data file: the body as received (still chunked or
-    /// compressed when it was sent so), as the ARC and WARC readers digest
-    /// a payload.
-    pub sha1: [u8; 20],
-    pub mime: Option<Cow<'a, [u8]>>,
-    pub status: Option<u16>,
-    pub redirect: Option<Cow<'a, [u8]>>,
-    pub ip: Option<&'a [u8]>,
-}
+/// What the capture model needs of one object: the capture model's
+/// [`Object`](crate::capture::object::Object), made of its `.meta` values
+/// and its data file's size and SHA-1 (the data file holds the body as
+/// received, still chunked or compressed when it was sent so, as the ARC
+/// and WARC readers digest a payload; its offset is 0).
+pub type Capture<'a> = crate::capture::object::Object<'a>;
 
 impl<'a> Capture<'a> {
     /// The capture of the object `meta` describes, whose data file holds
@@ -43,7 +26,7 @@ impl<'a> Capture<'a> {
     pub fn with_sha1(meta: &Meta<'a>, length: u64, sha1: [u8; 20]) -> Capture<'a> {
         Capture {
             url: meta.fields.url,
-            datetime: meta.fields.harvest_time,
+            datetime: Some(meta.fields.harvest_time),
             offset: 0,
             length,
             sha1,
@@ -51,12 +34,8 @@ impl<'a> Capture<'a> {
             status: meta.status,
             redirect: meta.redirect.clone(),
             ip: meta.fields.ip,
+            extra: Vec::new(),
         }
-    }
-
-    /// The digest as the indexes write it: `sha1:` and 32 base32 digits.
-    pub fn digest(&self) -> String {
-        format!("sha1:{}", data_encoding::BASE32.encode(&self.sha1))
     }
 }
 

@@ -138,7 +138,7 @@ fn fixture_objects_check_clean_and_give_their_captures() {
         assert_eq!((c.offset, c.length), (0, data.len() as u64));
         assert_eq!(c.mime.as_deref(), mime.map(str::as_bytes));
         assert_eq!(c.status, Some(status));
-        assert_eq!(c.datetime, meta.fields.harvest_time);
+        assert_eq!(c.datetime, Some(meta.fields.harvest_time));
         assert_eq!(c.ip, Some(&b"192.0.2.17"[..]));
     }
     let old = parse_meta(fixture::OLD_META).unwrap();

@@ -145,7 +145,7 @@ fn walk(root: &Path) -> (BTreeMap<String, Found>, Listed) {
                         let c = Capture::new(&meta, &data);
                         f.capture = Some((
                             text(c.url),
-                            text(&c.datetime),
+                            c.datetime.map(|d| text(&d)).unwrap_or_default(),
                             c.digest(),
                             c.mime.as_deref().map(text).unwrap_or_default(),
                             c.status.map(|s| s.to_string()).unwrap_or_default(),
