@@ -1352,7 +1352,7 @@ impl Sink {
         sorter.par_for_each_sorted(|line| {
             out.line(line)?;
             if let Some(t) = &mut taps {
-                t.line(line)?;
+                t.line(line);
             }
             Ok::<(), anyhow::Error>(())
         })?;
@@ -1425,16 +1425,15 @@ impl Taps {
         Ok(Some(taps))
     }
 
-    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+    fn line(&mut self, line: &[u8]) {
         self.chunk.extend_from_slice(line);
         self.chunk.push(b'\n');
         if self.chunk.len() >= TAP_CHUNK {
-            self.send()?;
+            self.send();
         }
-        Ok(())
     }
 
-    fn send(&mut self) -> anyhow::Result<()> {
+    fn send(&mut self) {
         let chunk = Arc::new(std::mem::replace(
             &mut self.chunk,
             Vec::with_capacity(TAP_CHUNK + 4096),
@@ -1443,13 +1442,12 @@ impl Taps {
             // A tap that stopped says why when it is joined.
             let _ = tx.send(Arc::clone(&chunk));
         }
-        Ok(())
     }
 
     /// The index is complete: the taps finish their outputs.
     fn finish(mut self) -> anyhow::Result<()> {
         if !self.chunk.is_empty() {
-            self.send()?;
+            self.send();
         }
         // An empty chunk says the index is complete.
         for tx in std::mem::take(&mut self.senders) {

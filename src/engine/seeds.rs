@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::capture::object::Object;
-use crate::capture::{Options, Profile};
+use crate::capture::Options;
 use crate::{kulturarw3, nedlib};
 
 /// A file of a seed format.
@@ -84,10 +84,11 @@ pub fn kulturarw3(data: &[u8], shown: &Path, name: &[u8], opts: &Options) -> Ind
                 out.errors.push(format!("{}: {e}", shown.display()));
             }
         }
-        let mut extra = Vec::new();
-        if let Some(t) = &tree {
-            extra.push(("snapshot", Cow::Borrowed(t.snapshot)));
-        }
+        // The snapshot id goes into the OSLJ (the ukvs profile's).
+        let extra = tree
+            .iter()
+            .map(|t| ("snapshot", Cow::Borrowed(t.snapshot)))
+            .collect();
         let object = Object {
             url: obj.url,
             datetime: obj.datetime,
@@ -98,10 +99,7 @@ pub fn kulturarw3(data: &[u8], shown: &Path, name: &[u8], opts: &Options) -> Ind
             status: obj.status,
             redirect: None,
             ip: obj.ip,
-            extra: match opts.profile {
-                Profile::Ukvs => extra,
-                _ => Vec::new(),
-            },
+            extra,
         };
         if object
             .write(opts.profile, &opts.surt, name, &mut out.lines)

@@ -208,6 +208,22 @@ impl<'a> Feed<'a> {
         }
     }
 
+    /// The fields of a data line; `None` for a header (a CDX legend sets
+    /// the layout), and the first data line sets it when no legend did.
+    fn fields<'l>(
+        &mut self,
+        line: &'l [u8],
+    ) -> Option<Result<crate::stats::Fields<'l>, crate::stats::Error>> {
+        if is_header(line) {
+            if let Some(l) = Layout::from_legend(line) {
+                self.layout = Some(l);
+            }
+            return None;
+        }
+        let layout = self.layout.get_or_insert_with(|| Layout::guess(line));
+        Some(layout.fields(line))
+    }
+
     /// Counts a line; its key goes to `keys` when given (the keys are
     /// sorted later), else into the scan's runs.
     fn line(
@@ -217,15 +233,9 @@ impl<'a> Feed<'a> {
         line: &[u8],
         at: At,
     ) -> anyhow::Result<()> {
-        if is_header(line) {
-            if let Some(l) = Layout::from_legend(line) {
-                self.layout = Some(l);
-            }
-            return Ok(());
-        }
-        let layout = self.layout.get_or_insert_with(|| Layout::guess(line));
-        match layout.fields(line) {
-            Ok(f) => {
+        match self.fields(line) {
+            None => Ok(()),
+            Some(Ok(f)) => {
                 scan.counts.add(&f);
                 match keys {
                     Some(sorter) => sorter
@@ -235,21 +245,14 @@ impl<'a> Feed<'a> {
                 }
                 Ok(())
             }
-            Err(e) => self.skipped.report(format!("{}: {at}: {e}", self.name)),
+            Some(Err(e)) => self.skipped.report(format!("{}: {at}: {e}", self.name)),
         }
     }
 
     /// The key of a line, for a second reading (skipped lines were
     /// reported the first time).
     fn key<'l>(&mut self, line: &'l [u8]) -> Option<&'l [u8]> {
-        if is_header(line) {
-            if let Some(l) = Layout::from_legend(line) {
-                self.layout = Some(l);
-            }
-            return None;
-        }
-        let layout = self.layout.get_or_insert_with(|| Layout::guess(line));
-        layout.fields(line).ok().map(|f| f.key)
+        self.fields(line)?.ok().map(|f| f.key)
     }
 }
 

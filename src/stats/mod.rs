@@ -873,7 +873,7 @@ fn by_count(v: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
 /// The statistics of one or more indexes, as `ukvs stats --json` writes
 /// them. Maps are ordered by key, lists (`tophosts`, `topdomains`, `tlds`,
 /// `captures_per_url`) by count, largest first (buckets by size).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// [`FORMAT`].
     pub format: String,
@@ -1002,29 +1002,8 @@ impl Report {
         let complete = parts.iter().all(|p| p.top == 0);
         let mut out = Report {
             format: FORMAT.to_string(),
-            captures: 0,
-            urls: 0,
-            hosts: 0,
-            domains: 0,
-            bytes: 0,
-            revisits: 0,
-            with_query: 0,
-            first: None,
-            last: None,
-            first_key: None,
-            last_key: None,
             top: top as u64,
-            years: BTreeMap::new(),
-            months: BTreeMap::new(),
-            mime: BTreeMap::new(),
-            status: BTreeMap::new(),
-            mimestatus: BTreeMap::new(),
-            pathquery: BTreeMap::new(),
-            captures_per_url: Vec::new(),
-            tlds: Vec::new(),
-            tophosts: Vec::new(),
-            topdomains: Vec::new(),
-            inexact: Vec::new(),
+            ..Report::default()
         };
         let mut hosts: BTreeMap<String, u64> = BTreeMap::new();
         let mut domains: BTreeMap<String, u64> = BTreeMap::new();
