@@ -90,13 +90,20 @@ pub fn arc_stream(data: &[u8]) {
             Ok(true) => {
                 for i in &mut ix {
                     out.clear();
-                    i.write(&rec, &mut out);
+                    let block = rec.block();
+                    let hashed = i
+                        .digest_start(&rec)
+                        .map(|start| capture::sha1(&block[start.min(block.len())..]));
+                    i.write_hashed(&rec, hashed, &mut out);
                 }
             }
             Ok(false) => break,
             Err(e) if e.is_fatal() => break,
             Err(_) => {}
         }
+    }
+    for i in &mut ix {
+        i.finish(&mut out);
     }
 }
 

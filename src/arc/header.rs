@@ -120,11 +120,11 @@ impl<'a> HeaderView<'a> {
             return Some(v);
         }
         // rev-3.0: `... date mime serial checksum length`, checksum with a
-        // scheme (`urn:sha1:...`, `sha1:...`).
+        // scheme (`urn:sha1:...`, `sha1:...`), serial in hex (`1FE`).
         if n >= 7
             && is_date_like(t(n - 5))
             && is_ip_like(t(n - 6))
-            && is_num_or_dash(t(n - 3))
+            && (is_num_or_dash(t(n - 3)) || is_serial(t(n - 3)))
             && (t(n - 2).contains(&b':') || t(n - 2) == b"-")
         {
             v.kind = HeaderKind::Rev3;
@@ -157,6 +157,28 @@ impl<'a> HeaderView<'a> {
                 v.length_raw = t(n - 1);
                 return Some(v);
             }
+        }
+        // rev-3.0 without its checksum, as the proposal's examples write
+        // it: `... date mime serial length`. The serial must be three
+        // upper-case hex digits and the mime one `type/subtype` token, so
+        // that a v1 mime with a space (`text/html; charset`) is not taken
+        // for one.
+        if n >= 6
+            && is_date_like(t(n - 4))
+            && is_ip_like(t(n - 5))
+            && is_rev3_serial(t(n - 2))
+            && t(n - 3).contains(&b'/')
+            && !t(n - 3).ends_with(b";")
+            && is_num_or_dash(t(n - 1))
+        {
+            v.kind = HeaderKind::Rev3;
+            v.url = url_before(n - 5);
+            v.ip = t(n - 5);
+            v.date = t(n - 4);
+            v.mime = t(n - 3);
+            v.offset = t(n - 2);
+            v.length_raw = t(n - 1);
+            return Some(v);
         }
         // v1 with spaces inside the mime field: the rightmost IP + date
         // pair with at least two mime tokens and the length after it.
@@ -429,6 +451,19 @@ fn is_num_or_dash(t: &[u8]) -> bool {
     t == b"-" || (!t.is_empty() && t.iter().all(u8::is_ascii_digit))
 }
 
+/// A record serial of the rev-3.0 line (see [`super::rev3::is_serial`]).
+fn is_serial(t: &[u8]) -> bool {
+    super::rev3::is_serial(t)
+}
+
+/// The serial of a rev-3.0 line without checksum: exactly three digits or
+/// upper-case hex digits, as the proposal writes them (`1FE`, `210`).
+fn is_rev3_serial(t: &[u8]) -> bool {
+    t.len() == 3
+        && t.iter()
+            .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b))
+}
+
 fn is_signed_num(t: &[u8]) -> bool {
     let digits = t.strip_prefix(b"-").unwrap_or(t);
     !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
@@ -473,6 +508,7 @@ pub(crate) const KNOWN_SCHEMES: &[&[u8]] = &[
     b"rtsp",
     b"whois",
     b"urn",
+    b"ari",
 ];
 
 #[cfg(test)]
@@ -553,6 +589,43 @@ mod tests {
         assert_eq!(h.offset, b"3");
         assert_eq!(h.checksum, b"urn:sha1:B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A");
         assert_eq!(h.length(), Some(1591));
+    }
+
+    /// The record lines of the ARC revision-3.0 proposal (seed 000), and
+    /// the checksummed form of its field list with a hex serial.
+    #[test]
+    fn rev3_lines_of_the_proposal() {
+        // line, url, mime, serial, checksum, length
+        type Case<'a> = (&'a [u8], &'a [u8], &'a [u8], &'a [u8], &'a [u8], u64);
+        let cases: [Case; 6] = [
+            (b"http://www.archive.org/index.html 201.201.201.111 20040724100457 text/html 1FE 3043",
+             b"http://www.archive.org/index.html", b"text/html", b"1FE", b"", 3043),
+            (b"ari:20040724100457;1FE;http://www.archive.org/index.html 192.168.201.167 20040724100888 application/rdf+xml;arcrecordtype=metadata 1FF 5096",
+             b"ari:20040724100457;1FE;http://www.archive.org/index.html", b"application/rdf+xml;arcrecordtype=metadata", b"1FF", b"", 5096),
+            (b"ari:20040724100457;1FE;http://www.archive.org/index.html 192.168.201.167 20040724100999 message/http;msgtype=request 200 3333",
+             b"ari:20040724100457;1FE;http://www.archive.org/index.html", b"message/http;msgtype=request", b"200", b"", 3333),
+            (b"http://www.archive.org/index.html 201.201.201.111 20040724104444 message/http;msgtype=response 210 3043",
+             b"http://www.archive.org/index.html", b"message/http;msgtype=response", b"210", b"", 3043),
+            (b"ari:20040724100888;200;ari:20040724100457;1FE;http://www.archive.org/mydocument.doc 192.168.201.143 20040724109999 application/xml+rdf;arcrecordtype=transform 211 5096",
+             b"ari:20040724100888;200;ari:20040724100457;1FE;http://www.archive.org/mydocument.doc", b"application/xml+rdf;arcrecordtype=transform", b"211", b"", 5096),
+            (b"http://www.archive.org/index.html 201.201.201.111 20040724100457 text/html 1FE urn:sha1:5RT35RT35RT35RT35RT35RT35RT35RT3 3043",
+             b"http://www.archive.org/index.html", b"text/html", b"1FE", b"urn:sha1:5RT35RT35RT35RT35RT35RT35RT35RT3", 3043),
+        ];
+        for (line, url, mime, serial, checksum, len) in cases {
+            let h = v(line);
+            let shown = String::from_utf8_lossy(line);
+            assert_eq!(h.kind, HeaderKind::Rev3, "{shown}");
+            assert_eq!(
+                (h.url, h.mime, h.offset, h.checksum),
+                (url, mime, serial, checksum),
+                "{shown}"
+            );
+            assert_eq!(h.length(), Some(len), "{shown}");
+            assert!(h.is_plausible(), "{shown}");
+        }
+        // A v1 mime with a space is still a v1 mime.
+        let h = v(b"http://a/ 1.2.3.4 20040724100457 text/html; abc 30");
+        assert_eq!((h.kind, h.mime), (HeaderKind::V1, &b"text/html; abc"[..]));
     }
 
     #[test]

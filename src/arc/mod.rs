@@ -12,6 +12,8 @@
 //!   [`Error`]s carrying byte offsets; [`Stats`] counts what was skipped.
 //! * [`FileDesc`]: the version block and Heritrix `<arcmetadata>` fields of
 //!   a `filedesc://` record.
+//! * [`rev3`]: revision-3.0 record addresses (`ari:`) and record roles
+//!   (request, metadata, duplicate, transform).
 //!
 //! ```
 //! use ukvs::arc::{Reader, Record};
@@ -30,6 +32,7 @@ mod error;
 mod filedesc;
 mod header;
 mod reader;
+pub mod rev3;
 
 pub use error::Error;
 pub use filedesc::FileDesc;

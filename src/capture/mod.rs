@@ -25,10 +25,13 @@
 //! repair rule of [`datetime`]. FORMATS.md section 2 states every rule.
 
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::VecDeque;
 
 use data_encoding::BASE32;
 
-use crate::arc::{Header, Record};
+use crate::arc::rev3::{Ari, Role};
+use crate::arc::{Header, HeaderKind, Record};
 use crate::surt;
 
 pub mod datetime;
@@ -266,6 +269,64 @@ fn is_filedesc(rec: &Record) -> bool {
     starts_with_ci(&rec.header.url, b"filedesc:")
 }
 
+/// The URL a record is filed under: the one its `ari:` address finally
+/// describes (an ari is never a key), else the URL itself (a malformed
+/// ari too: [`Indexer::write`] tells about it).
+fn described_url(url: &[u8]) -> &[u8] {
+    Ari::described_url(url).unwrap_or(url)
+}
+
+/// What a revision-3.0 file's checksums cover, by its filedesc metadata
+/// (FORMATS.md 3.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Covers {
+    /// The payload after the HTTP head of responses, the whole content of
+    /// other records (the default).
+    Payload,
+    /// The whole content of every record.
+    Content,
+    /// Something this reader cannot recompute: checksums are not verified.
+    Unknown,
+}
+
+impl Covers {
+    /// Reads the `checksum-covers` element of a filedesc block's metadata.
+    fn of_filedesc(block: &[u8]) -> Covers {
+        let fd = crate::arc::FileDesc::parse(block);
+        let Some((_, v)) = fd.metadata.iter().find(|(k, _)| k == "checksum-covers") else {
+            return Covers::Payload;
+        };
+        match v.trim().to_ascii_lowercase().as_str() {
+            "payload" => Covers::Payload,
+            "content" | "content only" => Covers::Content,
+            _ => Covers::Unknown,
+        }
+    }
+}
+
+/// A revisit line held back until the duplicate record that points it at
+/// its original is read (or the file ends).
+#[derive(Clone, Debug)]
+struct HeldRevisit {
+    /// Date, serial and URL of the revisit: its ari.
+    date: Vec<u8>,
+    serial: Vec<u8>,
+    url: Vec<u8>,
+    /// The line, with its `}\n`.
+    line: Vec<u8>,
+}
+
+/// How many revisit lines wait for their duplicate record at most; the
+/// proposal writes it right after the revisit.
+const MAX_HELD_REVISITS: usize = 256;
+
+/// Whether the serial of an ari (maybe with a writer prefix,
+/// `C0A8C9A7.1FE`) names the serial field `serial`.
+fn same_serial(ari_serial: &[u8], serial: &[u8]) -> bool {
+    let own = memchr::memrchr(b'.', ari_serial).map_or(ari_serial, |d| &ari_serial[d + 1..]);
+    own.eq_ignore_ascii_case(serial)
+}
+
 /// The URL made safe for space-separated lines, as CDX-Writer does: a
 /// `<...>` wrapper dropped, CR removed, space, LF, form feed and backspace
 /// percent-encoded (`%20`, `%0A`, `%0C`, `%08`).
@@ -395,9 +456,11 @@ impl<'a> Capture<'a> {
         hashed: Option<[u8; 20]>,
     ) -> Capture<'a> {
         let h = &rec.header;
-        let url = safe_url(&h.url);
+        let role = Role::of(&h.url, &h.mime);
+        let url = safe_url(described_url(&h.url));
         let http = is_http_url(&url);
-        let head = if http {
+        // Requests, metadata and transformed copies hold no HTTP response.
+        let head = if http && matches!(role, Role::Content | Role::Revisit) {
             http::Head::parse(rec.block())
         } else {
             None
@@ -412,12 +475,17 @@ impl<'a> Capture<'a> {
         if needs_key_escape(&key) {
             key = escape_key(&key);
         }
-        let mime = head
-            .as_ref()
-            .and_then(http::Head::mime_cow)
-            .filter(|m| !m.is_empty())
-            .or_else(|| arc_mime(&h.mime).map(Cow::Borrowed));
-        let record_type = if http && head.is_some() {
+        let mime = if role == Role::Revisit {
+            Some(Cow::Borrowed(&b"warc/revisit"[..]))
+        } else {
+            head.as_ref()
+                .and_then(http::Head::mime_cow)
+                .filter(|m| !m.is_empty())
+                .or_else(|| arc_mime(&h.mime).map(Cow::Borrowed))
+        };
+        let record_type = if let Some(t) = role.record_type() {
+            Some(Cow::Borrowed(t))
+        } else if http && head.is_some() {
             None
         } else {
             let scheme_end = memchr::memchr(b':', &url).unwrap_or(0);
@@ -428,6 +496,18 @@ impl<'a> Capture<'a> {
                 Cow::Owned(scheme.to_ascii_lowercase())
             })
         };
+        let mut extra: Vec<(&'static str, Cow<'a, [u8]>)> = Vec::new();
+        if h.kind == HeaderKind::Rev3 && !h.offset_field.is_empty() {
+            extra.push(("serial", Cow::Borrowed(&h.offset_field)));
+        }
+        if crate::arc::rev3::is_ari(&h.url) {
+            let name = if role == Role::Transform {
+                "replaces"
+            } else {
+                "describes"
+            };
+            extra.push((name, Cow::Borrowed(&h.url)));
+        }
         Capture {
             key,
             datetime: record_datetime(rec),
@@ -442,7 +522,7 @@ impl<'a> Capture<'a> {
             record_type,
             url,
             key_error,
-            extra: Vec::new(),
+            extra,
         }
     }
 
@@ -571,6 +651,11 @@ pub struct Indexer {
     post: Option<post::PostAppend>,
     /// Something to tell about the last record that is not damage.
     notice: Option<String>,
+    /// What the file's checksums cover (read from its filedesc record
+    /// when digests are verified).
+    covers: Cell<Covers>,
+    /// Revisit lines waiting for their duplicate record ([`Indexer::finish`]).
+    held: VecDeque<HeldRevisit>,
 }
 
 impl Indexer {
@@ -585,7 +670,74 @@ impl Indexer {
             digest_error: None,
             post: None,
             notice: None,
+            covers: Cell::new(Covers::Payload),
+            held: VecDeque::new(),
         }
+    }
+
+    /// Appends the lines held back for records later in the file: revisits
+    /// of ARC revision-3.0 files wait for the duplicate record that points
+    /// them at their original. Call at the end of each file, before
+    /// [`Indexer::set_filename`]; the lines come out of [`Indexer::write`]
+    /// otherwise.
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        for h in self.held.drain(..) {
+            out.extend_from_slice(&h.line);
+        }
+        self.covers.set(Covers::Payload);
+    }
+
+    /// Holds the line of a revisit until its duplicate record is read.
+    fn hold(&mut self, rec: &Record, line: Vec<u8>, out: &mut Vec<u8>) {
+        let h = &rec.header;
+        self.held.push_back(HeldRevisit {
+            date: h.date.clone(),
+            serial: h.offset_field.clone(),
+            url: h.url.clone(),
+            line,
+        });
+        if self.held.len() > MAX_HELD_REVISITS {
+            if let Some(oldest) = self.held.pop_front() {
+                out.extend_from_slice(&oldest.line);
+            }
+        }
+    }
+
+    /// Gives the held revisit that the duplicate record `rec` is about the
+    /// pointer to its original, and writes its line out.
+    fn point_revisit(&mut self, rec: &Record, out: &mut Vec<u8>) {
+        let Some(ari) = Ari::parse(&rec.header.url) else {
+            return;
+        };
+        let Some(at) = self.held.iter().position(|h| {
+            h.date == ari.date && h.url == ari.target && same_serial(ari.serial, &h.serial)
+        }) else {
+            return;
+        };
+        let Some(pointer) = crate::arc::rev3::duplicate_pointer(rec.block()) else {
+            return;
+        };
+        let Some(mut held) = self.held.remove(at) else {
+            return;
+        };
+        let line = &mut held.line;
+        line.truncate(line.len() - 2);
+        let mut field = |name: &str, value: &[u8]| {
+            line.extend_from_slice(b",\"");
+            line.extend_from_slice(name.as_bytes());
+            line.extend_from_slice(b"\":");
+            json::write_str(line, value, true, Escape::Utf8);
+        };
+        match Ari::parse(pointer) {
+            Some(original) => {
+                field("refers_to_uri", described_url(pointer));
+                field("refers_to_date", original.date);
+                field("refers_to", pointer);
+            }
+            None => field("refers_to_uri", pointer),
+        }
+        line.extend_from_slice(b"}\n");
+        out.extend_from_slice(line);
     }
 
     /// Changes the file name written into the lines (reuse across files).
@@ -630,20 +782,22 @@ impl Indexer {
     /// inputs together ([`hash::Lanes`]) and pass each digest to
     /// [`Indexer::write_hashed`].
     pub fn digest_start(&self, rec: &Record) -> Option<usize> {
-        if declared_sha1(&rec.header.checksum).is_some() {
+        let role = Role::of(&rec.header.url, &rec.header.mime);
+        if is_filedesc(rec) && self.opts.verify_digests {
+            self.covers.set(Covers::of_filedesc(rec.block()));
+        }
+        if !role.is_capture() && !self.opts.all_records {
             return None;
+        }
+        if declared_sha1(&rec.header.checksum).is_some() {
+            return self.arc_verify_start(rec, role);
         }
         match self.opts.profile {
             Profile::Ukvs => {
                 if is_filedesc(rec) && !self.opts.all_records {
                     return None;
                 }
-                let head = if is_http_url(&safe_url(&rec.header.url)) {
-                    http::Head::parse(rec.block())
-                } else {
-                    None
-                };
-                Some(payload_start(rec.block(), head.as_ref()))
+                Some(self.payload_start(rec, role))
             }
             Profile::Cdxj => {
                 if is_filedesc(rec) {
@@ -665,6 +819,61 @@ impl Indexer {
         }
     }
 
+    /// Where the `ukvs` profile's payload of `rec` starts: after the HTTP
+    /// head of a response or revisit with an HTTP URL, else at 0 (requests,
+    /// metadata and transformed copies are digested whole).
+    fn payload_start(&self, rec: &Record, role: Role) -> usize {
+        let url = safe_url(described_url(&rec.header.url));
+        let head = if is_http_url(&url) && matches!(role, Role::Content | Role::Revisit) {
+            http::Head::parse(rec.block())
+        } else {
+            None
+        };
+        payload_start(rec.block(), head.as_ref())
+    }
+
+    /// With `verify_digests`, where the bytes a record's checksum covers
+    /// start (FORMATS.md 3.6); `None` for a revisit (its checksum is its
+    /// original's), a truncated record and a file whose checksums cover
+    /// something else.
+    fn arc_verify_start(&self, rec: &Record, role: Role) -> Option<usize> {
+        if !self.opts.verify_digests || rec.truncated || role == Role::Revisit {
+            return None;
+        }
+        match self.covers.get() {
+            Covers::Payload => Some(self.payload_start(rec, role)),
+            Covers::Content => Some(0),
+            Covers::Unknown => None,
+        }
+    }
+
+    /// Compares the checksum of `rec` with `hashed`, what the caller hashed
+    /// from [`Indexer::digest_start`].
+    fn arc_verify(&mut self, rec: &Record, role: Role, hashed: [u8; 20]) {
+        let Some(declared) = declared_sha1(&rec.header.checksum) else {
+            return;
+        };
+        if self.arc_verify_start(rec, role).is_none() {
+            return;
+        }
+        let mut got = [0; 32];
+        BASE32.encode_mut(&hashed, &mut got);
+        if declared != got {
+            let covered = if self.covers.get() == Covers::Content {
+                "content"
+            } else if self.payload_start(rec, role) > 0 {
+                "payload"
+            } else {
+                "content"
+            };
+            self.digest_error = Some(format!(
+                "the checksum is {} but the {covered}'s SHA-1 is sha1:{}",
+                String::from_utf8_lossy(&rec.header.checksum),
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
+
     /// As [`Indexer::write`], with `hashed` the SHA-1 of
     /// `rec.block()[digest_start(rec)..]` when the caller has it (`None`: the
     /// digest is computed here).
@@ -675,14 +884,50 @@ impl Indexer {
         out: &mut Vec<u8>,
     ) -> Outcome {
         self.key_error = None;
+        self.digest_error = None;
+        self.notice = None;
+        let h = &rec.header;
+        let role = Role::of(&h.url, &h.mime);
+        if crate::arc::rev3::is_ari(&h.url) && Ari::described_url(&h.url).is_none() {
+            self.notice = Some(format!(
+                "{:?} is not a record address (ari:DATE;SERIAL;URL): the key is made of it as written",
+                String::from_utf8_lossy(&h.url[..h.url.len().min(200)])
+            ));
+        }
+        if is_filedesc(rec) && self.opts.verify_digests && self.covers.get() == Covers::Unknown {
+            self.notice = Some(
+                "the filedesc's checksum-covers names no coverage this reader knows \
+                 (payload, content): the file's checksums are not verified"
+                    .into(),
+            );
+        }
+        if role == Role::Duplicate && self.opts.profile == Profile::Ukvs {
+            self.point_revisit(rec, out);
+        }
+        if !role.is_capture() && !self.opts.all_records {
+            return Outcome::Filtered;
+        }
+        let hashed = match hashed {
+            Some(d) if self.opts.verify_digests && declared_sha1(&h.checksum).is_some() => {
+                self.arc_verify(rec, role, d);
+                None
+            }
+            other => other,
+        };
         match self.opts.profile {
             Profile::Ukvs => {
                 if is_filedesc(rec) && !self.opts.all_records {
                     return Outcome::Filtered;
                 }
                 let mut capture = Capture::from_hashed(rec, &self.opts.surt, hashed);
-                capture.write_ukvs(&self.filename, out);
                 self.key_error = capture.key_error.take();
+                if role == Role::Revisit {
+                    let mut line = Vec::new();
+                    capture.write_ukvs(&self.filename, &mut line);
+                    self.hold(rec, line, out);
+                } else {
+                    capture.write_ukvs(&self.filename, out);
+                }
                 Outcome::Indexed
             }
             Profile::Cdxj => self.write_cdxj(rec, hashed, out),
@@ -704,7 +949,8 @@ impl Indexer {
             &rec.header_line
         };
         let line_utf8 = std::str::from_utf8(line).is_ok();
-        let mut url: Cow<[u8]> = match &h.url[..] {
+        let revisit = Role::of(&h.url, &h.mime) == Role::Revisit;
+        let mut url: Cow<[u8]> = match described_url(&h.url) {
             [b'<', inner @ .., b'>'] => Cow::Borrowed(inner),
             u => Cow::Borrowed(u),
         };
@@ -744,7 +990,12 @@ impl Indexer {
         out.extend_from_slice(b" {\"url\": ");
         json::write_str(out, &url, line_utf8, Escape::Ascii);
         if let Some(hd) = head.as_ref().filter(|hd| hd.is_present()) {
-            if let Some(m) = hd.mime() {
+            let mime = if revisit {
+                Some(&b"warc/revisit"[..])
+            } else {
+                hd.mime()
+            };
+            if let Some(m) = mime {
                 out.extend_from_slice(b", \"mime\": ");
                 json::write_str(out, m, true, Escape::Ascii);
             }
@@ -798,7 +1049,7 @@ impl Indexer {
         if declares_negative_length(rec) {
             return Outcome::Filtered;
         }
-        let url = safe_url(&h.url);
+        let url = safe_url(described_url(&h.url));
         let is_http_block = !filedesc && block.starts_with(b"HTTP");
         let digest = match declared_sha1(&h.checksum) {
             Some(d) => Digest::Declared(d),
@@ -808,6 +1059,8 @@ impl Indexer {
         };
         let mime: &[u8] = if filedesc {
             b"warc/filedesc"
+        } else if Role::of(&h.url, &h.mime) == Role::Revisit {
+            b"warc/revisit"
         } else {
             cdx11_mime(&h.mime)
         };

@@ -51,8 +51,9 @@ pub struct Args {
     tmp_dir: Option<PathBuf>,
     /// Also index the records the profile leaves out: ARC filedesc records
     /// (and, for cdx11, DNS records and 304 responses), like CDX-Writer's
-    /// --all-records; every WARC record (request, warcinfo, ...), like
-    /// cdxj-indexer's --records all.
+    /// --all-records; ARC revision-3.0 request and metadata records; every
+    /// WARC record (request, warcinfo, ...), like cdxj-indexer's --records
+    /// all.
     #[arg(long)]
     all_records: bool,
     /// No progress bar and no summary.
@@ -70,7 +71,8 @@ pub struct Args {
     #[arg(short = 'p', long)]
     post_append: bool,
     /// Recompute the payload of every WARC record that states a SHA-1
-    /// WARC-Payload-Digest, and report a mismatch as damage (exit 2).
+    /// WARC-Payload-Digest, and the checksum of every ARC revision-3.0
+    /// record that has one, and report a mismatch as damage (exit 2).
     #[arg(long)]
     verify_digests: bool,
     /// Read input files instead of mapping them into memory (for files

@@ -1057,6 +1057,7 @@ fn index_records<D: RecReader>(
         }
     }
     keep_spare(spare);
+    indexer.finish(&mut buf);
     stats.bytes = last_end;
     (stats.skipped, stats.skipped_bytes) = rdr.skipped();
     if !buf.is_empty() {
