@@ -37,14 +37,15 @@ followed by another in its file loses its closing delimiter line),
 
 DIR/truth.tsv has one line per object, in file and offset order, after a
 `#` header line:
-  path  offset  length  url  datetime  sha1  mime  status  damage  ip
+  path  offset  length  url  datetime  sha1  mime  status  damage  ip  redirect
 path is relative to DIR; length runs from the MIME-version line through
 the line end after the closing delimiter (a truncated object: to the end
 of the file; an object without closing delimiter: to the next object);
 sha1 is the base32 SHA-1 of the Content part's bytes (the line break
 before a delimiter belongs to the delimiter); mime is the media type
 without parameters or `-`; status `-` when the Header-Info has no status
-line; damage is empty for a sound object. The output depends only on the
+line; damage is empty for a sound object; redirect is the Header-Info
+`Location` of 3xx objects with a status line (else empty). The output depends only on the
 arguments.
 """
 import argparse
@@ -178,6 +179,10 @@ def make_object(rng, url, epoch, ip):
         lines.append("HTTP/1.%d %d %s" % (rng.randrange(2), status, reason))
     lines.append("Date: %s" % http_date(epoch))
     lines.append("Server: %s" % rng.choice(SERVERS))
+    redirect = ""
+    if status is not None and 300 <= status < 400:
+        redirect = url.rstrip("/") + "/moved/"
+        lines.append("Location: %s" % redirect)
     if rng.random() < 0.2:
         lines.append("MIME-version: 1.0")
     info_ct = None
@@ -236,6 +241,7 @@ def make_object(rng, url, epoch, ip):
         "mime": mime or "-",
         "status": str(status) if status is not None else "-",
         "ip": ip,
+        "redirect": redirect,
         "damage": "",
         "md5": md5,
         "epoch": epoch,
@@ -333,11 +339,11 @@ def main():
             f.write(data)
     with open(os.path.join(args.out, "truth.tsv"), "w", encoding="utf-8",
               newline="\n") as f:
-        f.write("#path\toffset\tlength\turl\tdatetime\tsha1\tmime\tstatus\tdamage\tip\n")
+        f.write("#path\toffset\tlength\turl\tdatetime\tsha1\tmime\tstatus\tdamage\tip\tredirect\n")
         for rel, off, length, t in rows:
             f.write("\t".join([rel, str(off), str(length), t["url"],
                                t["datetime"], t["sha1"], t["mime"],
-                               t["status"], t["damage"], t["ip"]]) + "\n")
+                               t["status"], t["damage"], t["ip"], t["redirect"]]) + "\n")
     return 0
 
 

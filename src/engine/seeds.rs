@@ -97,7 +97,7 @@ pub fn kulturarw3(data: &[u8], shown: &Path, name: &[u8], opts: &Options) -> Ind
             sha1: obj.sha1(),
             mime: obj.mime.map(Cow::Borrowed),
             status: obj.status,
-            redirect: None,
+            redirect: obj.redirect.map(Cow::Borrowed),
             ip: obj.ip,
             extra,
         };

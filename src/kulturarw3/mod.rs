@@ -97,6 +97,9 @@ pub struct Object<'a> {
     /// The status code of the Header-Info's status line; `None` when it
     /// starts with header fields (libwww-era objects keep no status line).
     pub status: Option<u16>,
+    /// The Header-Info `Location` field, trimmed, when not empty: where a
+    /// redirect pointed.
+    pub redirect: Option<&'a [u8]>,
     /// The Content part's body: the object as fetched.
     pub content: &'a [u8],
     /// The Header-Info part's body (status line, if any, and header

@@ -188,12 +188,15 @@ impl<'a> Reader<'a> {
         let time_value = lookup(b"HTTP-archive-time");
         let archive_time = time_value.and_then(epoch::parse);
         let header_info = parts.header_info.map(|r| r.body(data));
-        let (status, info_mime) = match header_info {
+        let (status, info_mime, redirect) = match header_info {
             Some(h) => (
                 mime::status_code(mime::line_at(h, 0).0),
                 mime::field(h, b"Content-Type", true).and_then(mime::media_type),
+                mime::field(h, b"Location", true)
+                    .map(mime::trim)
+                    .filter(|v| !v.is_empty()),
             ),
-            None => (None, None),
+            None => (None, None, None),
         };
         let mime = info_mime.or_else(|| {
             mime::field(content_part.head(data), b"Content-Type", false).and_then(mime::media_type)
@@ -209,6 +212,7 @@ impl<'a> Reader<'a> {
             archiver: lookup(b"HTTP-www-archiver"),
             mime,
             status,
+            redirect,
             content: content_part.body(data),
             header_info,
             main_header,

@@ -21,6 +21,7 @@ struct Truth {
     status: String,
     damage: String,
     ip: String,
+    redirect: String,
 }
 
 fn script() -> PathBuf {
@@ -55,7 +56,7 @@ fn truth(out: &Path) -> Vec<Truth> {
         .filter(|l| !l.starts_with('#'))
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 10, "{l}");
+            assert_eq!(f.len(), 11, "{l}");
             Truth {
                 path: f[0].to_string(),
                 offset: f[1].parse().unwrap(),
@@ -67,6 +68,7 @@ fn truth(out: &Path) -> Vec<Truth> {
                 status: f[7].to_string(),
                 damage: f[8].to_string(),
                 ip: f[9].to_string(),
+                redirect: f[10].to_string(),
             }
         })
         .collect()
@@ -86,6 +88,7 @@ struct Got {
     mime: String,
     status: String,
     ip: String,
+    redirect: String,
     md5_ok: Option<bool>,
 }
 
@@ -133,6 +136,7 @@ fn generated_tree_matches_truth() {
                         mime: o.mime.map_or("-".into(), text),
                         status: o.status.map_or("-".into(), |s| s.to_string()),
                         ip: o.ip.map_or(String::new(), text),
+                        redirect: o.redirect.map_or(String::new(), text),
                         md5_ok: o.md5_ok(),
                     };
                     got.insert(o.offset, g);
@@ -161,6 +165,7 @@ fn generated_tree_matches_truth() {
                         mime: t.mime.clone(),
                         status: t.status.clone(),
                         ip: t.ip.clone(),
+                        redirect: t.redirect.clone(),
                         md5_ok: Some(sound),
                     };
                     assert_eq!(g, &want, "{path} at {}", t.offset);

@@ -138,6 +138,16 @@ fn kulturarw3_trees_index_every_object_as_the_truth_says() {
         "{}",
         &text[..text.len().min(500)]
     );
+    // A Header-Info `Location` is the capture's redirect.
+    let redirects: Vec<&String> = rows
+        .iter()
+        .filter(|t| t["damage"].is_empty() && !t["redirect"].is_empty())
+        .map(|t| &t["redirect"])
+        .collect();
+    assert!(!redirects.is_empty(), "the tree has no redirect");
+    for r in redirects {
+        assert!(text.contains(&format!("\"redirect\":\"{r}\"")), "{r}");
+    }
     let data = text.lines().filter(|l| !l.starts_with('!')).count();
     assert_eq!(data, kept);
     let o = run(
