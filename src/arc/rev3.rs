@@ -331,6 +331,43 @@ mod tests {
         assert_eq!(Role::of(url, b"message/http"), Role::Content);
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// Any bytes: no panic, and a described URL is never an ari.
+        #[test]
+        fn any_bytes(url in proptest::collection::vec(any::<u8>(), 0..200),
+                     mime in proptest::collection::vec(any::<u8>(), 0..60)) {
+            if let Some(d) = Ari::described_url(&url) {
+                prop_assert!(!is_ari(d));
+            }
+            let _ = Ari::parse(&url);
+            let _ = Role::of(&url, &mime);
+            let _ = duplicate_pointer(&url);
+        }
+
+        /// Aris nested around a URL holding `;` peel back to that URL.
+        #[test]
+        fn nested_aris_peel_to_their_url(
+            url in "http://[a-z]{1,8}\\.org/[a-z;=&?/]{0,20}",
+            levels in proptest::collection::vec((0u64..99_999_999_999_999, 0u16..0x1000), 0..6),
+        ) {
+            let mut addr = url.clone();
+            for (date, serial) in &levels {
+                addr = format!("ari:{date:014};{serial:03X};{addr}");
+            }
+            prop_assert_eq!(Ari::described_url(addr.as_bytes()), Some(url.as_bytes()));
+            if let Some((date, serial)) = levels.last() {
+                let a = Ari::parse(addr.as_bytes()).unwrap();
+                let (d, s) = (format!("{date:014}"), format!("{serial:03X}"));
+                prop_assert_eq!(a.date, d.as_bytes());
+                prop_assert_eq!(a.serial, s.as_bytes());
+            }
+        }
+    }
+
     #[test]
     fn duplicate_pointers() {
         let rdf = b"<?xml version='1.0'?>\n<rdf:RDF xmlns:rdf='x'>\n  <rdf:Description>\n    \
