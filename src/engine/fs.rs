@@ -14,9 +14,10 @@ use std::sync::Arc;
 ///
 /// Every command that maps a whole file maps it here. The map is only
 /// read. If another process truncates the file while it is mapped,
-/// reading past the new end raises SIGBUS and ends the run (its output,
-/// written atomically, is then not committed, though the temporary file
-/// may be left behind); if it rewrites bytes, the result may mix old and
+/// reading past the new end raises SIGBUS, which [`super::sigbus`] turns
+/// into a message naming the file and exit code 2 (the output, written
+/// atomically, is then not committed; the next run removes the temporary
+/// file left behind); if it rewrites bytes, the result may mix old and
 /// new contents. Files this tool writes are replaced by rename, never
 /// changed in place (a rename leaves a map on the old file), so neither
 /// happens to them. Commands that map their inputs take `--no-mmap` to
@@ -29,6 +30,7 @@ pub fn map_file(file: &File, advice: memmap2::Advice) -> io::Result<Option<memma
     // SAFETY: see above; the map is never written, and a concurrent change
     // of the file is the documented exception.
     let map = unsafe { memmap2::Mmap::map(file) }?;
+    super::sigbus::watch(&map, file);
     #[cfg(unix)]
     if advice != memmap2::Advice::Normal {
         let _ = map.advise(advice);
@@ -42,7 +44,9 @@ pub fn map_range(f: &File, offset: u64, len: u64) -> io::Result<memmap2::Mmap> {
     let len = usize::try_from(len).map_err(io::Error::other)?;
     // SAFETY: as in `map_file`: only read, and a concurrent change of the
     // file is the documented exception.
-    unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(f) }
+    let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(f) }?;
+    super::sigbus::watch(&map, f);
+    Ok(map)
 }
 
 /// Bytes of a mapped input released at a time (see [`Behind`]).

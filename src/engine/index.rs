@@ -840,6 +840,7 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             }
         }
         Ok((mut f, None)) => {
+            let len_at_open = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
             // The first bytes tell the format; they are read again.
             let mut first = Vec::new();
             let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
@@ -862,6 +863,19 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
                 }
                 Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, tx),
                 Ok(_) => index_records(job, arc::Reader::new(input), None, tx),
+            }
+            // A file cut short while it was read ends inside a record,
+            // which is reported; this says why.
+            let len_now = std::fs::metadata(job.path).map(|m| m.len());
+            if let (Some(was), Ok(now)) = (len_at_open, len_now) {
+                if now < was {
+                    let text = format!(
+                        "{}: the file shrank from {was} to {now} bytes while it was read: \
+                         what was past byte {now} is not indexed",
+                        job.path.display()
+                    );
+                    let _ = tx.send(Msg::Error { text });
+                }
             }
         }
         Err(e) => {

@@ -10,6 +10,7 @@
 //! | module | role |
 //! |---|---|
 //! | [`fs`] | the one place that maps files, and gives mapped pages back |
+//! | [`sigbus`] | a mapped input cut short by another process: reported by name |
 //! | [`index`] | indexing jobs: archives -> one sorted capture index, on a thread pool |
 //! | [`output`] | output files that appear whole or not at all |
 //! | [`batch`] | batches of queries answered on every core, in input order, in bounded memory |
@@ -33,6 +34,7 @@ pub mod mementomap;
 pub mod output;
 pub mod parts;
 pub mod seeds;
+pub mod sigbus;
 pub mod sort;
 pub mod stats;
 pub mod validate;

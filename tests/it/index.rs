@@ -1045,3 +1045,115 @@ fn uncanonical_urls_are_warned_and_counted() {
         );
     }
 }
+
+/// An input file that another process cuts short while it is indexed is
+/// reported by name, mapped (SIGBUS caught) or read (`--no-mmap`), the run
+/// ends with exit code 2, and `-o` commits nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_input_cut_short_while_it_is_read_is_reported_by_name() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let mut arc = Vec::new();
+    for i in 0..150_000 {
+        let body = format!("HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>{i}</p>\n");
+        arc.extend_from_slice(
+            format!(
+                "http://h{}.example.com/p/{i} 1.2.3.4 20040101000000 text/html {}\n{body}\n",
+                i % 97,
+                body.len()
+            )
+            .as_bytes(),
+        );
+    }
+    let cut_at = arc.len() as u64 / 2;
+    for mode in [None, Some("--no-mmap")] {
+        let input = dir.path().join("in.arc");
+        std::fs::write(&input, &arc).unwrap();
+        let mut args = vec!["index", "--no-sort", "-j", "1", "-q"];
+        args.extend(mode);
+        args.push(input.to_str().unwrap());
+        let mut child = Command::new(util::bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Output not read yet holds the run back within its first
+        // megabytes; once a byte of it comes, the file is being read.
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        out.read_exact(&mut first).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&input)
+            .unwrap()
+            .set_len(cut_at)
+            .unwrap();
+        let mut rest = Vec::new();
+        out.read_to_end(&mut rest).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{mode:?}: {err}");
+        let named = format!("{}: ", input.display());
+        let said = match mode {
+            None => "the file was cut short while it was read (it is mapped into memory)",
+            Some(_) => "the file shrank from",
+        };
+        assert!(err.contains(&format!("{named}{said}")), "{mode:?}: {err}");
+    }
+    // With -o, nothing is committed and the next run removes what the
+    // stopped one left.
+    let input = dir.path().join("in.arc");
+    std::fs::write(&input, &arc).unwrap();
+    let dest = dir.path().join("out.ukvs");
+    std::fs::write(&dest, b"old\n").unwrap();
+    let child = Command::new(util::bin())
+        .args(["index", "-j", "1", "-q", "-o"])
+        .arg(&dest)
+        .arg(&input)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the file is mapped.
+    let maps = format!("/proc/{}/maps", child.id());
+    let shown = input.to_str().unwrap().to_string();
+    for _ in 0..2000 {
+        if std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(&shown)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&input)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let dest_now = std::fs::read(&dest).unwrap();
+    match o.status.code() {
+        // Cut while it was read: the old output stays.
+        Some(2) => {
+            assert!(
+                err.contains(&format!("{shown}: the file was cut short")),
+                "{err}"
+            );
+            assert_eq!(dest_now, b"old\n");
+        }
+        // Read whole before the cut: the whole new index.
+        Some(0) => assert_eq!(dest_now.iter().filter(|&&b| b == b'\n').count(), 150_003),
+        other => panic!("{other:?}: {err}"),
+    }
+    std::fs::write(&input, &arc[..4096]).unwrap();
+    let o = util::run(&["index", "-q", "-o", dest.to_str().unwrap(), &shown], b"");
+    assert_eq!(o.status.code(), Some(2), "the cut record is reported");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".ukvs-tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
