@@ -130,6 +130,17 @@ pub const PARALLEL_FROM: u64 = 32 << 20;
 /// file a few KiB at a time (a memory map would keep the page-cache
 /// folios around every probe resident).
 pub fn cuts_between_surts(file: &File, threads: usize, parallel_from: u64) -> io::Result<Vec<u64>> {
+    match cuts(file, threads, parallel_from) {
+        // A line too long to probe cheaply: one part (such lines are
+        // absurd input, not worth a parallel read).
+        Err(e) if e.get_ref().is_some_and(|i| i.is::<LongLine>()) => {
+            Ok(vec![0, file.metadata()?.len()])
+        }
+        other => other,
+    }
+}
+
+fn cuts(file: &File, threads: usize, parallel_from: u64) -> io::Result<Vec<u64>> {
     let mut f = Probe::new(file)?;
     let len = f.len;
     let mut cuts = vec![0];
@@ -151,7 +162,7 @@ pub fn cuts_between_surts(file: &File, threads: usize, parallel_from: u64) -> io
             let (from, to) = (w[0], w[1]);
             if to - from > share {
                 let mut at = from;
-                while to - at > span {
+                while at < to && to - at > span {
                     at = f.next_surt_start(at + span)?;
                     if at < to {
                         fine.push(at);
@@ -169,6 +180,22 @@ pub fn cuts_between_surts(file: &File, threads: usize, parallel_from: u64) -> io
 
 /// Bytes a cut search reads at a time.
 const PROBE_READ: u64 = 8 << 10;
+
+/// The longest line a cut search reads; a longer one gives up the search
+/// ([`LongLine`]) and the file is read as one part.
+const PROBE_LINE_MAX: usize = 1 << 20;
+
+/// A line over [`PROBE_LINE_MAX`] met by a cut search.
+#[derive(Debug)]
+struct LongLine;
+
+impl std::fmt::Display for LongLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a line too long to cut the file beside")
+    }
+}
+
+impl std::error::Error for LongLine {}
 
 /// Reads lines of a sorted file at chosen offsets, for the cuts.
 struct Probe<'f> {
@@ -216,6 +243,9 @@ impl<'f> Probe<'f> {
             }
             if n == 0 {
                 return Ok(&self.buf);
+            }
+            if self.buf.len() > PROBE_LINE_MAX {
+                return Err(io::Error::other(LongLine));
             }
         }
     }

@@ -25,6 +25,13 @@ pub enum Error {
         offset + length
     )]
     Garbage { offset: u64, length: u64 },
+    /// A record's header block goes on past the limit (1 MiB): the record
+    /// is skipped.
+    #[error(
+        "offset {offset}: the WARC header is longer than {limit} bytes (the limit); \
+         that record is lost"
+    )]
+    HeaderTooLong { offset: u64, limit: u64 },
     /// The file ends inside a record's header block.
     #[error(
         "offset {offset}: the file ends inside a WARC header ({length} bytes); \
@@ -170,6 +177,7 @@ impl Error {
             Error::Io { offset, .. }
             | Error::Garbage { offset, .. }
             | Error::TruncatedHeader { offset, .. }
+            | Error::HeaderTooLong { offset, .. }
             | Error::InvalidLength { offset, .. }
             | Error::LengthMismatch { offset, .. }
             | Error::Truncated { offset, .. }

@@ -796,6 +796,16 @@ impl<R: Read> Reader<R> {
                 }
                 None => {
                     let have = self.src.avail().len();
+                    if have >= MAX_HEAD && at > 0 {
+                        // A record's header that goes on past the limit:
+                        // the record is lost, reading resumes at the next.
+                        self.stats.skipped_records += 1;
+                        self.pending.push_back(Error::HeaderTooLong {
+                            offset: start,
+                            limit: MAX_HEAD as u64,
+                        });
+                        return self.skip_garbage();
+                    }
                     if self.src.fill(have + 1)? > have {
                         // No line end within the limit: not a header.
                         return self.skip_garbage();

@@ -616,3 +616,26 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// A line of many megabytes in a file read in parts: the cut search gives
+/// up on it and reads the file as one part, so `stats` and `mementomap
+/// generate` finish with the figures of the three lines (a probe used to
+/// run on for ever past the last cut).
+#[test]
+fn a_line_of_megabytes_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("long.cdxj");
+    let mut text = String::from("com,a)/ 20040101000000 {\"url\":\"http://a/\"}\n");
+    text.push_str("com,b)/ 20040101000000 {\"url\":\"http://b/");
+    text.push_str(&"x".repeat(12 << 20));
+    text.push_str("\"}\ncom,c)/ 20040101000000 {\"url\":\"http://c/\"}\n");
+    std::fs::write(&f, &text).unwrap();
+    let name = f.to_str().unwrap();
+    let report = stats_json(&["-j", "2", name]);
+    assert_eq!(report["captures"], 3, "{report}");
+    let o = run(&["mementomap", "generate", "-q", "-j", "2", name], b"");
+    assert_ok(&o);
+    let map = String::from_utf8(o.stdout).unwrap();
+    let keys: Vec<&str> = map.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(keys, ["com,a)/ 1/1", "com,b)/ 1/1", "com,c)/ 1/1"]);
+}

@@ -941,3 +941,48 @@ fn cdxj_matches_cdxj_indexer_expected_outputs() {
         }
     }
 }
+
+/// A record whose header goes on past the 1 MiB limit (here 2 million
+/// fields) is reported and skipped, memory bounded, and the next record is
+/// read; plain, mapped or read.
+#[test]
+fn a_header_past_the_limit_loses_only_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data =
+        b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n".to_vec();
+    for i in 0..200_000 {
+        data.extend_from_slice(format!("X-Field-{i}: v\r\n").as_bytes());
+    }
+    data.extend_from_slice(b"Content-Length: 5\r\n\r\nhello\r\n\r\n");
+    let next = data.len();
+    let body = b"HTTP/1.0 200 OK\r\n\r\nhello";
+    data.extend_from_slice(
+        format!(
+            "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://b.example/\r\n\
+             WARC-Date: 2004-01-01T00:00:00Z\r\nContent-Type: application/http; msgtype=response\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    data.extend_from_slice(body);
+    data.extend_from_slice(b"\r\n\r\n");
+    let f = dir.path().join("long-header.warc");
+    std::fs::write(&f, &data).unwrap();
+    for mode in [None, Some("--no-mmap")] {
+        let mut args = vec!["index", "--no-sort", "-q", "--format", "cdxj"];
+        args.extend(mode);
+        args.push(f.to_str().unwrap());
+        let o = util::run(&args, b"");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("long-header.warc: offset 0: the WARC header is longer than 1048576 bytes (the limit); that record is lost"),
+            "{mode:?}: {err}"
+        );
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(out.starts_with("example,b)/ 20040101000000 "), "{out}");
+        assert!(out.contains(&format!("\"offset\": \"{next}\"")), "{out}");
+    }
+}
