@@ -63,6 +63,53 @@ pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
     }
 }
 
+/// Hands every line of `rdr` (without its LF; the last one may lack it)
+/// to `f`, straight from the reader's buffer: a line is copied (into
+/// `carry`, left empty) only when it straddles two buffer fills.
+fn for_each_line(
+    rdr: &mut dyn BufRead,
+    name: &str,
+    carry: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    carry.clear();
+    loop {
+        let buf = rdr.fill_buf().with_context(|| format!("reading {name}"))?;
+        let filled = buf.len();
+        if filled == 0 {
+            if !carry.is_empty() {
+                f(carry)?;
+                carry.clear();
+            }
+            return Ok(());
+        }
+        let mut from = 0;
+        if !carry.is_empty() {
+            match memchr::memchr(b'\n', buf) {
+                Some(end) => {
+                    carry.extend_from_slice(&buf[..end]);
+                    f(carry)?;
+                    carry.clear();
+                    from = end + 1;
+                }
+                None => {
+                    carry.extend_from_slice(buf);
+                    rdr.consume(filled);
+                    continue;
+                }
+            }
+        }
+        let base = from;
+        for end in memchr::memchr_iter(b'\n', &buf[base..]) {
+            let end = base + end;
+            f(&buf[from..end])?;
+            from = end + 1;
+        }
+        carry.extend_from_slice(&buf[from..]);
+        rdr.consume(filled);
+    }
+}
+
 /// A display name for an input path.
 pub fn input_name(path: &Path) -> String {
     if path == Path::new("-") {
@@ -194,34 +241,25 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
             run_count += 1;
             Ok(())
         };
-        let mut line = Vec::new();
+        let mut carry = Vec::new();
         for path in &inputs {
             let name = input_name(path);
             let mut rdr = open_input(path)?;
             let mut at_top = true;
-            loop {
-                line.clear();
-                let n = rdr
-                    .read_until(b'\n', &mut line)
-                    .with_context(|| format!("reading {name}"))?;
-                if n == 0 {
-                    break;
-                }
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
+            for_each_line(&mut rdr, &name, &mut carry, |line| {
                 // A CDX legend is never data: one in the middle is the
                 // legend of a concatenated file, not a line to sort.
-                if (at_top && sorted::lines::is_header(&line)) || line.starts_with(b" CDX ") {
-                    headers.push((line.clone(), name.clone()));
-                    continue;
+                if (at_top && sorted::lines::is_header(line)) || line.starts_with(b" CDX ") {
+                    headers.push((line.to_vec(), name.clone()));
+                    return Ok(());
                 }
                 at_top = false;
                 if !run.is_empty() && run.mem_after_push(line.len()) > budget {
                     send(&mut run)?;
                 }
-                run.push(&line);
-            }
+                run.push(line);
+                Ok(())
+            })?;
         }
         drop(work_tx);
         last_run = run;
@@ -238,7 +276,17 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
         out.write_all(b"\n")?;
     }
     let mut spilled = spilled.into_inner().map_err(|_| anyhow::anyhow!("lock"))?;
-    last_run.sort();
+    if spilled.is_empty() && threads > 1 {
+        // Everything fitted in one run: the sorting threads are idle, and
+        // this run is all the work left.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("starting threads")?;
+        pool.install(|| last_run.par_sort());
+    } else {
+        last_run.sort();
+    }
     if spilled.is_empty() {
         let mut prev: Option<&[u8]> = None;
         for line in last_run.iter() {
