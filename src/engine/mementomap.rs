@@ -438,6 +438,94 @@ impl Write for WorkFile {
     }
 }
 
+/// The map lines of one part of a generation: held in memory up to a
+/// bound, then in an unnamed working file. A part's map is small next to
+/// its input (one line per URI key); held in memory, it goes to the output
+/// with one write, where a file costs a write, a copy into the output and
+/// the release of its pages.
+struct PartMap {
+    mem: Vec<u8>,
+    /// Bytes held in memory at most; past them the lines go to `file`.
+    limit: usize,
+    file: Option<WorkFile>,
+    /// Write buffer of the file, once there is one.
+    capacity: usize,
+    tmp: PathBuf,
+}
+
+/// A finished [`PartMap`]: its bytes, or its file at its start.
+enum Part {
+    Mem(Vec<u8>),
+    File(File),
+}
+
+impl PartMap {
+    fn new(tmp: &Path, limit: usize, capacity: usize) -> PartMap {
+        PartMap {
+            // Reserved whole, so that growing never copies it: untouched,
+            // the reservation costs address space, not memory.
+            mem: Vec::with_capacity(limit),
+            limit,
+            file: None,
+            capacity,
+            tmp: tmp.to_path_buf(),
+        }
+    }
+
+    fn finish(self) -> anyhow::Result<Part> {
+        match self.file {
+            None => Ok(Part::Mem(self.mem)),
+            Some(w) => {
+                let mut file = w.into_file()?;
+                file.seek(SeekFrom::Start(0))?;
+                Ok(Part::File(file))
+            }
+        }
+    }
+}
+
+impl Write for PartMap {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if self.file.is_none() {
+            if self.mem.len() + buf.len() <= self.limit {
+                self.mem.extend_from_slice(buf);
+                return Ok(());
+            }
+            let mut w = WorkFile::new(&self.tmp, self.capacity)
+                .map_err(|e| io::Error::other(format!("{e:#}")))?;
+            w.write_all(&self.mem)?;
+            self.mem = Vec::new();
+            self.file = Some(w);
+        }
+        match &mut self.file {
+            Some(w) => w.write_all(buf),
+            None => Ok(()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.file {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Part {
+    /// The lines, read from the start.
+    fn into_reader(self) -> Box<dyn Read + Send> {
+        match self {
+            Part::Mem(bytes) => Box::new(io::Cursor::new(bytes)),
+            Part::File(file) => Box::new(file),
+        }
+    }
+}
+
 /// A failed write of a working file, naming its directory.
 fn work_file_error(e: io::Error, dir: &Path) -> io::Error {
     io::Error::new(
@@ -908,19 +996,25 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let cuts = cuts_between_surts(&file, threads, super::parts::PARALLEL_FROM)
                     .with_context(|| format!("reading {}", p.display()))?;
                 let late_mem = LATE_MEM / (cuts.len() - 1);
+                let map_mem = PARTS_MEM / (cuts.len() - 1);
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
                 largest_first(&parts, threads, |&(from, to)| {
-                    pass_one(opts.clone(), &tmp, late_mem, a.strict, |feed| {
+                    pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
                         for_each_mapped_line(file, from, to, |line, no| feed(0, line, no))
                     })
                 })
             }
             None => {
                 let input = open_input(p)?;
-                vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
-                    for_each_line(input, |line, no| feed(0, line, no))
-                })]
+                vec![pass_one(
+                    opts,
+                    &tmp,
+                    LATE_MEM,
+                    PARTS_MEM,
+                    a.strict,
+                    |feed| for_each_line(input, |line, no| feed(0, line, no)),
+                )]
             }
         }
     } else {
@@ -928,13 +1022,20 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
         // indexes): merged into one sorted stream, the captures of a
         // SURT are adjacent again, so a URL counts once as URI-R.
         let merged = merged_lines(&a.inputs)?;
-        vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
-            for item in merged {
-                let (line, input, no) = item?;
-                feed(input, &line, no)?;
-            }
-            Ok(())
-        })]
+        vec![pass_one(
+            opts,
+            &tmp,
+            LATE_MEM,
+            PARTS_MEM,
+            a.strict,
+            |feed| {
+                for item in merged {
+                    let (line, input, no) = item?;
+                    feed(input, &line, no)?;
+                }
+                Ok(())
+            },
+        )]
     };
     let profile = surt_profile_of(&a.inputs)?;
     finish_generate(&a, results, profile)
@@ -953,23 +1054,30 @@ pub fn generate_from_chunks(
 ) -> anyhow::Result<ExitCode> {
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);
-    let results = vec![pass_one(opts, &tmp, LATE_MEM, a.strict, |feed| {
-        let mut no = 0;
-        for line in headers {
-            no += 1;
-            feed(0, line, no)?;
-        }
-        for chunk in chunks {
-            if chunk.is_empty() {
-                return Ok(());
-            }
-            for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+    let results = vec![pass_one(
+        opts,
+        &tmp,
+        LATE_MEM,
+        PARTS_MEM,
+        a.strict,
+        |feed| {
+            let mut no = 0;
+            for line in headers {
                 no += 1;
                 feed(0, line, no)?;
             }
-        }
-        bail!("the index was not finished: no map is written")
-    })];
+            for chunk in chunks {
+                if chunk.is_empty() {
+                    return Ok(());
+                }
+                for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    no += 1;
+                    feed(0, line, no)?;
+                }
+            }
+            bail!("the index was not finished: no map is written")
+        },
+    )];
     let name = a
         .inputs
         .first()
@@ -1066,14 +1174,24 @@ fn finish_generate(
         let mut w = Output::create(&a.out.output)?;
         w.write_all(&header)?;
         if ordered {
-            for (mut file, _) in parts {
-                w.append_file(&mut file)?;
+            for (part, _) in parts {
+                match part {
+                    Part::Mem(bytes) => w.write_all(&bytes)?,
+                    Part::File(mut file) => {
+                        w.append_file(&mut file)?;
+                    }
+                }
             }
             stats.lines_out = stats.lines_in;
         } else {
             let sources = parts
                 .into_iter()
-                .map(|(file, _)| Lines::Read(Box::new(BufReader::with_capacity(1 << 20, file))))
+                .map(|(part, _)| {
+                    Lines::Read(Box::new(BufReader::with_capacity(
+                        1 << 20,
+                        part.into_reader(),
+                    )))
+                })
                 .collect();
             stats.lines_out = fold(sources, &mut w)?.lines;
         }
@@ -1082,7 +1200,12 @@ fn finish_generate(
     } else {
         let sources: Vec<Source> = parts
             .into_iter()
-            .map(|(file, _)| Box::new(map_lines(BufReader::with_capacity(1 << 20, file))) as Source)
+            .map(|(part, _)| {
+                Box::new(map_lines(BufReader::with_capacity(
+                    1 << 20,
+                    part.into_reader(),
+                ))) as Source
+            })
             .collect();
         // The parts come from disjoint URLs: sums stay exact.
         let merged = Merger::new(sources, true);
@@ -1104,25 +1227,30 @@ const LATE_MEM: usize = 256 << 20;
 /// Bytes of a part's map read at a time when its late records are folded in.
 const FOLD_WINDOW: usize = 1 << 20;
 
+/// Memory for the parts' maps, over all parts: past their share, the
+/// lines of a part go to a temporary file.
+const PARTS_MEM: usize = 16 << 20;
+
 /// What the first pass of generation leaves: the map lines of its part in
-/// a temporary file (at its start) with what [`Summary`] says of them,
+/// memory or a temporary file with what [`Summary`] says of them,
 /// counters, and the bad lines (input index, error; line numbers local to
 /// the part).
 struct PassOne {
-    map: File,
+    map: Part,
     summary: Summary,
     stats: GenStats,
     bad: Vec<(usize, MapError)>,
 }
 
 /// Runs the first pass over the lines `lines` hands to its feed: counts
-/// per map key, written in order to a temporary file, late records to an
-/// external sorter. Bad lines are kept (the first ten, or the first one
+/// per map key, written in order to a [`PartMap`] holding up to `map_mem`
+/// bytes in memory, late records to an external sorter. Bad lines are kept (the first ten, or the first one
 /// when `strict`, which also stops the pass).
 fn pass_one(
     opts: Options,
     tmp: &Path,
     late_mem: usize,
+    map_mem: usize,
     strict: bool,
     lines: impl FnOnce(&mut dyn FnMut(usize, &[u8], u64) -> anyhow::Result<()>) -> anyhow::Result<()>,
 ) -> anyhow::Result<PassOne> {
@@ -1133,7 +1261,7 @@ fn pass_one(
         Some(tmp.to_path_buf()),
     )));
     let sink_sorter = Rc::clone(&sorter);
-    let main = WorkFile::new(tmp, PART_BUF)?;
+    let main = PartMap::new(tmp, map_mem, PART_BUF);
     let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
         let line = r.to_line();
         sink_sorter
@@ -1160,8 +1288,7 @@ fn pass_one(
     });
     run?;
     let (main, _late_in_memory, stats, written) = g.finish()?;
-    let mut main = main.into_file()?;
-    main.seek(SeekFrom::Start(0))?;
+    let main = main.finish()?;
     let mut late = Rc::try_unwrap(sorter)
         .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
         .into_inner()
@@ -1175,13 +1302,11 @@ fn pass_one(
             bad,
         });
     }
-    let mut map = WorkFile::new(tmp, 1 << 20)?;
+    let mut map = PartMap::new(tmp, map_mem, 1 << 20);
     let late = late.map(|line| Record::parse(&line?, 0));
-    let summary = fold_records_from(&main, FOLD_WINDOW, late, &mut map)?;
-    let mut map = map.into_file()?;
-    map.seek(SeekFrom::Start(0))?;
+    let summary = fold_records_from(main.into_reader(), FOLD_WINDOW, late, &mut map)?;
     Ok(PassOne {
-        map,
+        map: map.finish()?,
         summary,
         stats,
         bad,

@@ -531,7 +531,8 @@ fn a_full_disk_is_reported_by_name_and_keeps_the_old_file() {
             vec!["merge".to_string(), s(&sorted), "-o".into(), s(&dest)],
             format!("cannot write {}: ", dest.display()),
         ),
-        // The map's working files sit beside the output.
+        // A small map's parts are held in memory: the output is the first
+        // file it writes.
         (
             vec![
                 "mementomap".into(),
@@ -540,8 +541,9 @@ fn a_full_disk_is_reported_by_name_and_keeps_the_old_file() {
                 "-o".into(),
                 s(&dest),
             ],
-            working.clone(),
+            format!("cannot write {}: ", dest.display()),
         ),
+        // The map's working files sit beside the output.
         (
             vec![
                 "mementomap".into(),
