@@ -61,50 +61,86 @@ pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
 /// reference's form `com,example)` at step 0, so maps it wrote still match.
 pub fn candidates(surt: &[u8], keep_query: bool) -> Vec<Vec<Vec<u8>>> {
     let mut out: Vec<Vec<Vec<u8>>> = Vec::new();
-    let Some(key) = map_key(surt, keep_query) else {
-        // Not a page SURT: only an exact match or the whole archive.
-        out.push(vec![surt.to_vec()]);
-        out.push(vec![b"*".to_vec()]);
-        return out;
-    };
+    first_candidate(surt, keep_query, |steps, alt| {
+        match out.get_mut(steps) {
+            Some(alts) => alts.push(alt.to_vec()),
+            None => out.push(vec![alt.to_vec()]),
+        }
+        None::<()>
+    });
+    out
+}
+
+/// The first of [`candidates`] (in their order, each with its steps) for
+/// which `f` gives an answer, and that answer. Builds each candidate in
+/// one buffer, so a lookup allocates twice, not once per candidate.
+pub fn first_candidate<T>(
+    surt: &[u8],
+    keep_query: bool,
+    mut f: impl FnMut(usize, &[u8]) -> Option<T>,
+) -> Option<T> {
+    let mut key = Vec::with_capacity(surt.len() + 1);
+    if !map_key_into(surt, keep_query, &mut key) {
+        return f(0, surt).or_else(|| f(1, b"*"));
+    }
     let close = memchr::memchr(b')', &key).unwrap_or(key.len());
     let host = &key[..close];
     let path = &key[close..]; // starts with ')'
+    let mut buf = Vec::with_capacity(key.len() + 3);
+    let mut steps = 0;
+    // Whether the last candidate so far is `host)/*`.
+    let is_root =
+        |alt: &[u8]| alt.len() == close + 3 && alt.starts_with(host) && alt.ends_with(b")/*");
+    let last_is_root;
     if path == b")/" {
-        out.push(vec![key.clone(), key[..key.len() - 1].to_vec()]);
+        if let Some(t) = f(0, &key).or_else(|| f(0, &key[..key.len() - 1])) {
+            return Some(t);
+        }
+        last_is_root = is_root(&key);
     } else {
-        out.push(vec![key.clone()]);
-        // `key/*`, then each shorter path prefix with `/*`.
+        if let Some(t) = f(0, &key) {
+            return Some(t);
+        }
         let mut p = &key[..];
         loop {
-            let mut c = p.to_vec();
-            c.extend_from_slice(b"/*");
-            out.push(vec![c]);
+            steps += 1;
+            buf.clear();
+            buf.extend_from_slice(p);
+            buf.extend_from_slice(b"/*");
+            if let Some(t) = f(steps, &buf) {
+                return Some(t);
+            }
             match memchr::memrchr(b'/', &p[close..]) {
                 Some(i) if close + i > close + 1 => p = &p[..close + i],
                 _ => break,
             }
         }
+        last_is_root = is_root(&buf);
     }
-    // The host root's subtree `host)/*`.
-    let mut root = host.to_vec();
-    root.extend_from_slice(b")/*");
-    if out.last().map(|c| &c[0]) != Some(&root) {
-        out.push(vec![root]);
+    if !last_is_root {
+        steps += 1;
+        buf.clear();
+        buf.extend_from_slice(host);
+        buf.extend_from_slice(b")/*");
+        if let Some(t) = f(steps, &buf) {
+            return Some(t);
+        }
     }
-    // `host,*` and each parent domain up to the top-level label.
     let mut h = host;
     loop {
-        let mut c = h.to_vec();
-        c.extend_from_slice(b",*");
-        out.push(vec![c]);
+        steps += 1;
+        buf.clear();
+        buf.extend_from_slice(h);
+        buf.extend_from_slice(b",*");
+        if let Some(t) = f(steps, &buf) {
+            return Some(t);
+        }
         match memchr::memrchr(b',', h) {
             Some(i) => h = &h[..i],
             None => break,
         }
     }
-    out.push(vec![b"*".to_vec()]);
-    out
+    f(steps + 1, b"*")
 }
 
 #[cfg(test)]

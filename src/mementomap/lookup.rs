@@ -10,7 +10,7 @@
 //! found, and the search never needs the map to be a file.
 
 use super::freq::{Count, Frequency};
-use super::key::candidates;
+use super::key::{candidates, first_candidate};
 use super::record::Record;
 use super::Error;
 use crate::sorted::lines::line_at;
@@ -25,6 +25,11 @@ pub struct Map<D: AsRef<[u8]>> {
     /// searches per uncovered query.
     /// Behind a lock so that one map serves lookups from many threads.
     memo: std::sync::Mutex<std::collections::HashMap<Vec<u8>, Option<usize>>>,
+    /// On a sampled map: every key ending in `*` with the offset of its
+    /// first line (see [`wild_keys`]). Every candidate but the first is
+    /// such a key, so a query the map does not hold as it is costs one
+    /// search, not one per candidate.
+    wild: Option<rustc_hash::FxHashMap<Vec<u8>, usize>>,
     /// Key columns per `!fields` (2 in the columns layout, where a key has
     /// one line per bucket and a total line).
     key_columns: usize,
@@ -100,6 +105,7 @@ impl<D: AsRef<[u8]>> Map<D> {
             search,
             keep_query: false,
             memo: Default::default(),
+            wild: None,
             key_columns: key_names.len().max(1),
             key_names,
         }
@@ -119,13 +125,14 @@ impl<D: AsRef<[u8]>> Map<D> {
     where
         D: Sync,
     {
-        self.search.sample(step).map_err(search_error)
+        self.search.sample(step).map_err(search_error)?;
+        self.wild = wild_keys(self.search.as_bytes(), self.search.body_start());
+        Ok(())
     }
 
     /// The most specific entry for a SURT, if any. Fails only when the
     /// search meets lines out of order (the map is not sorted).
     pub fn lookup(&self, surt: &[u8]) -> Result<Option<Hit>, Error> {
-        let cands = candidates(surt, self.keep_query);
         // All candidates but `tld,*` and `*` start with the first two host
         // labels (`com,example`): find that block of lines once and search
         // it, a few lines instead of the whole map (a sampled map searches
@@ -140,26 +147,28 @@ impl<D: AsRef<[u8]>> Map<D> {
             }
             _ => None,
         };
-        for (steps, alts) in cands.iter().enumerate() {
-            for alt in alts {
-                let found = match (window, prefix) {
-                    (Some((lo, hi)), Some(p)) if alt.starts_with(p) => {
-                        find_in(&Search::new(&data[lo..hi]), alt)?.map(|o| o + lo)
-                    }
-                    _ => self.find_memo(alt)?,
-                };
-                if let Some(offset) = found {
-                    let freq = self.frequency_at(offset, alt);
-                    return Ok(Some(Hit {
-                        key: alt.clone(),
-                        freq,
-                        steps,
-                        offset,
-                    }));
+        let hit = first_candidate(surt, self.keep_query, |steps, alt| {
+            let found = match (window, prefix) {
+                _ if alt.ends_with(b"*") && self.wild.is_some() => {
+                    Ok(self.wild.as_ref().and_then(|w| w.get(alt).copied()))
                 }
+                (Some((lo, hi)), Some(p)) if alt.starts_with(p) => {
+                    find_in(&Search::new(&data[lo..hi]), alt).map(|o| o.map(|o| o + lo))
+                }
+                _ => self.find_memo(alt),
+            };
+            match found {
+                Err(e) => Some(Err(e)),
+                Ok(None) => None,
+                Ok(Some(offset)) => Some(Ok(Hit {
+                    key: alt.to_vec(),
+                    freq: self.frequency_at(offset, alt),
+                    steps,
+                    offset,
+                })),
             }
-        }
-        Ok(None)
+        });
+        hit.transpose()
     }
 
     /// The frequency of the key whose first line is at `offset`: its only
@@ -376,6 +385,39 @@ fn search_error(e: crate::sorted::Error) -> Error {
     }
 }
 
+/// Wildcard keys held at most by [`wild_keys`]: past them, wildcard
+/// candidates are searched like the others.
+const WILD_MAX: usize = 1 << 20;
+
+/// Every key of the sorted map body from `body` on that ends in `*`, with
+/// the offset of its first line `key ...` ([`find_in`]'s answer for it),
+/// found from the `*` bytes of the map (a map without rollups has none to
+/// speak of); `None` when there are more than [`WILD_MAX`].
+fn wild_keys(data: &[u8], body: usize) -> Option<rustc_hash::FxHashMap<Vec<u8>, usize>> {
+    let mut keys = rustc_hash::FxHashMap::default();
+    let body_bytes = data.get(body..).unwrap_or_default();
+    // Lines before `done` have been looked at.
+    let mut done = body;
+    for star in memchr::memchr_iter(b'*', body_bytes) {
+        let at = body + star;
+        if at < done {
+            continue;
+        }
+        let start = memchr::memrchr(b'\n', &data[body..at]).map_or(body, |i| body + i + 1);
+        let (line, next) = line_at(data, start);
+        done = next.max(at + 1);
+        let key = key_of(line);
+        // Only a line with a space after its key answers `find_in`.
+        if key.ends_with(b"*") && line.len() > key.len() && !keys.contains_key(key) {
+            if keys.len() == WILD_MAX {
+                return None;
+            }
+            keys.insert(key.to_vec(), start);
+        }
+    }
+    Some(keys)
+}
+
 /// `com,example` of `com,example,www)/...`: the first two host labels,
 /// when the host has at least two.
 fn two_labels(surt: &[u8]) -> Option<&[u8]> {
@@ -578,7 +620,10 @@ mod tests {
                 let fast = m.lookup(q.as_bytes()).unwrap().map(|h| (h.key, h.steps));
                 let slow = lookup_linear(map.as_bytes(), q.as_bytes(), false);
                 prop_assert_eq!(&fast, &slow, "query {}", q);
-                let batch = sampled.lookup(q.as_bytes()).unwrap().map(|h| (h.key, h.steps));
+                let batch = sampled.lookup(q.as_bytes()).unwrap();
+                let at = m.lookup(q.as_bytes()).unwrap().map(|h| h.offset);
+                prop_assert_eq!(batch.as_ref().map(|h| h.offset), at, "sampled, query {}", q);
+                let batch = batch.map(|h| (h.key, h.steps));
                 prop_assert_eq!(&batch, &slow, "sampled, query {}", q);
             }
         }
