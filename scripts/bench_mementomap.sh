@@ -5,9 +5,11 @@
 #   scripts/bench_mementomap.sh [LINES] [WORKDIR]
 #
 # LINES (default 600000) captures are generated; a second input ten times
-# larger checks that ukvs's peak memory stays flat. Prints wall seconds
-# (best of REPS runs, default 7, the same for every tool) and peak RSS
-# (KiB) for each job, and the speed-ups.
+# larger checks that ukvs's peak memory stays flat. Batch lookups ask
+# LOOKUPS keys (default 20000, half held); UKVS names another binary. Prints wall seconds (best of
+# REPS runs, default 7, the same for every tool) and peak RSS (KiB) for
+# each job, and the speed-ups, for the inputs in two page-cache states
+# (see `prepare`): just written, and read back from the disk.
 set -euo pipefail
 export LC_ALL=C
 
@@ -15,10 +17,13 @@ LINES=${1:-600000}
 WORK=${2:-$(mktemp -d)}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-UKVS=$CARGO_TARGET_DIR/release/ukvs
 mkdir -p "$WORK"
 
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
+# UKVS: a binary to time instead of this tree's (e.g. an older build).
+if [ -z "${UKVS:-}" ]; then
+    cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
+    UKVS=$CARGO_TARGET_DIR/release/ukvs
+fi
 python3 -c "import mementomap" 2>/dev/null || {
     echo "the reference is missing: pip install mementomap==0.1.0b2" >&2
     exit 1
@@ -55,15 +60,32 @@ EOF
 
 [ -s "$WORK/in.cdxj" ] || gen "$LINES" "$WORK/in.cdxj"
 [ -s "$WORK/in10.cdxj" ] || gen $((LINES * 10)) "$WORK/in10.cdxj"
-# Drop the inputs from the page cache once, so that the reads before each
-# run cache them the way files read from disk are cached: in large folios
-# where the kernel and file system use them (Linux 6.x on ext4 does), not
-# in the 4 KiB pages a file just written is left in. ukvs maps its input
-# and pays for every page it maps; the reference reads it. Every tool
-# reads the same cached pages either way.
-for f in "$WORK/in.cdxj" "$WORK/in10.cdxj"; do
-    dd if="$f" iflag=nocache count=0 status=none
-done
+# Each run's inputs are put in one of two page-cache states first:
+#   written:  written a moment before (as a map's input usually is: the
+#             index was just built), by cat from a copy kept aside, then
+#             synced so that no writeback runs during the timing; the
+#             page cache holds them as the writer left them;
+#   readback: dropped from the page cache, then read back from the disk,
+#             cached as reads cache them (in large folios where the
+#             kernel and file system use them).
+# Every tool reads the same cached pages either way; ukvs maps its input
+# (and pays per page it maps), the reference reads it. This machine may
+# page cold file data out within seconds, so the state is made anew
+# before every run: a run that faults its input back in times the disk.
+STATE=readback
+PREP=()
+prepare() {
+    local f
+    for f in "${PREP[@]}"; do
+        [ -s "$f.src" ] || cp "$f" "$f.src"
+        cat "$f.src" > "$f"
+        sync "$f"
+        if [ "$STATE" = readback ]; then
+            dd if="$f" iflag=nocache count=0 status=none
+            cat "$f" > /dev/null
+        fi
+    done
+}
 echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
 
 # Best-of-REPS wall seconds, timed by the shell's microsecond clock
@@ -72,52 +94,63 @@ echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1
 # output file OUT ("-": none) is removed before each run, so every run of
 # every tool writes a new file (replacing one makes ext4 flush the new
 # data at the rename or close, which times the disk, not the tool).
-# The input is read before each run: this machine pages cold file data
-# out within seconds, and a run that faults it back in from the disk
-# times the disk.
+# The inputs PREP are prepared (see above) before each run.
 REPS=${REPS:-7}
-WARM=()
 measure() { # LABEL OUT CMD...
     local label=$1 out=$2; shift 2
     local best="" t rss
     for _ in $(seq "$REPS"); do
         [ "$out" = - ] || rm -f "$out"
-        [ "${#WARM[@]}" -eq 0 ] || cat "${WARM[@]}" > /dev/null
+        prepare
         local t0=$EPOCHREALTIME
         "$@" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
         t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
         if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
     done
+    prepare
     /usr/bin/time -f "%M" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err"
     read -r rss < "$WORK/time"
     printf "%-34s %8.4f s %10d KiB\n" "$label" "$best" "$rss"
     echo "$best" > "$WORK/$label.t"
 }
 
-WARM=("$WORK/in.cdxj")
-measure ref_generate "$WORK/ref.map" python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
-measure ukvs_generate "$WORK/ukvs.map" "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
-WARM=("$WORK/in10.cdxj")
-measure ukvs_generate_x10 "$WORK/ukvs10.map" "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
-WARM=("$WORK/in.cdxj")
-measure ukvs_generate_compact "$WORK/ukvs.c.map" "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map"
+LOOKUPS=${LOOKUPS:-20000}
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for STATE in written readback; do
+    echo "== inputs $STATE"
+    PREP=("$WORK/in.cdxj")
+    measure ref_generate_$STATE "$WORK/ref.map" python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
+    measure ukvs_generate_$STATE "$WORK/ukvs.map" "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
+    if [ $STATE = readback ]; then
+        PREP=("$WORK/in10.cdxj")
+        measure ukvs_generate_x10 "$WORK/ukvs10.map" "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
+        PREP=("$WORK/in.cdxj")
+        measure ukvs_generate_compact "$WORK/ukvs.c.map" "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map"
+    fi
 
-# 10k lookup keys: half held, half not; the reference crashes on keys
-# probing its last line, so its map gets two guard lines.
-python3 - "$WORK/in.cdxj" > "$WORK/q.txt" <<'EOF'
+    # LOOKUPS keys: half held, half not; the reference crashes on keys
+    # probing its last line, so its map gets two guard lines.
+    if [ ! -s "$WORK/q.txt.src" ]; then
+        python3 - "$WORK/in.cdxj" "$LOOKUPS" > "$WORK/q.txt.src" <<'EOF'
 import random, sys
 keys = [l.split(" ", 1)[0] for l in open(sys.argv[1])]
 rnd = random.Random(7)
-for _ in range(5000):
+for _ in range(int(sys.argv[2]) // 2):
     k = rnd.choice(keys); print(k); print(k.rstrip("/") + "/zz" + str(rnd.randrange(99)))
 EOF
-cp "$WORK/ref.map" "$WORK/ref.guard.map"
-printf '~~~~ 0\n~~~~~ 0\n' >> "$WORK/ref.guard.map"
-WARM=("$WORK/ref.guard.map" "$WORK/ukvs.map" "$WORK/q.txt")
-measure ref_batchlookup - python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt"
-measure ukvs_batchlookup - sh -c "'$UKVS' mementomap lookup '$WORK/ukvs.map' - < '$WORK/q.txt'"
+    fi
+    cp "$WORK/ref.map" "$WORK/ref.guard.map.src"
+    printf '~~~~ 0\n~~~~~ 0\n' >> "$WORK/ref.guard.map.src"
+    cp "$WORK/ukvs.map" "$WORK/ukvs.look.map.src"
+    PREP=("$WORK/ref.guard.map" "$WORK/ukvs.look.map" "$WORK/q.txt")
+    measure ref_batchlookup_$STATE - python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt"
+    measure ukvs_batchlookup_$STATE - sh -c "'$UKVS' mementomap lookup '$WORK/ukvs.look.map' - < '$WORK/q.txt'"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 ratio() { awk "BEGIN{printf \"%.1f\", $(cat "$WORK/$1.t") / ($(cat "$WORK/$2.t") > 0 ? $(cat "$WORK/$2.t") : 0.001)}"; }
-echo "generate speed-up: $(ratio ref_generate ukvs_generate)x"
-echo "batch lookup speed-up: $(ratio ref_batchlookup ukvs_batchlookup)x"
+for STATE in written readback; do
+    echo "inputs $STATE: generate speed-up $(ratio ref_generate_$STATE ukvs_generate_$STATE)x," \
+        "batch lookup ($(wc -l < "$WORK/q.txt") keys) speed-up $(ratio ref_batchlookup_$STATE ukvs_batchlookup_$STATE)x"
+done
 echo "map lines: ukvs $(grep -vc '^!' "$WORK/ukvs.map"), reference $(wc -l < "$WORK/ref.map")"

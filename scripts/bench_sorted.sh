@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Benchmarks of sorted-file handling (not tests): `ukvs sort` against GNU
-# sort at the same memory bound, batch exact lookups on a >= 1 GB index,
-# and one lookup as a whole process.
+# sort at the same memory bound, on an input that fits in memory (both
+# tools sorting it whole, and with a small bound that spills) and on a
+# >= 1 GB one; batch exact lookups on the >= 1 GB index, and one lookup as
+# a whole process.
 #
 # Usage: scripts/bench_sorted.sh [WORKDIR] (default: a fresh temp dir)
-# Env:   SIZE_MB (default 1100), MEM (default 256M), THREADS (default 2),
-#        LOOKUPS (default 1000000), UKVS (default target/release/ukvs).
+# Env:   SORT_MB (default 136 MiB = 142 MB), SORT_MEMS (default "512M 64M"),
+#        REPS (default 5) for the input that fits in memory;
+#        SIZE_MB (default 1100; 0 skips the big input), MEM (default 256M),
+#        THREADS (default 2), LOOKUPS (default 1000000), UKVS (default
+#        target/release/ukvs).
 # The synthetic CDXJ is generated here (deterministic), so nothing is
 # downloaded. Figures are medians of 3 runs; the machine may be shared, so
 # compare the two tools within one run rather than across runs.
@@ -14,6 +19,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$(mktemp -d)}
 size_mb=${SIZE_MB:-1100}
+sort_mb=${SORT_MB:-136}
+sort_mems=${SORT_MEMS:-512M 64M}
+reps=${REPS:-5}
 mem=${MEM:-256M}
 threads=${THREADS:-2}
 lookups=${LOOKUPS:-1000000}
@@ -43,16 +51,18 @@ median3() {
     sort -n runs.txt | sed -n 2p | cut -d' ' -f1
 }
 
-if [ ! -s input.cdxj ]; then
-    echo "generating ~${size_mb} MB of unsorted CDXJ in $work/input.cdxj"
-    python3 - "$size_mb" <<'PY'
+# Shuffled synthetic CDXJ of about SIZE MiB (deterministic: nothing is
+# downloaded), written to OUT.
+gen_cdxj() { # SIZE_MB OUT
+    echo "generating ~$1 MiB of unsorted CDXJ in $work/$2"
+    python3 - "$1" "$2" <<'PY'
 import random, sys
 target = int(sys.argv[1]) << 20
 rng = random.Random(42)
 mimes = ["text/html", "image/jpeg", "application/javascript", "text/css", "image/png"]
 tlds = ["com", "org", "net", "uk,co", "de", "fr", "edu"]
 written = 0
-with open("input.cdxj", "w", buffering=1 << 22) as out:
+with open(sys.argv[2], "w", buffering=1 << 22) as out:
     while written < target:
         buf = []
         for _ in range(10000):
@@ -70,6 +80,65 @@ with open("input.cdxj", "w", buffering=1 << 22) as out:
         out.write(chunk)
         written += len(chunk)
 PY
+}
+
+# The input as a job usually finds it, in one of two page-cache states:
+#   written:  written a moment before (here by cat, then synced so that no
+#             writeback runs during the timing), cached as the writer left
+#             it;
+#   readback: dropped from the page cache, then read back from the disk
+#             (cached as reads cache it, e.g. in large folios).
+# Both are in the page cache: the timing is of the tools, not the disk.
+prepare() { # STATE SRC DST
+    cat "$2" >"$3"
+    sync "$3"
+    if [ "$1" = readback ]; then
+        dd if="$3" iflag=nocache count=0 status=none
+        cat "$3" >/dev/null
+    fi
+}
+
+# Median wall seconds (shell clock) of REPS runs of each command given as
+# a string, the runs interleaved (GNU, ukvs, GNU, ukvs, ...) so that a
+# busy moment of a shared machine hits both alike; the input is prepared
+# anew before every run. Prints "gnu ukvs" medians.
+interleaved() { # STATE SRC DST CMD1 CMD2
+    local state=$1 src=$2 dst=$3 i t0 t
+    : >a.runs
+    : >b.runs
+    for i in $(seq "$reps"); do
+        for which in a b; do
+            prepare "$state" "$src" "$dst"
+            rm -f out.cdxj
+            t0=$EPOCHREALTIME
+            if [ $which = a ]; then sh -c "$4"; else sh -c "$5"; fi
+            t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
+            echo "$t" >>$which.runs
+        done
+    done
+    echo "$(sort -n a.runs | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')" \
+        "$(sort -n b.runs | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')"
+}
+
+[ -s sort.src.cdxj ] || gen_cdxj "$sort_mb" sort.src.cdxj
+echo "== sort, fits in memory: $(($(stat -c %s sort.src.cdxj) / 1000000)) MB," \
+    "$(wc -l <sort.src.cdxj) lines, $threads threads, median of $reps (wall seconds)"
+echo "   load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for mem in $sort_mems; do
+    for state in written readback; do
+        read -r g u < <(interleaved "$state" sort.src.cdxj sort.cdxj \
+            "LC_ALL=C sort -S $mem --parallel=$threads -T '$work' -o out.cdxj sort.cdxj && mv out.cdxj gnu.sorted" \
+            "'$ukvs' sort --mem $mem -j $threads --tmp-dir '$work' -o out.cdxj sort.cdxj && mv out.cdxj ukvs.sorted")
+        cmp -s gnu.sorted ukvs.sorted || { echo "outputs differ (--mem $mem, $state)" >&2; exit 1; }
+        awk -v m="$mem" -v s="$state" -v g="$g" -v u="$u" 'BEGIN {
+            printf "sort --mem %-5s %-9s GNU sort %.3fs  ukvs %.3fs  ukvs/GNU %.2fx\n", m, s, g, u, u / g }'
+    done
+done
+echo "   outputs identical; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$size_mb" -gt 0 ] || exit 0
+
+if [ ! -s input.cdxj ]; then
+    gen_cdxj "$size_mb" input.cdxj
 fi
 bytes=$(stat -c %s input.cdxj)
 echo "input: $((bytes >> 20)) MB, $(wc -l <input.cdxj) lines; memory bound $mem; $threads threads"
