@@ -132,7 +132,7 @@ struct Samples {
 }
 
 /// Bodies larger than this are sampled in parallel parts.
-const SAMPLE_PARALLEL_FROM: usize = 64 << 20;
+const SAMPLE_PARALLEL_FROM: usize = 1 << 20;
 
 /// Samples of the lines starting in `[pos, end)` (`pos` a line start): the
 /// first line at least `step` bytes after the last sample is sampled, and
