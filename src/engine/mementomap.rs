@@ -30,7 +30,7 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::output::Output;
-use super::parts::{cuts_between_surts, for_each_line, for_each_mapped_line, largest_first};
+use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, largest_first};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -982,7 +982,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
     let results: Vec<anyhow::Result<PassOne>> = if let [p] = a.inputs.as_slice() {
         match mappable_input(p)? {
             Some(file) => {
-                // One file, mapped: its parts (cut between two SURTs, so
+                // One regular file: its parts (cut between two SURTs, so
                 // every URL is in one part) are read in parallel.
                 // Exclusion entries count withheld URLs per part; their
                 // sum would turn an unknown count into a bound, so they
@@ -1001,7 +1001,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let file = &file;
                 largest_first(&parts, threads, |&(from, to)| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
-                        for_each_mapped_line(file, from, to, |line, no| feed(0, line, no))
+                        for_each_read_line(file, from, to, |line, no| feed(0, line, no))
                     })
                 })
             }
