@@ -473,22 +473,26 @@ class ShardJob:
         """Merges in the shard's old lines, then cuts the blocks, the map
         part and the statistics part into the staging directory."""
         name = shard_name(shard)
-        index = os.path.join(tmp, "new.ukvs")
+        # The shard's index, named alike on every run: the map part's
+        # `!meta` records the name.
+        index = f"{name}.ukvs"
+        new = os.path.join(tmp, "new.ukvs")
         old_idx = self.old_idx.get(shard)
         if old_idx:
             old = self.old_lines(ukvs, shard, old_idx, tmp)
-            index = os.path.join(tmp, "merged.ukvs")
-            run_ukvs(ukvs, ["merge", old, os.path.join(tmp, "new.ukvs"), "-o", index],
-                     f"shard {name}")
+            run_ukvs(ukvs, ["merge", old, new, "-o", index], f"shard {name}", cwd=tmp)
+        else:
+            os.rename(new, os.path.join(tmp, index))
         cluster = os.path.join(self.staging, name)
         run_ukvs(ukvs, ["zipnum", "build", "--shards", "1", "--lines-per-block",
-                        str(self.lines_per_block), "-o", cluster, index], f"shard {name}")
+                        str(self.lines_per_block), "-o", cluster, index], f"shard {name}",
+                 cwd=tmp)
         run_ukvs(ukvs, ["mementomap", "generate", "-q", "-j", "1", "-o",
                         os.path.join(self.staging, f"mementomap-{shard + 1:02}.ukvs"), index],
-                 f"shard {name}")
+                 f"shard {name}", cwd=tmp)
         run_ukvs(ukvs, ["stats", "--json", "--top", "0", "-q", "-j", "1", "-o",
                         os.path.join(self.staging, f"stats-{shard + 1:02}.json"), index],
-                 f"shard {name}")
+                 f"shard {name}", cwd=tmp)
         with open(os.path.join(cluster, "index.idx"), "rb") as f:
             idx = f.read()
         return pa.RecordBatch.from_arrays(

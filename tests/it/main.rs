@@ -11,6 +11,7 @@ mod output;
 mod seed_index;
 mod serve;
 mod sorted;
+mod spark;
 mod stats;
 mod stats_html;
 mod surt;
