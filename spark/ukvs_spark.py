@@ -55,6 +55,7 @@ and removes the staging directory. Run
 """
 
 import argparse
+import functools
 import os
 import posixpath
 import shlex
@@ -76,7 +77,7 @@ ARCHIVE_SUFFIXES = (".arc", ".arc.gz", ".warc", ".warc.gz", ".warc.zst")
 # Keys sampled per shard to choose split points.
 SAMPLES_PER_SHARD = 200
 
-# Bytes read from ukvs at a time, and lines per Arrow batch.
+# Bytes of ukvs output read at a time (one Arrow batch of lines).
 READ_SIZE = 1 << 22
 
 
@@ -356,13 +357,19 @@ class PipeFeeder:
             pass
 
     def finish(self):
-        """Joins the writer; if ukvs never opened the pipe, unblocks it."""
-        if self.thread.is_alive():
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
-            try:
-                self.thread.join()
-            finally:
-                os.close(fd)
+        """Joins the writer once ukvs has exited. If ukvs stopped before
+        the end (or never opened the pipe), what is left is read away
+        here, so that the writer cannot block."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            while self.thread.is_alive():
+                try:
+                    if not os.read(fd, 1 << 20):
+                        self.thread.join(0.01)
+                except BlockingIOError:
+                    self.thread.join(0.01)
+        finally:
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------
@@ -660,11 +667,19 @@ def main(argv=None):
         raise SystemExit("ukvs_spark: give --shards N (or --splits FILE)")
 
     spark = spark_session(args)
-    ukvs = resolve_ukvs(args.ukvs)
+    try:
+        return run_job(spark, args, inputs, splits, existing)
+    finally:
+        spark.stop()
+
+
+def run_job(spark, args, inputs, splits, existing):
+    """Steps 1-5 (see the module's doc); returns the exit code."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (BinaryType, ByteType, IntegerType, StructField,
                                    StructType)
 
+    ukvs = resolve_ukvs(args.ukvs)
     files = list_inputs(spark, inputs)
     if not files:
         raise SystemExit(f"ukvs_spark: no ARC or WARC files in {', '.join(inputs)}")
@@ -672,22 +687,24 @@ def main(argv=None):
     remote = sorted({p for p, _ in files} - set(local))
     index_schema = StructType([StructField("kind", ByteType()), StructField("key", BinaryType()),
                                StructField("line", BinaryType())])
-    run = lambda batches: index_files(args.ukvs, args.index_arg, batches)  # noqa: E731
+    index = functools.partial(index_files, args.ukvs, args.index_arg)
     parts = []
     if local:
         paths = spark.createDataFrame([(p,) for p in local], "path string")
-        parts.append(paths.repartition(len(local)).mapInArrow(run, index_schema))
+        parts.append(paths.repartition(len(local)).mapInArrow(index, index_schema))
     if remote:
         content = spark.read.format("binaryFile").load(remote).select("path", "content")
-        parts.append(content.mapInArrow(run, index_schema))
+        parts.append(content.mapInArrow(index, index_schema))
     indexed = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     indexed = indexed.persist()
 
-    # One pass over the indexed lines for their count, then the headers,
-    # the messages and (without split points) a sample of the keys.
+    # The count indexes the files into the cache; then one more pass
+    # brings the headers, the messages and (without split points) a
+    # sample of the keys to the driver.
     data_lines = indexed.filter(F.col("kind") == DATA).count()
     shards = len(splits) + 1 if splits is not None else args.shards
-    fraction = 0.0 if splits is not None else min(1.0, SAMPLES_PER_SHARD * shards / max(data_lines, 1))
+    fraction = 0.0 if splits is not None else \
+        min(1.0, SAMPLES_PER_SHARD * shards / max(data_lines, 1))
     side = indexed.filter((F.col("kind") != DATA) | (F.rand(seed=19) < F.lit(fraction))) \
         .select("kind", "key", "line").collect()
     headers = {bytes(r.line) for r in side if r.kind == HEADER}
@@ -704,8 +721,7 @@ def main(argv=None):
     staging = os.path.join(args.output, f"_staging-{uuid.uuid4().hex}")
     os.makedirs(staging)
     try:
-        job = ShardJob(args.ukvs, args.output, staging, headers,
-                       args.lines_per_block, old_idx)
+        job = ShardJob(args.ukvs, args.output, staging, headers, args.lines_per_block, old_idx)
         by_shard = (
             indexed.filter(F.col("kind") == DATA)
             .select(shard_column(F, F.col("key"), splits).alias("shard"), "line")
@@ -721,14 +737,12 @@ def main(argv=None):
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         indexed.unpersist()
-        spark.stop()
 
     for message in messages:
         print(message, file=sys.stderr)
     print(f"ukvs_spark: {len(files)} files, {data_lines} lines: {len(built)} of {shards} "
           f"shards built, {present} in {args.output}", file=sys.stderr)
     return 2 if messages else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
