@@ -5,10 +5,12 @@ Spark schedules, retries and shuffles; the `ukvs` command does every
 per-record step (indexing, block compression, MementoMap, statistics).
 The job only moves lines between the two:
 
-1. Each input file goes to `ukvs index -j 1` on an executor (local files
-   are opened by ukvs; other URLs are read by Spark and streamed into
-   ukvs through a named pipe that bears the file's name, so the
-   `filename` recorded is the same). Its output lines come back as rows:
+1. Each input file goes to `ukvs index -j 1` on an executor, several
+   files to a task (`--bytes-per-task`), as each task costs Spark a
+   fixed time (about 0.15 s of a core in local mode). Local files are
+   opened by ukvs; other URLs are read by Spark and streamed into ukvs
+   through a named pipe that bears the file's name, so the `filename`
+   recorded is the same. Its output lines come back as rows:
    header lines, data lines with their SURT key, and the messages of
    damaged records. The file's lines are sorted by ukvs (in memory: an
    index is a small fraction of its archive) rather than streamed with
@@ -114,6 +116,9 @@ def parse_args(argv):
                    help="host compaction factor of the map (default inf: no rollup, as mementomap generate)")
     p.add_argument("--pcf", default="inf",
                    help="path compaction factor of the map (default inf)")
+    p.add_argument("--bytes-per-task", type=parse_size, default=parse_size("256M"),
+                   metavar="SIZE", help="archive bytes indexed per task, several files to a task "
+                   "(K, M, G suffixes; default 256M): each task costs Spark a fixed time")
     p.add_argument("--index-arg", action="append", default=[], metavar="ARG",
                    help="extra option for `ukvs index` (e.g. --index-arg=--post-append); repeatable")
     p.add_argument("--ukvs", default="ukvs",
@@ -132,6 +137,27 @@ def parse_args(argv):
     if args.shards is not None and args.shards < 1:
         p.error("--shards must be at least 1")
     return args
+
+
+def parse_size(text):
+    """`256M` -> bytes (K, M, G suffixes, powers of 1024)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    scale = units.get(text[-1:].upper(), 1)
+    number = text[:-1] if scale > 1 else text
+    if not number.isdigit() or int(number) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size like 256M")
+    return int(number) * scale
+
+
+def index_tasks(spark, files, bytes_per_task):
+    """How many tasks index the files: about `bytes_per_task` each, at
+    least one per core where Spark tells the cores, at most one per file."""
+    tasks = -(-sum(length for _, length in files) // bytes_per_task)
+    try:
+        tasks = max(tasks, spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext
+        pass
+    return max(1, min(tasks, len(files)))
 
 
 # ---------------------------------------------------------------------------
@@ -213,7 +239,11 @@ def read_lists(lists):
     inputs = []
     for name in lists:
         try:
-            text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8").read()
+            if name == "-":
+                text = sys.stdin.read()
+            else:
+                with open(name, encoding="utf-8") as f:
+                    text = f.read()
         except OSError as e:
             raise SystemExit(f"ukvs_spark: cannot read the list {name}: {e.strerror}")
         inputs += [line.strip() for line in text.splitlines() if line.strip()]
@@ -683,15 +713,19 @@ def run_job(spark, args, inputs, splits, existing):
     files = list_inputs(spark, inputs)
     if not files:
         raise SystemExit(f"ukvs_spark: no ARC or WARC files in {', '.join(inputs)}")
-    local = [p for p, _ in files if local_path(p) is not None and not args.via_spark]
-    remote = sorted({p for p, _ in files} - set(local))
+    # Largest first: dealt round-robin to the tasks, files of all sizes
+    # even out.
+    files.sort(key=lambda f: (-f[1], f[0]))
+    local = [f for f in files if local_path(f[0]) is not None and not args.via_spark]
+    remote = sorted({p for p, _ in files} - {p for p, _ in local})
     index_schema = StructType([StructField("kind", ByteType()), StructField("key", BinaryType()),
                                StructField("line", BinaryType())])
     index = functools.partial(index_files, args.ukvs, args.index_arg)
     parts = []
     if local:
-        paths = spark.createDataFrame([(p,) for p in local], "path string")
-        parts.append(paths.repartition(len(local)).mapInArrow(index, index_schema))
+        paths = spark.createDataFrame([(p,) for p, _ in local], "path string")
+        tasks = index_tasks(spark, local, args.bytes_per_task)
+        parts.append(paths.repartition(tasks).mapInArrow(index, index_schema))
     if remote:
         content = spark.read.format("binaryFile").load(remote).select("path", "content")
         parts.append(content.mapInArrow(index, index_schema))
