@@ -76,8 +76,11 @@ pub struct Options {
     /// Also index the records the profile leaves out by default: the
     /// `filedesc` record (`ukvs`, `cdx11`) and, for `cdx11`, `text/dns`
     /// records and `304 Not Modified` responses, as CDX-Writer's
-    /// `--all-records` does. `cdxj` ignores it (cdxj-indexer's default record
-    /// set already holds every ARC record but the filedesc).
+    /// `--all-records` does; in every profile, the request and metadata
+    /// records of ARC revision 3.0 (FORMATS.md 3.7). Among other ARC
+    /// records `cdxj` ignores it (cdxj-indexer's default record set
+    /// already holds every ARC record but the filedesc). WARC records: see
+    /// [`warc`].
     pub all_records: bool,
     /// SURT options of the keys.
     pub surt: surt::Options,
