@@ -14,7 +14,7 @@
 //! The handler may only do what is async-signal-safe: it reads the table
 //! below through atomics (no lock, no allocation), writes with `write(2)`
 //! and leaves with `_exit(2)`. The table is a ring of the latest
-//! [`SLOTS`] maps, searched newest first, so a range that a later map
+//! 256 maps (`SLOTS`), searched newest first, so a range that a later map
 //! reuses names the later file; live maps are always among the latest
 //! (a run holds a few at a time).
 

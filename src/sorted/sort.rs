@@ -131,7 +131,7 @@ impl Run {
     ///
     /// Spans are sorted by their prefixes; each group of spans whose
     /// prefixes tie is then sorted by the next eight bytes of its lines,
-    /// and so on (see [`refine`]): comparisons stay integer compares on
+    /// and so on (see `refine`): comparisons stay integer compares on
     /// the spans, and the arena is read once per line and tie level, in
     /// span order, instead of twice per comparison at random. Unstable is
     /// fine: spans with equal bytes are indistinguishable in the output,
