@@ -19,6 +19,7 @@
 //! reader does when it looks for the next record after damage) allocates
 //! nothing; [`Header::parse_into`] copies a view into reusable buffers.
 
+use super::rev3::is_serial;
 use super::{Error, Header, HeaderKind};
 
 /// How far right-to-left tokenisation goes. Every known layout has at most
@@ -449,11 +450,6 @@ pub fn is_ip_like(t: &[u8]) -> bool {
 
 fn is_num_or_dash(t: &[u8]) -> bool {
     t == b"-" || (!t.is_empty() && t.iter().all(u8::is_ascii_digit))
-}
-
-/// A record serial of the rev-3.0 line (see [`super::rev3::is_serial`]).
-fn is_serial(t: &[u8]) -> bool {
-    super::rev3::is_serial(t)
 }
 
 /// The serial of a rev-3.0 line without checksum: exactly three digits or

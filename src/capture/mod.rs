@@ -448,18 +448,19 @@ pub struct Capture<'a> {
 impl<'a> Capture<'a> {
     /// Reads one record the `ukvs` profile's way.
     pub fn from_record(rec: &'a Record, surt_opts: &surt::Options) -> Capture<'a> {
-        Capture::from_hashed(rec, surt_opts, None)
+        let role = Role::of(&rec.header.url, &rec.header.mime);
+        Capture::from_hashed(rec, role, surt_opts, None)
     }
 
     /// As [`Capture::from_record`], with the SHA-1 of the record's
     /// the bytes [`Indexer::digest_start`] names when the caller has it already.
     fn from_hashed(
         rec: &'a Record,
+        role: Role,
         surt_opts: &surt::Options,
         hashed: Option<[u8; 20]>,
     ) -> Capture<'a> {
         let h = &rec.header;
-        let role = Role::of(&h.url, &h.mime);
         let url = safe_url(described_url(&h.url));
         let http = is_http_url(&url);
         // Requests, metadata and transformed copies hold no HTTP response.
@@ -922,7 +923,7 @@ impl Indexer {
                 if is_filedesc(rec) && !self.opts.all_records {
                     return Outcome::Filtered;
                 }
-                let mut capture = Capture::from_hashed(rec, &self.opts.surt, hashed);
+                let mut capture = Capture::from_hashed(rec, role, &self.opts.surt, hashed);
                 self.key_error = capture.key_error.take();
                 if role == Role::Revisit {
                     let mut line = Vec::new();
@@ -933,14 +934,20 @@ impl Indexer {
                 }
                 Outcome::Indexed
             }
-            Profile::Cdxj => self.write_cdxj(rec, hashed, out),
-            Profile::Cdx11 => self.write_cdx11(rec, hashed, out),
+            Profile::Cdxj => self.write_cdxj(rec, role, hashed, out),
+            Profile::Cdx11 => self.write_cdx11(rec, role, hashed, out),
         }
     }
 
     /// cdxj-indexer 1.5 (warcio ARC reading): every record but the filedesc;
     /// values are JSON strings, keys in its order, `json.dumps` spacing.
-    fn write_cdxj(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+    fn write_cdxj(
+        &mut self,
+        rec: &Record,
+        role: Role,
+        hashed: Option<[u8; 20]>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
         if is_filedesc(rec) {
             return Outcome::Filtered;
         }
@@ -952,7 +959,7 @@ impl Indexer {
             &rec.header_line
         };
         let line_utf8 = std::str::from_utf8(line).is_ok();
-        let revisit = Role::of(&h.url, &h.mime) == Role::Revisit;
+        let revisit = role == Role::Revisit;
         let mut url: Cow<[u8]> = match described_url(&h.url) {
             [b'<', inner @ .., b'>'] => Cow::Borrowed(inner),
             u => Cow::Borrowed(u),
@@ -1022,6 +1029,7 @@ impl Indexer {
     fn write_cdx11(
         &mut self,
         rec: &Record,
+        role: Role,
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
@@ -1062,7 +1070,7 @@ impl Indexer {
         };
         let mime: &[u8] = if filedesc {
             b"warc/filedesc"
-        } else if Role::of(&h.url, &h.mime) == Role::Revisit {
+        } else if role == Role::Revisit {
             b"warc/revisit"
         } else {
             cdx11_mime(&h.mime)
