@@ -24,7 +24,9 @@ use crate::mementomap::generate::{
 use crate::mementomap::header::{iso8601, Header};
 use crate::mementomap::key::map_key;
 use crate::mementomap::lookup::{DatetimeRange, Map};
-use crate::mementomap::merge::{fold, fold_records_from, Lines, Merger, Source, Summary};
+use crate::mementomap::merge::{
+    fold, fold_records, fold_records_from, Lines, Merger, Source, Summary,
+};
 use crate::mementomap::{Error as MapError, Frequency, Record};
 use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
@@ -1176,7 +1178,7 @@ fn finish_generate(
         if ordered {
             for (part, _) in parts {
                 match part {
-                    Part::Mem(bytes) => w.write_all(&bytes)?,
+                    Part::Mem(bytes) => w.append_bytes(&bytes)?,
                     Part::File(mut file) => {
                         w.append_file(&mut file)?;
                     }
@@ -1304,7 +1306,11 @@ fn pass_one(
     }
     let mut map = PartMap::new(tmp, map_mem, 1 << 20);
     let late = late.map(|line| Record::parse(&line?, 0));
-    let summary = fold_records_from(main.into_reader(), FOLD_WINDOW, late, &mut map)?;
+    let summary = match main {
+        // In memory already: folded from where it is.
+        Part::Mem(bytes) => fold_records(&bytes, late, &mut map)?,
+        Part::File(file) => fold_records_from(file, FOLD_WINDOW, late, &mut map)?,
+    };
     Ok(PassOne {
         map: map.finish()?,
         summary,

@@ -177,6 +177,18 @@ impl Output {
         self.write_all(b"\n")
     }
 
+    /// Appends `bytes`, a large slice: what is buffered is written first,
+    /// then `bytes` straight from where they are, without a copy into the
+    /// buffer (nor the faults of the buffer's fresh pages).
+    pub fn append_bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let r = match self {
+            Output::Stdout(w) => w.flush().and_then(|()| w.get_mut().write_all(bytes)),
+            Output::Temp { wtr, .. } => wtr.flush().and_then(|()| wtr.get_mut().write_all(bytes)),
+            Output::Direct { wtr, .. } => wtr.flush().and_then(|()| wtr.get_mut().write_all(bytes)),
+        };
+        r.map_err(|e| self.named(e))
+    }
+
     /// Appends what is left of `src` from its position. Into a file, what
     /// is buffered is written first and the kernel copies the rest
     /// (`io::copy` between files uses `copy_file_range`), so the bytes do
