@@ -5,7 +5,7 @@
 //! largest first.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 
 use anyhow::Context;
 
@@ -233,7 +233,7 @@ fn cuts(file: &File, threads: usize, parallel_from: u64) -> io::Result<Vec<u64>>
 }
 
 /// Bytes a cut search reads at a time.
-const PROBE_READ: u64 = 8 << 10;
+const PROBE_READ: u64 = 2 << 10;
 
 /// The longest line a cut search reads; a longer one gives up the search
 /// ([`LongLine`]) and the file is read as one part.
@@ -250,6 +250,22 @@ impl std::fmt::Display for LongLine {
 }
 
 impl std::error::Error for LongLine {}
+
+/// Reads into `buf` from offset `at` until it is full or the file ends;
+/// the bytes read.
+fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], at + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
 
 /// Reads lines of a sorted file at chosen offsets, for the cuts.
 struct Probe<'f> {
@@ -287,11 +303,11 @@ impl<'f> Probe<'f> {
         }
         self.buf.clear();
         self.buf_at = at;
-        let mut f = self.file;
-        f.seek(SeekFrom::Start(at))?;
         loop {
             let have = self.buf.len();
-            let n = (&mut f).take(PROBE_READ).read_to_end(&mut self.buf)?;
+            self.buf.resize(have + PROBE_READ as usize, 0);
+            let n = read_full_at(self.file, &mut self.buf[have..], at + have as u64)?;
+            self.buf.truncate(have + n);
             if let Some(i) = memchr::memchr(b'\n', &self.buf[have..]) {
                 return Ok(&self.buf[..have + i]);
             }
