@@ -1121,7 +1121,7 @@ fn finish_generate(
         }
         base += part.stats.lines;
         gstats += part.stats;
-        parts.push((part.map, part.summary));
+        parts.push((part.map, part.late, part.summary));
     }
     let params = a.rollup.params(f64::INFINITY);
     let mut header = header_for(&a.out, &a.inputs, None);
@@ -1154,7 +1154,7 @@ fn finish_generate(
     // Parts cut between hosts follow each other in key order: when
     // nothing rolls up, their maps are the map's body as they are.
     let mut last: Option<&[u8]> = None;
-    let ordered = parts.iter().all(|(_, f)| match (&f.first, last) {
+    let ordered = parts.iter().all(|(_, _, f)| match (&f.first, last) {
         (None, _) => true,
         (Some(first), prev) => {
             let ok = prev.map_or(true, |l| l < first.as_slice());
@@ -1163,12 +1163,12 @@ fn finish_generate(
         }
     });
     let quota = a.rollup.max_lines.is_some() || a.rollup.max_bytes.is_some();
+    let (tmp, map_mem) = (tmp_dir(&a.out), PARTS_MEM / parts.len().max(1));
     let stats = if !params.rolls_up() && !quota && columns.is_none() {
         // Nothing rolls up: the parts' maps are the body, as they are when
         // they follow each other in key order (parts cut between hosts
         // do), folded together when not.
         let mut stats = Stats {
-            lines_in: parts.iter().map(|(_, f)| f.lines).sum(),
             total: gstats.total,
             ..Stats::default()
         };
@@ -1176,39 +1176,44 @@ fn finish_generate(
         let mut w = Output::create(&a.out.output)?;
         w.write_all(&header)?;
         if ordered {
-            for (part, _) in parts {
-                match part {
-                    Part::Mem(bytes) => w.append_bytes(&bytes)?,
-                    Part::File(mut file) => {
-                        w.append_file(&mut file)?;
+            for (part, late, f) in parts {
+                stats.lines_in += match (part, late) {
+                    (Part::Mem(bytes), None) => {
+                        w.append_bytes(&bytes)?;
+                        f.lines
                     }
-                }
+                    (Part::File(mut file), None) => {
+                        w.append_file(&mut file)?;
+                        f.lines
+                    }
+                    (part, late) => write_part(part, late, &mut w)?.lines,
+                };
             }
             stats.lines_out = stats.lines_in;
         } else {
-            let sources = parts
-                .into_iter()
-                .map(|(part, _)| {
-                    Lines::Read(Box::new(BufReader::with_capacity(
-                        1 << 20,
-                        part.into_reader(),
-                    )))
-                })
-                .collect();
-            stats.lines_out = fold(sources, &mut w)?.lines;
+            let mut sources = Vec::new();
+            for (part, late, _) in parts {
+                let part = fold_part(part, late, &tmp, map_mem)?;
+                sources.push(Lines::Read(Box::new(BufReader::with_capacity(
+                    1 << 20,
+                    part.into_reader(),
+                ))));
+            }
+            let folded = fold(sources, &mut w)?;
+            stats.lines_in = folded.lines;
+            stats.lines_out = folded.lines;
         }
         w.commit()?;
         stats
     } else {
-        let sources: Vec<Source> = parts
-            .into_iter()
-            .map(|(part, _)| {
-                Box::new(map_lines(BufReader::with_capacity(
-                    1 << 20,
-                    part.into_reader(),
-                ))) as Source
-            })
-            .collect();
+        let mut sources: Vec<Source> = Vec::new();
+        for (part, late, _) in parts {
+            let part = fold_part(part, late, &tmp, map_mem)?;
+            sources.push(Box::new(map_lines(BufReader::with_capacity(
+                1 << 20,
+                part.into_reader(),
+            ))));
+        }
         // The parts come from disjoint URLs: sums stay exact.
         let merged = Merger::new(sources, true);
         finish_map(merged, &a.rollup, params, &a.out, header, columns)?
@@ -1239,10 +1244,17 @@ const PARTS_MEM: usize = 16 << 20;
 /// the part).
 struct PassOne {
     map: Part,
+    /// The part's late records that came back from the sort, folded into
+    /// `map` where the map is written: folded here, the whole map would be
+    /// copied for them.
+    late: Option<LateLines>,
     summary: Summary,
     stats: GenStats,
     bad: Vec<(usize, MapError)>,
 }
+
+/// Map lines of late records, sorted by key.
+type LateLines = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>> + Send>>;
 
 /// Runs the first pass over the lines `lines` hands to its feed: counts
 /// per map key, written in order to a [`PartMap`] holding up to `map_mem`
@@ -1291,32 +1303,71 @@ fn pass_one(
     run?;
     let (main, _late_in_memory, stats, written) = g.finish()?;
     let main = main.finish()?;
-    let mut late = Rc::try_unwrap(sorter)
+    let sorted = Rc::try_unwrap(sorter)
         .map_err(|_| anyhow::anyhow!("late-record sorter still shared"))?
         .into_inner()
-        .finish()?
-        .peekable();
-    if late.peek().is_none() {
-        return Ok(PassOne {
-            map: main,
-            summary: written,
-            stats,
-            bad,
-        });
-    }
-    let mut map = PartMap::new(tmp, map_mem, 1 << 20);
-    let late = late.map(|line| Record::parse(&line?, 0));
-    let summary = match main {
-        // In memory already: folded from where it is.
-        Part::Mem(bytes) => fold_records(&bytes, late, &mut map)?,
-        Part::File(file) => fold_records_from(file, FOLD_WINDOW, late, &mut map)?,
+        .finish()?;
+    let sorted: Box<dyn Iterator<Item = io::Result<Vec<u8>>> + Send> = Box::new(sorted);
+    let mut late = sorted.peekable();
+    let mut summary = written;
+    let late = match late.peek() {
+        None => None,
+        Some(first) => {
+            // A late key sorts at or before the last key written (that
+            // is what makes it late), but may sort before the first one.
+            // (Exclusion entries may sort anywhere; with them the input
+            // is read in one part, which needs no first or last.)
+            if let Ok(line) = first {
+                let key = &line[..memchr::memchr(b' ', line).unwrap_or(line.len())];
+                if summary.first.as_deref().map_or(true, |f| key < f) {
+                    summary.first = Some(key.to_vec());
+                }
+            }
+            Some(late)
+        }
     };
     Ok(PassOne {
-        map: map.finish()?,
+        map: main,
+        late,
         summary,
         stats,
         bad,
     })
+}
+
+/// Writes the map lines of `part` to `out`, with its late records folded
+/// in; what was written.
+fn write_part(
+    part: Part,
+    late: Option<LateLines>,
+    out: &mut impl Write,
+) -> anyhow::Result<Summary> {
+    let late = late
+        .into_iter()
+        .flatten()
+        .map(|line| Record::parse(&line?, 0));
+    Ok(match part {
+        // In memory: folded from where it is.
+        Part::Mem(bytes) => fold_records(&bytes, late, out)?,
+        Part::File(file) => fold_records_from(file, FOLD_WINDOW, late, out)?,
+    })
+}
+
+/// `part` with its late records folded in, in a part of its own holding
+/// up to `map_mem` bytes in memory (for the parts read again line by
+/// line).
+fn fold_part(
+    part: Part,
+    late: Option<LateLines>,
+    tmp: &Path,
+    map_mem: usize,
+) -> anyhow::Result<Part> {
+    if late.is_none() {
+        return Ok(part);
+    }
+    let mut map = PartMap::new(tmp, map_mem, 1 << 20);
+    write_part(part, late, &mut map)?;
+    map.finish()
 }
 
 fn report_generate(g: &GenStats, s: &Stats) {

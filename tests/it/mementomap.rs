@@ -1495,8 +1495,10 @@ fn maps_carry_the_surt_profile_of_their_index() {
 /// Hosts whose map lines outgrow what a generator holds, each with a SURT
 /// of the odd form `host)?query` at its end: its key, the host's root page,
 /// is late past everything held, so it goes through the sort and is folded
-/// into the written map after the pass. The map has the records of
-/// generating in memory.
+/// into the map as it is written. The map has the records of generating in
+/// memory however the input is cut: in one part (`-j 1`), in parts cut
+/// between the hosts (`-j 2`), in parts cut inside them (`-j 4`, whose
+/// maps fold together); and rolled up, the map is the same for any cut.
 #[test]
 fn late_records_past_the_hold_are_folded_in() {
     let dir = tempfile::tempdir().unwrap();
@@ -1509,7 +1511,8 @@ fn late_records_past_the_hold_are_folded_in() {
             ))
         };
         push("/");
-        for i in 0..60_000u32 {
+        // Enough lines that the file is read in parts (32 MiB and more).
+        for i in 0..200_000u32 {
             push(&format!("/p{i}"));
             if i % 1000 == 0 {
                 // Cut back to `/p{i}` by the query: late, but held.
@@ -1520,18 +1523,20 @@ fn late_records_past_the_hold_are_folded_in() {
     }
     lines.sort();
     let text = lines.join("\n") + "\n";
+    assert!(text.len() > 32 << 20);
     let input = write(dir.path(), "hosts.cdxj", &text);
-    let out = dir.path().join("hosts.map");
-    ukvs(&[
-        "mementomap",
-        "generate",
-        "-q",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let map = std::fs::read_to_string(&out).unwrap();
-    let got: Vec<&str> = map.lines().filter(|l| !l.starts_with('!')).collect();
+    let generate = |args: &[&str]| -> Vec<String> {
+        let out = dir.path().join("hosts.map");
+        let mut all = vec!["mementomap", "generate", "-q"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&[input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        ukvs(&all);
+        let map = std::fs::read_to_string(&out).unwrap();
+        map.lines()
+            .filter(|l| !l.starts_with('!'))
+            .map(String::from)
+            .collect()
+    };
     let opts = ukvs::mementomap::generate::Options::default();
     let (want, stats) = ukvs::mementomap::generate::records_of(text.as_bytes(), &opts).unwrap();
     assert!(stats.late >= 2, "{stats:?}");
@@ -1544,8 +1549,24 @@ fn late_records_past_the_hold_are_folded_in() {
                 .to_string()
         })
         .collect();
-    assert_eq!(got.len(), want.len());
-    assert!(got == want, "the map differs from the records in memory");
-    assert!(got.contains(&"com,huge)/ 2/2"), "{:?}", &got[..3]);
-    assert!(got.contains(&"com,huge)/p1000 2/2"));
+    for threads in ["1", "2", "4"] {
+        let got = generate(&["-j", threads]);
+        assert_eq!(got.len(), want.len(), "-j {threads}");
+        assert!(
+            got == want,
+            "-j {threads}: the map differs from the records in memory"
+        );
+        assert!(
+            got.contains(&"com,huge)/ 2/2".to_string()),
+            "{:?}",
+            &got[..3]
+        );
+        assert!(got.contains(&"com,huge)/p1000 2/2".to_string()));
+    }
+    let rolled = generate(&["-j", "1", "--hcf", "1", "--pcf", "1"]);
+    assert!(rolled.len() < want.len() / 10, "{} lines", rolled.len());
+    for threads in ["2", "4"] {
+        let got = generate(&["-j", threads, "--hcf", "1", "--pcf", "1"]);
+        assert!(got == rolled, "-j {threads}: the rolled-up map differs");
+    }
 }
