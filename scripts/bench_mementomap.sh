@@ -6,10 +6,12 @@
 #
 # LINES (default 600000) captures are generated; a second input ten times
 # larger checks that ukvs's peak memory stays flat. Batch lookups ask
-# LOOKUPS keys (default 20000, half held); UKVS names another binary. Prints wall seconds (best of
-# REPS runs, default 7, the same for every tool) and peak RSS (KiB) for
-# each job, and the speed-ups, for the inputs in two page-cache states
-# (see `prepare`): just written, and read back from the disk.
+# LOOKUPS keys (default 20000, half held); UKVS names another binary, and
+# BASE an older build of ukvs to time beside it (generate only, to compare
+# two builds in one run). Prints wall seconds (best of REPS runs, default
+# 7, the same for every tool) and peak RSS (KiB) for each job, and the
+# speed-ups, for the inputs in two page-cache states (see `prepare`): just
+# written, and read back from the disk.
 set -euo pipefail
 export LC_ALL=C
 
@@ -121,6 +123,9 @@ for STATE in written readback; do
     PREP=("$WORK/in.cdxj")
     measure ref_generate_$STATE "$WORK/ref.map" python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
     measure ukvs_generate_$STATE "$WORK/ukvs.map" "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
+    if [ -n "${BASE:-}" ]; then
+        measure base_generate_$STATE "$WORK/base.map" "$BASE" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/base.map"
+    fi
     if [ $STATE = readback ]; then
         PREP=("$WORK/in10.cdxj")
         measure ukvs_generate_x10 "$WORK/ukvs10.map" "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
@@ -153,4 +158,13 @@ for STATE in written readback; do
     echo "inputs $STATE: generate speed-up $(ratio ref_generate_$STATE ukvs_generate_$STATE)x," \
         "batch lookup ($(wc -l < "$WORK/q.txt") keys) speed-up $(ratio ref_batchlookup_$STATE ukvs_batchlookup_$STATE)x"
 done
+if [ -n "${BASE:-}" ]; then
+    for STATE in written readback; do
+        echo "inputs $STATE: generate, BASE's time / UKVS's time" \
+            "$(awk "BEGIN{printf \"%.3f\", $(cat "$WORK/base_generate_$STATE.t") / $(cat "$WORK/ukvs_generate_$STATE.t")}")" \
+            "(BASE's speed-up $(ratio ref_generate_$STATE base_generate_$STATE)x)"
+    done
+    tail -n +4 "$WORK/base.map" | cmp -s - <(tail -n +4 "$WORK/ukvs.map") \
+        && echo "maps of BASE and UKVS: same body" || echo "maps of BASE and UKVS: bodies DIFFER"
+fi
 echo "map lines: ukvs $(grep -vc '^!' "$WORK/ukvs.map"), reference $(wc -l < "$WORK/ref.map")"
