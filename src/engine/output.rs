@@ -181,10 +181,14 @@ impl Output {
     /// then `bytes` straight from where they are, without a copy into the
     /// buffer (nor the faults of the buffer's fresh pages).
     pub fn append_bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        fn straight<W: Write>(w: &mut BufWriter<W>, bytes: &[u8]) -> io::Result<()> {
+            w.flush()?;
+            w.get_mut().write_all(bytes)
+        }
         let r = match self {
-            Output::Stdout(w) => w.flush().and_then(|()| w.get_mut().write_all(bytes)),
-            Output::Temp { wtr, .. } => wtr.flush().and_then(|()| wtr.get_mut().write_all(bytes)),
-            Output::Direct { wtr, .. } => wtr.flush().and_then(|()| wtr.get_mut().write_all(bytes)),
+            Output::Stdout(w) => straight(w, bytes),
+            Output::Temp { wtr, .. } => straight(wtr, bytes),
+            Output::Direct { wtr, .. } => straight(wtr, bytes),
         };
         r.map_err(|e| self.named(e))
     }

@@ -68,23 +68,14 @@ pub fn for_each_read_line(
     to: u64,
     mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    use std::os::unix::fs::FileExt;
     const BUF: usize = 256 << 10;
     let mut buf = vec![0u8; BUF];
     // `have` bytes at the buffer's start are the unfinished line read last.
     let (mut pos, mut no, mut have) = (from, 0u64, 0usize);
     loop {
         let want = usize::try_from(to - pos).map_or(buf.len(), |n| n.min(buf.len() - have));
-        let mut got = 0;
-        while got < want {
-            let n = file
-                .read_at(&mut buf[have + got..have + want], pos + got as u64)
-                .context("reading the input")?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-        }
+        let got =
+            read_full_at(file, &mut buf[have..have + want], pos).context("reading the input")?;
         pos += got as u64;
         let end = have + got;
         let mut at = 0;
