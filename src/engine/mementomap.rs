@@ -1193,11 +1193,9 @@ fn finish_generate(
         } else {
             let mut sources = Vec::new();
             for (part, late, _) in parts {
-                let part = fold_part(part, late, &tmp, map_mem)?;
-                sources.push(Lines::Read(Box::new(BufReader::with_capacity(
-                    1 << 20,
-                    part.into_reader(),
-                ))));
+                sources.push(Lines::Read(Box::new(folded_reader(
+                    part, late, &tmp, map_mem,
+                )?)));
             }
             let folded = fold(sources, &mut w)?;
             stats.lines_in = folded.lines;
@@ -1208,11 +1206,9 @@ fn finish_generate(
     } else {
         let mut sources: Vec<Source> = Vec::new();
         for (part, late, _) in parts {
-            let part = fold_part(part, late, &tmp, map_mem)?;
-            sources.push(Box::new(map_lines(BufReader::with_capacity(
-                1 << 20,
-                part.into_reader(),
-            ))));
+            sources.push(Box::new(map_lines(folded_reader(
+                part, late, &tmp, map_mem,
+            )?)));
         }
         // The parts come from disjoint URLs: sums stay exact.
         let merged = Merger::new(sources, true);
@@ -1353,21 +1349,24 @@ fn write_part(
     })
 }
 
-/// `part` with its late records folded in, in a part of its own holding
-/// up to `map_mem` bytes in memory (for the parts read again line by
-/// line).
-fn fold_part(
+/// The lines of `part` with its late records folded in, for the parts
+/// read again line by line: with late records, folded first into a part
+/// of their own holding up to `map_mem` bytes in memory.
+fn folded_reader(
     part: Part,
     late: Option<LateLines>,
     tmp: &Path,
     map_mem: usize,
-) -> anyhow::Result<Part> {
-    if late.is_none() {
-        return Ok(part);
-    }
-    let mut map = PartMap::new(tmp, map_mem, 1 << 20);
-    write_part(part, late, &mut map)?;
-    map.finish()
+) -> anyhow::Result<BufReader<Box<dyn Read + Send>>> {
+    let part = match late {
+        None => part,
+        late => {
+            let mut map = PartMap::new(tmp, map_mem, 1 << 20);
+            write_part(part, late, &mut map)?;
+            map.finish()?
+        }
+    };
+    Ok(BufReader::with_capacity(1 << 20, part.into_reader()))
 }
 
 fn report_generate(g: &GenStats, s: &Stats) {
