@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::freq::{Bound, Count, Frequency};
 use super::key::{candidates, map_key, map_key_into};
-use super::merge::{fold_records, key_lower_bound, Summary};
+use super::merge::{fold_indexed_records, key_at, Summary};
 use super::record::Record;
 use super::Error;
 
@@ -799,8 +799,9 @@ pub struct Generator<W: Write> {
     /// Its late records, and their keys' bytes.
     held_late: Vec<Record>,
     held_late_bytes: usize,
-    /// How many lines `held` has.
-    held_lines: u64,
+    /// Where each line of `held` starts: the searches of a fold compare
+    /// the keys there, with no scan for the lines.
+    held_starts: Vec<u32>,
     /// Whether the host's lines outgrew [`HOLD_MAX`] and went out: its
     /// later late records go to the sort.
     held_out: bool,
@@ -828,7 +829,7 @@ impl<W: Write> Generator<W> {
             held_host: Vec::new(),
             held_late: Vec::new(),
             held_late_bytes: 0,
-            held_lines: 0,
+            held_starts: Vec::new(),
             held_out: false,
             written: Summary::default(),
             hold_max: HOLD_MAX,
@@ -870,10 +871,16 @@ impl<W: Write> Generator<W> {
             self.release()?;
             self.held_out = false;
         }
+        if u32::try_from(self.held.len()).is_err() {
+            // Past what a line start can say (only lines of absurd
+            // length get here): out with what is held.
+            self.release()?;
+            self.held_out = true;
+        }
         let rec = self.agg.done();
         if self.order.admit(&rec.key) {
+            self.held_starts.push(self.held.len() as u32);
             rec.write_to(&mut self.held);
-            self.held_lines += 1;
             if self.held.len() + self.held_late_bytes > self.hold_max {
                 self.make_room()?;
             }
@@ -910,7 +917,9 @@ impl<W: Write> Generator<W> {
     /// then go to the sort.
     fn make_room(&mut self) -> Result<(), Error> {
         let bound = late_bound(&self.agg.group_surt);
-        let split = key_lower_bound(&self.held, &bound);
+        let (held, starts) = (&self.held, &self.held_starts);
+        let lines = starts.partition_point(|&s| key_at(held, s as usize) < bound.as_slice());
+        let split = starts.get(lines).map_or(held.len(), |&s| s as usize);
         if split < self.held.len() / 2 {
             self.release()?;
             self.held_out = true;
@@ -920,11 +929,14 @@ impl<W: Write> Generator<W> {
         let later = self.held_late.partition_point(|r| r.key < bound);
         let later = self.held_late.split_off(later);
         let early = std::mem::replace(&mut self.held_late, later);
-        let out = &self.held[..split];
-        let summary = fold_records(out, early.into_iter().map(Ok), &mut self.main)?;
+        let (out, starts) = (&self.held[..split], &self.held_starts[..lines]);
+        let summary = fold_indexed_records(out, starts, early.into_iter().map(Ok), &mut self.main)?;
         self.written.append(summary)?;
-        self.held_lines -= memchr::memchr_iter(b'\n', out).count() as u64;
         self.held.drain(..split);
+        self.held_starts.drain(..lines);
+        // `split` is a line start, so it fits.
+        let split = split as u32;
+        self.held_starts.iter_mut().for_each(|s| *s -= split);
         self.held_late_bytes = self.held_late.iter().map(|r| r.key.len() + 32).sum();
         Ok(())
     }
@@ -941,7 +953,7 @@ impl<W: Write> Generator<W> {
                 let end = memchr::memchr2(b' ', b'\n', &self.held).unwrap_or(self.held.len());
                 self.written.first = Some(self.held[..end].to_vec());
             }
-            self.written.lines += self.held_lines;
+            self.written.lines += self.held_starts.len() as u64;
             if let Some(last) = &self.order.last {
                 self.written.last.clear();
                 self.written.last.extend_from_slice(last);
@@ -950,11 +962,12 @@ impl<W: Write> Generator<W> {
         } else {
             self.held_late.sort_by(|a, b| a.key.cmp(&b.key));
             let late = std::mem::take(&mut self.held_late).into_iter().map(Ok);
-            let summary = fold_records(&self.held, late, &mut self.main)?;
+            let summary =
+                fold_indexed_records(&self.held, &self.held_starts, late, &mut self.main)?;
             self.written.append(summary)?;
         }
         self.held.clear();
-        self.held_lines = 0;
+        self.held_starts.clear();
         self.held_late_bytes = 0;
         Ok(())
     }

@@ -147,19 +147,57 @@ pub fn fold_records(
     late: impl IntoIterator<Item = Result<Record, Error>>,
     out: &mut impl Write,
 ) -> Result<Summary, Error> {
-    let key_of = |line: &[u8]| -> Vec<u8> {
-        line[..memchr::memchr2(b' ', b'\n', line).unwrap_or(line.len())].to_vec()
+    let mut lines = memchr::memchr_iter(b'\n', main).count() as u64;
+    lines += u64::from(!main.is_empty() && !main.ends_with(b"\n"));
+    let body = main.strip_suffix(b"\n").unwrap_or(main);
+    let last = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+    let search = |pos: usize, key: &[u8]| pos + key_lower_bound(&main[pos..], key);
+    fold_with(main, lines, last, search, late, out)
+}
+
+/// [`fold_records`] for map lines whose starts are known (`starts`, in
+/// order, one per line of `main`, every line ending in LF): the searches
+/// compare keys at those starts, with no scan for the lines' ends.
+pub fn fold_indexed_records(
+    main: &[u8],
+    starts: &[u32],
+    late: impl IntoIterator<Item = Result<Record, Error>>,
+    out: &mut impl Write,
+) -> Result<Summary, Error> {
+    let last = starts.last().map_or(0, |&s| s as usize);
+    // Searches move forward: each starts at the line the last one found.
+    let mut from = 0;
+    let search = |_pos: usize, key: &[u8]| {
+        from += starts[from..].partition_point(|&s| key_at(main, s as usize) < key);
+        starts.get(from).map_or(main.len(), |&s| s as usize)
     };
+    fold_with(main, starts.len() as u64, last, search, late, out)
+}
+
+/// The key of the map line that starts at `start` of `text`.
+pub(crate) fn key_at(text: &[u8], start: usize) -> &[u8] {
+    let line = &text[start..];
+    &line[..memchr::memchr2(b' ', b'\n', line).unwrap_or(line.len())]
+}
+
+/// The fold of [`fold_records`] over `main` of `lines` lines, the last
+/// starting at `last`; `search(pos, key)` gives the start of the first
+/// line from `pos` on whose key is `>= key`.
+fn fold_with(
+    main: &[u8],
+    lines: u64,
+    last: usize,
+    mut search: impl FnMut(usize, &[u8]) -> usize,
+    late: impl IntoIterator<Item = Result<Record, Error>>,
+    out: &mut impl Write,
+) -> Result<Summary, Error> {
     let mut done = Summary {
-        lines: memchr::memchr_iter(b'\n', main).count() as u64,
+        lines,
         ..Summary::default()
     };
     if !main.is_empty() {
-        done.first = Some(key_of(main));
-        let body = main.strip_suffix(b"\n").unwrap_or(main);
-        let last = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
-        done.last = key_of(&body[last..]);
-        done.lines += u64::from(!main.ends_with(b"\n"));
+        done.first = Some(key_at(main, 0).to_vec());
+        done.last = key_at(main, last).to_vec();
     }
     let mut late = late.into_iter().peekable();
     let mut pos = 0;
@@ -175,7 +213,7 @@ pub fn fold_records(
                 key: String::from_utf8_lossy(&rec.key).into_owned(),
             });
         }
-        let at = pos + key_lower_bound(&main[pos..], &rec.key);
+        let at = search(pos, &rec.key);
         out.write_all(&main[pos..at])?;
         if at == main.len() && at > pos && !main.ends_with(b"\n") {
             // A last line without LF, followed by a late record.
@@ -184,7 +222,7 @@ pub fn fold_records(
         pos = at;
         let line_end = memchr::memchr(b'\n', &main[pos..]).map_or(main.len(), |i| pos + i);
         let line = &main[pos..line_end];
-        if !line.is_empty() && key_of(line) == rec.key {
+        if !line.is_empty() && key_at(line, 0) == rec.key {
             let mut held = Record::parse(line, 0)?;
             held.absorb(&rec, false);
             rec = held;
@@ -298,7 +336,7 @@ fn absorb_equal(
 
 /// A sorted stream of map lines written: how many lines, their first and
 /// last keys.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Summary {
     pub lines: u64,
     pub first: Option<Vec<u8>>,
@@ -569,12 +607,16 @@ mod tests {
     #[test]
     fn fold_records_compares_keys() {
         let main = b"com,a)/a 1/1\ncom,a)/b 1/1\n";
-        let late = vec![Record::parse(b"com,a)/a\x01 2/1", 1)];
+        let late = || vec![Record::parse(b"com,a)/a\x01 2/1", 1)];
         let mut out = Vec::new();
-        let done = fold_records(main, late, &mut out).unwrap();
+        let done = fold_records(main, late(), &mut out).unwrap();
         assert_eq!(out, b"com,a)/a 1/1\ncom,a)/a\x01 2/1\ncom,a)/b 1/1\n");
         assert_eq!(done.lines, 3);
         assert_eq!(done.first.as_deref(), Some(&b"com,a)/a"[..]));
+        let mut indexed = Vec::new();
+        let again = fold_indexed_records(main, &[0, 13], late(), &mut indexed).unwrap();
+        assert_eq!(indexed, out);
+        assert_eq!(again, done);
     }
 
     proptest::proptest! {
@@ -609,13 +651,20 @@ mod tests {
                 text.pop();
             }
             let mut out = Vec::new();
-            let late_recs: Vec<Result<Record, Error>> = late
-                .iter()
-                .map(|l| Record::parse(l.as_bytes(), 1))
-                .collect();
-            let done = fold_records(text.as_bytes(), late_recs, &mut out).unwrap();
-            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), expected.concat());
+            let late_recs = || late.iter().map(|l| Record::parse(l.as_bytes(), 1));
+            let done = fold_records(text.as_bytes(), late_recs(), &mut out).unwrap();
+            proptest::prop_assert_eq!(String::from_utf8(out.clone()).unwrap(), expected.concat());
             proptest::prop_assert_eq!(done.lines as usize, expected.len());
+            if lf_at_end {
+                // With the lines' starts given, the same fold.
+                let mut starts = vec![0u32];
+                starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i as u32 + 1));
+                starts.pop();
+                let mut indexed = Vec::new();
+                let again = fold_indexed_records(text.as_bytes(), &starts, late_recs(), &mut indexed).unwrap();
+                proptest::prop_assert_eq!(indexed, out);
+                proptest::prop_assert_eq!(again, done);
+            }
         }
 
         /// Folding a map read a few bytes at a time gives what folding it
