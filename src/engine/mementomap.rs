@@ -15,6 +15,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::mementomap::compact::{Compactor, Params, Spool, Stats};
 use crate::mementomap::evaluate::{evaluate, Evaluation};
@@ -32,7 +33,7 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::output::Output;
-use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, largest_first};
+use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -440,15 +441,16 @@ impl Write for WorkFile {
     }
 }
 
-/// The map lines of one part of a generation: held in memory up to a
-/// bound, then in an unnamed working file. A part's map is small next to
-/// its input (one line per URI key); held in memory, it goes to the output
-/// with one write, where a file costs a write, a copy into the output and
-/// the release of its pages.
-struct PartMap {
+/// The map lines of one part of a generation: held in memory while the
+/// memory the parts' maps share lasts, then in an unnamed working file. A
+/// part's map is small next to its input (one line per URI key); held in
+/// memory, it goes to the output with one write, where a file costs a
+/// write, a copy into the output and the release of its pages.
+struct PartMap<'m> {
     mem: Vec<u8>,
-    /// Bytes held in memory at most; past them the lines go to `file`.
-    limit: usize,
+    /// Bytes the parts' maps may still take in memory, over all parts;
+    /// past them the lines go to `file`.
+    memory: &'m AtomicUsize,
     file: Option<WorkFile>,
     /// Write buffer of the file, once there is one.
     capacity: usize,
@@ -461,13 +463,13 @@ enum Part {
     File(File),
 }
 
-impl PartMap {
-    fn new(tmp: &Path, limit: usize, capacity: usize) -> PartMap {
+impl<'m> PartMap<'m> {
+    fn new(tmp: &Path, memory: &'m AtomicUsize, capacity: usize) -> PartMap<'m> {
         PartMap {
             // Reserved whole, so that growing never copies it: untouched,
             // the reservation costs address space, not memory.
-            mem: Vec::with_capacity(limit),
-            limit,
+            mem: Vec::with_capacity(memory.load(Ordering::Relaxed)),
+            memory,
             file: None,
             capacity,
             tmp: tmp.to_path_buf(),
@@ -486,7 +488,7 @@ impl PartMap {
     }
 }
 
-impl Write for PartMap {
+impl Write for PartMap<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.write_all(buf)?;
         Ok(buf.len())
@@ -494,13 +496,21 @@ impl Write for PartMap {
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         if self.file.is_none() {
-            if self.mem.len() + buf.len() <= self.limit {
+            let n = buf.len();
+            let take = |left: usize| left.checked_sub(n);
+            if self
+                .memory
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, take)
+                .is_ok()
+            {
                 self.mem.extend_from_slice(buf);
                 return Ok(());
             }
             let mut w = WorkFile::new(&self.tmp, self.capacity)
                 .map_err(|e| io::Error::other(format!("{e:#}")))?;
             w.write_all(&self.mem)?;
+            // In a file now: its memory is free for the other parts.
+            self.memory.fetch_add(self.mem.len(), Ordering::Relaxed);
             self.mem = Vec::new();
             self.file = Some(w);
         }
@@ -997,13 +1007,16 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 // part larger, not one thread later.
                 let cuts = cuts_between_surts(&file, threads, super::parts::PARALLEL_FROM)
                     .with_context(|| format!("reading {}", p.display()))?;
-                let late_mem = LATE_MEM / (cuts.len() - 1);
-                let map_mem = PARTS_MEM / (cuts.len() - 1);
+                // A thread with no part left takes half of what another
+                // has left to read: one part more, at most SHARES_MAX.
+                let parts_max = cuts.len() - 1 + super::parts::SHARES_MAX;
+                let late_mem = LATE_MEM / parts_max;
+                let map_mem = &AtomicUsize::new(PARTS_MEM);
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
-                largest_first(&parts, threads, |&(from, to)| {
+                shared_parts(Some(file), &parts, threads, |span| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
-                        for_each_read_line(file, from, to, |line, no| feed(0, line, no))
+                        for_each_read_line(file, span, |line, no| feed(0, line, no))
                     })
                 })
             }
@@ -1013,7 +1026,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                     opts,
                     &tmp,
                     LATE_MEM,
-                    PARTS_MEM,
+                    &AtomicUsize::new(PARTS_MEM),
                     a.strict,
                     |feed| for_each_line(input, |line, no| feed(0, line, no)),
                 )]
@@ -1028,7 +1041,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
             opts,
             &tmp,
             LATE_MEM,
-            PARTS_MEM,
+            &AtomicUsize::new(PARTS_MEM),
             a.strict,
             |feed| {
                 for item in merged {
@@ -1060,7 +1073,7 @@ pub fn generate_from_chunks(
         opts,
         &tmp,
         LATE_MEM,
-        PARTS_MEM,
+        &AtomicUsize::new(PARTS_MEM),
         a.strict,
         |feed| {
             let mut no = 0;
@@ -1253,14 +1266,14 @@ struct PassOne {
 type LateLines = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>> + Send>>;
 
 /// Runs the first pass over the lines `lines` hands to its feed: counts
-/// per map key, written in order to a [`PartMap`] holding up to `map_mem`
-/// bytes in memory, late records to an external sorter. Bad lines are kept (the first ten, or the first one
+/// per map key, written in order to a [`PartMap`] holding what `map_mem`
+/// has left in memory, late records to an external sorter. Bad lines are kept (the first ten, or the first one
 /// when `strict`, which also stops the pass).
 fn pass_one(
     opts: Options,
     tmp: &Path,
     late_mem: usize,
-    map_mem: usize,
+    map_mem: &AtomicUsize,
     strict: bool,
     lines: impl FnOnce(&mut dyn FnMut(usize, &[u8], u64) -> anyhow::Result<()>) -> anyhow::Result<()>,
 ) -> anyhow::Result<PassOne> {
@@ -1361,7 +1374,8 @@ fn folded_reader(
     let part = match late {
         None => part,
         late => {
-            let mut map = PartMap::new(tmp, map_mem, 1 << 20);
+            let memory = AtomicUsize::new(map_mem);
+            let mut map = PartMap::new(tmp, &memory, 1 << 20);
             write_part(part, late, &mut map)?;
             map.finish()?
         }

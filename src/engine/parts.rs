@@ -6,6 +6,8 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
@@ -62,18 +64,20 @@ pub fn for_each_mapped_line(
 /// the CPU's cache costs less than mapping the pages, above all those of a
 /// file just written, cached in 4 KiB pages, where every fault maps a few
 /// of them and every unmap stops the other threads to flush their TLBs.
+///
+/// The part is `span`, whose end another thread may move back while it
+/// is read (see [`shared_parts`]): each read asks the span how far it may go.
 pub fn for_each_read_line(
     file: &File,
-    from: u64,
-    to: u64,
+    span: &Span,
     mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     const BUF: usize = 256 << 10;
     let mut buf = vec![0u8; BUF];
     // `have` bytes at the buffer's start are the unfinished line read last.
-    let (mut pos, mut no, mut have) = (from, 0u64, 0usize);
+    let (mut pos, mut no, mut have) = (span.from, 0u64, 0usize);
     loop {
-        let want = usize::try_from(to - pos).map_or(buf.len(), |n| n.min(buf.len() - have));
+        let want = span.reserve(pos, buf.len() - have);
         let got =
             read_full_at(file, &mut buf[have..have + want], pos).context("reading the input")?;
         pos += got as u64;
@@ -84,7 +88,9 @@ pub fn for_each_read_line(
             f(&buf[at..nl], no)?;
             at = nl + 1;
         }
-        if pos >= to || got == 0 {
+        // Nothing after the reserved bytes is moved away from this part,
+        // so once they reach its end, that end stays.
+        if got < want || pos >= span.end() {
             if at < end {
                 // The last line, without its LF.
                 no += 1;
@@ -131,31 +137,140 @@ pub fn largest_first<T: Send>(
     threads: usize,
     work: impl Fn(&(u64, u64)) -> anyhow::Result<T> + Sync,
 ) -> Vec<anyhow::Result<T>> {
+    shared_parts(None, parts, threads, |span| work(&(span.from, span.end())))
+}
+
+/// Bytes `from..end` of a file, read by one thread as a part. With
+/// [`shared_parts`], another thread may take the rest of the part from a
+/// cut ahead of what was read, moving `end` back to that cut.
+pub struct Span {
+    pub from: u64,
+    bounds: Mutex<Bounds>,
+}
+
+#[derive(Clone, Copy)]
+struct Bounds {
+    /// Bytes up to here were handed to the reader: a cut goes after them.
+    reserved: u64,
+    end: u64,
+}
+
+impl Span {
+    fn new(from: u64, end: u64) -> Span {
+        let bounds = Bounds {
+            reserved: from,
+            end,
+        };
+        Span {
+            from,
+            bounds: Mutex::new(bounds),
+        }
+    }
+
+    fn bounds(&self) -> std::sync::MutexGuard<'_, Bounds> {
+        lock(&self.bounds)
+    }
+
+    /// The end of the part as it is now.
+    pub fn end(&self) -> u64 {
+        self.bounds().end
+    }
+
+    /// How many of `want` bytes from `pos` (where the reader is) it may
+    /// read; they are its own from now on.
+    pub fn reserve(&self, pos: u64, want: usize) -> usize {
+        let mut b = self.bounds();
+        let n = usize::try_from(b.end.saturating_sub(pos)).map_or(want, |n| n.min(want));
+        b.reserved = b.reserved.max(pos + n as u64);
+        n
+    }
+}
+
+/// A part is shared only when this much of it is still unread: less takes
+/// too little time to be worth a search for a cut and a part of its own.
+const SHARE_FROM: u64 = 2 << 20;
+
+/// How many times, at most, the threads of [`shared_parts`] share a part.
+pub const SHARES_MAX: usize = 4;
+
+/// `work` on every part of `parts` on `threads` threads, the largest
+/// first (as [`largest_first`]); then, when `file` is given, a thread left
+/// without a part takes the rest of the part with the most left to read
+/// from the edge of a host near the middle of that rest, at most
+/// [`SHARES_MAX`] times: the threads then end together, not one of them a
+/// part's worth later (or later still, when the machine gave it less
+/// time). Parts cut between hosts give maps that follow each other, as
+/// the first cuts do ([`cuts_between_surts`]). The results are in the
+/// order of the parts in the file.
+pub fn shared_parts<T: Send>(
+    file: Option<&File>,
+    parts: &[(u64, u64)],
+    threads: usize,
+    work: impl Fn(&Span) -> anyhow::Result<T> + Sync,
+) -> Vec<anyhow::Result<T>> {
     let mut order: Vec<usize> = (0..parts.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1 - parts[i].0));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<anyhow::Result<T>>>> =
-        parts.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let shares = AtomicUsize::new(SHARES_MAX);
+    let running: Mutex<Vec<Arc<Span>>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<(u64, anyhow::Result<T>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads.min(parts.len()) {
-            scope.spawn(|| {
-                while let Some(&i) =
-                    order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    let r = work(&parts[i]);
-                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                }
+            scope.spawn(|| loop {
+                let span = match order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    Some(&i) => Arc::new(Span::new(parts[i].0, parts[i].1)),
+                    None => {
+                        let Some(file) = file else { break };
+                        let busiest = lock(&running)
+                            .iter()
+                            .max_by_key(|s| {
+                                let b = s.bounds();
+                                b.end.saturating_sub(b.reserved)
+                            })
+                            .cloned();
+                        match busiest.and_then(|s| share(file, &s, &shares)) {
+                            Some(span) => Arc::new(span),
+                            None => break,
+                        }
+                    }
+                };
+                lock(&running).push(Arc::clone(&span));
+                let r = work(&span);
+                lock(&running).retain(|s| !Arc::ptr_eq(s, &span));
+                lock(&results).push((span.from, r));
             });
         }
     });
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err(anyhow::anyhow!("a reading thread failed")))
-        })
-        .collect()
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(from, _)| *from);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The value `m` guards, whether or not a thread panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The rest of `span` from a host's edge near the middle of what is left
+/// of it to read, taken from it (its end moves back to the edge); `None`
+/// when too little is left, no host's edge is in it, or the reader got
+/// past the edge while it was searched.
+fn share(file: &File, span: &Span, shares: &AtomicUsize) -> Option<Span> {
+    let Bounds { reserved, end } = *span.bounds();
+    let left = end.saturating_sub(reserved);
+    if left < SHARE_FROM {
+        return None;
+    }
+    let cut = Probe::new(file).ok()?.host_edge_within(reserved, end)?;
+    let mut b = span.bounds();
+    if cut <= b.reserved || cut >= b.end {
+        return None;
+    }
+    shares
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+        .ok()?;
+    let end = std::mem::replace(&mut b.end, cut);
+    Some(Span::new(cut, end))
 }
 
 /// Parts of a large input per thread.
@@ -348,6 +463,21 @@ impl<'f> Probe<'f> {
     /// `target` nearer to `target` (`None` when the first field is no
     /// SURT).
     fn host_edge_near(&mut self, target: u64) -> io::Result<Option<u64>> {
+        let Some([first, end]) = self.host_edges(target)? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            if target - first.min(target) <= end.saturating_sub(target) {
+                first
+            } else {
+                end
+            },
+        ))
+    }
+
+    /// Where the run of lines of the host of the line after `target`
+    /// starts and ends (`None` when the first field is no SURT).
+    fn host_edges(&mut self, target: u64) -> io::Result<Option<[u64; 2]>> {
         let start = self.line_start_after(target)?;
         let line = self.line_at(start)?;
         let field = &line[..memchr::memchr(b' ', line).unwrap_or(line.len())];
@@ -359,13 +489,18 @@ impl<'f> Probe<'f> {
         // Every line of the host starts with `host)`; `host*` follows them.
         host[close] = b')' + 1;
         let end = self.lower_bound(&host)?;
-        Ok(Some(
-            if target - first.min(target) <= end.saturating_sub(target) {
-                first
-            } else {
-                end
-            },
-        ))
+        Ok(Some([first, end]))
+    }
+
+    /// The edge of the host of the line after the middle of `lo..hi`
+    /// nearer to that middle, of those strictly inside `lo..hi`.
+    fn host_edge_within(&mut self, lo: u64, hi: u64) -> Option<u64> {
+        let middle = lo + (hi - lo) / 2;
+        let edges = self.host_edges(middle).ok()??;
+        edges
+            .into_iter()
+            .filter(|&e| e > lo && e < hi)
+            .min_by_key(|e| e.abs_diff(middle))
     }
 
     /// The first line start after `at` where the SURT changes (the end
@@ -393,6 +528,54 @@ impl<'f> Probe<'f> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A thread left without a part takes the rest of a part from the
+    /// edge of a host: every line is read once, in the part it falls in,
+    /// and the results come in the order of the file.
+    #[test]
+    fn an_idle_thread_takes_the_rest_of_a_part() {
+        let mut data = Vec::new();
+        for i in 0..120_000u32 {
+            let line = format!("com,h{:04})/p{:06} 20200101000000 {{}}\n", i / 40, i);
+            data.extend_from_slice(line.as_bytes());
+        }
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&data).unwrap();
+        // The first host's 40 lines.
+        let small = memchr::memchr_iter(b'\n', &data).nth(39).unwrap() as u64 + 1;
+        let parts = [(0, small), (small, data.len() as u64)];
+        let results = shared_parts(Some(&file), &parts, 2, |span| {
+            // The large part waits before its first read, the small one
+            // long enough for the large one to have started.
+            let wait = if span.from == small { 300 } else { 50 };
+            std::thread::sleep(std::time::Duration::from_millis(wait));
+            let mut lines = Vec::new();
+            for_each_read_line(&file, span, |line, _| {
+                lines.push(line.to_vec());
+                Ok(())
+            })?;
+            Ok((span.from, span.end(), lines))
+        });
+        let parts: Vec<(u64, u64, Vec<Vec<u8>>)> =
+            results.into_iter().map(Result::unwrap).collect();
+        assert!(parts.len() > 2, "no part was shared");
+        let host = |line: &[u8]| line[..line.iter().position(|&b| b == b')').unwrap()].to_vec();
+        let mut all = Vec::new();
+        for w in parts.windows(2) {
+            // Each part ends where the next starts, between two hosts.
+            assert_eq!(w[0].1, w[1].0);
+            assert_ne!(host(w[0].2.last().unwrap()), host(&w[1].2[0]));
+        }
+        for (_, _, lines) in parts {
+            all.extend(lines);
+        }
+        let expected: Vec<Vec<u8>> = data
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        assert!(all == expected);
+    }
 
     /// Read through a buffer or mapped, a part gives the same lines with
     /// the same numbers: lines across buffer fills, a line longer than the
@@ -425,7 +608,7 @@ mod tests {
                     Ok(())
                 };
                 if read {
-                    for_each_read_line(&file, from, to, f).unwrap();
+                    for_each_read_line(&file, &Span::new(from, to), f).unwrap();
                 } else {
                     for_each_mapped_line(&file, from, to, f).unwrap();
                 }
