@@ -441,16 +441,44 @@ impl Write for WorkFile {
     }
 }
 
-/// The map lines of one part of a generation: held in memory while the
-/// memory the parts' maps share lasts, then in an unnamed working file. A
-/// part's map is small next to its input (one line per URI key); held in
-/// memory, it goes to the output with one write, where a file costs a
-/// write, a copy into the output and the release of its pages.
+/// Memory for the maps of the parts of a generation: what is left of it
+/// over all parts, and the most one part may hold.
+struct MapMemory {
+    left: AtomicUsize,
+    part_max: usize,
+}
+
+impl MapMemory {
+    fn new(all: usize, part_max: usize) -> MapMemory {
+        MapMemory {
+            left: AtomicUsize::new(all),
+            part_max,
+        }
+    }
+
+    /// Whether `n` more bytes fit; they are taken when they do.
+    fn take(&self, n: usize) -> bool {
+        let take = |left: usize| left.checked_sub(n);
+        self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, take)
+            .is_ok()
+    }
+
+    /// Gives back `n` bytes taken.
+    fn give_back(&self, n: usize) {
+        self.left.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The map lines of one part of a generation: held in memory while its
+/// [`MapMemory`] lasts, then in an unnamed working file. A part's map is
+/// small next to its input (one line per URI key); held in memory, it goes
+/// to the output with one write, where a file costs a write, a copy into
+/// the output and the release of its pages.
 struct PartMap<'m> {
     mem: Vec<u8>,
-    /// Bytes the parts' maps may still take in memory, over all parts;
-    /// past them the lines go to `file`.
-    memory: &'m AtomicUsize,
+    /// Past what this gives, the lines go to `file`.
+    memory: &'m MapMemory,
     file: Option<WorkFile>,
     /// Write buffer of the file, once there is one.
     capacity: usize,
@@ -464,11 +492,11 @@ enum Part {
 }
 
 impl<'m> PartMap<'m> {
-    fn new(tmp: &Path, memory: &'m AtomicUsize, capacity: usize) -> PartMap<'m> {
+    fn new(tmp: &Path, memory: &'m MapMemory, capacity: usize) -> PartMap<'m> {
         PartMap {
             // Reserved whole, so that growing never copies it: untouched,
             // the reservation costs address space, not memory.
-            mem: Vec::with_capacity(memory.load(Ordering::Relaxed)),
+            mem: Vec::with_capacity(memory.part_max),
             memory,
             file: None,
             capacity,
@@ -496,13 +524,8 @@ impl Write for PartMap<'_> {
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         if self.file.is_none() {
-            let n = buf.len();
-            let take = |left: usize| left.checked_sub(n);
-            if self
-                .memory
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, take)
-                .is_ok()
-            {
+            let fits = self.mem.len() + buf.len() <= self.memory.part_max;
+            if fits && self.memory.take(buf.len()) {
                 self.mem.extend_from_slice(buf);
                 return Ok(());
             }
@@ -510,7 +533,7 @@ impl Write for PartMap<'_> {
                 .map_err(|e| io::Error::other(format!("{e:#}")))?;
             w.write_all(&self.mem)?;
             // In a file now: its memory is free for the other parts.
-            self.memory.fetch_add(self.mem.len(), Ordering::Relaxed);
+            self.memory.give_back(self.mem.len());
             self.mem = Vec::new();
             self.file = Some(w);
         }
@@ -1011,7 +1034,9 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 // has left to read: one part more, at most SHARES_MAX.
                 let parts_max = cuts.len() - 1 + super::parts::SHARES_MAX;
                 let late_mem = LATE_MEM / parts_max;
-                let map_mem = &AtomicUsize::new(PARTS_MEM);
+                // A part's share of the memory of maps is what it was before
+                // any part is shared; shared parts take what is left.
+                let map_mem = &MapMemory::new(PARTS_MEM, PARTS_MEM / (cuts.len() - 1));
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
                 shared_parts(Some(file), &parts, threads, |span| {
@@ -1026,7 +1051,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                     opts,
                     &tmp,
                     LATE_MEM,
-                    &AtomicUsize::new(PARTS_MEM),
+                    &MapMemory::new(PARTS_MEM, PARTS_MEM),
                     a.strict,
                     |feed| for_each_line(input, |line, no| feed(0, line, no)),
                 )]
@@ -1041,7 +1066,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
             opts,
             &tmp,
             LATE_MEM,
-            &AtomicUsize::new(PARTS_MEM),
+            &MapMemory::new(PARTS_MEM, PARTS_MEM),
             a.strict,
             |feed| {
                 for item in merged {
@@ -1073,7 +1098,7 @@ pub fn generate_from_chunks(
         opts,
         &tmp,
         LATE_MEM,
-        &AtomicUsize::new(PARTS_MEM),
+        &MapMemory::new(PARTS_MEM, PARTS_MEM),
         a.strict,
         |feed| {
             let mut no = 0;
@@ -1267,13 +1292,13 @@ type LateLines = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>
 
 /// Runs the first pass over the lines `lines` hands to its feed: counts
 /// per map key, written in order to a [`PartMap`] holding what `map_mem`
-/// has left in memory, late records to an external sorter. Bad lines are kept (the first ten, or the first one
+/// gives it in memory, late records to an external sorter. Bad lines are kept (the first ten, or the first one
 /// when `strict`, which also stops the pass).
 fn pass_one(
     opts: Options,
     tmp: &Path,
     late_mem: usize,
-    map_mem: &AtomicUsize,
+    map_mem: &MapMemory,
     strict: bool,
     lines: impl FnOnce(&mut dyn FnMut(usize, &[u8], u64) -> anyhow::Result<()>) -> anyhow::Result<()>,
 ) -> anyhow::Result<PassOne> {
@@ -1374,7 +1399,7 @@ fn folded_reader(
     let part = match late {
         None => part,
         late => {
-            let memory = AtomicUsize::new(map_mem);
+            let memory = MapMemory::new(map_mem, map_mem);
             let mut map = PartMap::new(tmp, &memory, 1 << 20);
             write_part(part, late, &mut map)?;
             map.finish()?
