@@ -33,7 +33,7 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::output::Output;
-use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts};
+use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts, Span};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -1014,7 +1014,7 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
 pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);
-    let results: Vec<anyhow::Result<PassOne>> = if let [p] = a.inputs.as_slice() {
+    let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) = if let [p] = a.inputs.as_slice() {
         match mappable_input(p)? {
             Some(file) => {
                 // One regular file: its parts (cut between two SURTs, so
@@ -1039,22 +1039,26 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let map_mem = &MapMemory::new(PARTS_MEM, PARTS_MEM / (cuts.len() - 1));
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
-                shared_parts(Some(file), &parts, threads, |span| {
+                let read = |span: &Span| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
                         for_each_read_line(file, span, |line, no| feed(0, line, no))
                     })
-                })
+                };
+                // This thread, idle while the others read, prepares the
+                // writing of the map.
+                shared_parts(Some(file), &parts, threads, read, || prepare(&a))
             }
             None => {
                 let input = open_input(p)?;
-                vec![pass_one(
+                let results = vec![pass_one(
                     opts,
                     &tmp,
                     LATE_MEM,
                     &MapMemory::new(PARTS_MEM, PARTS_MEM),
                     a.strict,
                     |feed| for_each_line(input, |line, no| feed(0, line, no)),
-                )]
+                )];
+                (results, prepare(&a))
             }
         }
     } else {
@@ -1062,7 +1066,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
         // indexes): merged into one sorted stream, the captures of a
         // SURT are adjacent again, so a URL counts once as URI-R.
         let merged = merged_lines(&a.inputs)?;
-        vec![pass_one(
+        let results = vec![pass_one(
             opts,
             &tmp,
             LATE_MEM,
@@ -1075,10 +1079,38 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 }
                 Ok(())
             },
-        )]
+        )];
+        (results, prepare(&a))
     };
-    let profile = surt_profile_of(&a.inputs)?;
-    finish_generate(&a, results, profile)
+    finish_generate(&a, results, prepared)
+}
+
+/// What writing a generated map needs besides its parts, made while they
+/// are read: the SURT profile the inputs record and, when the parts' maps
+/// are the map's body as they are ([`body_as_is`]), the output, created.
+/// Their errors are reported where they were before the parts were read
+/// in parallel: the profile's before the parts', the output's after.
+struct Prepared {
+    profile: anyhow::Result<Option<crate::surt::Options>>,
+    output: anyhow::Result<Option<Output>>,
+}
+
+fn prepare(a: &GenerateJob) -> Prepared {
+    let output = match body_as_is(a) {
+        true => Output::create(&a.out.output).map(Some).map_err(Into::into),
+        false => Ok(None),
+    };
+    Prepared {
+        profile: surt_profile_of(&a.inputs),
+        output,
+    }
+}
+
+/// Whether the parts' maps of a generation are the map's body as they
+/// are, or folded together: nothing rolls up, no quota, OSLJ lines.
+fn body_as_is(a: &GenerateJob) -> bool {
+    let quota = a.rollup.max_lines.is_some() || a.rollup.max_bytes.is_some();
+    !a.rollup.params(f64::INFINITY).rolls_up() && !quota && matches!(a.layout, Layout::Oslj)
 }
 
 /// [`generate`] over the lines of an index as it is written (`ukvs index
@@ -1126,8 +1158,12 @@ pub fn generate_from_chunks(
     let profile = crate::capture::surt_profile_in_headers(
         headers.iter().map(|h| (name.as_str(), h.as_slice())),
     )
-    .map_err(anyhow::Error::msg)?;
-    finish_generate(&a, results, profile)
+    .map_err(anyhow::Error::msg);
+    let prepared = Prepared {
+        profile,
+        output: Ok(None),
+    };
+    finish_generate(&a, results, prepared)
 }
 
 /// The map of a generation's first pass: its parts put together (and
@@ -1135,8 +1171,9 @@ pub fn generate_from_chunks(
 fn finish_generate(
     a: &GenerateJob,
     results: Vec<anyhow::Result<PassOne>>,
-    profile: Option<crate::surt::Options>,
+    prepared: Prepared,
 ) -> anyhow::Result<ExitCode> {
+    let profile = prepared.profile?;
     let names: Vec<String> = a.inputs.iter().map(|p| p.display().to_string()).collect();
     // Line numbers of a part count from the lines of the parts before it.
     let mut gstats = GenStats::default();
@@ -1200,9 +1237,8 @@ fn finish_generate(
             ok
         }
     });
-    let quota = a.rollup.max_lines.is_some() || a.rollup.max_bytes.is_some();
     let (tmp, map_mem) = (tmp_dir(&a.out), PARTS_MEM / parts.len().max(1));
-    let stats = if !params.rolls_up() && !quota && columns.is_none() {
+    let stats = if body_as_is(a) {
         // Nothing rolls up: the parts' maps are the body, as they are when
         // they follow each other in key order (parts cut between hosts
         // do), folded together when not.
@@ -1211,7 +1247,10 @@ fn finish_generate(
             ..Stats::default()
         };
         let header = finished_header(&header, stats.total, &params).to_bytes();
-        let mut w = Output::create(&a.out.output)?;
+        let mut w = match prepared.output? {
+            Some(w) => w,
+            None => Output::create(&a.out.output)?,
+        };
         w.write_all(&header)?;
         if ordered {
             for (part, late, f) in parts {

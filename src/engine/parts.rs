@@ -137,7 +137,8 @@ pub fn largest_first<T: Send>(
     threads: usize,
     work: impl Fn(&(u64, u64)) -> anyhow::Result<T> + Sync,
 ) -> Vec<anyhow::Result<T>> {
-    shared_parts(None, parts, threads, |span| work(&(span.from, span.end())))
+    let whole = |span: &Span| work(&(span.from, span.end()));
+    shared_parts(None, parts, threads, whole, || ()).0
 }
 
 /// Bytes `from..end` of a file, read by one thread as a part. With
@@ -201,20 +202,22 @@ pub const SHARES_MAX: usize = 4;
 /// part's worth later (or later still, when the machine gave it less
 /// time). Parts cut between hosts give maps that follow each other, as
 /// the first cuts do ([`cuts_between_surts`]). The results are in the
-/// order of the parts in the file.
-pub fn shared_parts<T: Send>(
+/// order of the parts in the file, with what `meanwhile` gave, run by
+/// the calling thread while the others read.
+pub fn shared_parts<T: Send, R>(
     file: Option<&File>,
     parts: &[(u64, u64)],
     threads: usize,
     work: impl Fn(&Span) -> anyhow::Result<T> + Sync,
-) -> Vec<anyhow::Result<T>> {
+    meanwhile: impl FnOnce() -> R,
+) -> (Vec<anyhow::Result<T>>, R) {
     let mut order: Vec<usize> = (0..parts.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1 - parts[i].0));
     let next = AtomicUsize::new(0);
     let shares = AtomicUsize::new(SHARES_MAX);
     let running: Mutex<Vec<Arc<Span>>> = Mutex::new(Vec::new());
     let results: Mutex<Vec<(u64, anyhow::Result<T>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
+    let done = std::thread::scope(|scope| {
         for _ in 0..threads.min(parts.len()) {
             scope.spawn(|| loop {
                 let span = match order.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -240,10 +243,11 @@ pub fn shared_parts<T: Send>(
                 lock(&results).push((span.from, r));
             });
         }
+        meanwhile()
     });
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|(from, _)| *from);
-    results.into_iter().map(|(_, r)| r).collect()
+    (results.into_iter().map(|(_, r)| r).collect(), done)
 }
 
 /// The value `m` guards, whether or not a thread panicked holding it.
@@ -544,7 +548,7 @@ mod tests {
         // The first host's 40 lines.
         let small = memchr::memchr_iter(b'\n', &data).nth(39).unwrap() as u64 + 1;
         let parts = [(0, small), (small, data.len() as u64)];
-        let results = shared_parts(Some(&file), &parts, 2, |span| {
+        let read = |span: &Span| {
             // The large part waits before its first read, the small one
             // long enough for the large one to have started.
             let wait = if span.from == small { 300 } else { 50 };
@@ -555,7 +559,8 @@ mod tests {
                 Ok(())
             })?;
             Ok((span.from, span.end(), lines))
-        });
+        };
+        let (results, ()) = shared_parts(Some(&file), &parts, 2, read, || ());
         let parts: Vec<(u64, u64, Vec<Vec<u8>>)> =
             results.into_iter().map(Result::unwrap).collect();
         assert!(parts.len() > 2, "no part was shared");
