@@ -1041,7 +1041,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let file = &file;
                 let read = |span: &Span| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
-                        for_each_read_line(file, span, |line, no| feed(0, line, no))
+                        for_each_read_line(file, span, |line, no| feed.line(0, line, no))
                     })
                 };
                 // This thread, idle while the others read, prepares the
@@ -1056,7 +1056,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                     LATE_MEM,
                     &MapMemory::new(PARTS_MEM, PARTS_MEM),
                     a.strict,
-                    |feed| for_each_line(input, |line, no| feed(0, line, no)),
+                    |feed| for_each_line(input, |line, no| feed.line(0, line, no)),
                 )];
                 (results, prepare(&a))
             }
@@ -1075,7 +1075,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
             |feed| {
                 for item in merged {
                     let (line, input, no) = item?;
-                    feed(input, &line, no)?;
+                    feed.line(input, &line, no)?;
                 }
                 Ok(())
             },
@@ -1136,7 +1136,7 @@ pub fn generate_from_chunks(
             let mut no = 0;
             for line in headers {
                 no += 1;
-                feed(0, line, no)?;
+                feed.line(0, line, no)?;
             }
             for chunk in chunks {
                 if chunk.is_empty() {
@@ -1144,7 +1144,7 @@ pub fn generate_from_chunks(
                 }
                 for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                     no += 1;
-                    feed(0, line, no)?;
+                    feed.line(0, line, no)?;
                 }
             }
             bail!("the index was not finished: no map is written")
@@ -1329,6 +1329,39 @@ struct PassOne {
 /// Map lines of late records, sorted by key.
 type LateLines = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>> + Send>>;
 
+/// Where the first pass of a generation gets its lines, each with the
+/// input it comes from and its number there: a type, not a trait object,
+/// so that the reading loop calls the generator with no indirection.
+struct Feed<'m> {
+    g: Generator<PartMap<'m>>,
+    /// The bad lines kept (input index, error).
+    bad: Vec<(usize, MapError)>,
+    /// Set by a bad line when `strict`: the lines after it are ignored.
+    stop: bool,
+    strict: bool,
+}
+
+impl Feed<'_> {
+    /// One line; an error only for what is not the line's fault.
+    #[inline]
+    fn line(&mut self, input: usize, line: &[u8], no: u64) -> anyhow::Result<()> {
+        if self.stop {
+            return Ok(());
+        }
+        match self.g.push_line(line, no) {
+            Ok(()) => Ok(()),
+            Err(e @ MapError::Line { .. }) => {
+                if self.bad.len() < 10 {
+                    self.bad.push((input, e));
+                }
+                self.stop = self.strict;
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::new(e)),
+        }
+    }
+}
+
 /// Runs the first pass over the lines `lines` hands to its feed: counts
 /// per map key, written in order to a [`PartMap`] holding what `map_mem`
 /// gives it in memory, late records to an external sorter. Bad lines are kept (the first ten, or the first one
@@ -1339,7 +1372,7 @@ fn pass_one(
     late_mem: usize,
     map_mem: &MapMemory,
     strict: bool,
-    lines: impl FnOnce(&mut dyn FnMut(usize, &[u8], u64) -> anyhow::Result<()>) -> anyhow::Result<()>,
+    lines: impl FnOnce(&mut Feed<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<PassOne> {
     // Late records (keys that the query cut moved backwards) are sorted
     // with bounded memory.
@@ -1349,31 +1382,20 @@ fn pass_one(
     )));
     let sink_sorter = Rc::clone(&sorter);
     let main = PartMap::new(tmp, map_mem, PART_BUF);
-    let mut g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
+    let g = Generator::new(opts, main).with_late_sink(Box::new(move |r: &Record| {
         let line = r.to_line();
         sink_sorter
             .borrow_mut()
             .push(line.strip_suffix(b"\n").unwrap_or(&line))
     }));
-    let mut bad = Vec::new();
-    let mut stop = false;
-    let run = lines(&mut |input, line, no| {
-        if stop {
-            return Ok(());
-        }
-        match g.push_line(line, no) {
-            Ok(()) => Ok(()),
-            Err(e @ MapError::Line { .. }) => {
-                if bad.len() < 10 {
-                    bad.push((input, e));
-                }
-                stop = strict;
-                Ok(())
-            }
-            Err(e) => Err(anyhow::Error::new(e)),
-        }
-    });
-    run?;
+    let mut feed = Feed {
+        g,
+        bad: Vec::new(),
+        stop: false,
+        strict,
+    };
+    lines(&mut feed)?;
+    let Feed { g, bad, .. } = feed;
     let (main, _late_in_memory, stats, written) = g.finish()?;
     let main = main.finish()?;
     let sorted = Rc::try_unwrap(sorter)
