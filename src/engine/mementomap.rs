@@ -1329,7 +1329,7 @@ struct PassOne {
 /// Map lines of late records, sorted by key.
 type LateLines = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>> + Send>>;
 
-/// Where the first pass of a generation gets its lines, each with the
+/// What the first pass of a generation hands its lines to, each with the
 /// input it comes from and its number there: a type, not a trait object,
 /// so that the reading loop calls the generator with no indirection.
 struct Feed<'m> {
