@@ -26,7 +26,7 @@ use crate::mementomap::header::{iso8601, Header};
 use crate::mementomap::key::map_key;
 use crate::mementomap::lookup::{DatetimeRange, Map};
 use crate::mementomap::merge::{
-    fold, fold_records, fold_records_from, Lines, Merger, Source, Summary,
+    fold, fold_records, fold_records_from, key_at, Lines, Merger, Source, Summary,
 };
 use crate::mementomap::{Error as MapError, Frequency, Record};
 use crate::sorted::ExternalSorter;
@@ -1237,7 +1237,8 @@ fn finish_generate(
             ok
         }
     });
-    let (tmp, map_mem) = (tmp_dir(&a.out), PARTS_MEM / parts.len().max(1));
+    let tmp = tmp_dir(&a.out);
+    let map_mem = &MapMemory::new(PARTS_MEM, PARTS_MEM / parts.len().max(1));
     let stats = if body_as_is(a) {
         // Nothing rolls up: the parts' maps are the body, as they are when
         // they follow each other in key order (parts cut between hosts
@@ -1413,7 +1414,7 @@ fn pass_one(
             // (Exclusion entries may sort anywhere; with them the input
             // is read in one part, which needs no first or last.)
             if let Ok(line) = first {
-                let key = &line[..memchr::memchr(b' ', line).unwrap_or(line.len())];
+                let key = key_at(line, 0);
                 if summary.first.as_deref().map_or(true, |f| key < f) {
                     summary.first = Some(key.to_vec());
                 }
@@ -1450,18 +1451,17 @@ fn write_part(
 
 /// The lines of `part` with its late records folded in, for the parts
 /// read again line by line: with late records, folded first into a part
-/// of their own holding up to `map_mem` bytes in memory.
+/// of their own holding what `map_mem` gives it in memory.
 fn folded_reader(
     part: Part,
     late: Option<LateLines>,
     tmp: &Path,
-    map_mem: usize,
+    map_mem: &MapMemory,
 ) -> anyhow::Result<BufReader<Box<dyn Read + Send>>> {
     let part = match late {
         None => part,
         late => {
-            let memory = MapMemory::new(map_mem, map_mem);
-            let mut map = PartMap::new(tmp, &memory, 1 << 20);
+            let mut map = PartMap::new(tmp, map_mem, 1 << 20);
             write_part(part, late, &mut map)?;
             map.finish()?
         }

@@ -950,8 +950,7 @@ impl<W: Write> Generator<W> {
                 return Ok(());
             }
             if self.written.first.is_none() {
-                let end = memchr::memchr2(b' ', b'\n', &self.held).unwrap_or(self.held.len());
-                self.written.first = Some(self.held[..end].to_vec());
+                self.written.first = Some(key_at(&self.held, 0).to_vec());
             }
             self.written.lines += self.held_starts.len() as u64;
             if let Some(last) = &self.order.last {

@@ -309,7 +309,7 @@ pub(crate) fn key_lower_bound(text: &[u8], key: &[u8]) -> usize {
         let start = memchr::memrchr(b'\n', &text[lo..mid]).map_or(lo, |i| lo + i + 1);
         let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
         let line = &text[start..end];
-        if &line[..memchr::memchr(b' ', line).unwrap_or(line.len())] < key {
+        if key_at(line, 0) < key {
             lo = (end + 1).min(text.len());
         } else {
             hi = start;
