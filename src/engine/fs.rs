@@ -38,17 +38,6 @@ pub fn map_file(file: &File, advice: memmap2::Advice) -> io::Result<Option<memma
     Ok(Some(map))
 }
 
-/// Maps `len` bytes of `f` from `offset` (a multiple of the page size),
-/// for a thread that reads one part of a large file.
-pub fn map_range(f: &File, offset: u64, len: u64) -> io::Result<memmap2::Mmap> {
-    let len = usize::try_from(len).map_err(io::Error::other)?;
-    // SAFETY: as in `map_file`: only read, and a concurrent change of the
-    // file is the documented exception.
-    let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(f) }?;
-    super::sigbus::watch(&map, f);
-    Ok(map)
-}
-
 /// Bytes of a mapped input released at a time (see [`Behind`]).
 const RELEASE_STEP: usize = 8 << 20;
 

@@ -1046,7 +1046,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 };
                 // This thread, idle while the others read, prepares the
                 // writing of the map.
-                shared_parts(Some(file), &parts, threads, read, || prepare(&a))
+                shared_parts(file, &parts, threads, read, || prepare(&a))
             }
             None => {
                 let input = open_input(p)?;

@@ -1,8 +1,8 @@
 //! Reading one large sorted file with several threads: where to cut it
 //! into parts (between hosts, or at least between SURTs, so that no URL
-//! is in two parts), how each part's lines are read through a small moving
-//! memory map, and how the parts are shared out among threads, the
-//! largest first.
+//! is in two parts), how each part's lines are read through one small
+//! buffer, and how the parts are shared out among threads, the largest
+//! first, and shared again when a thread runs out.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -11,59 +11,15 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
-/// The lines of bytes `from..to` of `file` (a part that starts at a line
-/// start), each with its 1-based number in the part, read through a
-/// memory map of a few MiB at a time: no copy, and the resident memory
-/// stays flat however large the file (a fault maps the whole page-cache
-/// folio around it, so one map of the whole file would keep growing).
-pub fn for_each_mapped_line(
-    file: &File,
-    from: u64,
-    to: u64,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    const WINDOW: u64 = 4 << 20;
-    // Map offsets are multiples of the page size; 64 KiB is one of every
-    // page size in use.
-    const ALIGN: u64 = 64 << 10;
-    let (mut pos, mut no, mut window) = (from, 0u64, WINDOW);
-    while pos < to {
-        let start = pos - pos % ALIGN;
-        let end = (start + window).min(to);
-        let map = map_range(file, start, end - start)?;
-        let mut at = (pos - start) as usize;
-        loop {
-            let Some(len) = memchr::memchr(b'\n', &map[at..]) else {
-                if end == to && at < map.len() {
-                    // The last line, without its LF.
-                    no += 1;
-                    f(&map[at..], no)?;
-                    at = map.len();
-                }
-                break;
-            };
-            no += 1;
-            f(&map[at..at + len], no)?;
-            at += len + 1;
-        }
-        let next = start + at as u64;
-        // A line longer than the window: a larger one.
-        window = if next == pos && end < to {
-            window * 2
-        } else {
-            WINDOW
-        };
-        pos = next;
-    }
-    Ok(())
-}
-
-/// [`for_each_mapped_line`] read through one buffer of a few hundred KiB
-/// (positioned reads, so threads share the file), for a part read once,
-/// front to back: a copy from the page cache into a buffer that stays in
-/// the CPU's cache costs less than mapping the pages, above all those of a
-/// file just written, cached in 4 KiB pages, where every fault maps a few
-/// of them and every unmap stops the other threads to flush their TLBs.
+/// The lines of a part of `file` (starting at a line start), each with
+/// its 1-based number in the part, read through one buffer of a few
+/// hundred KiB (positioned reads, so threads share the file): a part is
+/// read once, front to back, and a copy from the page cache into a buffer
+/// that stays in the CPU's cache costs less than mapping the pages, above
+/// all those of a file just written, cached in 4 KiB pages, where every
+/// fault maps a few of them and every unmap stops the other threads to
+/// flush their TLBs. The resident memory stays flat however large the
+/// file.
 ///
 /// The part is `span`, whose end another thread may move back while it
 /// is read (see [`shared_parts`]): each read asks the span how far it may go.
@@ -107,11 +63,6 @@ pub fn for_each_read_line(
     }
 }
 
-/// Maps `len` bytes of `f` from `offset` (a multiple of the page size).
-fn map_range(f: &File, offset: u64, len: u64) -> anyhow::Result<memmap2::Mmap> {
-    super::fs::map_range(f, offset, len).context("mapping the input")
-}
-
 /// Lines of a stream through the UKVS module's block reader (no copy per
 /// line). Memory stays flat however large the input, unlike a memory map
 /// whose pages count as resident.
@@ -127,18 +78,6 @@ pub fn for_each_line(
         f(line, *no)?;
     }
     Ok(())
-}
-
-/// `work` on every part (`from`, `to`) on `threads` threads, the largest
-/// parts first, so that a large part does not start last; the results in
-/// the parts' order.
-pub fn largest_first<T: Send>(
-    parts: &[(u64, u64)],
-    threads: usize,
-    work: impl Fn(&(u64, u64)) -> anyhow::Result<T> + Sync,
-) -> Vec<anyhow::Result<T>> {
-    let whole = |span: &Span| work(&(span.from, span.end()));
-    shared_parts(None, parts, threads, whole, || ()).0
 }
 
 /// Bytes `from..end` of a file, read by one thread as a part. With
@@ -194,10 +133,10 @@ const SHARE_FROM: u64 = 2 << 20;
 /// How many times, at most, the threads of [`shared_parts`] share a part.
 pub const SHARES_MAX: usize = 4;
 
-/// `work` on every part of `parts` on `threads` threads, the largest
-/// first (as [`largest_first`]); then, when `file` is given, a thread left
-/// without a part takes the rest of the part with the most left to read
-/// from the edge of a host near the middle of that rest, at most
+/// `work` on every part of `parts` of `file` on `threads` threads, the
+/// largest first, so that a large part does not start last; then a thread
+/// left without a part takes the rest of the part with the most left to
+/// read from the edge of a host near the middle of that rest, at most
 /// [`SHARES_MAX`] times: the threads then end together, not one of them a
 /// part's worth later (or later still, when the machine gave it less
 /// time). Parts cut between hosts give maps that follow each other, as
@@ -205,7 +144,7 @@ pub const SHARES_MAX: usize = 4;
 /// order of the parts in the file, with what `meanwhile` gave, run by
 /// the calling thread while the others read.
 pub fn shared_parts<T: Send, R>(
-    file: Option<&File>,
+    file: &File,
     parts: &[(u64, u64)],
     threads: usize,
     work: impl Fn(&Span) -> anyhow::Result<T> + Sync,
@@ -223,7 +162,6 @@ pub fn shared_parts<T: Send, R>(
                 let span = match order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     Some(&i) => Arc::new(Span::new(parts[i].0, parts[i].1)),
                     None => {
-                        let Some(file) = file else { break };
                         let busiest = lock(&running)
                             .iter()
                             .max_by_key(|s| {
@@ -560,7 +498,7 @@ mod tests {
             })?;
             Ok((span.from, span.end(), lines))
         };
-        let (results, ()) = shared_parts(Some(&file), &parts, 2, read, || ());
+        let (results, ()) = shared_parts(&file, &parts, 2, read, || ());
         let parts: Vec<(u64, u64, Vec<Vec<u8>>)> =
             results.into_iter().map(Result::unwrap).collect();
         assert!(parts.len() > 2, "no part was shared");
@@ -582,11 +520,11 @@ mod tests {
         assert!(all == expected);
     }
 
-    /// Read through a buffer or mapped, a part gives the same lines with
-    /// the same numbers: lines across buffer fills, a line longer than the
-    /// buffer, empty lines, a last line without LF, parts inside the file.
+    /// A part read through the buffer gives its lines with their numbers:
+    /// lines across buffer fills, a line longer than the buffer, empty
+    /// lines, a last line without LF, parts inside the file.
     #[test]
-    fn read_lines_match_mapped_lines() {
+    fn read_lines_are_the_parts_lines() {
         let mut data = Vec::new();
         for i in 0..20_000u32 {
             data.extend_from_slice(format!("com,h{})/p{} {}\n", i % 977, i, i * 7).as_bytes());
@@ -599,29 +537,25 @@ mod tests {
         data.extend_from_slice(b"zz,last)/ no-lf");
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&data).unwrap();
-        let len = data.len() as u64;
-        let mid = data[..data.len() / 2]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .unwrap() as u64
-            + 1;
+        let len = data.len();
+        let mid = data[..len / 2].iter().rposition(|&b| b == b'\n').unwrap() + 1;
         for (from, to) in [(0, len), (0, mid), (mid, len)] {
-            let collect = |read: bool| {
-                let mut got: Vec<(Vec<u8>, u64)> = Vec::new();
-                let f = |line: &[u8], no: u64| {
-                    got.push((line.to_vec(), no));
-                    Ok(())
-                };
-                if read {
-                    for_each_read_line(&file, &Span::new(from, to), f).unwrap();
-                } else {
-                    for_each_mapped_line(&file, from, to, f).unwrap();
-                }
-                got
-            };
-            let (read, mapped) = (collect(true), collect(false));
-            assert_eq!(read.len(), mapped.len(), "part {from}..{to}");
-            assert!(read == mapped, "part {from}..{to}");
+            let mut got: Vec<(Vec<u8>, u64)> = Vec::new();
+            let span = Span::new(from as u64, to as u64);
+            for_each_read_line(&file, &span, |line, no| {
+                got.push((line.to_vec(), no));
+                Ok(())
+            })
+            .unwrap();
+            let part = &data[from..to];
+            let part = part.strip_suffix(b"\n").unwrap_or(part);
+            let expected: Vec<(Vec<u8>, u64)> = part
+                .split(|&b| b == b'\n')
+                .map(<[u8]>::to_vec)
+                .zip(1..)
+                .collect();
+            assert_eq!(got.len(), expected.len(), "part {from}..{to}");
+            assert!(got == expected, "part {from}..{to}");
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
 use super::index::Progress;
 use super::lookup::Source;
-use super::parts::{cuts_between_surts, for_each_mapped_line, largest_first};
+use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
 
 /// What to summarise, and how.
 #[derive(Debug, Clone)]
@@ -373,15 +373,15 @@ fn scan_parts(
     let cuts = cuts_between_surts(file, threads, PARALLEL_FROM)
         .with_context(|| format!("cannot read {name}"))?;
     let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
-    let results = largest_first(&parts, threads, |&(from, to)| {
+    let read = |span: &Span| {
         let mut scan = Scan::new(job.top);
         let mut feed = Feed::new(&name, layout.clone(), skipped);
         let mut ticker = Ticker {
             progress,
             pending: 0,
         };
-        let mut at = from;
-        for_each_mapped_line(file, from, to, |line, _| {
+        let mut at = span.from;
+        for_each_read_line(file, span, |line, _| {
             feed.line(&mut scan, None, line, At::Offset(at))?;
             at += line.len() as u64 + 1;
             ticker.add(line.len() as u64 + 1);
@@ -389,7 +389,8 @@ fn scan_parts(
         })
         .with_context(|| format!("cannot read {name}"))?;
         Ok(scan)
-    });
+    };
+    let (results, ()) = shared_parts(file, &parts, threads, read, || ());
     let mut whole: Option<Scan> = None;
     for r in results {
         let part = r?;
