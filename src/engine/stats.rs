@@ -25,6 +25,7 @@ use anyhow::{bail, Context};
 
 use crate::sorted::ExternalSorter;
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
+use crate::ukvs::LineReader;
 
 use super::index::Progress;
 use super::lookup::Source;
@@ -466,6 +467,25 @@ fn scan_stream(
     let names: Vec<String> = inputs.iter().map(Input::name).collect();
     let mut feeds: Vec<Feed<'_>> = names.iter().map(|n| Feed::new(n, None, skipped)).collect();
     let mut scan = Scan::new(job.top);
+    if let [Input::Plain { path, .. } | Input::Stream { path }] = inputs {
+        // One stream (gzip, stdin): its lines straight from the reader's
+        // buffer, with nothing to merge.
+        let mut lines = LineReader::new(super::sort::open_input(path)?);
+        let mut ticker = Ticker {
+            progress,
+            pending: 0,
+        };
+        let mut no = 0u64;
+        while let Some(line) = lines
+            .next_line()
+            .with_context(|| format!("cannot read {} after line {no}", names[0]))?
+        {
+            no += 1;
+            ticker.add(line.len() as u64 + 1);
+            feeds[0].line(&mut scan, keys.as_deref_mut(), line, At::Line(no))?;
+        }
+        return Ok(scan);
+    }
     for item in merged(inputs, progress)? {
         let (line, at, i) = item?;
         feeds[i].line(&mut scan, keys.as_deref_mut(), &line, at)?;
