@@ -3,11 +3,12 @@
 //! writer the front end gives.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde_json::Value;
 
+use super::lookup;
 use super::validate::open_input;
 use crate::ukvs::convert::{self, Source};
 use crate::ukvs::{
@@ -116,15 +117,26 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
     };
     for path in &args.files {
         let name = path.display().to_string();
-        let rdr = match open_input(path) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("ukvs cat: cannot open {name}: {e}");
-                out.bad += 1;
-                continue;
+        if path.is_dir() || path.extension().is_some_and(|e| e == "idx") {
+            // A ZipNum cluster (its directory or its `.idx`), or a
+            // directory of sorted files.
+            match lookup::Source::open(path, false) {
+                Ok(sources) => {
+                    for source in sources {
+                        match source.is_cluster() {
+                            true => cat_cluster(&source, args.from, &mut out)?,
+                            false => cat_path(source.path(), args.from, &mut out)?,
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("ukvs cat: cannot open {name}: {e}");
+                    out.bad += 1;
+                }
             }
-        };
-        cat_one(&name, LineReader::new(rdr), args.from, &mut out)?;
+            continue;
+        }
+        cat_path(path, args.from, &mut out)?;
     }
     // A file with headers only still gets its headers out.
     let bad = out.bad;
@@ -133,7 +145,12 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
 }
 
 /// Per-file reading state.
-struct FileState {
+struct FileState<'n> {
+    /// The file's name, for messages.
+    name: &'n str,
+    from: InputFormat,
+    /// Lines read so far.
+    n: u64,
     source: Option<Source>,
     headers: Headers,
     /// Schema the records of this file are read with, set at the first
@@ -147,25 +164,20 @@ struct FileState {
     cdxj_meta: Vec<Value>,
 }
 
-fn cat_one<R: io::Read, W: Write>(
-    name: &str,
-    mut lines: LineReader<R>,
-    from: InputFormat,
-    out: &mut Out<W>,
-) -> anyhow::Result<()> {
-    let mut st = FileState {
-        source: match from {
-            InputFormat::Auto => None,
-            InputFormat::Ukvs => Some(Source::Ukvs),
-            InputFormat::Cdxj => Some(Source::Cdxj),
-            InputFormat::Cdx => None,
-        },
-        headers: Headers::default(),
-        schema: None,
-        skip: None,
-        cdxj_meta: Vec::new(),
+/// Converts the file (or stream) at `path` into `out`; one that cannot
+/// be opened is reported and counted.
+fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    let rdr = match open_input(path) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ukvs cat: cannot open {name}: {e}");
+            out.bad += 1;
+            return Ok(());
+        }
     };
-    let mut n = 0u64;
+    let mut lines = LineReader::new(rdr);
+    let mut file = FileState::new(&name, from);
     loop {
         let at = lines.offset();
         let Some(line) = lines
@@ -174,35 +186,90 @@ fn cat_one<R: io::Read, W: Write>(
         else {
             break;
         };
-        n += 1;
-        if let Err(e) = cat_line(line, n, &mut st, from, out) {
+        if !file.line(line, out)? {
+            return Ok(());
+        }
+    }
+    file.finish(out)
+}
+
+/// Converts the lines of a ZipNum cluster, block after block, into `out`
+/// (a cluster holds no header lines).
+fn cat_cluster<W: Write>(
+    cluster: &lookup::Source,
+    from: InputFormat,
+    out: &mut Out<W>,
+) -> anyhow::Result<()> {
+    let name = cluster.name();
+    let mut file = FileState::new(name, from);
+    let failed = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot read {name}: {e}");
+    for line in cluster.every_line().map_err(|e| failed(&e))? {
+        let line = line.map_err(|e| failed(&e))?;
+        if !file.line(&line, out)? {
+            return Ok(());
+        }
+    }
+    file.finish(out)
+}
+
+impl FileState<'_> {
+    fn new(name: &str, from: InputFormat) -> FileState<'_> {
+        FileState {
+            name,
+            from,
+            n: 0,
+            source: match from {
+                InputFormat::Auto => None,
+                InputFormat::Ukvs => Some(Source::Ukvs),
+                InputFormat::Cdxj => Some(Source::Cdxj),
+                InputFormat::Cdx => None,
+            },
+            headers: Headers::default(),
+            schema: None,
+            skip: None,
+            cdxj_meta: Vec::new(),
+        }
+    }
+
+    /// Converts the file's next line into `out`, reporting a bad one;
+    /// `false` when the rest of the file is skipped.
+    fn line<W: Write>(&mut self, line: &[u8], out: &mut Out<W>) -> anyhow::Result<bool> {
+        self.n += 1;
+        let n = self.n;
+        let from = self.from;
+        if let Err(e) = cat_line(line, n, self, from, out) {
             if let Some(io) = e.downcast_ref::<io::Error>() {
                 if io.kind() == io::ErrorKind::BrokenPipe {
                     return Err(e);
                 }
             }
-            eprintln!("{name}:{n}: {}", message_at(&e, n));
+            eprintln!("{}:{n}: {}", self.name, message_at(&e, n));
             out.bad += 1;
         }
-        if let Some(why) = st.skip {
-            eprintln!("{name}: skipped: {why}");
+        if let Some(why) = self.skip {
+            eprintln!("{}: skipped: {why}", self.name);
             out.bad += 1;
-            return Ok(());
+            return Ok(false);
         }
+        Ok(true)
     }
-    // Headers of a file without records (only the first file's count).
-    if out.schema.is_none() {
-        if let Some(source) = st.source.take() {
-            start_records(&source, &mut st, out)?;
+
+    /// Ends the file: the headers of a file without records (only the
+    /// first file's count), and the captures held back.
+    fn finish<W: Write>(mut self, out: &mut Out<W>) -> anyhow::Result<()> {
+        if out.schema.is_none() {
+            if let Some(source) = self.source.take() {
+                start_records(&source, &mut self, out)?;
+            }
         }
+        out.flush_pending()
     }
-    out.flush_pending()
 }
 
 fn cat_line<W: Write>(
     line: &[u8],
     n: u64,
-    st: &mut FileState,
+    st: &mut FileState<'_>,
     from: InputFormat,
     out: &mut Out<W>,
 ) -> anyhow::Result<()> {
@@ -242,7 +309,7 @@ fn cat_classified<W: Write>(
     line: &[u8],
     n: u64,
     source: &Source,
-    st: &mut FileState,
+    st: &mut FileState<'_>,
     out: &mut Out<W>,
 ) -> anyhow::Result<()> {
     match (source, classify(line)) {
@@ -318,7 +385,7 @@ fn cat_classified<W: Write>(
 /// if this is the first file, or check that `!fields` agree.
 fn start_records<W: Write>(
     source: &Source,
-    st: &mut FileState,
+    st: &mut FileState<'_>,
     out: &mut Out<W>,
 ) -> anyhow::Result<()> {
     let headers = match source {

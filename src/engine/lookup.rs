@@ -273,6 +273,13 @@ impl Source {
         }
     }
 
+    /// Every data line (no header line), in index order.
+    pub fn every_line(&self) -> Result<SourceLines<'_>, Error> {
+        static ALL: std::sync::OnceLock<KeyRange> = std::sync::OnceLock::new();
+        let all = ALL.get_or_init(|| KeyRange::new(b"", crate::sorted::MatchType::Prefix));
+        self.lines(all, None)
+    }
+
     /// The lines of a page of a cluster's blocks within `range` (pywb's
     /// paged queries); nothing for a sorted file.
     pub fn page_lines<'s>(&'s self, blocks: Vec<Block>, range: &'s KeyRange) -> SourceLines<'s> {

@@ -438,8 +438,7 @@ fn lines_of<'s>(
             })))
         }
         Input::Cluster(source) => {
-            let range = everything();
-            let lines = source.lines(range, None)?;
+            let lines = source.every_line()?;
             let mut no = 0u64;
             Ok(Box::new(lines.map(move |l| {
                 no += 1;
@@ -448,12 +447,6 @@ fn lines_of<'s>(
             })))
         }
     }
-}
-
-/// A range holding every line.
-fn everything() -> &'static crate::sorted::KeyRange {
-    static ALL: std::sync::OnceLock<crate::sorted::KeyRange> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| crate::sorted::KeyRange::new(b"", crate::sorted::MatchType::Prefix))
 }
 
 /// Every input as one stream (several merged by key), into one scan.

@@ -1133,6 +1133,81 @@ fn lookup_reads_pywbs_own_zipnum_fixture() {
     }
 }
 
+/// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
+/// `cat` of the sorted index it was built from prints, block after block
+/// across shards; a damaged shard stops it with an error naming the
+/// cluster.
+#[test]
+fn cat_of_a_cluster_is_cat_of_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let input = dir.path().join("repo.cdxj");
+    // The repository's ARC and WARC files; some fixtures are damaged on
+    // purpose, so `index` may exit 2 having indexed every good record.
+    let o = util::run(
+        &[
+            "index",
+            "--format",
+            "cdxj",
+            root.join("samples").to_str().unwrap(),
+            util::data_dir().join("arc").to_str().unwrap(),
+            "-o",
+            input.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 2)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let cluster = dir.path().join("cluster");
+    let o = util::run(
+        &[
+            "zipnum",
+            "build",
+            input.to_str().unwrap(),
+            "-o",
+            cluster.to_str().unwrap(),
+            "--lines-per-block",
+            "3",
+            "--shards",
+            "2",
+        ],
+        b"",
+    );
+    util::assert_ok(&o);
+    let idx = cluster.join("index.idx");
+    let blocks = std::fs::read_to_string(&idx).unwrap().lines().count();
+    assert!(blocks >= 6, "only {blocks} blocks");
+    for json in [false, true] {
+        let cat = |path: &Path| {
+            let mut args = vec!["cat"];
+            if json {
+                args.push("--json");
+            }
+            args.push(path.to_str().unwrap());
+            let o = util::run(&args, b"");
+            util::assert_ok(&o);
+            o.stdout
+        };
+        let want = cat(&input);
+        let records = want.split(|&b| b == b'\n');
+        let records = records.filter(|l| !l.is_empty() && !l.starts_with(b"!"));
+        assert!(records.count() >= 10, "--json {json}");
+        assert!(cat(&cluster) == want, "cat of the directory, --json {json}");
+        assert!(cat(&idx) == want, "cat of the .idx, --json {json}");
+    }
+    // The second shard cut short: its blocks cannot be read.
+    let shard = cluster.join("index-02.cdx.gz");
+    let bytes = std::fs::read(&shard).unwrap();
+    std::fs::write(&shard, &bytes[..bytes.len() / 2]).unwrap();
+    let o = util::run(&["cat", cluster.to_str().unwrap()], b"");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("index.idx"), "{stderr}");
+}
+
 /// A free loopback port (bound then released; the server binds it next).
 /// GET over plain HTTP/1.0 on loopback; the body, or `None` if the server
 /// is not answering.
