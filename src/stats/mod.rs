@@ -373,15 +373,21 @@ pub fn tld(dotted: &str) -> &str {
 /// Path segments and query parameters of a SURT key, as cdxsummary counts
 /// them: `/a/b/` has 2 segments, `/` none; `a=1&b=2` 2 parameters.
 pub fn path_query_depth(key: &[u8]) -> (u32, u32) {
-    let rest = match memchr::memchr(b')', key) {
-        Some(i) => &key[i + 1..],
-        None => return (0, 0),
+    let (path, query, _) = depths(key);
+    (path, query)
+}
+
+/// [`path_query_depth`], and whether `key` holds a `?` at all (a query,
+/// even an empty one, or a `?` before the `)` of an odd key).
+fn depths(key: &[u8]) -> (u32, u32, bool) {
+    let Some(i) = memchr::memchr(b')', key) else {
+        return (0, 0, memchr::memchr(b'?', key).is_some());
     };
-    let (path, query) = match memchr::memchr(b'?', rest) {
-        Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => (rest, &b""[..]),
-    };
-    (segments(path, b'/'), segments(query, b'&'))
+    let rest = &key[i + 1..];
+    match memchr::memchr(b'?', rest) {
+        Some(q) => (segments(&rest[..q], b'/'), segments(&rest[q + 1..], b'&'), true),
+        None => (segments(rest, b'/'), 0, memchr::memchr(b'?', &key[..i]).is_some()),
+    }
 }
 
 fn segments(s: &[u8], sep: u8) -> u32 {
@@ -442,8 +448,8 @@ impl Counts {
         if self.last.as_deref().map_or(true, |d| dt > d) {
             self.last = Some(dt.to_vec());
         }
-        let (p, q) = path_query_depth(f.key);
-        if q > 0 || memchr::memchr(b'?', f.key).is_some() {
+        let (p, q, query) = depths(f.key);
+        if query {
             self.with_query += 1;
         }
         *self.pathquery.entry((p, q)).or_insert(0) += 1;

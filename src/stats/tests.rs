@@ -32,6 +32,17 @@ fn path_and_query_depth_count_as_cdxsummary_does() {
 }
 
 #[test]
+fn a_key_has_a_query_when_it_holds_a_question_mark() {
+    assert_eq!(depths(b"com,example)/a/b"), (2, 0, false));
+    assert_eq!(depths(b"com,example)/a?x=1"), (1, 1, true));
+    // An empty query, a `?` before the `)`, a key without `)`.
+    assert_eq!(depths(b"com,example)/a?"), (1, 0, true));
+    assert_eq!(depths(b"com,ex?ample)/a"), (1, 0, true));
+    assert_eq!(depths(b"dns:example.com?"), (0, 0, true));
+    assert_eq!(depths(b"dns:example.com"), (0, 0, false));
+}
+
+#[test]
 fn json_members_are_read_without_parsing_the_block() {
     let j = br#"{"url": "http://x/?\"mime\": 1\\", "mime": "text/html", "status": 200, "length": "55"}"#;
     assert_eq!(
