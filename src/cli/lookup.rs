@@ -7,10 +7,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use ukvs::acl::Rules;
 use ukvs::engine::format::{self, write_line, write_timemap, TimeMapLinks};
+use ukvs::engine::fs::open_input;
 use ukvs::engine::lookup::{url_range, Collection, Filters, Order};
 use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
-
-use super::sort::open_input;
 
 /// Look up captures of a URL (or key) in sorted indexes.
 ///

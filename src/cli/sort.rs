@@ -5,8 +5,6 @@ use std::process::ExitCode;
 
 use ukvs::engine::sort::{self as job, SortJob};
 
-pub(super) use ukvs::engine::sort::open_input;
-
 /// Sort index lines (UKVS, CDXJ, CDX) in byte order with bounded memory.
 ///
 /// Header lines (`!...`, ` CDX ...`) at the top of every input are kept on

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::Value;
 
+use super::fs::open_input;
 use super::lookup;
-use super::validate::open_input;
 use crate::ukvs::convert::{self, Source};
 use crate::ukvs::{
     classify, expand, format_record, parse_json5, Headers, Line, LineReader, Record, Schema, Token,

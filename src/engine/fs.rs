@@ -1,12 +1,18 @@
-//! Input files mapped into memory: the one place that maps files.
+//! Input files: mapped into memory (the one place that maps files), or
+//! opened as streams (a path or `-` for stdin, gzip found by its magic
+//! bytes whatever the name).
 
 // Mapping a file and dropping mapped pages are unsafe calls; each says
 // why it holds.
 #![allow(unsafe_code)]
 
 use std::fs::File;
-use std::io;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
 use std::sync::Arc;
+
+use anyhow::Context;
+use flate2::read::MultiGzDecoder;
 
 /// Maps a non-empty regular file read-only; `None` for anything else
 /// (pipes, terminals, empty files), which callers read instead. `advice`
@@ -89,6 +95,86 @@ impl Behind {
 /// Page size assumed for rounding release ranges (a larger page only
 /// makes a range's last page a partial one, which is harmless).
 const PAGE: usize = 4096;
+
+// ------------------------------------------------------------- streams
+
+/// The first bytes of gzip data.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// A display name for an input path (`<stdin>` for `-`).
+pub fn input_name(path: &Path) -> String {
+    if is_stdin(path) {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Whether `path` names standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Opens an input to read: a path, or `-` for stdin, through a buffer of
+/// 1 MiB. Gzip content (found by its magic bytes, whatever the name) is
+/// decompressed, concatenated members as one stream.
+pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    open_input_with(path, 1 << 20)
+}
+
+/// [`open_input`] with a buffer of `capacity` bytes (a small one to read
+/// only the headers at a file's start).
+pub fn open_input_with(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    let raw: Box<dyn Read + Send> = match is_stdin(path) {
+        true => Box::new(io::stdin()),
+        false => {
+            Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+        }
+    };
+    let mut rdr = BufReader::with_capacity(capacity, raw);
+    let magic = rdr
+        .fill_buf()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if magic.starts_with(&GZIP_MAGIC) {
+        Ok(Box::new(BufReader::with_capacity(
+            capacity,
+            MultiGzDecoder::new(rdr),
+        )))
+    } else {
+        Ok(Box::new(rdr))
+    }
+}
+
+/// [`open_input`] for a reader that reads large blocks itself (a
+/// `LineReader`): a plain file is given as it is, with no buffer in
+/// between that would copy every byte once more.
+pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>> {
+    if is_stdin(path) {
+        return Ok(open_input(path)?);
+    }
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    match is_gzip(&file).with_context(|| format!("cannot read {}", path.display()))? {
+        true => Ok(open_input(path)?),
+        false => Ok(Box::new(file)),
+    }
+}
+
+/// Whether `file` starts with the gzip magic bytes (read where they are,
+/// without moving the file's position).
+pub fn is_gzip(file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut magic = [0u8; 2];
+    let mut got = 0;
+    while got < magic.len() {
+        match file.read_at(&mut magic[got..], got as u64) {
+            Ok(0) => return Ok(false),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(magic == GZIP_MAGIC)
+}
 
 #[cfg(test)]
 mod tests {

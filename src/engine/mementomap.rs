@@ -32,6 +32,7 @@ use crate::mementomap::{Error as MapError, Frequency, Record};
 use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
+use super::fs::{is_gzip, is_stdin, open_input, open_input_unbuffered, open_input_with};
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts, Span};
 
@@ -231,55 +232,18 @@ pub struct EvaluateJob {
 
 // ---------------------------------------------------------------- inputs
 
-fn is_stdin(p: &Path) -> bool {
-    p.as_os_str() == "-"
-}
-
-fn is_gz(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e == "gz")
-}
-
-fn open_stream(p: &Path) -> anyhow::Result<Box<dyn BufRead>> {
-    open_stream_with(p, 1 << 20)
-}
-
-/// [`open_stream`] with a buffer of `capacity` bytes (a small one to read
-/// only the headers at a file's start).
-fn open_stream_with(p: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead>> {
-    if is_stdin(p) {
-        return Ok(Box::new(BufReader::with_capacity(capacity, io::stdin())));
-    }
-    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
-    if is_gz(p) {
-        Ok(Box::new(BufReader::with_capacity(
-            capacity,
-            flate2::read::MultiGzDecoder::new(BufReader::new(f)),
-        )))
-    } else {
-        Ok(Box::new(BufReader::with_capacity(capacity, f)))
-    }
-}
-
-/// A capture index as a byte stream: stdin, gzip, or the file itself (no
-/// BufReader: the line reader reads in large blocks, and a buffer in
-/// between would copy every byte once more).
-fn open_input(p: &Path) -> anyhow::Result<Box<dyn Read>> {
-    if is_stdin(p) || is_gz(p) {
-        return Ok(Box::new(open_stream(p)?));
-    }
-    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
-    Ok(Box::new(f))
-}
-
-/// A plain input file that can be mapped (`None` for stdin, gzip, and
-/// what is not a regular, non-empty file: those are read as streams).
+/// A plain input file that can be read in parts (`None` for stdin, gzip,
+/// and what is not a regular, non-empty file: those are read as streams).
 fn mappable_input(p: &Path) -> anyhow::Result<Option<File>> {
-    if is_stdin(p) || is_gz(p) {
+    if is_stdin(p) {
         return Ok(None);
     }
-    let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
     let meta = f.metadata()?;
-    Ok((meta.is_file() && meta.len() > 0).then_some(f))
+    if !meta.is_file() || meta.len() == 0 || is_gzip(&f)? {
+        return Ok(None);
+    }
+    Ok(Some(f))
 }
 
 /// A line of one of several inputs: bytes (no LF), input index, 1-based
@@ -293,7 +257,7 @@ fn merged_lines(
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>>> {
     let mut streams = Vec::with_capacity(inputs.len());
     for (i, p) in inputs.iter().enumerate() {
-        let mut r = open_stream(p)?;
+        let mut r = open_input(p)?;
         let name = p.display().to_string();
         let mut no = 0u64;
         streams.push(std::iter::from_fn(move || {
@@ -326,7 +290,7 @@ fn merged_lines(
 
 /// Records of a sorted map file (headers skipped).
 fn map_source(p: &Path) -> anyhow::Result<Source> {
-    let mut r = open_stream(p)?;
+    let mut r = open_input(p)?;
     let name = p.display().to_string();
     let mut no = 0u64;
     let mut buf = Vec::new();
@@ -385,7 +349,7 @@ fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
     if is_stdin(p) {
         return Ok(Vec::new());
     }
-    let mut r = open_stream_with(p, 16 << 10)?;
+    let mut r = open_input_with(p, 16 << 10)?;
     let mut out = Vec::new();
     let mut line = String::new();
     while r.read_line(&mut line).unwrap_or(0) > 0 && line.starts_with('!') {
@@ -1049,7 +1013,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 shared_parts(file, &parts, threads, read, || prepare(&a))
             }
             None => {
-                let input = open_input(p)?;
+                let input = open_input_unbuffered(p)?;
                 let results = vec![pass_one(
                     opts,
                     &tmp,
@@ -1743,7 +1707,7 @@ pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
 }
 
 fn read_all(p: &Path) -> anyhow::Result<Vec<u8>> {
-    let mut r = open_stream(p)?;
+    let mut r = open_input(p)?;
     let mut v = Vec::new();
     r.read_to_end(&mut v)
         .with_context(|| format!("reading {}", p.display()))?;

@@ -3,13 +3,13 @@
 //! other jobs that read index files.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
 use std::sync::{mpsc, Mutex};
 
 use anyhow::{bail, Context};
-use flate2::read::MultiGzDecoder;
 
+use super::fs::{input_name, open_input};
 use super::output::Output;
 use crate::sorted::{self, Merge, Run};
 
@@ -38,29 +38,6 @@ pub struct MergeJob {
     pub output: PathBuf,
     /// Drop repeated identical lines.
     pub unique: bool,
-}
-
-/// Opens an input for reading lines: a path, `-` for stdin, gunzipped when
-/// the name ends in `.gz` or the bytes start with the gzip magic.
-pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
-    const BUF: usize = 1 << 20;
-    let raw: Box<dyn Read + Send> = if path == Path::new("-") {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
-    };
-    let mut rdr = BufReader::with_capacity(BUF, raw);
-    let magic = rdr
-        .fill_buf()
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if magic.starts_with(&[0x1f, 0x8b]) {
-        Ok(Box::new(BufReader::with_capacity(
-            BUF,
-            MultiGzDecoder::new(rdr),
-        )))
-    } else {
-        Ok(Box::new(rdr))
-    }
 }
 
 /// Hands every line of `rdr` (without its LF; the last one may lack it)
@@ -107,15 +84,6 @@ fn for_each_line(
         }
         carry.extend_from_slice(&buf[from..]);
         rdr.consume(filled);
-    }
-}
-
-/// A display name for an input path.
-pub fn input_name(path: &Path) -> String {
-    if path == Path::new("-") {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
     }
 }
 

@@ -86,7 +86,7 @@ enum Input {
 impl Input {
     fn name(&self) -> String {
         match self {
-            Input::Plain { path, .. } | Input::Stream { path } => super::sort::input_name(path),
+            Input::Plain { path, .. } | Input::Stream { path } => super::fs::input_name(path),
             Input::Cluster(s) => s.name().to_string(),
         }
     }
@@ -368,7 +368,7 @@ fn scan_parts(
     skipped: &Skipped<'_>,
     progress: Option<&dyn Progress>,
 ) -> anyhow::Result<Scan> {
-    let name = super::sort::input_name(path);
+    let name = super::fs::input_name(path);
     let layout = layout_of_file(file).with_context(|| format!("cannot read {}", path.display()))?;
     let threads = super::thread_count(job.threads);
     let cuts = cuts_between_surts(file, threads, PARALLEL_FROM)
@@ -414,7 +414,7 @@ fn lines_of<'s>(
     match input {
         Input::Plain { path, .. } | Input::Stream { path } => {
             let name = input.name();
-            let mut r = super::sort::open_input(path)?;
+            let mut r = super::fs::open_input(path)?;
             let mut no = 0u64;
             let mut ticker = Ticker {
                 progress,
@@ -463,7 +463,7 @@ fn scan_stream(
     if let [Input::Plain { path, .. } | Input::Stream { path }] = inputs {
         // One stream (gzip, stdin): its lines straight from the reader's
         // buffer, with nothing to merge.
-        let mut lines = LineReader::new(super::sort::open_input(path)?);
+        let mut lines = LineReader::new(super::fs::open_input(path)?);
         let mut ticker = Ticker {
             progress,
             pending: 0,

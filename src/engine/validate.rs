@@ -3,11 +3,12 @@
 //! written to the writer the front end gives.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context;
 
+use super::fs::open_input;
 use crate::ukvs::{LineReader, Validator};
 
 /// How files are checked.
@@ -45,7 +46,7 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
             pos = end + 1;
         }
     } else {
-        let rdr = open_input(path).with_context(|| format!("cannot open {name}"))?;
+        let rdr = open_input(path)?;
         let mut lines = LineReader::new(rdr);
         loop {
             let at = lines.offset();
@@ -96,22 +97,4 @@ fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::
     let map = super::fs::map_file(&file, memmap2::Advice::Sequential)
         .with_context(|| format!("cannot map {}", path.display()))?;
     Ok(map.filter(|m| !m.starts_with(&[0x1f, 0x8b])))
-}
-
-/// Opens a file (or stdin for `-`) for reading, decompressing gzip content
-/// (detected by its magic bytes, so `.gz` names and piped gzip both work;
-/// concatenated members are read as one stream).
-pub fn open_input(path: &Path) -> io::Result<Box<dyn Read>> {
-    let raw: Box<dyn Read> = if path.as_os_str() == "-" {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(path)?)
-    };
-    let mut buf = BufReader::with_capacity(1 << 20, raw);
-    let is_gzip = buf.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-    Ok(if is_gzip {
-        Box::new(flate2::bufread::MultiGzDecoder::new(buf))
-    } else {
-        Box::new(buf)
-    })
 }

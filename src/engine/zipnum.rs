@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 
+use super::fs::{input_name, open_input};
 use super::output::{Output, OutputDir};
-use super::sort::{input_name, open_input};
 use crate::sorted::lines::is_header;
 use crate::sorted::zipnum::{Block, BlockWriter};
 

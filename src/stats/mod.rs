@@ -385,8 +385,16 @@ fn depths(key: &[u8]) -> (u32, u32, bool) {
     };
     let rest = &key[i + 1..];
     match memchr::memchr(b'?', rest) {
-        Some(q) => (segments(&rest[..q], b'/'), segments(&rest[q + 1..], b'&'), true),
-        None => (segments(rest, b'/'), 0, memchr::memchr(b'?', &key[..i]).is_some()),
+        Some(q) => (
+            segments(&rest[..q], b'/'),
+            segments(&rest[q + 1..], b'&'),
+            true,
+        ),
+        None => (
+            segments(rest, b'/'),
+            0,
+            memchr::memchr(b'?', &key[..i]).is_some(),
+        ),
     }
 }
 

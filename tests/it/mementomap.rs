@@ -1013,6 +1013,49 @@ fn gz_input_and_bad_lines_are_reported() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Gzip is known by its bytes, as every other command knows it: gzip
+/// content under a plain name is decompressed, a plain file named `.gz`
+/// is read as it is, for generate, merge and compact alike.
+#[test]
+fn gzip_is_known_by_its_bytes_not_its_name() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let text = b"com,a)/ 2014 {\"url\":\"http://a.com/\"}\ncom,a)/b 2014 {\"url\":\"http://a.com/b\"}\ncom,b)/ 2015 {\"url\":\"http://b.com/\"}\n";
+    let gzip = |bytes: &[u8]| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    };
+    let plain = dir.path().join("plain.cdxj");
+    std::fs::write(&plain, text).unwrap();
+    let hidden = dir.path().join("hidden.cdxj");
+    std::fs::write(&hidden, gzip(text)).unwrap();
+    let named = dir.path().join("named.cdxj.gz");
+    std::fs::write(&named, text).unwrap();
+    let map_of = |args: &[&str]| {
+        let out = util::run(args, b"");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        data(&String::from_utf8(out.stdout).unwrap())
+    };
+    let want = map_of(&["mementomap", "generate", "-q", plain.to_str().unwrap()]);
+    assert_eq!(want, ["com,a)/ 1/1", "com,a)/b 1/1", "com,b)/ 1/1"]);
+    for p in [&hidden, &named] {
+        let p = p.to_str().unwrap();
+        assert_eq!(map_of(&["mementomap", "generate", "-q", p]), want, "{p}");
+    }
+    let map = map_of(&["mementomap", "generate", "-q", plain.to_str().unwrap()]).join("\n") + "\n";
+    let gz_map = dir.path().join("map.ukvs");
+    std::fs::write(&gz_map, gzip(map.as_bytes())).unwrap();
+    for verb in ["merge", "compact"] {
+        let got = map_of(&["mementomap", verb, "-q", gz_map.to_str().unwrap()]);
+        assert_eq!(got, want, "{verb}");
+    }
+}
+
 #[test]
 fn unsorted_inputs() {
     let out = util::run(&["mementomap", "merge", "-", "-q"], b"");
