@@ -1133,22 +1133,17 @@ fn lookup_reads_pywbs_own_zipnum_fixture() {
     }
 }
 
-/// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
-/// `cat` of the sorted index it was built from prints, block after block
-/// across shards; a damaged shard stops it with an error naming the
-/// cluster.
-#[test]
-fn cat_of_a_cluster_is_cat_of_its_index() {
-    let dir = tempfile::tempdir().unwrap();
+/// The repository's own ARC and WARC files indexed in `format` into
+/// `dir/repo.FORMAT`. Some fixtures are damaged on purpose, so `index`
+/// reports errors (exit 2) and indexes every good record.
+fn index_of_the_repo(dir: &Path, format: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let input = dir.path().join("repo.cdxj");
-    // The repository's ARC and WARC files; some fixtures are damaged on
-    // purpose, so `index` may exit 2 having indexed every good record.
+    let input = dir.join(format!("repo.{format}"));
     let o = util::run(
         &[
             "index",
             "--format",
-            "cdxj",
+            format,
             root.join("samples").to_str().unwrap(),
             util::data_dir().join("arc").to_str().unwrap(),
             "-o",
@@ -1161,7 +1156,12 @@ fn cat_of_a_cluster_is_cat_of_its_index() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let cluster = dir.path().join("cluster");
+    input
+}
+
+/// A cluster of `input` in `dir/cluster`: 3 lines a block, two shards.
+fn small_cluster(dir: &Path, input: &Path) -> PathBuf {
+    let cluster = dir.join("cluster");
     let o = util::run(
         &[
             "zipnum",
@@ -1177,6 +1177,18 @@ fn cat_of_a_cluster_is_cat_of_its_index() {
         b"",
     );
     util::assert_ok(&o);
+    cluster
+}
+
+/// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
+/// `cat` of the sorted index it was built from prints, block after block
+/// across shards; a damaged shard stops it with an error naming the
+/// cluster.
+#[test]
+fn cat_of_a_cluster_is_cat_of_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = index_of_the_repo(dir.path(), "cdxj");
+    let cluster = small_cluster(dir.path(), &input);
     let idx = cluster.join("index.idx");
     let blocks = std::fs::read_to_string(&idx).unwrap().lines().count();
     assert!(blocks >= 6, "only {blocks} blocks");
@@ -1248,28 +1260,7 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // The repository's own ARC files as a CDX11 index. Some fixtures are
-    // damaged on purpose, so `index` reports errors (exit 2) and indexes
-    // every good record.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let input = dir.path().join("repo.cdx");
-    let o = util::run(
-        &[
-            "index",
-            "--format",
-            "cdx11",
-            root.join("samples").to_str().unwrap(),
-            util::data_dir().join("arc").to_str().unwrap(),
-            "-o",
-            input.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert!(
-        matches!(o.status.code(), Some(0 | 2)),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let input = index_of_the_repo(dir.path(), "cdx11");
     let lines = std::fs::read(&input).unwrap();
     let data_lines = lines
         .split(|&b| b == b'\n')
@@ -1279,25 +1270,10 @@ fn pywb_serves_a_cluster_we_build_with_the_same_answers_as_lookup() {
         data_lines >= 20,
         "only {data_lines} captures in the repository's ARC files"
     );
-    let cluster = dir.path().join("cluster");
     // 3 lines a block gives 8 blocks: within pywb's page of 10 blocks, so
     // pywb answers whole; two shards; the six captures of example.com
     // straddle blocks.
-    let o = util::run(
-        &[
-            "zipnum",
-            "build",
-            input.to_str().unwrap(),
-            "-o",
-            cluster.to_str().unwrap(),
-            "--lines-per-block",
-            "3",
-            "--shards",
-            "2",
-        ],
-        b"",
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cluster = small_cluster(dir.path(), &input);
     std::fs::write(
         dir.path().join("config.yaml"),
         format!(
