@@ -81,7 +81,8 @@ pub struct Args {
     /// Stop at the first line that is not a capture.
     #[arg(long)]
     strict: bool,
-    /// Read input files instead of mapping them into memory.
+    /// Read a ZipNum cluster's `.idx` instead of mapping it into memory
+    /// (plain input files are read in any case).
     #[arg(long)]
     no_mmap: bool,
     /// No progress bar and no notes on stderr.

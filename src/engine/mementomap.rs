@@ -234,7 +234,7 @@ pub struct EvaluateJob {
 
 /// A plain input file that can be read in parts (`None` for stdin, gzip,
 /// and what is not a regular, non-empty file: those are read as streams).
-fn mappable_input(p: &Path) -> anyhow::Result<Option<File>> {
+fn plain_input(p: &Path) -> anyhow::Result<Option<File>> {
     if is_stdin(p) {
         return Ok(None);
     }
@@ -979,7 +979,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);
     let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) = if let [p] = a.inputs.as_slice() {
-        match mappable_input(p)? {
+        match plain_input(p)? {
             Some(file) => {
                 // One regular file: its parts (cut between two SURTs, so
                 // every URL is in one part) are read in parallel.

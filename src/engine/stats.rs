@@ -17,7 +17,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufRead, Read, Seek};
+use std::io::{self, BufRead, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -49,7 +49,8 @@ pub struct StatsJob {
     pub unsorted: bool,
     /// Stop at the first line that is not a capture.
     pub strict: bool,
-    /// Read files instead of mapping them.
+    /// Read a cluster's `.idx` (and the sorted files of a directory)
+    /// instead of mapping them; plain input files are read in any case.
     pub no_mmap: bool,
     /// No notes on stderr.
     pub quiet: bool,
@@ -75,7 +76,7 @@ const STEP: u64 = 4 << 20;
 
 /// One input, as it is read.
 enum Input {
-    /// A plain file: mapped and read in parts.
+    /// A plain file: read in parts, on threads.
     Plain { path: PathBuf, file: File },
     /// Read front to back: stdin, gzip, or a plain file with `--no-mmap`.
     Stream { path: PathBuf },
@@ -116,25 +117,23 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
             for s in Source::open(p, job.no_mmap)? {
                 match s.is_cluster() {
                     true => out.push(Input::Cluster(Box::new(s))),
-                    false => out.push(plain_or_stream(s.path(), job.no_mmap)?),
+                    false => out.push(plain_or_stream(s.path())?),
                 }
             }
             continue;
         }
-        out.push(plain_or_stream(p, job.no_mmap)?);
+        out.push(plain_or_stream(p)?);
     }
     Ok(out)
 }
 
-fn plain_or_stream(p: &Path, no_mmap: bool) -> anyhow::Result<Input> {
-    let mut file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-    let mut magic = [0u8; 2];
-    let n = file
-        .read(&mut magic)
-        .with_context(|| format!("cannot read {}", p.display()))?;
-    let gzip = n == 2 && magic == [0x1f, 0x8b];
+/// A plain, regular, non-empty file is read in parts; anything else
+/// (gzip, stdin, a pipe) as a stream.
+fn plain_or_stream(p: &Path) -> anyhow::Result<Input> {
+    let file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+    let gzip = super::fs::is_gzip(&file).with_context(|| format!("cannot read {}", p.display()))?;
     let regular = file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
-    Ok(match !gzip && !no_mmap && regular {
+    Ok(match !gzip && regular {
         true => Input::Plain {
             path: p.to_path_buf(),
             file,
