@@ -176,6 +176,63 @@ pub fn is_gzip(file: &File) -> io::Result<bool> {
     Ok(magic == GZIP_MAGIC)
 }
 
+/// The format of an archive whose file starts with `first` (a few KiB):
+/// `WARC` (plain, gzip or zstd) or `ARC` (its first record a
+/// `filedesc://`, plain or gzip); `None` for anything else.
+pub fn archive_format(first: &[u8]) -> Option<&'static str> {
+    if crate::warc::is_warc(first) {
+        return Some("WARC");
+    }
+    const FILEDESC: &[u8] = b"filedesc://";
+    let mut head = [0u8; FILEDESC.len()];
+    let mut got = 0;
+    if first.starts_with(&GZIP_MAGIC) {
+        let mut dec = MultiGzDecoder::new(first);
+        while got < head.len() {
+            match dec.read(&mut head[got..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+    } else {
+        got = first.len().min(head.len());
+        head[..got].copy_from_slice(&first[..got]);
+    }
+    (head[..got] == *FILEDESC).then_some("ARC")
+}
+
+/// Refuses an archive given where an index is expected, naming the file
+/// and what to run first: its records would otherwise be read as index
+/// lines, most of them skipped as bad, some taken for keys. Stdin and
+/// files that cannot be read are left to the reader, which reports them.
+pub fn refuse_archive(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileExt;
+    if is_stdin(path) {
+        return Ok(());
+    }
+    let Ok(file) = File::open(path) else {
+        return Ok(());
+    };
+    let mut first = [0u8; 4096];
+    let mut got = 0;
+    while got < first.len() {
+        match file.read_at(&mut first[got..], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    match archive_format(&first[..got]) {
+        Some(format) => anyhow::bail!(
+            "{} holds {format} records, not index lines: index it first (`ukvs index {} -o INDEX`), then give INDEX",
+            path.display(),
+            path.display()
+        ),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +264,30 @@ mod tests {
         // Going back releases nothing more.
         behind.release_below(0);
         assert_eq!(behind.done, data.len() - data.len() % PAGE);
+    }
+
+    #[test]
+    fn archives_are_told_from_indexes() {
+        let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+        for (name, format) in [
+            ("example.warc.gz", Some("WARC")),
+            ("example.arc.gz", Some("ARC")),
+            ("example.arc", Some("ARC")),
+            ("expected.ukvs", None),
+        ] {
+            let bytes = std::fs::read(samples.join(name)).unwrap();
+            let first = &bytes[..bytes.len().min(4096)];
+            assert_eq!(archive_format(first), format, "{name}");
+        }
+        assert_eq!(archive_format(b""), None);
+        assert_eq!(archive_format(b"com,example)/ 20140101000000 {}\n"), None);
+        let err = refuse_archive(&samples.join("example.warc.gz")).unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.contains("example.warc.gz holds WARC records, not index lines"),
+            "{err}"
+        );
+        assert!(refuse_archive(&samples.join("expected.ukvs")).is_ok());
     }
 
     #[test]

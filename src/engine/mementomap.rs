@@ -32,7 +32,9 @@ use crate::mementomap::{Error as MapError, Frequency, Record};
 use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
-use super::fs::{is_gzip, is_stdin, open_input, open_input_unbuffered, open_input_with};
+use super::fs::{
+    is_gzip, is_stdin, open_input, open_input_unbuffered, open_input_with, refuse_archive,
+};
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts, Span};
 
@@ -976,6 +978,9 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
 }
 
 pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
+    for p in &a.inputs {
+        refuse_archive(p)?;
+    }
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);
     let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) = if let [p] = a.inputs.as_slice() {

@@ -122,6 +122,7 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
             }
             continue;
         }
+        super::fs::refuse_archive(p)?;
         out.push(plain_or_stream(p)?);
     }
     Ok(out)
