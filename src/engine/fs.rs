@@ -162,18 +162,26 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
 /// Whether `file` starts with the gzip magic bytes (read where they are,
 /// without moving the file's position).
 pub fn is_gzip(file: &File) -> io::Result<bool> {
-    use std::os::unix::fs::FileExt;
     let mut magic = [0u8; 2];
+    let got = read_full_at(file, &mut magic, 0)?;
+    Ok(got == magic.len() && magic == GZIP_MAGIC)
+}
+
+/// Reads into `buf` from offset `at` of `file` (positioned reads, which
+/// leave the file's position as it is) until `buf` is full or the file
+/// ends; the bytes read.
+pub fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
     let mut got = 0;
-    while got < magic.len() {
-        match file.read_at(&mut magic[got..], got as u64) {
-            Ok(0) => return Ok(false),
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], at + got as u64) {
+            Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(magic == GZIP_MAGIC)
+    Ok(got)
 }
 
 /// The format of an archive whose file starts with `first` (a few KiB):
@@ -206,7 +214,6 @@ pub fn archive_format(first: &[u8]) -> Option<&'static str> {
 /// lines, most of them skipped as bad, some taken for keys. Stdin and
 /// files that cannot be read are left to the reader, which reports them.
 pub fn refuse_archive(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::FileExt;
     if is_stdin(path) {
         return Ok(());
     }
@@ -214,15 +221,9 @@ pub fn refuse_archive(path: &Path) -> anyhow::Result<()> {
         return Ok(());
     };
     let mut first = [0u8; 4096];
-    let mut got = 0;
-    while got < first.len() {
-        match file.read_at(&mut first[got..], got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Ok(()),
-        }
-    }
+    let Ok(got) = read_full_at(&file, &mut first, 0) else {
+        return Ok(());
+    };
     match archive_format(&first[..got]) {
         Some(format) => anyhow::bail!(
             "{} holds {format} records, not index lines: index it first (`ukvs index {} -o INDEX`), then give INDEX",

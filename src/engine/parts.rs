@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
+use super::fs::read_full_at;
+
 /// The lines of a part of `file` (starting at a line start), each with
 /// its 1-based number in the part, read through one buffer of a few
 /// hundred KiB (positioned reads, so threads share the file): a part is
@@ -298,22 +300,6 @@ impl std::fmt::Display for LongLine {
 }
 
 impl std::error::Error for LongLine {}
-
-/// Reads into `buf` from offset `at` until it is full or the file ends;
-/// the bytes read.
-fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], at + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
 
 /// Reads lines of a sorted file at chosen offsets, for the cuts.
 struct Probe<'f> {
