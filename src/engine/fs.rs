@@ -154,7 +154,10 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     match is_gzip(&file).with_context(|| format!("cannot read {}", path.display()))? {
-        true => Ok(open_input(path)?),
+        true => Ok(Box::new(MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 20,
+            file,
+        )))),
         false => Ok(Box::new(file)),
     }
 }

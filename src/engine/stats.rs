@@ -78,7 +78,7 @@ const STEP: u64 = 4 << 20;
 enum Input {
     /// A plain file: read in parts, on threads.
     Plain { path: PathBuf, file: File },
-    /// Read front to back: stdin, gzip, or a plain file with `--no-mmap`.
+    /// Read front to back: stdin, gzip, or what is not a regular file.
     Stream { path: PathBuf },
     /// A ZipNum cluster, block by block.
     Cluster(Box<Source>),

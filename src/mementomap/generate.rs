@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::freq::{Bound, Count, Frequency};
 use super::key::{candidates, map_key, map_key_into};
-use super::merge::{fold_indexed_records, key_at, Summary};
+use super::merge::{fold_indexed_records, key_at, key_below, Summary};
 use super::record::Record;
 use super::Error;
 
@@ -918,7 +918,7 @@ impl<W: Write> Generator<W> {
     fn make_room(&mut self) -> Result<(), Error> {
         let bound = late_bound(&self.agg.group_surt);
         let (held, starts) = (&self.held, &self.held_starts);
-        let lines = starts.partition_point(|&s| key_at(held, s as usize) < bound.as_slice());
+        let lines = starts.partition_point(|&s| key_below(held, s as usize, &bound));
         let split = starts.get(lines).map_or(held.len(), |&s| s as usize);
         if split < self.held.len() / 2 {
             self.release()?;

@@ -178,7 +178,7 @@ pub fn fold_indexed_records(
 /// below `key`: the line's first bytes compared with `key`, with a search
 /// for the end of the line's key only when they compare greater (a key
 /// that ends there, before a byte of `key` below the space, is below it).
-fn key_below(text: &[u8], start: usize, key: &[u8]) -> bool {
+pub(crate) fn key_below(text: &[u8], start: usize, key: &[u8]) -> bool {
     let line = &text[start..];
     let head = &line[..key.len().min(line.len())];
     match head.cmp(key) {
