@@ -23,7 +23,7 @@ use ukvs::engine::output::Output;
 /// if any. Memory O(longest line), plus the captures of one tie.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files to read (`-` for stdin; gzip content is decompressed), or
+    /// Files to read (`-` for stdin; gzip and zstd content is decompressed), or
     /// ZipNum clusters (a cluster's directory or its `.idx`), whose lines
     /// are read block after block.
     #[arg(required = true)]

@@ -86,7 +86,7 @@ struct OutputArgs {
 /// Build a MementoMap from sorted capture indexes.
 ///
 /// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
-/// or gzipped, files or "-" for stdin; each must be sorted in byte order
+/// or gzip- or zstd-compressed, files or "-" for stdin; each must be sorted in byte order
 /// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
 /// a URL found in two of them counts once as URI-R (captures are lines: a
 /// line present in two inputs counts twice as URI-M). One streaming pass;

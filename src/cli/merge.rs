@@ -11,8 +11,8 @@ use ukvs::engine::sort::{self as job, MergeJob};
 /// lines at the top of the inputs are combined on top of the output (byte
 /// order, duplicates dropped). Every input is checked as it is read; the
 /// merge stops with the file and line number at the first line out of
-/// order, and no output file is left behind. Gzipped inputs are read
-/// transparently.
+/// order, and no output file is left behind. Gzip- and zstd-compressed
+/// inputs are read transparently; an archive given as an input is refused.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Sorted input files (`-` for stdin).

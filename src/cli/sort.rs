@@ -12,8 +12,9 @@ use ukvs::engine::sort::{self as job, SortJob};
 /// sorted as `LC_ALL=C sort` would: runs of up to `--mem` bytes (in total,
 /// over all threads) are sorted in parallel, spilled to `--tmp-dir` and
 /// merged. The output is the same bytes for any `-j` and any `--mem`.
-/// Inputs may be gzipped (`.gz` or gzip magic); `-` or no input reads
-/// stdin. The output file appears whole or not at all.
+/// Inputs may be gzip- or zstd-compressed (known by their bytes, whatever
+/// the name); an archive given as an input is refused. `-` or no input
+/// reads stdin. The output file appears whole or not at all.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Input files (`-` for stdin; stdin when none).

@@ -15,7 +15,7 @@ use super::sort::parse_size;
 /// bytes, time, MIME types, status codes, top hosts and domains.
 ///
 /// Reads any index ukvs reads: UKVS, CDXJ, classic CDX (with or without
-/// its legend), plain or gzip, ZipNum clusters, directories of index
+/// its legend), plain, gzip or zstd, ZipNum clusters, directories of index
 /// files, `-` for stdin. Several inputs make one report: a URL or host in
 /// two of them counts once. One scan; on a sorted index (as every index
 /// is) memory stays flat whatever its size, apart from one entry per

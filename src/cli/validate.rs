@@ -13,7 +13,7 @@ use ukvs::engine::validate::{check_file, ValidateJob};
 /// (JSON5 accepted), byte order of data lines (`LC_ALL=C sort`), and, for
 /// MementoMaps, the frequency and datetime-key syntax and unique keys.
 /// Prints a summary per file (lines, keys, duplicates, problems). Input may
-/// be gzip-compressed; `-` reads stdin. One pass, memory O(longest line).
+/// be gzip- or zstd-compressed; `-` reads stdin. One pass, memory O(longest line).
 ///
 /// Exit status: 0 when every file is valid, 2 otherwise.
 #[derive(Debug, clap::Args)]

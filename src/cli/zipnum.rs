@@ -26,7 +26,7 @@ pub enum Command {
 /// `--shards 1`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
-    /// The sorted index (plain or gzipped; `-` = stdin).
+    /// The sorted index (plain, gzip or zstd; `-` = stdin).
     input: PathBuf,
     /// Output directory (created if missing).
     #[arg(short, long)]

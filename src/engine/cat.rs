@@ -116,7 +116,6 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
         pending_key_len: 0,
     };
     for path in &args.files {
-        let name = path.display().to_string();
         if path.is_dir() || path.extension().is_some_and(|e| e == "idx") {
             // A ZipNum cluster (its directory or its `.idx`), or a
             // directory of sorted files.
@@ -130,7 +129,7 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("ukvs cat: cannot open {name}: {e}");
+                    eprintln!("ukvs cat: {e:#}");
                     out.bad += 1;
                 }
             }
@@ -171,7 +170,7 @@ fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyho
     let rdr = match open_input(path) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("ukvs cat: cannot open {name}: {e}");
+            eprintln!("ukvs cat: {e:#}");
             out.bad += 1;
             return Ok(());
         }

@@ -116,8 +116,10 @@ pub fn is_stdin(path: &Path) -> bool {
 }
 
 /// Opens an input to read: a path, or `-` for stdin, through a buffer of
-/// 1 MiB. Gzip content (found by its magic bytes, whatever the name) is
-/// decompressed, concatenated members as one stream.
+/// 1 MiB. Gzip and zstd content (found by their magic bytes, whatever the
+/// name) is decompressed, concatenated members or frames as one stream.
+/// What holds no index lines (an archive, or another compression) is
+/// refused ([`index_content`]).
 pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
     open_input_with(path, 1 << 20)
 }
@@ -132,17 +134,14 @@ pub fn open_input_with(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn B
         }
     };
     let mut rdr = BufReader::with_capacity(capacity, raw);
-    let magic = rdr
+    let first = rdr
         .fill_buf()
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if magic.starts_with(&GZIP_MAGIC) {
-        Ok(Box::new(BufReader::with_capacity(
-            capacity,
-            MultiGzDecoder::new(rdr),
-        )))
-    } else {
-        Ok(Box::new(rdr))
-    }
+        .with_context(|| format!("cannot read {}", input_name(path)))?;
+    Ok(match index_content(path, first)? {
+        Content::Gzip => Box::new(BufReader::with_capacity(capacity, MultiGzDecoder::new(rdr))),
+        Content::Zstd => Box::new(BufReader::with_capacity(capacity, zstd_decoder(path, rdr)?)),
+        _ => Box::new(rdr),
+    })
 }
 
 /// [`open_input`] for a reader that reads large blocks itself (a
@@ -153,21 +152,108 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
         return Ok(open_input(path)?);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    match is_gzip(&file).with_context(|| format!("cannot read {}", path.display()))? {
-        true => Ok(Box::new(MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 20,
-            file,
-        )))),
-        false => Ok(Box::new(file)),
+    let content = content_of(&file).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(match as_index(path, content)? {
+        Content::Gzip => Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, file))),
+        Content::Zstd => Box::new(zstd_decoder(path, BufReader::with_capacity(1 << 20, file))?),
+        _ => Box::new(file),
+    })
+}
+
+/// A zstd decoder of `rdr`'s frames, one after the other.
+fn zstd_decoder<R: BufRead>(
+    path: &Path,
+    rdr: R,
+) -> anyhow::Result<zstd::stream::read::Decoder<'static, R>> {
+    zstd::stream::read::Decoder::with_buffer(rdr)
+        .with_context(|| format!("cannot decompress {}", input_name(path)))
+}
+
+/// What an input holds, told from its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// Bytes as they are: lines.
+    Plain,
+    /// Gzip-compressed.
+    Gzip,
+    /// Zstd-compressed.
+    Zstd,
+    /// Archive records, not index lines: `WARC` or `ARC`.
+    Archive(&'static str),
+    /// Compressed in a format no command reads (`bzip2`, `xz`, ...).
+    Unread(&'static str),
+}
+
+/// Magic bytes of the compressions no command reads, and their names.
+const UNREAD: [(&[u8], &str); 4] = [
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+    (b"PK\x03\x04", "zip"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+];
+
+/// What a file that starts with `first` (a few KiB, or what a pipe gave
+/// at once) holds. Archives are told first (a `.warc.gz` is gzip too);
+/// index lines start with a SURT, a URL, `!` or ` CDX`, never with the
+/// magic bytes of a compression.
+pub fn content(first: &[u8]) -> Content {
+    if let Some(format) = archive_format(first) {
+        return Content::Archive(format);
+    }
+    if first.starts_with(&GZIP_MAGIC) {
+        return Content::Gzip;
+    }
+    if crate::warc::is_zstd_start(first) || crate::warc::is_skippable_start(first) {
+        return Content::Zstd;
+    }
+    // bzip2: `BZh`, the block size, then the magic of a block or of the
+    // end of the stream.
+    if first.len() >= 10
+        && first.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&first[3])
+        && (first[4..10] == *b"1AY&SY" || first[4..10] == *b"\x17rE8P\x90")
+    {
+        return Content::Unread("bzip2");
+    }
+    match UNREAD.iter().find(|(magic, _)| first.starts_with(magic)) {
+        Some(&(_, name)) => Content::Unread(name),
+        None => Content::Plain,
     }
 }
 
-/// Whether `file` starts with the gzip magic bytes (read where they are,
+/// The [`content`] of a file, from its first 4 KiB (read where they are,
 /// without moving the file's position).
-pub fn is_gzip(file: &File) -> io::Result<bool> {
-    let mut magic = [0u8; 2];
-    let got = read_full_at(file, &mut magic, 0)?;
-    Ok(got == magic.len() && magic == GZIP_MAGIC)
+pub fn content_of(file: &File) -> io::Result<Content> {
+    let mut first = [0u8; 4096];
+    let got = read_full_at(file, &mut first, 0)?;
+    Ok(content(&first[..got]))
+}
+
+/// The [`content`] of `first`, the first bytes of the input at `path`
+/// where index lines are expected; an error naming the input when it
+/// holds something else.
+pub fn index_content(path: &Path, first: &[u8]) -> anyhow::Result<Content> {
+    as_index(path, content(first))
+}
+
+/// The `content` of the input at `path` when it holds index lines, or the
+/// error that says why it does not, and what to do.
+fn as_index(path: &Path, content: Content) -> anyhow::Result<Content> {
+    let name = input_name(path);
+    match content {
+        Content::Archive(format) => match is_stdin(path) {
+            true => anyhow::bail!(
+                "{name} holds {format} records, not index lines: index them first (`ukvs index FILE -o INDEX`), then give INDEX"
+            ),
+            false => anyhow::bail!(
+                "{name} holds {format} records, not index lines: index it first (`ukvs index {name} -o INDEX`), then give INDEX"
+            ),
+        },
+        Content::Unread(kind) => anyhow::bail!(
+            "{name} is {kind}-compressed: decompress it first (indexes are read plain, or gzip- or zstd-compressed)"
+        ),
+        c => Ok(c),
+    }
 }
 
 /// Reads into `buf` from offset `at` of `file` (positioned reads, which
@@ -188,23 +274,42 @@ pub fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
 }
 
 /// The format of an archive whose file starts with `first` (a few KiB):
-/// `WARC` (plain, gzip or zstd) or `ARC` (its first record a
-/// `filedesc://`, plain or gzip); `None` for anything else.
+/// `WARC` or `ARC` (its first record a `filedesc://`), plain, gzip or
+/// zstd; `None` for anything else.
 pub fn archive_format(first: &[u8]) -> Option<&'static str> {
-    if crate::warc::is_warc(first) {
-        return Some("WARC");
-    }
     const FILEDESC: &[u8] = b"filedesc://";
     let mut head = [0u8; FILEDESC.len()];
     let mut got = 0;
-    if first.starts_with(&GZIP_MAGIC) {
-        let mut dec = MultiGzDecoder::new(first);
+    let mut fill = |mut dec: Box<dyn Read + '_>| {
         while got < head.len() {
             match dec.read(&mut head[got..]) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => got += n,
             }
         }
+    };
+    if crate::warc::is_zstd_start(first) || crate::warc::is_skippable_start(first) {
+        // A `.warc.zst` may open with its dictionary, in a skippable frame
+        // of its own magic; no index does.
+        if first.starts_with(&0x184D_2A5Du32.to_le_bytes()) {
+            return Some("WARC");
+        }
+        if let Ok(dec) = zstd::stream::read::Decoder::with_buffer(first) {
+            fill(Box::new(dec));
+        }
+        let start = head[..got].iter().position(|&b| !crate::input::is_ws(b));
+        let head = &head[start.unwrap_or(got)..got];
+        return match head {
+            _ if head.len() >= 5 && head[..5].eq_ignore_ascii_case(b"WARC/") => Some("WARC"),
+            _ if head == FILEDESC => Some("ARC"),
+            _ => None,
+        };
+    }
+    if crate::warc::is_warc(first) {
+        return Some("WARC");
+    }
+    if first.starts_with(&GZIP_MAGIC) {
+        fill(Box::new(MultiGzDecoder::new(first)));
     } else {
         got = first.len().min(head.len());
         head[..got].copy_from_slice(&first[..got]);
@@ -212,29 +317,22 @@ pub fn archive_format(first: &[u8]) -> Option<&'static str> {
     (head[..got] == *FILEDESC).then_some("ARC")
 }
 
-/// Refuses an archive given where an index is expected, naming the file
-/// and what to run first: its records would otherwise be read as index
-/// lines, most of them skipped as bad, some taken for keys. Stdin and
-/// files that cannot be read are left to the reader, which reports them.
-pub fn refuse_archive(path: &Path) -> anyhow::Result<()> {
+/// Refuses an input that holds no index lines where an index is expected
+/// (see [`index_content`]), naming the file and what to do: an archive's
+/// records would otherwise be read as index lines, most of them skipped
+/// as bad, some taken for keys. Stdin and files that cannot be read are
+/// left to the reader, which reports them.
+pub fn refuse_non_index(path: &Path) -> anyhow::Result<()> {
     if is_stdin(path) {
         return Ok(());
     }
     let Ok(file) = File::open(path) else {
         return Ok(());
     };
-    let mut first = [0u8; 4096];
-    let Ok(got) = read_full_at(&file, &mut first, 0) else {
+    let Ok(content) = content_of(&file) else {
         return Ok(());
     };
-    match archive_format(&first[..got]) {
-        Some(format) => anyhow::bail!(
-            "{} holds {format} records, not index lines: index it first (`ukvs index {} -o INDEX`), then give INDEX",
-            path.display(),
-            path.display()
-        ),
-        None => Ok(()),
-    }
+    as_index(path, content).map(drop)
 }
 
 #[cfg(test)]
@@ -270,28 +368,98 @@ mod tests {
         assert_eq!(behind.done, data.len() - data.len() % PAGE);
     }
 
+    /// Archives, compressions and index lines are told apart by their
+    /// first bytes, whatever the file's name.
     #[test]
-    fn archives_are_told_from_indexes() {
+    fn contents_are_told_by_their_first_bytes() {
         let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-        for (name, format) in [
-            ("example.warc.gz", Some("WARC")),
-            ("example.arc.gz", Some("ARC")),
-            ("example.arc", Some("ARC")),
-            ("expected.ukvs", None),
+        let read = |name: &str| std::fs::read(samples.join(name)).unwrap();
+        let first = |bytes: &[u8]| content(&bytes[..bytes.len().min(4096)]);
+        let index = read("expected.ukvs");
+        let warc = {
+            let mut plain = Vec::new();
+            MultiGzDecoder::new(&read("example.warc.gz")[..])
+                .read_to_end(&mut plain)
+                .unwrap();
+            plain
+        };
+        let zstd = |b: &[u8]| zstd::stream::encode_all(b, 3).unwrap();
+        // A skippable frame first, as pzstd writes, or a WARC's dictionary.
+        let skippable = |magic: u32, b: &[u8]| {
+            let mut v = magic.to_le_bytes().to_vec();
+            v.extend_from_slice(&4u32.to_le_bytes());
+            v.extend_from_slice(b"\0\0\0\0");
+            v.extend_from_slice(&zstd(b));
+            v
+        };
+        let gzip = |b: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(b).unwrap();
+            e.finish().unwrap()
+        };
+        for (what, bytes, expected) in [
+            (
+                "a WARC, gzip",
+                read("example.warc.gz"),
+                Content::Archive("WARC"),
+            ),
+            ("a WARC", warc.clone(), Content::Archive("WARC")),
+            ("a WARC, zstd", zstd(&warc), Content::Archive("WARC")),
+            (
+                "a WARC, zstd with a dictionary",
+                skippable(0x184D_2A5D, b"dict"),
+                Content::Archive("WARC"),
+            ),
+            (
+                "an ARC, gzip",
+                read("example.arc.gz"),
+                Content::Archive("ARC"),
+            ),
+            ("an ARC", read("example.arc"), Content::Archive("ARC")),
+            ("an index", index.clone(), Content::Plain),
+            ("an index, gzip", gzip(&index), Content::Gzip),
+            ("an index, zstd", zstd(&index), Content::Zstd),
+            (
+                "an index, pzstd",
+                skippable(0x184D_2A50, &index),
+                Content::Zstd,
+            ),
+            (
+                "bzip2",
+                b"BZh91AY&SY\x85\x1b".to_vec(),
+                Content::Unread("bzip2"),
+            ),
+            (
+                "xz",
+                b"\xfd7zXZ\x00\x00\x04".to_vec(),
+                Content::Unread("xz"),
+            ),
+            (
+                "a CDX header",
+                b" CDX N b a m s k r M S V g\n".to_vec(),
+                Content::Plain,
+            ),
+            (
+                "a SURT",
+                b"com,example)/ 20140101000000 {}\n".to_vec(),
+                Content::Plain,
+            ),
+            (
+                "a key like bzip2's magic",
+                b"BZh9 x\n".to_vec(),
+                Content::Plain,
+            ),
+            ("nothing", Vec::new(), Content::Plain),
         ] {
-            let bytes = std::fs::read(samples.join(name)).unwrap();
-            let first = &bytes[..bytes.len().min(4096)];
-            assert_eq!(archive_format(first), format, "{name}");
+            assert_eq!(first(&bytes), expected, "{what}");
         }
-        assert_eq!(archive_format(b""), None);
-        assert_eq!(archive_format(b"com,example)/ 20140101000000 {}\n"), None);
-        let err = refuse_archive(&samples.join("example.warc.gz")).unwrap_err();
+        let err = refuse_non_index(&samples.join("example.warc.gz")).unwrap_err();
         let err = err.to_string();
         assert!(
             err.contains("example.warc.gz holds WARC records, not index lines"),
             "{err}"
         );
-        assert!(refuse_archive(&samples.join("expected.ukvs")).is_ok());
+        assert!(refuse_non_index(&samples.join("expected.ukvs")).is_ok());
     }
 
     #[test]

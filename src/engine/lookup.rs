@@ -36,18 +36,26 @@ pub use crate::sorted::{ordered, Order};
 #[non_exhaustive]
 pub enum Error {
     /// A file or directory could not be opened, listed, mapped or read.
-    #[error("cannot {what} {path}: {source}")]
+    /// (The I/O error is said in the message, not given as the source,
+    /// so that a report of the whole chain says it once.)
+    #[error("cannot {what} {path}: {error}")]
     Io {
         what: &'static str,
         path: String,
-        source: io::Error,
+        error: io::Error,
     },
-    /// A gzip-compressed file was given as a sorted index.
+    /// A compressed file was given as a sorted index.
     #[error(
-        "{0} is gzip-compressed: a binary search needs a plain file \
-         (gunzip it, or build a cluster with `ukvs zipnum build`)"
+        "{name} is {kind}-compressed: a binary search needs a plain file \
+         (decompress it, or build a cluster with `ukvs zipnum build`)"
     )]
-    Compressed(String),
+    Compressed { name: String, kind: &'static str },
+    /// An archive was given as a sorted index.
+    #[error(
+        "{name} holds {format} records, not index lines: index it first \
+         (`ukvs index {name} -o INDEX`), then give INDEX"
+    )]
+    Archive { name: String, format: &'static str },
     /// A directory holds more than one ZipNum `.idx` file.
     #[error("{0} holds several .idx files; name the one to use")]
     SeveralIdx(String),
@@ -64,10 +72,10 @@ pub enum Error {
 
 impl Error {
     fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Error + 'p {
-        move |source| Error::Io {
+        move |error| Error::Io {
             what,
             path: path.display().to_string(),
-            source,
+            error,
         }
     }
 }
@@ -103,6 +111,29 @@ pub fn open_bytes(path: &Path, no_mmap: bool) -> Result<Bytes, Error> {
     file.read_to_end(&mut buf)
         .map_err(Error::io("read", path))?;
     Ok(Bytes::Vec(buf))
+}
+
+/// Refuses the bytes of the file `name` when a binary search cannot use
+/// them: bisecting compressed bytes, or an archive's records, would only
+/// report disorder, or find nothing.
+pub fn searchable(name: &str, bytes: &[u8]) -> Result<(), Error> {
+    use super::fs::Content;
+    let kind = match super::fs::content(&bytes[..bytes.len().min(4096)]) {
+        Content::Plain => return Ok(()),
+        Content::Archive(format) => {
+            return Err(Error::Archive {
+                name: name.to_string(),
+                format,
+            })
+        }
+        Content::Gzip => "gzip",
+        Content::Zstd => "zstd",
+        Content::Unread(kind) => kind,
+    };
+    Err(Error::Compressed {
+        name: name.to_string(),
+        kind,
+    })
 }
 
 /// One index taking part in a lookup: a sorted file, or a ZipNum cluster.
@@ -169,10 +200,7 @@ impl Source {
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {
         let bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
-        // Bisecting compressed bytes would only report disorder.
-        if bytes.as_ref().starts_with(&[0x1f, 0x8b]) {
-            return Err(Error::Compressed(name));
-        }
+        searchable(&name, bytes.as_ref())?;
         Ok(Source {
             name,
             path: path.to_path_buf(),

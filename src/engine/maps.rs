@@ -22,6 +22,7 @@ impl MapFile {
     pub fn open(path: &Path, no_mmap: bool, keep_query: bool) -> Result<MapFile, Error> {
         let bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
+        super::lookup::searchable(&name, bytes.as_ref())?;
         let data = bytes.as_ref();
         let top = &data[..lines::header_end(data)];
         let headers = top

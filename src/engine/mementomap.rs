@@ -33,7 +33,8 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::fs::{
-    is_gzip, is_stdin, open_input, open_input_unbuffered, open_input_with, refuse_archive,
+    content_of, is_stdin, open_input, open_input_unbuffered, open_input_with, refuse_non_index,
+    Content,
 };
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts, Span};
@@ -234,15 +235,16 @@ pub struct EvaluateJob {
 
 // ---------------------------------------------------------------- inputs
 
-/// A plain input file that can be read in parts (`None` for stdin, gzip,
-/// and what is not a regular, non-empty file: those are read as streams).
+/// A plain input file that can be read in parts (`None` for stdin,
+/// compressed files, and what is not a regular, non-empty file: those are
+/// read as streams).
 fn plain_input(p: &Path) -> anyhow::Result<Option<File>> {
     if is_stdin(p) {
         return Ok(None);
     }
     let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
     let meta = f.metadata()?;
-    if !meta.is_file() || meta.len() == 0 || is_gzip(&f)? {
+    if !meta.is_file() || meta.len() == 0 || content_of(&f)? != Content::Plain {
         return Ok(None);
     }
     Ok(Some(f))
@@ -979,7 +981,7 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
 
 pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
     for p in &a.inputs {
-        refuse_archive(p)?;
+        refuse_non_index(p)?;
     }
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);

@@ -122,19 +122,21 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
             }
             continue;
         }
-        super::fs::refuse_archive(p)?;
+        super::fs::refuse_non_index(p)?;
         out.push(plain_or_stream(p)?);
     }
     Ok(out)
 }
 
 /// A plain, regular, non-empty file is read in parts; anything else
-/// (gzip, stdin, a pipe) as a stream.
+/// (compressed, stdin, a pipe) as a stream.
 fn plain_or_stream(p: &Path) -> anyhow::Result<Input> {
     let file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-    let gzip = super::fs::is_gzip(&file).with_context(|| format!("cannot read {}", p.display()))?;
+    let content =
+        super::fs::content_of(&file).with_context(|| format!("cannot read {}", p.display()))?;
+    let plain = content == super::fs::Content::Plain;
     let regular = file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
-    Ok(match !gzip && regular {
+    Ok(match plain && regular {
         true => Input::Plain {
             path: p.to_path_buf(),
             file,

@@ -86,15 +86,20 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
     Ok(s.problems == 0)
 }
 
-/// Maps a plain (not gzip), non-empty regular file read-only; `None` for
-/// stdin, gzip, empty files, non-regular files and `--no-mmap`, which are
-/// streamed instead.
+/// Maps a plain (not compressed), non-empty regular file read-only;
+/// `None` for stdin, compressed files, what holds no index lines, empty
+/// files, non-regular files and `--no-mmap`, which are streamed instead
+/// (and refused, when they hold no index lines, by [`open_input`]).
 fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::Mmap>> {
     if no_mmap || path.as_os_str() == "-" {
         return Ok(None);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let map = super::fs::map_file(&file, memmap2::Advice::Sequential)
-        .with_context(|| format!("cannot map {}", path.display()))?;
-    Ok(map.filter(|m| !m.starts_with(&[0x1f, 0x8b])))
+    let content =
+        super::fs::content_of(&file).with_context(|| format!("cannot read {}", path.display()))?;
+    if content != super::fs::Content::Plain {
+        return Ok(None);
+    }
+    super::fs::map_file(&file, memmap2::Advice::Sequential)
+        .with_context(|| format!("cannot map {}", path.display()))
 }

@@ -33,6 +33,7 @@ mod reader;
 
 pub use error::Error;
 pub use header::{warc_fields, Head};
+pub(crate) use reader::{is_skippable_start, is_zstd_start};
 pub use reader::{Options, Reader, Stats};
 
 use crate::input::SharedBlock;

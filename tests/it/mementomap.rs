@@ -1056,28 +1056,6 @@ fn gzip_is_known_by_its_bytes_not_its_name() {
     }
 }
 
-/// An archive given where an index is expected is refused, naming the
-/// file and what to run first, by generate and by stats alike.
-#[test]
-fn an_archive_given_as_an_index_is_refused() {
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-    for (verb, name, format) in [
-        (&["mementomap", "generate"][..], "example.warc.gz", "WARC"),
-        (&["mementomap", "generate"][..], "example.arc", "ARC"),
-        (&["stats"][..], "example.arc.gz", "ARC"),
-    ] {
-        let path = samples.join(name);
-        let mut args = verb.to_vec();
-        args.push(path.to_str().unwrap());
-        let out = util::run(&args, b"");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{verb:?} {name}: {err}");
-        assert!(out.stdout.is_empty(), "{verb:?} {name}");
-        let said = format!("{name} holds {format} records, not index lines");
-        assert!(err.contains(&said) && err.contains("ukvs index"), "{err}");
-    }
-}
-
 #[test]
 fn unsorted_inputs() {
     let out = util::run(&["mementomap", "merge", "-", "-q"], b"");

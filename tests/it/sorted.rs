@@ -1184,6 +1184,143 @@ fn small_cluster(dir: &Path, input: &Path) -> PathBuf {
 /// `cat` of the sorted index it was built from prints, block after block
 /// across shards; a damaged shard stops it with an error naming the
 /// cluster.
+/// `printf 'x\n' | bzip2`: a real bzip2 stream.
+const BZIP2_X: [u8; 39] = [
+    0x42, 0x5a, 0x68, 0x39, 0x31, 0x41, 0x59, 0x26, 0x53, 0x59, 0x2b, 0x3e, 0xcf, 0x7f, 0x00, 0x00,
+    0x00, 0xc0, 0x80, 0x00, 0x10, 0x00, 0x40, 0x20, 0x00, 0x21, 0x00, 0x82, 0xb1, 0x77, 0x24, 0x53,
+    0x85, 0x09, 0x02, 0xb3, 0xec, 0xf7, 0xf0,
+];
+
+/// Every command that reads indexes or maps refuses a file that holds
+/// none (an archive, a compression it does not read), whatever its name,
+/// with exit 2, a message naming the file and what to do, and no output:
+/// its bytes would otherwise be read as lines, sorted, counted or keyed.
+#[test]
+fn what_holds_no_index_lines_is_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let bz2 = dir.path().join("index.cdxj");
+    std::fs::write(&bz2, BZIP2_X).unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    for (input, said) in [
+        (
+            samples.join("example.warc.gz"),
+            "holds WARC records, not index lines",
+        ),
+        (
+            samples.join("example.arc"),
+            "holds ARC records, not index lines",
+        ),
+        (
+            samples.join("example.arc.gz"),
+            "holds ARC records, not index lines",
+        ),
+        (bz2.clone(), "is bzip2-compressed"),
+    ] {
+        let p = input.to_str().unwrap();
+        let name = input.file_name().unwrap().to_str().unwrap();
+        for args in [
+            &["sort", p, "-o", o][..],
+            &["merge", p, p, "-o", o],
+            &["validate", p],
+            &["cat", p],
+            &["zipnum", "build", p, "-o", o],
+            &["lookup", p, "com,example)/"],
+            &["stats", p, "-o", o],
+            &["mementomap", "generate", p, "-o", o],
+            &["mementomap", "compact", p, "-o", o],
+            &["mementomap", "merge", p, "-o", o],
+            &["mementomap", "lookup", p, "http://example.com/"],
+        ] {
+            let r = util::run(args, b"");
+            let err = String::from_utf8_lossy(&r.stderr);
+            assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(&format!("{name} {said}")), "{args:?}: {err}");
+            assert!(r.stdout.is_empty(), "{args:?}");
+            assert!(!out.exists(), "{args:?} wrote its output");
+        }
+    }
+    // Stdin too.
+    let warc = std::fs::read(samples.join("example.warc.gz")).unwrap();
+    for args in [
+        &["sort", "-"][..],
+        &["cat", "-"],
+        &["mementomap", "generate", "-"],
+    ] {
+        let r = util::run(args, &warc);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("<stdin> holds WARC records"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A zstd-compressed index reads as the plain one, whatever its name:
+/// the same sorted lines, conversion, validation, statistics and map.
+/// (A binary search needs a plain file, and says so.)
+#[test]
+fn a_zstd_index_reads_as_the_plain_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = index_of_the_repo(dir.path(), "cdxj");
+    let bytes = std::fs::read(&plain).unwrap();
+    let zst = dir.path().join("repo.bin");
+    std::fs::write(&zst, zstd::stream::encode_all(&bytes[..], 3).unwrap()).unwrap();
+    let (p, z) = (plain.to_str().unwrap(), zst.to_str().unwrap());
+    let stdout = |args: &[&str]| {
+        let r = util::run(args, b"");
+        util::assert_ok(&r);
+        r.stdout
+    };
+    let sorted = |input: &str| {
+        let out = dir.path().join("sorted");
+        stdout(&["sort", input, "-o", out.to_str().unwrap()]);
+        std::fs::read(out).unwrap()
+    };
+    assert_eq!(sorted(z), sorted(p));
+    for args in [&["cat"][..], &["cat", "--json"], &["stats", "--json"]] {
+        let with = |input: &str| {
+            let mut a = args.to_vec();
+            a.push(input);
+            stdout(&a)
+        };
+        let (a, b) = (with(z), with(p));
+        assert!(!a.is_empty(), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&a).replace(z, p),
+            String::from_utf8_lossy(&b),
+            "{args:?}"
+        );
+    }
+    let valid = String::from_utf8(stdout(&["validate", z])).unwrap();
+    assert!(valid.contains("sorted, 0 problems: valid"), "{valid}");
+    let body = |input: &str| {
+        let out = dir.path().join("map");
+        stdout(&[
+            "mementomap",
+            "generate",
+            "-q",
+            input,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let map = std::fs::read_to_string(out).unwrap();
+        map.lines()
+            .filter(|l| !l.starts_with('!'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let map = body(z);
+    assert!(!map.is_empty());
+    assert_eq!(map, body(p));
+    let r = util::run(&["lookup", z, "com,example)/"], b"");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("repo.bin is zstd-compressed"), "{err}");
+}
+
 #[test]
 fn cat_of_a_cluster_is_cat_of_its_index() {
     let dir = tempfile::tempdir().unwrap();
