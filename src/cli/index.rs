@@ -177,7 +177,7 @@ impl Progress for Bar {
     }
 
     fn print(&self, line: &str) {
-        self.0.suspend(|| eprintln!("{line}"));
+        self.0.suspend(|| ukvs::report!("{line}"));
     }
 
     fn done(&self) {

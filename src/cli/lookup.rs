@@ -157,7 +157,7 @@ fn check_order(coll: &Collection) -> anyhow::Result<()> {
                 ),
                 None => format!("line {} (byte {})", d.line_no, d.offset),
             };
-            eprintln!(
+            ukvs::report!(
                 "ukvs: lookup: {name}: {place} is out of order: {:?} sorts before the line above it {:?}",
                 String::from_utf8_lossy(&d.line),
                 String::from_utf8_lossy(&d.previous)
@@ -248,7 +248,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let (any, n) = coll.batch(&mut rdr, as_url, &filters, args.threads, &mut out, &write)?;
         out.flush()?;
         if n > 0 {
-            eprintln!(
+            ukvs::report!(
                 "ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given"
             );
         }
@@ -267,7 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(url)) => {
             let (range, url, err) = url_range(url, &surt, match_type);
             if let Some(err) = err {
-                eprintln!("ukvs: lookup: {url}: {err}; looking it up as given");
+                ukvs::report!("ukvs: lookup: {url}: {err}; looking it up as given");
             }
             (range, Some(url))
         }

@@ -69,7 +69,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("ukvs: {err:#}");
+            ukvs::report!("ukvs: {err:#}");
             ExitCode::from(2)
         }
     }

@@ -131,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if skipped > 0 {
         if !args.quiet {
-            eprintln!("ukvs stats: {skipped} lines were not captures and were skipped");
+            ukvs::report!("ukvs stats: {skipped} lines were not captures and were skipped");
         }
         return Ok(ExitCode::from(2));
     }
@@ -160,7 +160,7 @@ fn merge_reports(args: &Args) -> anyhow::Result<Report> {
     }
     let merged = Report::merge(parts, args.top);
     if !merged.inexact.is_empty() && !args.quiet {
-        eprintln!(
+        ukvs::report!(
             "ukvs stats --merge: not exact: {} (the shards overlap, or do not list every host \
              and domain: make them with --top 0)",
             merged.inexact.join(", ")

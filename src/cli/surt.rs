@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Err(err) = key_into(url, &opts, &mut out) {
                 kept += 1;
                 if !args.quiet {
-                    eprintln!("ukvs surt: {}: {err}; key is the URL unchanged", place());
+                    ukvs::report!("ukvs surt: {}: {err}; key is the URL unchanged", place());
                 }
                 echo_url(url, &mut out);
             }
@@ -104,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     wtr.flush().context("writing keys")?;
     if kept > 0 && !args.quiet {
-        eprintln!("ukvs surt: {kept} URL(s) kept unchanged because the reference rejects them");
+        ukvs::report!("ukvs surt: {kept} URL(s) kept unchanged because the reference rejects them");
     }
     Ok(ExitCode::SUCCESS)
 }

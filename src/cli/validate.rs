@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     return Err(err);
                 }
                 out.flush()?;
-                eprintln!("ukvs validate: {}: {err:#}", path.display());
+                ukvs::report!("ukvs validate: {}: {err:#}", path.display());
                 all_valid = false;
                 invalid += 1;
             }

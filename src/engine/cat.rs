@@ -129,7 +129,7 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("ukvs cat: {e:#}");
+                    crate::report!("ukvs cat: {e:#}");
                     out.bad += 1;
                 }
             }
@@ -170,7 +170,7 @@ fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyho
     let rdr = match open_input(path) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("ukvs cat: {e:#}");
+            crate::report!("ukvs cat: {e:#}");
             out.bad += 1;
             return Ok(());
         }
@@ -242,11 +242,11 @@ impl FileState<'_> {
                     return Err(e);
                 }
             }
-            eprintln!("{}:{n}: {}", self.name, message_at(&e, n));
+            crate::report!("{}:{n}: {}", self.name, message_at(&e, n));
             out.bad += 1;
         }
         if let Some(why) = self.skip {
-            eprintln!("{}: skipped: {why}", self.name);
+            crate::report!("{}: skipped: {why}", self.name);
             out.bad += 1;
             return Ok(false);
         }

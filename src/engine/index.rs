@@ -143,11 +143,11 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
     let mut names = std::collections::HashMap::new();
     let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors)?;
     for e in &input_errors {
-        eprintln!("ukvs index: {e}");
+        crate::report!("ukvs index: {e}");
     }
     if paths.is_empty() {
         input_errors.push("no ARC or WARC files to index".into());
-        eprintln!("ukvs index: no ARC or WARC files to index");
+        crate::report!("ukvs index: no ARC or WARC files to index");
     }
     if job.strict && !input_errors.is_empty() {
         return Ok(ExitCode::from(2));
@@ -230,7 +230,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
         taps.finish()?;
     }
     if !job.quiet {
-        eprintln!(
+        crate::report!(
             "ukvs index: {} files, {} records indexed, {} left out by the profile, \
              {} damaged records skipped ({} bytes), {} errors{}",
             sink.files_done,
@@ -290,7 +290,7 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
             let before = paths.len();
             walk_dir(path, path, paths, names, errors);
             if paths.len() == before {
-                eprintln!(
+                crate::report!(
                     "ukvs index: warning: {}: no ARC or WARC files (*.arc, *.arc.gz, *.warc, \
                      *.warc.gz, *.warc.zst), Kulturarw3 objects or Nedlib .meta files in this \
                      directory",
@@ -1251,7 +1251,7 @@ impl Sink {
                     self.errors += 1;
                     match pb {
                         Some(pb) => pb.print(&text),
-                        None => eprintln!("{text}"),
+                        None => crate::report!("{text}"),
                     }
                     if self.strict {
                         abort.store(true, Ordering::Relaxed);
@@ -1260,7 +1260,7 @@ impl Sink {
                 }
                 Msg::Warning { text } => match pb {
                     Some(pb) => pb.print(&format!("warning: {text}")),
-                    None => eprintln!("warning: {text}"),
+                    None => crate::report!("warning: {text}"),
                 },
                 Msg::Done { file, stats, meta } => {
                     self.records += stats.records;

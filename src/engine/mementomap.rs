@@ -951,7 +951,7 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
             let rules = crate::acl::Rules::parse(&text)
                 .with_context(|| format!("reading the access rules {}", p.display()))?;
             for key in rules.allowed_inside_denied() {
-                eprintln!(
+                crate::report!(
                     "ukvs mementomap generate: {}: the allow rule {} lies inside a denied prefix; \
                      the map counts the whole prefix as not held",
                     p.display(),
@@ -1162,7 +1162,7 @@ fn finish_generate(
             }
             if shown < 10 && !a.out.quiet {
                 shown += 1;
-                eprintln!("ukvs: {}: {e} (skipped)", names[input]);
+                crate::report!("ukvs: {}: {e} (skipped)", names[input]);
             }
         }
         base += part.stats.lines;
@@ -1441,12 +1441,12 @@ fn folded_reader(
 }
 
 fn report_generate(g: &GenStats, s: &Stats) {
-    eprintln!(
+    crate::report!(
         "ukvs mementomap generate: {} lines, {} captures, {} map lines ({} rollups), {} excluded, {}, total {}",
         g.lines, g.captures, s.lines_out, s.rollups, g.excluded, g.skipped, s.total.unwrap_or_default()
     );
     if g.capped > 0 {
-        eprintln!(
+        crate::report!(
             "ukvs: {} SURTs had more than {} URL variants: their URI-R counts are upper bounds",
             g.capped,
             crate::mementomap::generate::GROUP_URL_CAP
@@ -1474,9 +1474,11 @@ pub fn compact(a: CompactJob) -> anyhow::Result<ExitCode> {
     let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
     let stats = finish_map(src, &a.rollup, params, &a.out, header, None)?;
     if !a.out.quiet {
-        eprintln!(
+        crate::report!(
             "ukvs mementomap compact: {} lines in, {} lines out, {} rollups",
-            stats.lines_in, stats.lines_out, stats.rollups
+            stats.lines_in,
+            stats.lines_out,
+            stats.rollups
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -1561,7 +1563,7 @@ pub fn merge(a: MergeJob) -> anyhow::Result<ExitCode> {
         BufReader::new(spool.into_reader()?),
     )?;
     if !a.out.quiet {
-        eprintln!(
+        crate::report!(
             "ukvs mementomap merge: {} maps, {n} lines out",
             a.inputs.len()
         );
@@ -1584,7 +1586,7 @@ pub fn lookup(a: LookupJob) -> anyhow::Result<ExitCode> {
             if let Err(e) = map.sample(4 << 10) {
                 // A map out of order (the reference writes some): each
                 // query is still answered where the search can trust it.
-                eprintln!("ukvs: {}: {e}; searching without samples", a.map.display());
+                crate::report!("ukvs: {}: {e}; searching without samples", a.map.display());
             }
         }
     }

@@ -23,6 +23,18 @@
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
+/// Writes a line to stderr as `eprintln!` does, but goes on when stderr
+/// is gone (a closed pipe, as in `ukvs ... 2>&1 | head`), where
+/// `eprintln!` panics: a message no one reads must not stop a job before
+/// it writes its output.
+#[macro_export]
+macro_rules! report {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod batch;
 pub mod cat;
 pub mod format;

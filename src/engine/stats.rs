@@ -167,7 +167,7 @@ impl Skipped<'_> {
             let line = format!("ukvs stats: {text} (skipped)");
             match self.progress {
                 Some(p) => p.print(&line),
-                None => eprintln!("{line}"),
+                None => crate::report!("{line}"),
             }
         }
         Ok(())
@@ -346,7 +346,7 @@ pub fn run(job: &StatsJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ou
             );
             match progress {
                 Some(p) => p.print(&line),
-                None => eprintln!("{line}"),
+                None => crate::report!("{line}"),
             }
         }
         let mut sorter = ExternalSorter::new(mem, job.tmp_dir.clone());

@@ -155,7 +155,7 @@ pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
     http::stream(move |sink| {
         if let Err(e) = run(&coll, params, sink) {
             if sink.is_started() {
-                eprintln!("ukvs serve: {}: answer cut: {e:?}", coll.name);
+                ukvs::report!("ukvs serve: {}: answer cut: {e:?}", coll.name);
             } else {
                 sink.start(e.head());
             }

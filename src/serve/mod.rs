@@ -100,7 +100,7 @@ async fn serve(opts: Options, catalog: Catalog) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", opts.bind))?;
     let local = listener.local_addr()?;
     let names = catalog.names().join(", ");
-    eprintln!("ukvs serve: listening on http://{local}/ ({names})");
+    ukvs::report!("ukvs serve: listening on http://{local}/ ({names})");
     let shared = Arc::new(Shared {
         catalog: RwLock::new(Arc::new(catalog)),
         quiet: opts.quiet,
@@ -126,7 +126,7 @@ async fn serve(opts: Options, catalog: Catalog) -> anyhow::Result<()> {
                     Ok(a) => a,
                     Err(e) => {
                         // Out of descriptors and the like: wait, go on.
-                        eprintln!("ukvs serve: accept: {e}");
+                        ukvs::report!("ukvs serve: accept: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -152,11 +152,11 @@ async fn serve(opts: Options, catalog: Catalog) -> anyhow::Result<()> {
         }
     }
     drop(listener);
-    eprintln!("ukvs serve: stopping; finishing the answers in flight");
+    ukvs::report!("ukvs serve: stopping; finishing the answers in flight");
     tokio::select! {
         _ = graceful.shutdown() => {}
         _ = tokio::time::sleep(Duration::from_secs(10)) => {
-            eprintln!("ukvs serve: answers still running after 10 s were cut");
+            ukvs::report!("ukvs serve: answers still running after 10 s were cut");
         }
     }
     Ok(())
@@ -189,10 +189,10 @@ async fn reload(opts: &Options, shared: &Arc<Shared>) {
         Ok(Ok(catalog)) => {
             let names = catalog.names().join(", ");
             *shared.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
-            eprintln!("ukvs serve: re-opened the indexes ({names})");
+            ukvs::report!("ukvs serve: re-opened the indexes ({names})");
         }
-        Ok(Err(e)) => eprintln!("ukvs serve: SIGHUP: {e:#}; still serving the old indexes"),
-        Err(e) => eprintln!("ukvs serve: SIGHUP: {e}; still serving the old indexes"),
+        Ok(Err(e)) => ukvs::report!("ukvs serve: SIGHUP: {e:#}; still serving the old indexes"),
+        Err(e) => ukvs::report!("ukvs serve: SIGHUP: {e}; still serving the old indexes"),
     }
 }
 
@@ -209,7 +209,7 @@ async fn handle(
     );
     let res = route(shared, &req).await;
     if !shared.quiet {
-        eprintln!(
+        ukvs::report!(
             "{peer} {} {target} {} {:.3}ms",
             req.method(),
             res.status().as_u16(),

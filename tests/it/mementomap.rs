@@ -1613,3 +1613,36 @@ fn late_records_past_the_hold_are_folded_in() {
         assert!(got == rolled, "-j {threads}: the rolled-up map differs");
     }
 }
+
+/// Messages to a stderr that is gone (the reading end of its pipe closed,
+/// as in `ukvs ... 2>&1 | head`) do not stop a job before it writes its
+/// output: the skipped lines are reported into the void, and the map is
+/// written.
+#[test]
+fn a_closed_stderr_does_not_stop_a_job() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.cdxj");
+    let mut text = String::new();
+    for i in 0..50 {
+        text += &format!("not-a-surt-{i:02} 20200101000000 {{}}\n");
+    }
+    text += "org,example)/ 20200101000000 {\"url\": \"http://example.org/\"}\n";
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("out.map");
+    let mut fds = [0; 2];
+    // SAFETY: `pipe` fills both descriptors, each then owned once.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let status = Command::new(util::bin())
+        .args(["mementomap", "generate"])
+        .args([&input, Path::new("-o"), &out])
+        .stdout(std::process::Stdio::null())
+        .stderr(write)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let map = std::fs::read_to_string(&out).unwrap();
+    assert!(map.contains("\norg,example)/ 1/1\n"), "{map}");
+}
