@@ -13,9 +13,10 @@
 //!
 //! Lines stream through every step except closest and reverse order,
 //! which hold at most `limit` lines, as pywb's do. An error found before
-//! the first line is the answer (400 for what pywb calls a `CDXException`,
-//! 500 with the message as the reason for the rest, as pywb answers); one
-//! found later ends the answer where it is.
+//! the first line is the answer: 400 for a bad request (pywb answers a
+//! few of them, such as `limit=abc`, with a Python exception as a 500;
+//! here they say which parameter is wrong), 500 when an index cannot be
+//! read; one found later ends the answer where it is.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -43,9 +44,10 @@ const FUZZY_LIMIT: &str = "100";
 /// An answer that is an error.
 #[derive(Debug)]
 pub enum ApiError {
-    /// pywb's `CDXException` and bad requests: 400.
+    /// A bad request (pywb's `CDXException`, and the parameters pywb
+    /// fails on with an exception): 400.
     Bad(String),
-    /// Anything else pywb raises: 500, with the message as the reason.
+    /// An index that cannot be read: 500, with the message as the reason.
     Internal(String),
 }
 
@@ -164,8 +166,8 @@ pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
     .await
 }
 
-/// Python's `int()` of a parameter.
-fn py_int(s: &str) -> Result<i64, ApiError> {
+/// Python's `int()` of the parameter `name`, whose value is `s`.
+fn py_int(name: &str, s: &str) -> Result<i64, ApiError> {
     let t = s.trim();
     let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
     let ok = !digits.is_empty()
@@ -175,8 +177,8 @@ fn py_int(s: &str) -> Result<i64, ApiError> {
         && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_');
     let value = ok.then(|| t.replace('_', "").parse::<i64>().ok()).flatten();
     value.ok_or_else(|| {
-        ApiError::Internal(format!(
-            "invalid literal for int() with base 10: {}",
+        ApiError::Bad(format!(
+            "Invalid value for {name}= param: {} (not an integer)",
             py_str_repr(s)
         ))
     })
@@ -246,9 +248,9 @@ fn run(coll: &Coll, mut p: Params, sink: &mut Sink) -> Result<(), ApiError> {
     let paged = clusters > 0;
     if p.flag("showNumPages") && paged {
         if p.flag("showPagedIndex") {
-            // pywb hands its page count to the index-line reader.
-            return Err(ApiError::Internal(
-                "'AlwaysJsonResponse' object has no attribute 'rstrip'".into(),
+            // pywb hands its page count to the index-line reader, and fails.
+            return Err(ApiError::Bad(
+                "showNumPages=true and showPagedIndex=true cannot be asked together".into(),
             ));
         }
         return num_pages(coll, &q, &p, sink);
@@ -306,16 +308,18 @@ fn query_objs<'a>(
     // Python evaluates these where the pipeline is built, before a line
     // is read.
     let limit = match p.get("limit") {
-        Some(l) if process => py_int(l)?,
+        Some(l) if process => py_int("limit", l)?,
         _ => DEFAULT_LIMIT,
     };
     let closest = p.get("closest").map(str::to_string);
     let reverse = p.flag("reverse") || p.get("sort") == Some("reverse");
     if process && closest.is_none() && reverse && limit < 0 {
-        return Err(ApiError::Internal("maxlen must be non-negative".into()));
+        return Err(ApiError::Bad(
+            "Invalid value for limit= param: a reversed answer needs a limit of 0 or more".into(),
+        ));
     }
     let collapse = match (process, p.get("collapseTime")) {
-        (true, Some(c)) => Some(py_int(c)?),
+        (true, Some(c)) => Some(py_int("collapseTime", c)?),
         _ => None,
     };
     let filters = if process {
@@ -453,10 +457,15 @@ fn query_objs<'a>(
     })
 }
 
-/// pywb's answer when a step needs the timestamp of a record that has
-/// none (a secondary-index line of `showPagedIndex`).
+/// The answer when a step needs the timestamp of a record that has none
+/// (a secondary-index line of `showPagedIndex`; pywb fails with a
+/// `KeyError`).
 fn no_timestamp() -> ApiError {
-    ApiError::Internal("'timestamp'".into())
+    ApiError::Bad(
+        "showPagedIndex=true answers index blocks, which have no timestamp: \
+         from=, to=, closest=, collapseTime= and output=link do not apply to them"
+            .into(),
+    )
 }
 
 /// Python's `s[:n]`.
@@ -538,7 +547,7 @@ impl Filter {
             '~' => {
                 // Python's `re.match`: anchored at the start only.
                 let rx = regex::Regex::new(&format!("^(?:{value})"))
-                    .map_err(|e| ApiError::Internal(regex_message(&e)))?;
+                    .map_err(|e| ApiError::Bad(regex_message(&e)))?;
                 FilterKind::Regex(rx)
             }
             _ => FilterKind::Contains(value.to_string()),
@@ -576,7 +585,7 @@ fn regex_message(e: &regex::Error) -> String {
         .trim()
         .trim_start_matches("error: ")
         .to_string();
-    format!("invalid regular expression: {last}")
+    format!("Invalid value for filter= param: invalid regular expression: {last}")
 }
 
 /// pywb's `cdx_resolve_revisits`.
@@ -675,7 +684,9 @@ fn num_pages(coll: &Coll, q: &Query, p: &Params, sink: &mut Sink) -> Result<(), 
         None => DEFAULT_PAGE_SIZE,
     };
     if q.output == Output::Link {
-        return Err(ApiError::Internal("'timestamp'".into()));
+        return Err(ApiError::Bad(
+            "showNumPages=true answers a page count, which output=link cannot say".into(),
+        ));
     }
     let mut pages = 0i64;
     let mut blocks_n = 0i64;
@@ -745,8 +756,10 @@ fn emit(coll: &Coll, q: &Query, objs: Objs<'_>, sink: &mut Sink) -> Result<bool,
         if o.is_idx() {
             match q.output {
                 Output::Cdxj => {
-                    return Err(ApiError::Internal(
-                        "'IDXObject' object has no attribute 'to_cdxj'".into(),
+                    return Err(ApiError::Bad(
+                        "showPagedIndex=true answers index blocks, which output=cdxj cannot \
+                         write: ask output=text or output=json"
+                            .into(),
                     ))
                 }
                 Output::Link => return Err(no_timestamp()),
