@@ -5,15 +5,13 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde_json::Value;
 
-use super::fs::open_input;
+use super::fs::{for_each_line, open_input};
 use super::lookup;
 use crate::ukvs::convert::{self, Source};
 use crate::ukvs::{
-    classify, expand, format_record, parse_json5, Headers, Line, LineReader, Record, Schema, Token,
-    Writer,
+    classify, expand, format_record, parse_json5, Headers, Line, Record, Schema, Token, Writer,
 };
 
 /// What to print, and how.
@@ -175,21 +173,16 @@ fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyho
             return Ok(());
         }
     };
-    let mut lines = LineReader::new(rdr);
     let mut file = FileState::new(&name, from);
-    loop {
-        let at = lines.offset();
-        let Some(line) = lines
-            .next_line()
-            .with_context(|| format!("{name}: read error near byte {at}"))?
-        else {
-            break;
-        };
-        if !file.line(line, out)? {
-            return Ok(());
-        }
+    let mut whole = true;
+    for_each_line(&name, rdr, |line, _| {
+        whole = file.line(line, out)?;
+        Ok(whole)
+    })?;
+    match whole {
+        true => file.finish(out),
+        false => Ok(()),
     }
-    file.finish(out)
 }
 
 /// Converts the lines of a ZipNum cluster, block after block, into `out`

@@ -160,6 +160,34 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
     })
 }
 
+/// Hands every line of the stream `r` (the input `name`) to `f`, without
+/// its LF, with its 1-based number, until `f` says to stop (false):
+/// straight from the UKVS module's block reader, which copies a line only
+/// when it straddles two reads, so memory stays flat however large the
+/// input. A read error (a damaged gzip member, say) names the input, the
+/// line it follows and the byte near which it happened. The lines read.
+pub fn for_each_line(
+    name: &str,
+    r: impl Read,
+    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<bool>,
+) -> anyhow::Result<u64> {
+    let mut lines = crate::ukvs::LineReader::new(r);
+    let mut no = 0u64;
+    loop {
+        let at = lines.offset();
+        let line = lines.next_line().with_context(|| {
+            format!("cannot read {name} after line {no} (near byte {at} of its lines)")
+        })?;
+        let Some(line) = line else {
+            return Ok(no);
+        };
+        no += 1;
+        if !f(line, no)? {
+            return Ok(no);
+        }
+    }
+}
+
 /// A zstd decoder of `rdr`'s frames, one after the other.
 fn zstd_decoder<R: BufRead>(
     path: &Path,

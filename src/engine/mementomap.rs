@@ -33,11 +33,11 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::fs::{
-    content_of, is_stdin, open_input, open_input_unbuffered, open_input_with, refuse_non_index,
-    Content,
+    content_of, for_each_line, input_name, is_stdin, open_input, open_input_unbuffered,
+    open_input_with, refuse_non_index, Content,
 };
 use super::output::Output;
-use super::parts::{cuts_between_surts, for_each_line, for_each_read_line, shared_parts, Span};
+use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -1027,7 +1027,13 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                     LATE_MEM,
                     &MapMemory::new(PARTS_MEM, PARTS_MEM),
                     a.strict,
-                    |feed| for_each_line(input, |line, no| feed.line(0, line, no)),
+                    |feed| {
+                        let name = input_name(p);
+                        for_each_line(&name, input, |line, no| {
+                            feed.line(0, line, no).map(|()| true)
+                        })
+                        .map(drop)
+                    },
                 )];
                 (results, prepare(&a))
             }

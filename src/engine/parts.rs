@@ -5,7 +5,7 @@
 //! first, and shared again when a thread runs out.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -63,23 +63,6 @@ pub fn for_each_read_line(
             buf.resize(buf.len() * 2, 0);
         }
     }
-}
-
-/// Lines of a stream through the UKVS module's block reader (no copy per
-/// line). Memory stays flat however large the input, unlike a memory map
-/// whose pages count as resident.
-pub fn for_each_line(
-    r: impl Read,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut no = 0u64;
-    let no = &mut no;
-    let mut lines = crate::ukvs::LineReader::new(r);
-    while let Some(line) = lines.next_line()? {
-        *no += 1;
-        f(line, *no)?;
-    }
-    Ok(())
 }
 
 /// Bytes `from..end` of a file, read by one thread as a part. With

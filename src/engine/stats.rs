@@ -25,7 +25,6 @@ use anyhow::{bail, Context};
 
 use crate::sorted::ExternalSorter;
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
-use crate::ukvs::LineReader;
 
 use super::index::Progress;
 use super::lookup::Source;
@@ -465,20 +464,16 @@ fn scan_stream(
     if let [Input::Plain { path, .. } | Input::Stream { path }] = inputs {
         // One stream (gzip, stdin): its lines straight from the reader's
         // buffer, with nothing to merge.
-        let mut lines = LineReader::new(super::fs::open_input(path)?);
         let mut ticker = Ticker {
             progress,
             pending: 0,
         };
-        let mut no = 0u64;
-        while let Some(line) = lines
-            .next_line()
-            .with_context(|| format!("cannot read {} after line {no}", names[0]))?
-        {
-            no += 1;
+        let input = super::fs::open_input(path)?;
+        super::fs::for_each_line(&names[0], input, |line, no| {
             ticker.add(line.len() as u64 + 1);
             feeds[0].line(&mut scan, keys.as_deref_mut(), line, At::Line(no))?;
-        }
+            Ok(true)
+        })?;
         return Ok(scan);
     }
     for item in merged(inputs, progress)? {

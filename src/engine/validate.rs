@@ -8,8 +8,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::fs::open_input;
-use crate::ukvs::{LineReader, Validator};
+use super::fs::{for_each_line, open_input};
+use crate::ukvs::Validator;
 
 /// How files are checked.
 #[derive(Clone, Debug)]
@@ -47,17 +47,7 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
         }
     } else {
         let rdr = open_input(path)?;
-        let mut lines = LineReader::new(rdr);
-        loop {
-            let at = lines.offset();
-            let Some(line) = lines
-                .next_line()
-                .with_context(|| format!("{name}: read error near byte {at}"))?
-            else {
-                break;
-            };
-            feed(line, out)?;
-        }
+        for_each_line(&name, rdr, |line, _| Ok(feed(line, out).map(|()| true)?))?;
     }
     let s = v.finish();
     if printed > args.max_problems {

@@ -1,9 +1,9 @@
 //! ZipNum cluster jobs: `ukvs zipnum build`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 use super::fs::{input_name, open_input};
 use super::output::{Output, OutputDir};
@@ -13,7 +13,7 @@ use crate::sorted::zipnum::{Block, BlockWriter};
 /// A sorted index cut into a ZipNum cluster.
 #[derive(Clone, Debug)]
 pub struct BuildJob {
-    /// The sorted index (plain or gzip; `-` = stdin).
+    /// The sorted index (plain, gzip or zstd; `-` = stdin).
     pub input: PathBuf,
     /// The cluster's directory, replaced whole.
     pub output: PathBuf,
@@ -30,36 +30,26 @@ fn for_each_line(
     mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let name = input_name(input);
-    let mut rdr = open_input(input)?;
-    let (mut line, mut prev) = (Vec::new(), Vec::new());
-    let (mut line_no, mut count, mut at_top) = (0u64, 0u64, true);
-    loop {
-        line.clear();
-        if rdr
-            .read_until(b'\n', &mut line)
-            .with_context(|| format!("reading {name}"))?
-            == 0
-        {
-            return Ok(count);
+    let mut prev = Vec::new();
+    let (mut count, mut at_top) = (0u64, true);
+    super::fs::for_each_line(&name, open_input(input)?, |line, no| {
+        if at_top && is_header(line) {
+            return Ok(true);
         }
-        line_no += 1;
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        if at_top && is_header(&line) {
-            continue;
-        }
-        if !at_top && line < prev {
+        if !at_top && line < prev.as_slice() {
             bail!(
-                "{name}: line {line_no} is out of order ({:?} sorts before the line above it); sort it first (`ukvs sort`)",
-                String::from_utf8_lossy(&line)
+                "{name}: line {no} is out of order ({:?} sorts before the line above it); sort it first (`ukvs sort`)",
+                String::from_utf8_lossy(line)
             );
         }
         at_top = false;
-        f(&line)?;
+        f(line)?;
         count += 1;
-        std::mem::swap(&mut line, &mut prev);
-    }
+        prev.clear();
+        prev.extend_from_slice(line);
+        Ok(true)
+    })?;
+    Ok(count)
 }
 
 /// Cuts a sorted index into a cluster (see [`BuildJob`]).

@@ -1258,6 +1258,46 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
     }
 }
 
+/// A gzip index cut short is read up to the cut by every job that reads
+/// indexes as streams, which then stops with exit 2, naming the file, the
+/// last line read and the byte of the text it reached, and leaves no
+/// output.
+#[test]
+fn a_cut_gzip_index_is_reported_with_the_line_it_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for i in 0..60_000 {
+        text += &format!("com,ex{i:06})/ 20200101000000 {{\"url\": \"http://ex{i:06}.com/\"}}\n");
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let cut = dir.path().join("cut.cdxj.gz");
+    std::fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    let (p, out) = (cut.to_str().unwrap(), dir.path().join("out"));
+    let o = out.to_str().unwrap();
+    for args in [
+        &["cat", p][..],
+        &["validate", p],
+        &["zipnum", "build", p, "-o", o],
+        &["stats", p, "-o", o],
+        &["mementomap", "generate", p, "-o", o],
+    ] {
+        let r = util::run(args, b"");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        let said = err
+            .split(&format!("cannot read {p} after line "))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{args:?}: {err}"));
+        let line: usize = said.split(' ').next().unwrap().parse().unwrap();
+        assert!(line > 1000 && line < 60_000, "{args:?}: {err}");
+        let byte = format!("(near byte {} of its lines)", line * text.len() / 60_000);
+        assert!(said.contains(&byte), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} wrote its output");
+    }
+}
+
 /// A zstd-compressed index reads as the plain one, whatever its name:
 /// the same sorted lines, conversion, validation, statistics and map.
 /// (A binary search needs a plain file, and says so.)
