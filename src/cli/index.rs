@@ -27,7 +27,8 @@ use super::sort::parse_size;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// ARC or WARC files, directories, or `-` to read paths (one per line)
-    /// from stdin.
+    /// from stdin. An archive piped in is read as `/dev/stdin` (its lines
+    /// name the file `stdin`).
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Output file (written whole or not at all); stdout when absent or `-`.

@@ -267,7 +267,21 @@ fn collect_inputs(
     let mut paths = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
-            for line in io::stdin().lock().lines() {
+            let mut stdin = io::stdin().lock();
+            let first = stdin.fill_buf().context("cannot read paths from stdin")?;
+            let held = match crate::engine::fs::content(first) {
+                crate::engine::fs::Content::Archive(format) => Some(format!("{format} records")),
+                crate::engine::fs::Content::Plain => None,
+                _ => Some("compressed bytes".to_string()),
+            };
+            if let Some(held) = held {
+                anyhow::bail!(
+                    "stdin holds {held}, not paths: `-` reads the paths of the files to index, \
+                     one a line; to index a stream, give it as a path (`/dev/stdin`, whose lines \
+                     name the file `stdin`, or a named pipe that bears the file's name)"
+                );
+            }
+            for line in stdin.lines() {
                 let line = line.context("cannot read paths from stdin")?;
                 let line = line.trim_end_matches('\r');
                 if !line.is_empty() {

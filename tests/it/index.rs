@@ -1157,3 +1157,40 @@ fn an_input_cut_short_while_it_is_read_is_reported_by_name() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `-` reads the paths of the files to index; an archive piped to it is
+/// refused with what to do instead, and indexing `/dev/stdin` reads it.
+#[test]
+fn an_archive_piped_to_the_path_list_is_refused_with_what_to_do() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let warc = std::fs::read(samples.join("example.warc.gz")).unwrap();
+    let r = util::run(&["index", "-"], &warc);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(r.stdout.is_empty());
+    assert!(
+        err.contains("stdin holds WARC records, not paths") && err.contains("/dev/stdin"),
+        "{err}"
+    );
+    let piped = util::run(&["index", "/dev/stdin"], &warc);
+    util::assert_ok(&piped);
+    let named = util::run(
+        &["index", samples.join("example.warc.gz").to_str().unwrap()],
+        b"",
+    );
+    util::assert_ok(&named);
+    let data = |o: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('!'))
+            .map(|l| l.replace("\"filename\":\"stdin\"", "\"filename\":\"example.warc.gz\""))
+            .collect()
+    };
+    assert!(!data(&named).is_empty());
+    assert_eq!(data(&piped), data(&named));
+    // A list of paths is read as before.
+    let list = format!("{}\n", samples.join("example.arc").display());
+    let listed = util::run(&["index", "-"], list.as_bytes());
+    util::assert_ok(&listed);
+    assert!(!data(&listed).is_empty());
+}
