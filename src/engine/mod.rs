@@ -9,13 +9,13 @@
 //!
 //! | module | role |
 //! |---|---|
-//! | [`fs`] | the one place that maps files, and gives mapped pages back |
+//! | [`fs`] | the one place that maps files, and gives mapped pages back; inputs opened as streams (plain, gzip, zstd, stdin), told from archives, and read line by line |
 //! | [`sigbus`] | a mapped input cut short by another process: reported by name |
 //! | [`index`] | indexing jobs: archives -> one sorted capture index, on a thread pool |
 //! | [`output`] | output files that appear whole or not at all |
 //! | [`batch`] | batches of queries answered on every core, in input order, in bounded memory |
 //! | [`format`] | how found lines are printed: as they are, CDXJ, JSON, TimeMaps |
-//! | [`sort`] | external sort and k-way merge of index files; line inputs (plain, gzip, stdin) and header rules |
+//! | [`sort`] | external sort and k-way merge of index files; header rules |
 //! | [`zipnum`] | ZipNum clusters built whole, beside their directory |
 //! | [`validate`] | checking UKVS files, mapped or streamed |
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |

@@ -3,13 +3,13 @@
 //! other jobs that read index files.
 
 use std::fs::File;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::{mpsc, Mutex};
 
 use anyhow::{bail, Context};
 
-use super::fs::{input_name, open_input};
+use super::fs::{for_each_line, input_name, open_input, open_input_unbuffered};
 use super::output::Output;
 use crate::sorted::{self, Merge, Run};
 
@@ -38,53 +38,6 @@ pub struct MergeJob {
     pub output: PathBuf,
     /// Drop repeated identical lines.
     pub unique: bool,
-}
-
-/// Hands every line of `rdr` (without its LF; the last one may lack it)
-/// to `f`, straight from the reader's buffer: a line is copied (into
-/// `carry`, left empty) only when it straddles two buffer fills.
-fn for_each_line(
-    rdr: &mut dyn BufRead,
-    name: &str,
-    carry: &mut Vec<u8>,
-    mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    carry.clear();
-    loop {
-        let buf = rdr.fill_buf().with_context(|| format!("reading {name}"))?;
-        let filled = buf.len();
-        if filled == 0 {
-            if !carry.is_empty() {
-                f(carry)?;
-                carry.clear();
-            }
-            return Ok(());
-        }
-        let mut from = 0;
-        if !carry.is_empty() {
-            match memchr::memchr(b'\n', buf) {
-                Some(end) => {
-                    carry.extend_from_slice(&buf[..end]);
-                    f(carry)?;
-                    carry.clear();
-                    from = end + 1;
-                }
-                None => {
-                    carry.extend_from_slice(buf);
-                    rdr.consume(filled);
-                    continue;
-                }
-            }
-        }
-        let base = from;
-        for end in memchr::memchr_iter(b'\n', &buf[base..]) {
-            let end = base + end;
-            f(&buf[from..end])?;
-            from = end + 1;
-        }
-        carry.extend_from_slice(&buf[from..]);
-        rdr.consume(filled);
-    }
 }
 
 /// The header block of a combined file: the headers of every input (with
@@ -209,24 +162,22 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
             run_count += 1;
             Ok(())
         };
-        let mut carry = Vec::new();
         for path in &inputs {
             let name = input_name(path);
-            let mut rdr = open_input(path)?;
             let mut at_top = true;
-            for_each_line(&mut rdr, &name, &mut carry, |line| {
+            for_each_line(&name, open_input_unbuffered(path)?, |line, _| {
                 // A CDX legend is never data: one in the middle is the
                 // legend of a concatenated file, not a line to sort.
                 if (at_top && sorted::lines::is_header(line)) || line.starts_with(b" CDX ") {
                     headers.push((line.to_vec(), name.clone()));
-                    return Ok(());
+                    return Ok(true);
                 }
                 at_top = false;
                 if !run.is_empty() && run.mem_after_push(line.len()) > budget {
                     send(&mut run)?;
                 }
                 run.push(line);
-                Ok(())
+                Ok(true)
             })?;
         }
         drop(work_tx);
