@@ -302,11 +302,21 @@ pub fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
 }
 
 /// The format of an archive whose file starts with `first` (a few KiB):
-/// `WARC` or `ARC` (its first record a `filedesc://`), plain, gzip or
-/// zstd; `None` for anything else.
+/// `WARC`, or `ARC` (its first line the header line of a record), plain,
+/// gzip or zstd; `None` for anything else, such as an index whose first
+/// line is the key of a `filedesc://` record.
 pub fn archive_format(first: &[u8]) -> Option<&'static str> {
-    const FILEDESC: &[u8] = b"filedesc://";
-    let mut head = [0u8; FILEDESC.len()];
+    let zstd = crate::warc::is_zstd_start(first) || crate::warc::is_skippable_start(first);
+    // A `.warc.zst` may open with its dictionary, in a skippable frame of
+    // its own magic; no index does.
+    if zstd && first.starts_with(&0x184D_2A5Du32.to_le_bytes()) {
+        return Some("WARC");
+    }
+    if !zstd && crate::warc::is_warc(first) {
+        return Some("WARC");
+    }
+    // The first bytes of the text, decompressed when they are not.
+    let mut head = [0u8; 1024];
     let mut got = 0;
     let mut fill = |mut dec: Box<dyn Read + '_>| {
         while got < head.len() {
@@ -316,33 +326,33 @@ pub fn archive_format(first: &[u8]) -> Option<&'static str> {
             }
         }
     };
-    if crate::warc::is_zstd_start(first) || crate::warc::is_skippable_start(first) {
-        // A `.warc.zst` may open with its dictionary, in a skippable frame
-        // of its own magic; no index does.
-        if first.starts_with(&0x184D_2A5Du32.to_le_bytes()) {
-            return Some("WARC");
-        }
+    if zstd {
         if let Ok(dec) = zstd::stream::read::Decoder::with_buffer(first) {
             fill(Box::new(dec));
         }
-        let start = head[..got].iter().position(|&b| !crate::input::is_ws(b));
-        let head = &head[start.unwrap_or(got)..got];
-        return match head {
-            _ if head.len() >= 5 && head[..5].eq_ignore_ascii_case(b"WARC/") => Some("WARC"),
-            _ if head == FILEDESC => Some("ARC"),
-            _ => None,
-        };
-    }
-    if crate::warc::is_warc(first) {
-        return Some("WARC");
-    }
-    if first.starts_with(&GZIP_MAGIC) {
+    } else if first.starts_with(&GZIP_MAGIC) {
         fill(Box::new(MultiGzDecoder::new(first)));
     } else {
-        got = first.len().min(head.len());
-        head[..got].copy_from_slice(&first[..got]);
+        fill(Box::new(first));
     }
-    (head[..got] == *FILEDESC).then_some("ARC")
+    let text = &head[..got];
+    let start = text.iter().position(|&b| !crate::input::is_ws(b));
+    if zstd
+        && text[start.unwrap_or(got)..]
+            .get(..5)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"WARC/"))
+    {
+        return Some("WARC");
+    }
+    let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+    // An ARC record's header line: a `filedesc://` first, or, in a file cut
+    // from a larger one, any record's in one of the layouts exactly (an
+    // index such as NetarchiveSuite's, `URL IP date mime length file
+    // offset`, starts like a header).
+    let arc = crate::arc::HeaderView::parse(line).is_some_and(|h| {
+        h.is_plausible() && (line.starts_with(b"filedesc://") || h.form == crate::arc::Form::Exact)
+    });
+    arc.then_some("ARC")
 }
 
 /// Refuses an input that holds no index lines where an index is expected
@@ -477,6 +487,26 @@ mod tests {
                 b"BZh9 x\n".to_vec(),
                 Content::Plain,
             ),
+            (
+                "an index whose first key is a filedesc's (CDX)",
+                b"filedesc://live-web-example.arc.gz 20140216050221 filedesc://live-web-example.arc.gz warc/filedesc - 3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ - - 149 0 example.arc\n".to_vec(),
+                Content::Plain,
+            ),
+            (
+                "a NetarchiveSuite CDX",
+                b"dns:ad.doubleclick.net 130.225.24.33 20040708140337 text/dns 61 IAH-20040708140334-00000-pc770.sb.statsbiblioteket.dk.arc 86809\n".to_vec(),
+                Content::Plain,
+            ),
+            (
+                "an ARC cut from a larger one",
+                b"http://210.179.120.1/test 210.179.120.1 20030801004548 no-type 188\nHTTP/1.0 200 OK\n".to_vec(),
+                Content::Archive("ARC"),
+            ),
+            (
+                "an index whose first key is a filedesc's (UKVS)",
+                b"filedesc://live-web-example.arc.gz 20140216050221 0 sha1:3OW3I5Z4ZVHCNP4ZORJVUJAZCH3GCM7Q {\"url\":\"filedesc://live-web-example.arc.gz\"}\n".to_vec(),
+                Content::Plain,
+            ),
             ("nothing", Vec::new(), Content::Plain),
         ] {
             assert_eq!(first(&bytes), expected, "{what}");
@@ -488,6 +518,34 @@ mod tests {
             "{err}"
         );
         assert!(refuse_non_index(&samples.join("expected.ukvs")).is_ok());
+    }
+
+    /// Every archive and every index of the repository's test data is
+    /// told for what it is (but one ARC whose first header line is
+    /// deliberately no header at all).
+    #[test]
+    fn the_test_data_is_told_for_what_it_is() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let mut seen = [0, 0];
+        for dir in ["arc", "warc", "cdxj", "ukvs", "ukvs-bad"] {
+            for e in std::fs::read_dir(data.join(dir)).unwrap() {
+                let path = e.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let archive = [".arc", ".arc.gz", ".warc", ".warc.gz"]
+                    .iter()
+                    .any(|x| name.ends_with(x));
+                let index = [".cdxj", ".ukvs"].iter().any(|x| name.ends_with(x));
+                let got = content_of(&File::open(&path).unwrap()).unwrap();
+                if archive && name != "test-arc-1.0-invalid-fields.arc" {
+                    assert!(matches!(got, Content::Archive(_)), "{name}: {got:?}");
+                    seen[0] += 1;
+                } else if index {
+                    assert_eq!(got, Content::Plain, "{name}");
+                    seen[1] += 1;
+                }
+            }
+        }
+        assert!(seen[0] > 20 && seen[1] > 20, "{seen:?}");
     }
 
     #[test]
