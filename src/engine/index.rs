@@ -269,9 +269,9 @@ fn collect_inputs(
         if input.as_os_str() == "-" {
             let mut stdin = io::stdin().lock();
             let first = stdin.fill_buf().context("cannot read paths from stdin")?;
-            let held = match crate::engine::fs::content(first) {
-                crate::engine::fs::Content::Archive(format) => Some(format!("{format} records")),
-                crate::engine::fs::Content::Plain => None,
+            let held = match super::fs::content(first) {
+                super::fs::Content::Archive(format) => Some(format!("{format} records")),
+                super::fs::Content::Plain => None,
                 _ => Some("compressed bytes".to_string()),
             };
             if let Some(held) = held {

@@ -574,7 +574,7 @@ impl Filter {
     }
 }
 
-/// A regex error in one line (the status line carries it).
+/// A regex error in one line, for the message of a 400.
 fn regex_message(e: &regex::Error) -> String {
     let text = e.to_string();
     let last = text
