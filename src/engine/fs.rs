@@ -152,8 +152,7 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
         return Ok(open_input(path)?);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let content = content_of(&file).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(match as_index(path, content)? {
+    Ok(match index_content_of(path, &file)? {
         Content::Gzip => Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, file))),
         Content::Zstd => Box::new(zstd_decoder(path, BufReader::with_capacity(1 << 20, file))?),
         _ => Box::new(file),
@@ -251,10 +250,18 @@ pub fn content(first: &[u8]) -> Content {
 
 /// The [`content`] of a file, from its first 4 KiB (read where they are,
 /// without moving the file's position).
-pub fn content_of(file: &File) -> io::Result<Content> {
+fn content_of(file: &File) -> io::Result<Content> {
     let mut first = [0u8; 4096];
     let got = read_full_at(file, &mut first, 0)?;
     Ok(content(&first[..got]))
+}
+
+/// The [`content`] of `file`, opened from `path` where index lines are
+/// expected; an error naming it when it holds something else (see
+/// [`index_content`]), or cannot be read.
+pub fn index_content_of(path: &Path, file: &File) -> anyhow::Result<Content> {
+    let content = content_of(file).with_context(|| format!("cannot read {}", path.display()))?;
+    as_index(path, content)
 }
 
 /// The [`content`] of `first`, the first bytes of the input at `path`
@@ -353,24 +360,6 @@ pub fn archive_format(first: &[u8]) -> Option<&'static str> {
         h.is_plausible() && (line.starts_with(b"filedesc://") || h.form == crate::arc::Form::Exact)
     });
     arc.then_some("ARC")
-}
-
-/// Refuses an input that holds no index lines where an index is expected
-/// (see [`index_content`]), naming the file and what to do: an archive's
-/// records would otherwise be read as index lines, most of them skipped
-/// as bad, some taken for keys. Stdin and files that cannot be read are
-/// left to the reader, which reports them.
-pub fn refuse_non_index(path: &Path) -> anyhow::Result<()> {
-    if is_stdin(path) {
-        return Ok(());
-    }
-    let Ok(file) = File::open(path) else {
-        return Ok(());
-    };
-    let Ok(content) = content_of(&file) else {
-        return Ok(());
-    };
-    as_index(path, content).map(drop)
 }
 
 #[cfg(test)]
@@ -511,13 +500,15 @@ mod tests {
         ] {
             assert_eq!(first(&bytes), expected, "{what}");
         }
-        let err = refuse_non_index(&samples.join("example.warc.gz")).unwrap_err();
+        let index_content_at =
+            |name: &str| index_content_of(&samples.join(name), &File::open(samples.join(name))?);
+        let err = index_content_at("example.warc.gz").unwrap_err();
         let err = err.to_string();
         assert!(
             err.contains("example.warc.gz holds WARC records, not index lines"),
             "{err}"
         );
-        assert!(refuse_non_index(&samples.join("expected.ukvs")).is_ok());
+        assert!(index_content_at("expected.ukvs").is_ok());
     }
 
     /// Every archive and every index of the repository's test data is

@@ -33,8 +33,8 @@ use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
 use super::fs::{
-    content_of, for_each_line, input_name, is_stdin, open_input, open_input_unbuffered,
-    open_input_with, refuse_non_index, Content,
+    for_each_line, index_content_of, input_name, is_stdin, open_input, open_input_unbuffered,
+    open_input_with, Content,
 };
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
@@ -237,14 +237,14 @@ pub struct EvaluateJob {
 
 /// A plain input file that can be read in parts (`None` for stdin,
 /// compressed files, and what is not a regular, non-empty file: those are
-/// read as streams).
+/// read as streams); what holds no index lines is refused.
 fn plain_input(p: &Path) -> anyhow::Result<Option<File>> {
     if is_stdin(p) {
         return Ok(None);
     }
     let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
     let meta = f.metadata()?;
-    if !meta.is_file() || meta.len() == 0 || content_of(&f)? != Content::Plain {
+    if !meta.is_file() || meta.len() == 0 || index_content_of(p, &f)? != Content::Plain {
         return Ok(None);
     }
     Ok(Some(f))
@@ -980,9 +980,8 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
 }
 
 pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
-    for p in &a.inputs {
-        refuse_non_index(p)?;
-    }
+    // Every input is refused before it is read when it holds no index
+    // lines: by `plain_input`, or where it is opened as a stream.
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);
     let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) = if let [p] = a.inputs.as_slice() {

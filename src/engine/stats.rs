@@ -121,19 +121,17 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
             }
             continue;
         }
-        super::fs::refuse_non_index(p)?;
         out.push(plain_or_stream(p)?);
     }
     Ok(out)
 }
 
 /// A plain, regular, non-empty file is read in parts; anything else
-/// (compressed, stdin, a pipe) as a stream.
+/// (compressed, stdin, a pipe) as a stream. What holds no index lines is
+/// refused.
 fn plain_or_stream(p: &Path) -> anyhow::Result<Input> {
     let file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-    let content =
-        super::fs::content_of(&file).with_context(|| format!("cannot read {}", p.display()))?;
-    let plain = content == super::fs::Content::Plain;
+    let plain = super::fs::index_content_of(p, &file)? == super::fs::Content::Plain;
     let regular = file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
     Ok(match plain && regular {
         true => Input::Plain {

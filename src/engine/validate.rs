@@ -77,17 +77,15 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
 }
 
 /// Maps a plain (not compressed), non-empty regular file read-only;
-/// `None` for stdin, compressed files, what holds no index lines, empty
-/// files, non-regular files and `--no-mmap`, which are streamed instead
-/// (and refused, when they hold no index lines, by [`open_input`]).
+/// `None` for stdin, compressed files, empty files, non-regular files and
+/// `--no-mmap`, which are streamed instead. A file that holds no index
+/// lines is refused.
 fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::Mmap>> {
     if no_mmap || path.as_os_str() == "-" {
         return Ok(None);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let content =
-        super::fs::content_of(&file).with_context(|| format!("cannot read {}", path.display()))?;
-    if content != super::fs::Content::Plain {
+    if super::fs::index_content_of(path, &file)? != super::fs::Content::Plain {
         return Ok(None);
     }
     super::fs::map_file(&file, memmap2::Advice::Sequential)
