@@ -1180,10 +1180,6 @@ fn small_cluster(dir: &Path, input: &Path) -> PathBuf {
     cluster
 }
 
-/// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
-/// `cat` of the sorted index it was built from prints, block after block
-/// across shards; a damaged shard stops it with an error naming the
-/// cluster.
 /// `printf 'x\n' | bzip2`: a real bzip2 stream.
 const BZIP2_X: [u8; 39] = [
     0x42, 0x5a, 0x68, 0x39, 0x31, 0x41, 0x59, 0x26, 0x53, 0x59, 0x2b, 0x3e, 0xcf, 0x7f, 0x00, 0x00,
@@ -1203,19 +1199,11 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
     std::fs::write(&bz2, BZIP2_X).unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
+    // A map's binary search says what a map is made of.
     for (input, said) in [
-        (
-            samples.join("example.warc.gz"),
-            "holds WARC records, not index lines",
-        ),
-        (
-            samples.join("example.arc"),
-            "holds ARC records, not index lines",
-        ),
-        (
-            samples.join("example.arc.gz"),
-            "holds ARC records, not index lines",
-        ),
+        (samples.join("example.warc.gz"), "holds WARC records, not"),
+        (samples.join("example.arc"), "holds ARC records, not"),
+        (samples.join("example.arc.gz"), "holds ARC records, not"),
         (bz2.clone(), "is bzip2-compressed"),
     ] {
         let p = input.to_str().unwrap();
@@ -1237,9 +1225,57 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
             let err = String::from_utf8_lossy(&r.stderr);
             assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
             assert!(err.contains(&format!("{name} {said}")), "{args:?}: {err}");
+            if said.ends_with("not") {
+                let what = match args[..2] {
+                    ["mementomap", "lookup"] => "map lines: index it first",
+                    _ => "index lines: index it first",
+                };
+                assert!(err.contains(what), "{args:?}: {err}");
+            }
+            if args[..2] == ["mementomap", "lookup"] {
+                assert!(!err.contains("zipnum"), "{args:?}: {err}");
+            }
             assert!(r.stdout.is_empty(), "{args:?}");
             assert!(!out.exists(), "{args:?} wrote its output");
         }
+    }
+    // A gzip map is not for a cluster: only index lookups say so.
+    let map = dir.path().join("m.map");
+    let gz = dir.path().join("m.map.gz");
+    let index = samples.join("expected.ukvs");
+    let g = util::run(
+        &[
+            "mementomap",
+            "generate",
+            index.to_str().unwrap(),
+            "-o",
+            map.to_str().unwrap(),
+        ],
+        b"",
+    );
+    util::assert_ok(&g);
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut z, &std::fs::read(&map).unwrap()).unwrap();
+    std::fs::write(&gz, z.finish().unwrap()).unwrap();
+    let z = gz.to_str().unwrap();
+    for (args, hint) in [
+        (
+            &["mementomap", "lookup", z, "http://example.com/"][..],
+            "(decompress it)",
+        ),
+        (
+            &["lookup", z, "http://example.com/"],
+            "(decompress it, or build a cluster with `ukvs zipnum build`)",
+        ),
+    ] {
+        let r = util::run(args, b"");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("m.map.gz is gzip-compressed"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(hint), "{args:?}: {err}");
     }
     // Stdin too.
     let warc = std::fs::read(samples.join("example.warc.gz")).unwrap();
@@ -1362,6 +1398,10 @@ fn a_zstd_index_reads_as_the_plain_one() {
     assert!(err.contains("repo.bin is zstd-compressed"), "{err}");
 }
 
+/// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
+/// `cat` of the sorted index it was built from prints, block after block
+/// across shards; a damaged shard stops it with an error naming the
+/// cluster.
 #[test]
 fn cat_of_a_cluster_is_cat_of_its_index() {
     let dir = tempfile::tempdir().unwrap();
