@@ -159,6 +159,12 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
     })
 }
 
+/// What a reader of lines says when reading `name` fails after `line`
+/// lines, `at` bytes of them (the sorted merge says it in these words too).
+pub fn cannot_read(name: &str, line: u64, at: u64) -> String {
+    format!("cannot read {name} after line {line} (near byte {at} of its lines)")
+}
+
 /// Hands every line of the stream `r` (the input `name`) to `f`, without
 /// its LF, with its 1-based number, until `f` says to stop (false):
 /// straight from the UKVS module's block reader, which copies a line only
@@ -174,9 +180,9 @@ pub fn for_each_line(
     let mut no = 0u64;
     loop {
         let at = lines.offset();
-        let line = lines.next_line().with_context(|| {
-            format!("cannot read {name} after line {no} (near byte {at} of its lines)")
-        })?;
+        let line = lines
+            .next_line()
+            .with_context(|| cannot_read(name, no, at))?;
         let Some(line) = line else {
             return Ok(no);
         };

@@ -296,14 +296,17 @@ fn merged_lines(
 fn map_source(p: &Path) -> anyhow::Result<Source> {
     let mut r = open_input(p)?;
     let name = p.display().to_string();
-    let mut no = 0u64;
+    let (mut no, mut at) = (0u64, 0u64);
     let mut buf = Vec::new();
     Ok(Box::new(std::iter::from_fn(move || loop {
         buf.clear();
         match r.read_until(b'\n', &mut buf) {
             Ok(0) => return None,
-            Ok(_) => {}
-            Err(e) => return Some(Err(MapError::Io(e))),
+            Ok(n) => at += n as u64,
+            Err(e) => {
+                let said = format!("{}: {e}", super::fs::cannot_read(&name, no, at));
+                return Some(Err(MapError::Io(io::Error::new(e.kind(), said))));
+            }
         }
         no += 1;
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);

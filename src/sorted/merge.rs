@@ -28,6 +28,8 @@ struct Input<R> {
     rdr: R,
     /// Lines read so far (1-based number of the line last read).
     line_no: u64,
+    /// Bytes of the lines read so far.
+    at: u64,
     /// Scratch buffer for the next line, recycled from the last output.
     spare: Vec<u8>,
 }
@@ -41,12 +43,14 @@ impl<R: BufRead> Input<R> {
         buf.clear();
         let n = self.rdr.read_until(b'\n', buf).map_err(|err| Error::Io {
             name: self.name.clone(),
-            line: self.line_no + 1,
+            line: self.line_no,
+            at: self.at,
             err,
         })?;
         if n == 0 {
             return Ok(false);
         }
+        self.at += n as u64;
         if buf.last() == Some(&b'\n') {
             buf.pop();
         }
@@ -97,6 +101,7 @@ impl<R: BufRead> Merge<R> {
                 name,
                 rdr,
                 line_no: 0,
+                at: 0,
                 spare: Vec::new(),
             };
             let mut line = Vec::new();

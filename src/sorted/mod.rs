@@ -64,15 +64,17 @@ pub enum Error {
         /// The line.
         line: String,
     },
-    /// Reading an input failed.
-    #[error("{name}: reading line {line}: {err}")]
+    /// Reading an input failed. (The cause is part of the message, not a
+    /// `source`, so that a report of the error chain says it once.)
+    #[error("cannot read {name} after line {line} (near byte {at} of its lines): {err}")]
     Io {
         /// The input.
         name: String,
-        /// 1-based number of the line being read.
+        /// Lines read before the failure.
         line: u64,
+        /// Bytes of lines read before the failure.
+        at: u64,
         /// The cause.
-        #[source]
         err: std::io::Error,
     },
     /// Writing the output failed (the cause, its `source`, says which and

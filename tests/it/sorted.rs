@@ -1295,7 +1295,7 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
 }
 
 /// A gzip index cut short is read up to the cut by every job that reads
-/// indexes as streams, which then stops with exit 2, naming the file, the
+/// indexes or maps as streams, which then stops with exit 2, naming the file, the
 /// last line read and the byte of the text it reached, and leaves no
 /// output.
 #[test]
@@ -1319,10 +1319,15 @@ fn a_cut_gzip_index_is_reported_with_the_line_it_follows() {
         &["zipnum", "build", p, "-o", o],
         &["stats", p, "-o", o],
         &["mementomap", "generate", p, "-o", o],
+        &["merge", p, p, "-o", o],
+        // Index lines read as map lines: a key, a frequency, a block.
+        &["mementomap", "merge", p, p, "-o", o],
+        &["mementomap", "compact", p, "-o", o],
     ] {
         let r = util::run(args, b"");
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.matches("deflate").count(), 1, "{args:?}: {err}");
         let said = err
             .split(&format!("cannot read {p} after line "))
             .nth(1)
