@@ -857,19 +857,15 @@ impl Indexer {
         let Some(declared) = declared_sha1(&rec.header.checksum) else {
             return;
         };
-        if self.arc_verify_start(rec, role).is_none() {
+        let Some(start) = self.arc_verify_start(rec, role) else {
             return;
-        }
+        };
         let mut got = [0; 32];
         BASE32.encode_mut(&hashed, &mut got);
         if declared != got {
-            let covered = if self.covers.get() == Covers::Content {
-                "content"
-            } else if self.payload_start(rec, role) > 0 {
-                "payload"
-            } else {
-                "content"
-            };
+            // The hashed bytes: the payload, after an HTTP head, or the
+            // whole content.
+            let covered = if start > 0 { "payload" } else { "content" };
             self.digest_error = Some(format!(
                 "the checksum is {} but the {covered}'s SHA-1 is sha1:{}",
                 String::from_utf8_lossy(&rec.header.checksum),
