@@ -14,6 +14,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use flate2::read::MultiGzDecoder;
 
+pub use crate::sorted::lines::cannot_read;
+
 /// Maps a non-empty regular file read-only; `None` for anything else
 /// (pipes, terminals, empty files), which callers read instead. `advice`
 /// tells the kernel how the map will be read (`Normal` gives none).
@@ -121,12 +123,22 @@ pub fn is_stdin(path: &Path) -> bool {
 /// What holds no index lines (an archive, or another compression) is
 /// refused ([`index_content`]).
 pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
-    open_input_with(path, 1 << 20)
+    open_input_with(path, 1 << 20, Expected::Index)
+}
+
+/// [`open_input`] for a MementoMap.
+pub fn open_map(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    open_input_with(path, 1 << 20, Expected::Map)
 }
 
 /// [`open_input`] with a buffer of `capacity` bytes (a small one to read
-/// only the headers at a file's start).
-pub fn open_input_with(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead + Send>> {
+/// only the headers at a file's start), for an input `expected` to hold
+/// index or map lines.
+pub fn open_input_with(
+    path: &Path,
+    capacity: usize,
+    expected: Expected,
+) -> anyhow::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match is_stdin(path) {
         true => Box::new(io::stdin()),
         false => {
@@ -137,7 +149,7 @@ pub fn open_input_with(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn B
     let first = rdr
         .fill_buf()
         .with_context(|| format!("cannot read {}", input_name(path)))?;
-    Ok(match index_content(path, first)? {
+    Ok(match as_expected(path, content(first), expected)? {
         Content::Gzip => Box::new(BufReader::with_capacity(capacity, MultiGzDecoder::new(rdr))),
         Content::Zstd => Box::new(BufReader::with_capacity(capacity, zstd_decoder(path, rdr)?)),
         _ => Box::new(rdr),
@@ -157,12 +169,6 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
         Content::Zstd => Box::new(zstd_decoder(path, BufReader::with_capacity(1 << 20, file))?),
         _ => Box::new(file),
     })
-}
-
-/// What a reader of lines says when reading `name` fails after `line`
-/// lines, `at` bytes of them (the sorted merge says it in these words too).
-pub fn cannot_read(name: &str, line: u64, at: u64) -> String {
-    format!("cannot read {name} after line {line} (near byte {at} of its lines)")
 }
 
 /// Hands every line of the stream `r` (the input `name`) to `f`, without
@@ -267,32 +273,72 @@ fn content_of(file: &File) -> io::Result<Content> {
 /// [`index_content`]), or cannot be read.
 pub fn index_content_of(path: &Path, file: &File) -> anyhow::Result<Content> {
     let content = content_of(file).with_context(|| format!("cannot read {}", path.display()))?;
-    as_index(path, content)
+    as_expected(path, content, Expected::Index)
 }
 
 /// The [`content`] of `first`, the first bytes of the input at `path`
 /// where index lines are expected; an error naming the input when it
 /// holds something else.
 pub fn index_content(path: &Path, first: &[u8]) -> anyhow::Result<Content> {
-    as_index(path, content(first))
+    as_expected(path, content(first), Expected::Index)
 }
 
-/// The `content` of the input at `path` when it holds index lines, or the
-/// error that says why it does not, and what to do.
-fn as_index(path: &Path, content: Content) -> anyhow::Result<Content> {
+/// What an input is expected to hold: its refusals say what to give
+/// instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// Index lines (a sorted index, or lines to sort).
+    Index,
+    /// A MementoMap's lines.
+    Map,
+}
+
+impl Expected {
+    /// The lines expected, for messages.
+    pub fn lines(self) -> &'static str {
+        match self {
+            Expected::Index => "index lines",
+            Expected::Map => "map lines",
+        }
+    }
+
+    /// What to do with the archive `name` (stdin when `None`) to get what
+    /// is expected.
+    pub fn from_archive(self, name: Option<&str>) -> String {
+        let (index, it) = match name {
+            Some(name) => (format!("`ukvs index {name} -o INDEX`"), "it"),
+            None => ("`ukvs index FILE -o INDEX`".to_string(), "them"),
+        };
+        match self {
+            Expected::Index => format!("index {it} first ({index}), then give INDEX"),
+            Expected::Map => format!(
+                "index {it} first ({index}), make a map of the index \
+                 (`ukvs mementomap generate INDEX -o MAP`), then give MAP"
+            ),
+        }
+    }
+}
+
+/// The `content` of the input at `path` when it holds the lines
+/// `expected`, or the error that says why it does not, and what to do.
+fn as_expected(path: &Path, content: Content, expected: Expected) -> anyhow::Result<Content> {
     let name = input_name(path);
+    let lines = expected.lines();
     match content {
-        Content::Archive(format) => match is_stdin(path) {
-            true => anyhow::bail!(
-                "{name} holds {format} records, not index lines: index them first (`ukvs index FILE -o INDEX`), then give INDEX"
-            ),
-            false => anyhow::bail!(
-                "{name} holds {format} records, not index lines: index it first (`ukvs index {name} -o INDEX`), then give INDEX"
-            ),
-        },
-        Content::Unread(kind) => anyhow::bail!(
-            "{name} is {kind}-compressed: decompress it first (indexes are read plain, or gzip- or zstd-compressed)"
-        ),
+        Content::Archive(format) => {
+            let named = (!is_stdin(path)).then_some(name.as_str());
+            let todo = expected.from_archive(named);
+            anyhow::bail!("{name} holds {format} records, not {lines}: {todo}")
+        }
+        Content::Unread(kind) => {
+            let what = match expected {
+                Expected::Index => "indexes",
+                Expected::Map => "maps",
+            };
+            anyhow::bail!(
+                "{name} is {kind}-compressed: decompress it first ({what} are read plain, or gzip- or zstd-compressed)"
+            )
+        }
         c => Ok(c),
     }
 }

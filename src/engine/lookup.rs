@@ -30,6 +30,8 @@ use crate::sorted::{
 };
 pub use crate::sorted::{ordered, Order};
 
+pub use super::fs::Expected;
+
 /// What can go wrong opening or searching index sources. Each variant
 /// names the file.
 #[derive(Debug, thiserror::Error)]
@@ -46,37 +48,27 @@ pub enum Error {
     },
     /// A compressed file was given as a sorted index or map.
     #[error(
-        "{name} is {kind}-compressed: a binary search needs a plain file \
-         ({})",
-        match searched {
-            Searched::Index => "decompress it, or build a cluster with `ukvs zipnum build`",
-            Searched::Map => "decompress it",
+        "{name} is {kind}-compressed: a binary search needs a plain file ({})",
+        match expected {
+            Expected::Index => "decompress it, or build a cluster with `ukvs zipnum build`",
+            Expected::Map => "decompress it",
         }
     )]
     Compressed {
         name: String,
         kind: &'static str,
-        searched: Searched,
+        expected: Expected,
     },
     /// An archive was given as a sorted index or map.
     #[error(
         "{name} holds {format} records, not {}: {}",
-        match searched {
-            Searched::Index => "index lines",
-            Searched::Map => "map lines",
-        },
-        match searched {
-            Searched::Index => format!("index it first (`ukvs index {name} -o INDEX`), then give INDEX"),
-            Searched::Map => format!(
-                "index it first (`ukvs index {name} -o INDEX`), make a map of the index \
-                 (`ukvs mementomap generate INDEX -o MAP`), then give MAP"
-            ),
-        }
+        expected.lines(),
+        expected.from_archive(Some(name))
     )]
     Archive {
         name: String,
         format: &'static str,
-        searched: Searched,
+        expected: Expected,
     },
     /// A directory holds more than one ZipNum `.idx` file.
     #[error("{0} holds several .idx files; name the one to use")]
@@ -135,19 +127,10 @@ pub fn open_bytes(path: &Path, no_mmap: bool) -> Result<Bytes, Error> {
     Ok(Bytes::Vec(buf))
 }
 
-/// What a binary search is over: its errors say what to give instead.
-#[derive(Clone, Copy, Debug)]
-pub enum Searched {
-    /// A sorted index (or a ZipNum cluster's `.idx`).
-    Index,
-    /// A MementoMap.
-    Map,
-}
-
 /// Refuses the bytes of the file `name` when a binary search cannot use
 /// them: bisecting compressed bytes, or an archive's records, would only
 /// report disorder, or find nothing.
-pub fn searchable(name: &str, bytes: &[u8], searched: Searched) -> Result<(), Error> {
+pub fn searchable(name: &str, bytes: &[u8], expected: Expected) -> Result<(), Error> {
     use super::fs::Content;
     let kind = match super::fs::content(&bytes[..bytes.len().min(4096)]) {
         Content::Plain => return Ok(()),
@@ -155,7 +138,7 @@ pub fn searchable(name: &str, bytes: &[u8], searched: Searched) -> Result<(), Er
             return Err(Error::Archive {
                 name: name.to_string(),
                 format,
-                searched,
+                expected,
             })
         }
         Content::Gzip => "gzip",
@@ -165,7 +148,7 @@ pub fn searchable(name: &str, bytes: &[u8], searched: Searched) -> Result<(), Er
     Err(Error::Compressed {
         name: name.to_string(),
         kind,
-        searched,
+        expected,
     })
 }
 
@@ -233,7 +216,7 @@ impl Source {
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {
         let bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
-        searchable(&name, bytes.as_ref(), Searched::Index)?;
+        searchable(&name, bytes.as_ref(), Expected::Index)?;
         Ok(Source {
             name,
             path: path.to_path_buf(),

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::mementomap::lookup::{DatetimeRange, Map};
 use crate::sorted::lines;
 
-use super::lookup::{open_bytes, Bytes, Error, Searched};
+use super::lookup::{open_bytes, Bytes, Error, Expected};
 
 /// A MementoMap opened for lookups: the map, and the SURT profile its
 /// `!meta` records (URL queries are keyed with it).
@@ -22,7 +22,7 @@ impl MapFile {
     pub fn open(path: &Path, no_mmap: bool, keep_query: bool) -> Result<MapFile, Error> {
         let bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
-        super::lookup::searchable(&name, bytes.as_ref(), Searched::Map)?;
+        super::lookup::searchable(&name, bytes.as_ref(), Expected::Map)?;
         let data = bytes.as_ref();
         let top = &data[..lines::header_end(data)];
         let headers = top

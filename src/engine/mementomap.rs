@@ -34,7 +34,7 @@ use anyhow::{bail, Context};
 
 use super::fs::{
     for_each_line, index_content_of, input_name, is_stdin, open_input, open_input_unbuffered,
-    open_input_with, Content,
+    open_input_with, open_map, Content, Expected,
 };
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
@@ -262,21 +262,22 @@ fn merged_lines(
     let mut streams = Vec::with_capacity(inputs.len());
     for (i, p) in inputs.iter().enumerate() {
         let mut r = open_input(p)?;
-        let name = p.display().to_string();
-        let mut no = 0u64;
+        let name = input_name(p);
+        let (mut no, mut at) = (0u64, 0u64);
         streams.push(std::iter::from_fn(move || {
             let mut buf = Vec::new();
             match r.read_until(b'\n', &mut buf) {
                 Ok(0) => None,
-                Ok(_) => {
+                Ok(n) => {
                     no += 1;
+                    at += n as u64;
                     if buf.last() == Some(&b'\n') {
                         buf.pop();
                     }
                     Some(Ok((buf, i, no)))
                 }
                 Err(e) => Some(Err(
-                    anyhow::Error::new(e).context(format!("reading {name} after line {no}"))
+                    anyhow::Error::new(e).context(super::fs::cannot_read(&name, no, at))
                 )),
             }
         }));
@@ -294,8 +295,8 @@ fn merged_lines(
 
 /// Records of a sorted map file (headers skipped).
 fn map_source(p: &Path) -> anyhow::Result<Source> {
-    let mut r = open_input(p)?;
-    let name = p.display().to_string();
+    let mut r = open_map(p)?;
+    let name = input_name(p);
     let (mut no, mut at) = (0u64, 0u64);
     let mut buf = Vec::new();
     Ok(Box::new(std::iter::from_fn(move || loop {
@@ -333,11 +334,18 @@ fn map_source(p: &Path) -> anyhow::Result<Source> {
 /// by `ukvs index`, maps made from them), `None` when none records one;
 /// inputs that record different profiles are refused, since their keys do
 /// not meet.
-fn surt_profile_of(inputs: &[PathBuf]) -> anyhow::Result<Option<crate::surt::Options>> {
+fn surt_profile_of(
+    inputs: &[PathBuf],
+    expected: Expected,
+) -> anyhow::Result<Option<crate::surt::Options>> {
     let mut headers = Vec::new();
     for p in inputs {
         let name = p.display().to_string();
-        headers.extend(read_headers(p)?.into_iter().map(|h| (name.clone(), h)));
+        headers.extend(
+            read_headers(p, expected)?
+                .into_iter()
+                .map(|h| (name.clone(), h)),
+        );
     }
     crate::capture::surt_profile_in_headers(headers.iter().map(|(n, h)| (n.as_str(), h.as_bytes())))
         .map_err(anyhow::Error::msg)
@@ -352,11 +360,11 @@ fn record_surt_profile(header: &mut Header, profile: Option<crate::surt::Options
     }
 }
 
-fn read_headers(p: &Path) -> anyhow::Result<Vec<String>> {
+fn read_headers(p: &Path, expected: Expected) -> anyhow::Result<Vec<String>> {
     if is_stdin(p) {
         return Ok(Vec::new());
     }
-    let mut r = open_input_with(p, 16 << 10)?;
+    let mut r = open_input_with(p, 16 << 10, expected)?;
     let mut out = Vec::new();
     let mut line = String::new();
     while r.read_line(&mut line).unwrap_or(0) > 0 && line.starts_with('!') {
@@ -1080,7 +1088,7 @@ fn prepare(a: &GenerateJob) -> Prepared {
         false => Ok(None),
     };
     Prepared {
-        profile: surt_profile_of(&a.inputs),
+        profile: surt_profile_of(&a.inputs, Expected::Index),
         output,
     }
 }
@@ -1467,7 +1475,7 @@ pub fn compact(a: CompactJob) -> anyhow::Result<ExitCode> {
     let mut header = header_for(&a.out, std::slice::from_ref(&a.input), None);
     if header.id.is_none() {
         // Keep the archive's identity across compactions.
-        for h in read_headers(&a.input)? {
+        for h in read_headers(&a.input, Expected::Map)? {
             if let Some(rest) = h.strip_prefix("!id ") {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(rest) {
                     header.id = v.get("uri").and_then(|u| u.as_str()).map(String::from);
@@ -1477,7 +1485,7 @@ pub fn compact(a: CompactJob) -> anyhow::Result<ExitCode> {
     }
     record_surt_profile(
         &mut header,
-        surt_profile_of(std::slice::from_ref(&a.input))?,
+        surt_profile_of(std::slice::from_ref(&a.input), Expected::Map)?,
     );
     let src = normalized(map_source(&a.input)?, &tmp_dir(&a.out))?;
     let stats = finish_map(src, &a.rollup, params, &a.out, header, None)?;
@@ -1535,7 +1543,7 @@ fn normalized(
 }
 
 pub fn merge(a: MergeJob) -> anyhow::Result<ExitCode> {
-    let profile = surt_profile_of(&a.inputs)?;
+    let profile = surt_profile_of(&a.inputs, Expected::Map)?;
     let sources = a
         .inputs
         .iter()
@@ -1644,8 +1652,9 @@ pub fn lookup(a: LookupJob) -> anyhow::Result<ExitCode> {
 
 pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
     // URL queries are keyed as the index's keys are.
-    let surt_opts = surt_profile_of(std::slice::from_ref(&a.index))?.unwrap_or_default();
-    let index = read_all(&a.index)?;
+    let surt_opts =
+        surt_profile_of(std::slice::from_ref(&a.index), Expected::Index)?.unwrap_or_default();
+    let index = read_all(&a.index, Expected::Index)?;
     let (records, _) = crate::mementomap::generate::records_of(&index, &Options::default())
         .with_context(|| format!("reading {}", a.index.display()))?;
     drop(index);
@@ -1656,7 +1665,7 @@ pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
         urirs += r.freq.urir.value.unwrap_or(0);
     }
     let truth_map = Map::new(truth.as_slice());
-    let queries_text = read_all(&a.queries)?;
+    let queries_text = read_all(&a.queries, Expected::Index)?;
     let queries: Vec<Vec<u8>> = String::from_utf8_lossy(&queries_text)
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -1704,7 +1713,7 @@ pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
         let Some(mp) = &a.map else {
             bail!("give a MAP to evaluate, or --sweep");
         };
-        let body = read_all(mp)?;
+        let body = read_all(mp, Expected::Map)?;
         let lines = body
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty() && l[0] != b'!')
@@ -1723,8 +1732,8 @@ pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_all(p: &Path) -> anyhow::Result<Vec<u8>> {
-    let mut r = open_input(p)?;
+fn read_all(p: &Path, expected: Expected) -> anyhow::Result<Vec<u8>> {
+    let mut r = open_input_with(p, 1 << 20, expected)?;
     let mut v = Vec::new();
     r.read_to_end(&mut v)
         .with_context(|| format!("reading {}", p.display()))?;

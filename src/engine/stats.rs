@@ -414,7 +414,7 @@ fn lines_of<'s>(
         Input::Plain { path, .. } | Input::Stream { path } => {
             let name = input.name();
             let mut r = super::fs::open_input(path)?;
-            let mut no = 0u64;
+            let (mut no, mut at) = (0u64, 0u64);
             let mut ticker = Ticker {
                 progress,
                 pending: 0,
@@ -425,14 +425,16 @@ fn lines_of<'s>(
                     Ok(0) => None,
                     Ok(n) => {
                         no += 1;
+                        at += n as u64;
                         ticker.add(n as u64);
                         if buf.last() == Some(&b'\n') {
                             buf.pop();
                         }
                         Some(Ok((Cow::Owned(buf), At::Line(no))))
                     }
-                    Err(e) => Some(Err(anyhow::Error::new(e)
-                        .context(format!("cannot read {name} after line {no}")))),
+                    Err(e) => Some(Err(
+                        anyhow::Error::new(e).context(super::fs::cannot_read(&name, no, at))
+                    )),
                 }
             })))
         }

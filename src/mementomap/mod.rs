@@ -82,9 +82,9 @@ pub enum Error {
         /// The line.
         line: String,
     },
-    /// Writing the output failed. (The cause is part of the message, not
-    /// a `source`, so that a report of the error chain does not say it
-    /// twice.)
+    /// Reading an input or writing the output failed. (The cause is part
+    /// of the message, not a `source`, so that a report of the error chain
+    /// does not say it twice.)
     #[error("{0}")]
     Io(std::io::Error),
 }

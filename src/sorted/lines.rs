@@ -6,6 +6,12 @@
 //! on any position, so a binary search can jump to a byte midpoint and
 //! resync from there.
 
+/// What a reader of lines says when reading `name` fails after `line`
+/// lines, `at` bytes of them: every line reader says it in these words.
+pub fn cannot_read(name: &str, line: u64, at: u64) -> String {
+    format!("cannot read {name} after line {line} (near byte {at} of its lines)")
+}
+
 /// Start of the line that contains byte `pos`.
 ///
 /// The LF at `pos` itself (if any) ends the line that contains `pos`, so it

@@ -66,7 +66,7 @@ pub enum Error {
     },
     /// Reading an input failed. (The cause is part of the message, not a
     /// `source`, so that a report of the error chain says it once.)
-    #[error("cannot read {name} after line {line} (near byte {at} of its lines): {err}")]
+    #[error("{}: {err}", lines::cannot_read(name, *line, *at))]
     Io {
         /// The input.
         name: String,

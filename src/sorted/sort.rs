@@ -287,10 +287,12 @@ pub fn reduce_runs(mut runs: Vec<File>, tmp_dir: Option<&Path>) -> io::Result<Ve
 
 /// A merge over run files (no headers: runs hold data lines only).
 pub fn merge_runs(runs: Vec<File>) -> io::Result<Merge<BufReader<File>>> {
-    let inputs = runs
-        .into_iter()
-        .enumerate()
-        .map(|(i, f)| (format!("run {i}"), BufReader::with_capacity(RUN_BUF, f)));
+    let inputs = runs.into_iter().enumerate().map(|(i, f)| {
+        (
+            format!("temporary run {i}"),
+            BufReader::with_capacity(RUN_BUF, f),
+        )
+    });
     Merge::new(inputs, false).map_err(io::Error::other)
 }
 

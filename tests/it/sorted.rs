@@ -1199,7 +1199,7 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
     std::fs::write(&bz2, BZIP2_X).unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
-    // A map's binary search says what a map is made of.
+    // What reads maps says what a map is made of.
     for (input, said) in [
         (samples.join("example.warc.gz"), "holds WARC records, not"),
         (samples.join("example.arc"), "holds ARC records, not"),
@@ -1225,12 +1225,15 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
             let err = String::from_utf8_lossy(&r.stderr);
             assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
             assert!(err.contains(&format!("{name} {said}")), "{args:?}: {err}");
+            let map = matches!(args[..2], ["mementomap", "lookup" | "merge" | "compact"]);
             if said.ends_with("not") {
-                let what = match args[..2] {
-                    ["mementomap", "lookup"] => "map lines: index it first",
-                    _ => "index lines: index it first",
+                let what = match map {
+                    true => "map lines: index it first",
+                    false => "index lines: index it first",
                 };
                 assert!(err.contains(what), "{args:?}: {err}");
+                let step = "make a map of the index (`ukvs mementomap generate INDEX -o MAP`), then give MAP";
+                assert_eq!(err.contains(step), map, "{args:?}: {err}");
             }
             if args[..2] == ["mementomap", "lookup"] {
                 assert!(!err.contains("zipnum"), "{args:?}: {err}");
@@ -1320,6 +1323,8 @@ fn a_cut_gzip_index_is_reported_with_the_line_it_follows() {
         &["stats", p, "-o", o],
         &["mementomap", "generate", p, "-o", o],
         &["merge", p, p, "-o", o],
+        &["mementomap", "generate", p, p, "-o", o],
+        &["stats", p, p, "-o", o],
         // Index lines read as map lines: a key, a frequency, a block.
         &["mementomap", "merge", p, p, "-o", o],
         &["mementomap", "compact", p, "-o", o],
