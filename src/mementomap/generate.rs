@@ -633,7 +633,7 @@ impl Aggregator {
         v
     }
 
-    /// Starts the run of the key in `key_buf`.
+    /// Starts the run of the key in `key_buf` (taking it from there).
     fn start_run(&mut self) {
         self.run_excluded = if self.exclude.is_empty() {
             None
@@ -643,8 +643,8 @@ impl Aggregator {
                 .flatten()
                 .find(|c| self.exclude.contains_key(c))
         };
-        self.run_key.clear();
-        self.run_key.extend_from_slice(&self.key_buf);
+        // The key moves in; `key_buf` is refilled for the next SURT.
+        std::mem::swap(&mut self.run_key, &mut self.key_buf);
         self.run_active = true;
         self.run_urim = 0;
         self.run_urir = 0;
