@@ -679,11 +679,10 @@ impl Indexer {
         }
     }
 
-    /// Appends the lines held back for records later in the file: revisits
-    /// of ARC revision-3.0 files wait for the duplicate record that points
-    /// them at their original. Call at the end of each file, before
-    /// [`Indexer::set_filename`]; the lines come out of [`Indexer::write`]
-    /// otherwise.
+    /// Appends the lines still held back: revisits of ARC revision-3.0
+    /// files wait for the duplicate record that points them at their
+    /// original, and come out of [`Indexer::write`] when it is read. Call
+    /// after the file's last record (an `Indexer` indexes one file).
     pub fn finish(&mut self, out: &mut Vec<u8>) {
         for h in self.held.drain(..) {
             out.extend_from_slice(&h.line);
@@ -742,12 +741,6 @@ impl Indexer {
         }
         line.extend_from_slice(b"}\n");
         out.extend_from_slice(line);
-    }
-
-    /// Changes the file name written into the lines (reuse across files).
-    pub fn set_filename(&mut self, filename: &[u8]) {
-        self.filename.clear();
-        self.filename.extend_from_slice(filename);
     }
 
     /// Why the URL of the record just written could not be canonicalised
