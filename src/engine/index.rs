@@ -100,12 +100,14 @@ enum Msg {
     Error { text: String },
     /// Something the user should know that does not fail the run.
     Warning { text: String },
+    /// The `!meta` object of a file (from its warcinfo or filedesc
+    /// record), sent as soon as that record is read.
+    Meta { meta: String },
+    /// A file's first record was read (after its `Meta` when that record
+    /// gave it), before any of its lines.
+    Started,
     /// The file is finished.
-    Done {
-        file: usize,
-        stats: FileStats,
-        meta: Option<String>,
-    },
+    Done { file: usize, stats: FileStats },
 }
 
 #[derive(Default, Debug, Clone, Copy)]
@@ -942,7 +944,6 @@ fn index_seed(job: &Job, bytes: &[u8], tx: &SyncSender<Msg>) {
     let _ = tx.send(Msg::Done {
         file: job.file,
         stats,
-        meta: None,
     });
 }
 
@@ -958,7 +959,6 @@ fn file_failed(job: &Job, tx: &SyncSender<Msg>, what: String) {
     let _ = tx.send(Msg::Done {
         file: job.file,
         stats,
-        meta: None,
     });
 }
 
@@ -983,7 +983,7 @@ fn index_records<D: RecReader>(
     let name = path.file_name().map_or_else(Vec::new, os_bytes);
     let mut indexer = Indexer::new(opts.clone(), &name);
     let mut buf = Vec::with_capacity(CHUNK + 4096);
-    let mut meta = None;
+    let (mut meta_found, mut started) = (false, false);
     // Digests are computed several records at a time (`hash::Lanes`): a
     // record enters a free lane when it is read and leaves it when its
     // digest is done, so small records pass a large one. Their lines wait
@@ -1013,8 +1013,17 @@ fn index_records<D: RecReader>(
             let mut rec = largest.map_or_else(D::Rec::default, |i| spare.swap_remove(i));
             match rdr.read(&mut rec) {
                 Ok(true) => {
-                    if meta.is_none() && opts.profile == Profile::Ukvs {
-                        meta = rec.file_meta(&name);
+                    if !meta_found && opts.profile == Profile::Ukvs {
+                        if let Some(meta) = rec.file_meta(&name) {
+                            meta_found = true;
+                            let _ = w.tx.send(Msg::Meta { meta });
+                        }
+                    }
+                    if !started {
+                        // An unsorted index of one file opens with what
+                        // its first record says of it.
+                        started = true;
+                        let _ = w.tx.send(Msg::Started);
                     }
                     let end = rec.end();
                     if let Some(pb) = pb {
@@ -1091,7 +1100,7 @@ fn index_records<D: RecReader>(
     if !buf.is_empty() {
         let _ = tx.send(Msg::Lines { file, buf });
     }
-    let _ = tx.send(Msg::Done { file, stats, meta });
+    let _ = tx.send(Msg::Done { file, stats });
 }
 
 /// Where the bytes of the file still to be read start: blocks still in a
@@ -1199,6 +1208,9 @@ struct Sink {
     tmp_dir: Option<PathBuf>,
     next_file: usize,
     headers_written: bool,
+    /// A file's first record was read (`--no-sort` of one file writes its
+    /// headers then).
+    started: bool,
     metas: Vec<String>,
     records: u64,
     filtered: u64,
@@ -1229,6 +1241,7 @@ impl Sink {
             tmp_dir: job.tmp_dir.clone(),
             next_file: 0,
             headers_written: false,
+            started: false,
             metas: Vec::new(),
             records: 0,
             filtered: 0,
@@ -1276,14 +1289,20 @@ impl Sink {
                     Some(pb) => pb.print(&format!("warning: {text}")),
                     None => crate::report!("warning: {text}"),
                 },
-                Msg::Done { file, stats, meta } => {
+                Msg::Meta { meta } => self.metas.push(meta),
+                Msg::Started => {
+                    self.started = true;
+                    if self.no_sort {
+                        self.flush_in_order(out)?;
+                    }
+                }
+                Msg::Done { file, stats } => {
                     self.records += stats.records;
                     self.uncanonical += stats.uncanonical;
                     self.filtered += stats.filtered;
                     self.skipped += stats.skipped;
                     self.skipped_bytes += stats.skipped_bytes;
                     self.files_done += 1;
-                    self.metas.extend(meta);
                     if let Some(pb) = pb {
                         pb.message(format!(
                             "{} records, {}/{} files",
@@ -1311,9 +1330,23 @@ impl Sink {
     }
 
     /// `--no-sort`: writes the lines of finished files in input order.
-    /// Headers carry no per-file `!meta` here, since they must come first.
+    /// The headers must come first: of several files, they carry no
+    /// per-file `!meta`; of one, they wait for its first record (or its
+    /// end) and carry the `!meta` that record gives (a filedesc, or a
+    /// warcinfo that comes first), as the sorted index does.
     fn flush_in_order(&mut self, out: &mut Output) -> anyhow::Result<()> {
-        self.write_headers(out, &[])?;
+        if !self.headers_written {
+            let one = self.paths == 1;
+            let ended = self.pending.get(&0).is_some_and(|p| p.done);
+            if one && !self.started && !ended {
+                return Ok(());
+            }
+            let metas = match one {
+                true => std::mem::take(&mut self.metas),
+                false => Vec::new(),
+            };
+            self.write_headers(out, &metas)?;
+        }
         while let Some(p) = self.pending.get_mut(&self.next_file) {
             if let Some(mut file) = p.spilled.take() {
                 copy_spilled(&mut file, out)?;

@@ -768,6 +768,70 @@ mod jobs_prop {
     }
 }
 
+/// `--no-sort` of one file opens with the file's `!meta` when its first
+/// record gives it (a filedesc, or a warcinfo that comes first), as its
+/// sorted index does: the same header lines, and the same data lines in
+/// file order, whatever `--mem`. A warcinfo after other records comes too
+/// late for headers that must come first (the sorted index has it), and
+/// a file with none has no `!meta`. Of several files, the headers come
+/// before any file is read, with no file's `!meta`.
+#[test]
+fn no_sort_of_one_file_opens_with_its_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let warc = util::data_dir().join("warc");
+    let late = dir.path().join("late.warc.gz");
+    let mut bytes = std::fs::read(warc.join("cc.warc.gz")).unwrap();
+    bytes.extend(std::fs::read(samples.join("example.warc.gz")).unwrap());
+    std::fs::write(&late, bytes).unwrap();
+    let split = |out: Vec<u8>| -> (Vec<String>, Vec<String>) {
+        let text = String::from_utf8(out).unwrap();
+        text.lines()
+            .map(String::from)
+            .partition(|l| l.starts_with('!'))
+    };
+    // Whether the sorted index has the file's `!meta`, and the unsorted.
+    for (input, sorted_has, unsorted_has) in [
+        (samples.join("example.warc.gz"), true, true),
+        (samples.join("example.arc.gz"), true, true),
+        (late.clone(), true, false),
+        (warc.join("post-test.warc.gz"), false, false),
+    ] {
+        let p = input.to_str().unwrap();
+        let (sorted_out, err, code) = stdout_of(&["index", "-q", p]);
+        assert_eq!(code, 0, "{p}: {err}");
+        let (mut headers, mut lines) = split(sorted_out);
+        let name = input.file_name().unwrap().to_str().unwrap();
+        let meta = format!("!meta {{\"filename\":\"{name}\"");
+        assert_eq!(
+            headers.iter().any(|h| h.starts_with(&meta)),
+            sorted_has,
+            "{p}"
+        );
+        if !unsorted_has {
+            headers.retain(|h| !h.starts_with(&meta));
+        }
+        lines.sort();
+        for mem in [&[][..], &["--mem", "1"]] {
+            let mut args = vec!["index", "-q", "--no-sort", p];
+            args.extend(mem);
+            let (out, err, code) = stdout_of(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            let (h, mut l) = split(out);
+            assert_eq!(h, headers, "{args:?}");
+            assert!(!l.is_empty(), "{args:?}");
+            l.sort();
+            assert_eq!(l, lines, "{args:?}");
+        }
+    }
+    let one = samples.join("example.warc.gz");
+    let one = one.to_str().unwrap();
+    let (out, _, code) = stdout_of(&["index", "-q", "--no-sort", one, one]);
+    assert_eq!(code, 0);
+    let (h, _) = split(out);
+    assert!(h.iter().all(|h| !h.contains("filename")), "{h:?}");
+}
+
 #[test]
 fn no_sort_streams_files_in_input_order() {
     let test = "no_sort_streams_files_in_input_order";
