@@ -15,8 +15,9 @@ The job only moves lines between the two:
    damaged records. The file's lines are sorted by ukvs (in memory: an
    index is a small fraction of its archive) rather than streamed with
    `--no-sort`, because only then does ukvs write the file's `!meta`
-   header (its name and filedesc or warcinfo record), which the cluster's
-   `index.headers` must hold to equal `ukvs index` of the inputs.
+   header (its name and filedesc or warcinfo record) wherever that record
+   is (`--no-sort` takes it only from the first record), and the cluster's
+   `index.headers` must hold it to equal `ukvs index` of the inputs.
 2. Split points are sampled from the keys, or read from `--splits FILE`,
    or from the cluster already in OUTDIR; they are written to
    OUTDIR/splits.txt for the next batch.
