@@ -29,6 +29,7 @@ use crate::mementomap::merge::{
     fold, fold_records, fold_records_from, key_at, Lines, Merger, Source, Summary,
 };
 use crate::mementomap::{Error as MapError, Frequency, Record};
+use crate::sorted::lines::Numbered;
 use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
@@ -261,24 +262,13 @@ fn merged_lines(
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>>> {
     let mut streams = Vec::with_capacity(inputs.len());
     for (i, p) in inputs.iter().enumerate() {
-        let mut r = open_input(p)?;
-        let name = input_name(p);
-        let (mut no, mut at) = (0u64, 0u64);
+        let mut r = Numbered::new(input_name(p), open_input(p)?);
         streams.push(std::iter::from_fn(move || {
             let mut buf = Vec::new();
-            match r.read_until(b'\n', &mut buf) {
-                Ok(0) => None,
-                Ok(n) => {
-                    no += 1;
-                    at += n as u64;
-                    if buf.last() == Some(&b'\n') {
-                        buf.pop();
-                    }
-                    Some(Ok((buf, i, no)))
-                }
-                Err(e) => Some(Err(
-                    anyhow::Error::new(e).context(super::fs::cannot_read(&name, no, at))
-                )),
+            match r.read(&mut buf) {
+                Ok(false) => None,
+                Ok(true) => Some(Ok((buf, i, r.line()))),
+                Err(e) => Some(Err(anyhow::Error::new(e).context(r.cannot_read()))),
             }
         }));
     }
@@ -295,26 +285,22 @@ fn merged_lines(
 
 /// Records of a sorted map file (headers skipped).
 fn map_source(p: &Path) -> anyhow::Result<Source> {
-    let mut r = open_map(p)?;
-    let name = input_name(p);
-    let (mut no, mut at) = (0u64, 0u64);
+    let mut r = Numbered::new(input_name(p), open_map(p)?);
     let mut buf = Vec::new();
     Ok(Box::new(std::iter::from_fn(move || loop {
-        buf.clear();
-        match r.read_until(b'\n', &mut buf) {
-            Ok(0) => return None,
-            Ok(n) => at += n as u64,
+        match r.read(&mut buf) {
+            Ok(false) => return None,
+            Ok(true) => {}
             Err(e) => {
-                let said = format!("{}: {e}", super::fs::cannot_read(&name, no, at));
+                let said = format!("{}: {e}", r.cannot_read());
                 return Some(Err(MapError::Io(io::Error::new(e.kind(), said))));
             }
         }
-        no += 1;
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = buf.as_slice();
         if line.is_empty() || line[0] == b'!' {
             continue;
         }
-        return Some(Record::parse(line, no).map_err(|e| match e {
+        return Some(Record::parse(line, r.line()).map_err(|e| match e {
             MapError::Line {
                 line,
                 offset,
@@ -322,14 +308,13 @@ fn map_source(p: &Path) -> anyhow::Result<Source> {
             } => MapError::Line {
                 line,
                 offset,
-                reason: format!("{name}: {reason}"),
+                reason: format!("{}: {reason}", r.name()),
             },
             other => other,
         }));
     })))
 }
 
-/// Header lines of a map file (for compact to carry `!id` over).
 /// The SURT profile the `!meta` headers of `inputs` record (indexes made
 /// by `ukvs index`, maps made from them), `None` when none records one;
 /// inputs that record different profiles are refused, since their keys do
@@ -360,6 +345,8 @@ fn record_surt_profile(header: &mut Header, profile: Option<crate::surt::Options
     }
 }
 
+/// Header lines of an index or a map (for compact to carry `!id` over,
+/// and for the SURT profile).
 fn read_headers(p: &Path, expected: Expected) -> anyhow::Result<Vec<String>> {
     if is_stdin(p) {
         return Ok(Vec::new());

@@ -23,6 +23,7 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context};
 
+use crate::sorted::lines::Numbered;
 use crate::sorted::ExternalSorter;
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
@@ -412,29 +413,21 @@ fn lines_of<'s>(
 ) -> anyhow::Result<LineStream<'s>> {
     match input {
         Input::Plain { path, .. } | Input::Stream { path } => {
-            let name = input.name();
-            let mut r = super::fs::open_input(path)?;
-            let (mut no, mut at) = (0u64, 0u64);
+            let mut r = Numbered::new(input.name(), super::fs::open_input(path)?);
             let mut ticker = Ticker {
                 progress,
                 pending: 0,
             };
             Ok(Box::new(std::iter::from_fn(move || {
                 let mut buf = Vec::new();
-                match r.read_until(b'\n', &mut buf) {
-                    Ok(0) => None,
-                    Ok(n) => {
-                        no += 1;
-                        at += n as u64;
-                        ticker.add(n as u64);
-                        if buf.last() == Some(&b'\n') {
-                            buf.pop();
-                        }
-                        Some(Ok((Cow::Owned(buf), At::Line(no))))
+                let before = r.at();
+                match r.read(&mut buf) {
+                    Ok(false) => None,
+                    Ok(true) => {
+                        ticker.add(r.at() - before);
+                        Some(Ok((Cow::Owned(buf), At::Line(r.line()))))
                     }
-                    Err(e) => Some(Err(
-                        anyhow::Error::new(e).context(super::fs::cannot_read(&name, no, at))
-                    )),
+                    Err(e) => Some(Err(anyhow::Error::new(e).context(r.cannot_read()))),
                 }
             })))
         }

@@ -12,6 +12,65 @@ pub fn cannot_read(name: &str, line: u64, at: u64) -> String {
     format!("cannot read {name} after line {line} (near byte {at} of its lines)")
 }
 
+/// The lines of the stream `name`, read one at a time into the caller's
+/// buffer and counted, so that a failed read can say where it happened
+/// ([`Numbered::cannot_read`]).
+#[derive(Debug)]
+pub struct Numbered<R> {
+    rdr: R,
+    name: String,
+    line: u64,
+    at: u64,
+}
+
+impl<R: std::io::BufRead> Numbered<R> {
+    pub fn new(name: String, rdr: R) -> Numbered<R> {
+        Numbered {
+            rdr,
+            name,
+            line: 0,
+            at: 0,
+        }
+    }
+
+    /// Reads the next line into `buf` (cleared first) without its LF;
+    /// false at the end. A last line without LF is a line like any other:
+    /// files written by other tools (and ZipNum blocks) often end that way.
+    pub fn read(&mut self, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+        buf.clear();
+        let n = self.rdr.read_until(b'\n', buf)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line += 1;
+        self.at += n as u64;
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        Ok(true)
+    }
+
+    /// The stream's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Lines read: the number of the last one.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// Bytes of the lines read, LFs included.
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
+    /// What a read that fails now says ([`cannot_read`]), before its cause.
+    pub fn cannot_read(&self) -> String {
+        cannot_read(&self.name, self.line, self.at)
+    }
+}
+
 /// Start of the line that contains byte `pos`.
 ///
 /// The LF at `pos` itself (if any) ends the line that contains `pos`, so it

@@ -14,7 +14,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, BufRead};
 
-use super::lines::is_header;
+use super::lines::{is_header, Numbered};
 use super::Error;
 
 /// One input of a merge.
@@ -24,38 +24,21 @@ use super::Error;
 /// view and `spare` without being copied or reallocated.
 #[derive(Debug)]
 struct Input<R> {
-    name: String,
-    rdr: R,
-    /// Lines read so far (1-based number of the line last read).
-    line_no: u64,
-    /// Bytes of the lines read so far.
-    at: u64,
+    lines: Numbered<R>,
     /// Scratch buffer for the next line, recycled from the last output.
     spare: Vec<u8>,
 }
 
 impl<R: BufRead> Input<R> {
     /// Reads the next line into `buf` without its LF; false at the end.
-    ///
-    /// A last line without LF is returned like any other: files written by
-    /// other tools (and ZipNum blocks) often end that way.
     fn read(&mut self, buf: &mut Vec<u8>) -> Result<bool, Error> {
-        buf.clear();
-        let n = self.rdr.read_until(b'\n', buf).map_err(|err| Error::Io {
-            name: self.name.clone(),
-            line: self.line_no,
-            at: self.at,
+        let lines = &mut self.lines;
+        lines.read(buf).map_err(|err| Error::Io {
+            name: lines.name().to_string(),
+            line: lines.line(),
+            at: lines.at(),
             err,
-        })?;
-        if n == 0 {
-            return Ok(false);
-        }
-        self.at += n as u64;
-        if buf.last() == Some(&b'\n') {
-            buf.pop();
-        }
-        self.line_no += 1;
-        Ok(true)
+        })
     }
 }
 
@@ -98,16 +81,15 @@ impl<R: BufRead> Merge<R> {
         // (and out of order, which the merge then reports).
         for (i, (name, rdr)) in inputs.into_iter().enumerate() {
             let mut input = Input {
-                name,
-                rdr,
-                line_no: 0,
-                at: 0,
+                lines: Numbered::new(name, rdr),
                 spare: Vec::new(),
             };
             let mut line = Vec::new();
             let mut more = input.read(&mut line)?;
             while more && split_headers && is_header(&line) {
-                merge.input_headers.push((line.clone(), input.name.clone()));
+                merge
+                    .input_headers
+                    .push((line.clone(), input.lines.name().to_string()));
                 merge.headers.push(std::mem::take(&mut line));
                 more = input.read(&mut line)?;
             }
@@ -146,8 +128,8 @@ impl<R: BufRead> Merge<R> {
                 if input.read(&mut buf)? {
                     if buf < line {
                         return Err(Error::OutOfOrder {
-                            name: input.name.clone(),
-                            line: input.line_no,
+                            name: input.lines.name().to_string(),
+                            line: input.lines.line(),
                             previous: String::from_utf8_lossy(&line).into_owned(),
                             got: String::from_utf8_lossy(&buf).into_owned(),
                         });
