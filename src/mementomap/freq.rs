@@ -140,19 +140,36 @@ impl Count {
         }
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        if let Some(n) = self.value {
-            // Most counts of a map are one digit.
-            match u8::try_from(n) {
-                Ok(d) if d < 10 => out.push(b'0' + d),
-                _ => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+    /// Puts the text form into `buf` from `at`, giving where it ends.
+    #[inline]
+    fn put(&self, buf: &mut [u8; TEXT_MAX], at: usize) -> usize {
+        let Some(n) = self.value else {
+            return at;
+        };
+        // Most counts of a map are one digit.
+        let mut end = match u8::try_from(n) {
+            Ok(d) if d < 10 => {
+                buf[at] = b'0' + d;
+                at + 1
             }
-            if self.bound != Bound::Exact {
-                out.extend_from_slice(self.bound.suffix().as_bytes());
+            _ => {
+                let mut digits = itoa::Buffer::new();
+                let digits = digits.format(n).as_bytes();
+                buf[at..at + digits.len()].copy_from_slice(digits);
+                at + digits.len()
             }
+        };
+        if let Some(&mark) = self.bound.suffix().as_bytes().first() {
+            buf[end] = mark;
+            end += 1;
         }
+        end
     }
 }
+
+/// Room for the text of a frequency and a few bytes around it: two
+/// counts of up to 20 digits with their marks, and the slash, take 43.
+pub(crate) const TEXT_MAX: usize = 48;
 
 /// A MementoMap frequency: URI-M and URI-R counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -247,14 +264,22 @@ impl Frequency {
 
     /// Appends the canonical text form (`200` rather than `200/`).
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        match (self.urim.value, self.urir.value) {
-            (_, None) if self.urim.value.is_some() => self.urim.write(out),
-            _ => {
-                self.urim.write(out);
-                out.push(b'/');
-                self.urir.write(out);
-            }
+        let mut text = [0; TEXT_MAX];
+        let end = self.put(&mut text, 0);
+        out.extend_from_slice(&text[..end]);
+    }
+
+    /// Puts the canonical text form into `buf` from `at` (at most
+    /// [`TEXT_MAX`]` - 3`), giving where it ends: a line is formatted on
+    /// the stack and copied once.
+    #[inline]
+    pub(crate) fn put(&self, buf: &mut [u8; TEXT_MAX], at: usize) -> usize {
+        let end = self.urim.put(buf, at);
+        if self.urir.value.is_none() && self.urim.value.is_some() {
+            return end;
         }
+        buf[end] = b'/';
+        self.urir.put(buf, end + 1)
     }
 }
 

@@ -788,7 +788,12 @@ pub type LateSink = Box<dyn FnMut(&Record) -> std::io::Result<()>>;
 /// the host ends.
 pub struct Generator<W: Write> {
     agg: Aggregator,
-    order: Orderer,
+    /// The length of the last key admitted in order: the key of the last
+    /// line of `held` while it holds one, so it is compared there, not
+    /// copied.
+    last_len: usize,
+    /// That key once its line left `held`.
+    last_out: Option<Vec<u8>>,
     main: W,
     late: Vec<Record>,
     late_sink: Option<LateSink>,
@@ -821,7 +826,8 @@ impl<W: Write> Generator<W> {
     pub fn new(opts: Options, main: W) -> Generator<W> {
         Generator {
             agg: Aggregator::new(opts),
-            order: Orderer::default(),
+            last_len: 0,
+            last_out: None,
             main,
             late: Vec::new(),
             late_sink: None,
@@ -864,12 +870,17 @@ impl<W: Write> Generator<W> {
             self.agg.stats.total = sum(self.agg.stats.total, Some(freq));
         }
         let key = &self.agg.done().key;
-        let host = &key[..memchr::memchr(b')', key).map_or(key.len(), |i| i + 1)];
-        if host != self.held_host.as_slice() {
-            self.held_host.clear();
-            self.held_host.extend_from_slice(host);
-            self.release()?;
-            self.held_out = false;
+        // The held host ends with its only `)`: a key that starts with it
+        // is of that host, with no search for the key's `)`.
+        let same_host = self.held_host.last() == Some(&b')') && key.starts_with(&self.held_host);
+        if !same_host {
+            let host = &key[..memchr::memchr(b')', key).map_or(key.len(), |i| i + 1)];
+            if host != self.held_host.as_slice() {
+                self.held_host.clear();
+                self.held_host.extend_from_slice(host);
+                self.release()?;
+                self.held_out = false;
+            }
         }
         if u32::try_from(self.held.len()).is_err() {
             // Past what a line start can say (only lines of absurd
@@ -878,8 +889,12 @@ impl<W: Write> Generator<W> {
             self.held_out = true;
         }
         let rec = self.agg.done();
-        if self.order.admit(&rec.key) {
+        if self
+            .last_admitted()
+            .map_or(true, |last| rec.key.as_slice() > last)
+        {
             self.held_starts.push(self.held.len() as u32);
+            self.last_len = rec.key.len();
             rec.write_to(&mut self.held);
             if self.held.len() + self.held_late_bytes > self.hold_max {
                 self.make_room()?;
@@ -900,6 +915,24 @@ impl<W: Write> Generator<W> {
             }
         }
         Ok(())
+    }
+
+    /// The last key admitted in order, if any.
+    fn last_admitted(&self) -> Option<&[u8]> {
+        match self.held_starts.last() {
+            Some(&s) => Some(&self.held[s as usize..s as usize + self.last_len]),
+            None => self.last_out.as_deref(),
+        }
+    }
+
+    /// Keeps the last key admitted before the lines of `held` leave it.
+    fn keep_last(&mut self) {
+        if let Some(&s) = self.held_starts.last() {
+            let key = &self.held[s as usize..s as usize + self.last_len];
+            let last = self.last_out.get_or_insert_with(Vec::new);
+            last.clear();
+            last.extend_from_slice(key);
+        }
     }
 
     fn send_to_sort(&mut self, r: Record) -> Result<(), Error> {
@@ -932,6 +965,9 @@ impl<W: Write> Generator<W> {
         let (out, starts) = (&self.held[..split], &self.held_starts[..lines]);
         let summary = fold_indexed_records(out, starts, early.into_iter().map(Ok), &mut self.main)?;
         self.written.append(summary)?;
+        if lines == self.held_starts.len() {
+            self.keep_last();
+        }
         self.held.drain(..split);
         self.held_starts.drain(..lines);
         // `split` is a line start, so it fits.
@@ -944,6 +980,7 @@ impl<W: Write> Generator<W> {
     /// Writes the held lines out, with the late records of their host
     /// folded in.
     fn release(&mut self) -> Result<(), Error> {
+        self.keep_last();
         if self.held_late.is_empty() {
             // In order as they are: the last one is the last admitted.
             if self.held.is_empty() {
@@ -953,7 +990,7 @@ impl<W: Write> Generator<W> {
                 self.written.first = Some(key_at(&self.held, 0).to_vec());
             }
             self.written.lines += self.held_starts.len() as u64;
-            if let Some(last) = &self.order.last {
+            if let Some(last) = &self.last_out {
                 self.written.last.clear();
                 self.written.last.extend_from_slice(last);
             }

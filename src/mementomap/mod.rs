@@ -6,7 +6,7 @@
 //!  (UKVS, CDXJ, CDX,            │ one record per map key, exact URI-M and
 //!   SURT list)                  │ URI-R counts, optional decompositions
 //!                               ▼
-//!                     generate::Orderer ──► in-order records, held per host
+//!                   generate::Generator ──► in-order records, held per host
 //!                               └──► late records (query keys that sort
 //!                                    before their neighbours): folded into
 //!                                    their host's lines, or sorted aside

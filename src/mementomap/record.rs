@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::freq::Frequency;
+use super::freq::{Frequency, TEXT_MAX};
 use super::Error;
 
 /// A parsed map line.
@@ -131,22 +131,27 @@ pub(crate) fn write_line(
     extra: Option<&Map<String, Value>>,
     out: &mut Vec<u8>,
 ) {
-    // The key, a space, two counts of up to 20 digits with their marks,
-    // a slash and the LF.
-    out.reserve(key.len() + 46);
+    // The key, then a space, the frequency and the LF put together.
+    let mut text = [0; TEXT_MAX];
+    text[0] = b' ';
+    let end = freq.put(&mut text, 1);
+    out.reserve(key.len() + end + 1);
     out.extend_from_slice(key);
-    out.push(b' ');
-    freq.write_to(out);
-    if let Some(m) = extra {
-        if !m.is_empty() {
+    match extra {
+        Some(m) if !m.is_empty() => {
+            out.extend_from_slice(&text[..end]);
             out.push(b' ');
             // Serialising a Map of Values cannot fail.
             if let Ok(s) = serde_json::to_string(m) {
                 out.extend_from_slice(s.as_bytes());
             }
+            out.push(b'\n');
+        }
+        _ => {
+            text[end] = b'\n';
+            out.extend_from_slice(&text[..=end]);
         }
     }
-    out.push(b'\n');
 }
 
 fn add(a: Frequency, b: Frequency, overlapping: bool) -> Frequency {
