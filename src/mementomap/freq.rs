@@ -38,13 +38,13 @@ pub enum Bound {
 }
 
 impl Bound {
-    /// The suffix written after the number.
-    pub fn suffix(self) -> &'static str {
+    /// The mark written after the number; none when exact.
+    pub fn mark(self) -> Option<u8> {
         match self {
-            Bound::Exact => "",
-            Bound::Lower => "+",
-            Bound::Upper => "-",
-            Bound::Approx => "~",
+            Bound::Exact => None,
+            Bound::Lower => Some(b'+'),
+            Bound::Upper => Some(b'-'),
+            Bound::Approx => Some(b'~'),
         }
     }
 
@@ -159,7 +159,7 @@ impl Count {
                 at + digits.len()
             }
         };
-        if let Some(&mark) = self.bound.suffix().as_bytes().first() {
+        if let Some(mark) = self.bound.mark() {
             buf[end] = mark;
             end += 1;
         }
@@ -269,9 +269,9 @@ impl Frequency {
         out.extend_from_slice(&text[..end]);
     }
 
-    /// Puts the canonical text form into `buf` from `at` (at most
-    /// [`TEXT_MAX`]` - 3`), giving where it ends: a line is formatted on
-    /// the stack and copied once.
+    /// Puts the canonical text form into `buf` from `at`, giving where it
+    /// ends: a line is formatted on the stack and copied once. The text
+    /// takes up to 43 bytes, so `at` is at most [`TEXT_MAX`]` - 43`.
     #[inline]
     pub(crate) fn put(&self, buf: &mut [u8; TEXT_MAX], at: usize) -> usize {
         let end = self.urim.put(buf, at);

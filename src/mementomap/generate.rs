@@ -870,8 +870,8 @@ impl<W: Write> Generator<W> {
             self.agg.stats.total = sum(self.agg.stats.total, Some(freq));
         }
         let key = &self.agg.done().key;
-        // The held host ends with its only `)`: a key that starts with it
-        // is of that host, with no search for the key's `)`.
+        // When the held host ends with `)`, that is its only `)`: a key
+        // that starts with it is of that host, with no search for its `)`.
         let same_host = self.held_host.last() == Some(&b')') && key.starts_with(&self.held_host);
         if !same_host {
             let host = &key[..memchr::memchr(b')', key).map_or(key.len(), |i| i + 1)];

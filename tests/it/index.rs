@@ -752,9 +752,15 @@ mod jobs_prop {
             let run = |jobs: &str| run_with(jobs, &[]);
             let (one, err, code) = run("1");
             prop_assert!(code == 0 || code == 2, "{}", err);
-            // CDXJ has no header lines: a run over files with no capture
-            // writes nothing, which the other formats do not.
-            prop_assert!(format == "cdxj" || one.len() > 10);
+            // CDXJ has no header lines: only a generated record (each gives
+            // a line) makes sure of output; the other formats write their
+            // headers whatever the files hold.
+            if format == "cdxj" {
+                let records = files.iter().any(|(recs, _)| !recs.is_empty());
+                prop_assert!(!records || !one.is_empty());
+            } else {
+                prop_assert!(one.len() > 10);
+            }
             // Files read through a buffer instead of a memory map: the same
             // records, and the same damage reported in the same words.
             let (streamed, streamed_err, c) = run_with("1", &["--no-mmap"]);
