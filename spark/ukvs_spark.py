@@ -43,7 +43,8 @@ OUTDIR after a run (a shared directory every node sees):
                        then the blocks in `.idx` order is `ukvs index` of
                        the inputs, byte for byte
     splits.txt         the split keys, one a line
-    mementomap.ukvs    the map of the whole cluster
+    mementomap.ukvs    the map of the whole cluster (its `!meta` names
+                       `index.idx`, beside it, as its source)
     stats.json         its statistics
     parts/             per-shard `mementomap-NN.ukvs` and `stats-NN.json`,
                        kept so that the next batch rebuilds only the shards
@@ -637,8 +638,12 @@ def commit(ukvs, args, staging, built, old_idx, shards, splits, headers):
         else:
             run_ukvs(ukvs, ["mementomap", "generate", "-q", "-o", merged, "/dev/null"],
                      "mementomap.ukvs", cwd=tmp)
+        # The map summarises the cluster beside it, not the merged parts
+        # it is compacted from: its source is the cluster's `.idx`, named
+        # from the map's directory, so that the two can move together.
         run_ukvs(ukvs, ["mementomap", "compact", "-q", "--hcf", args.hcf, "--pcf", args.pcf,
-                        merged, "-o", os.path.abspath(os.path.join(outdir, "mementomap.ukvs"))],
+                        "--source", "index.idx", merged,
+                        "-o", os.path.abspath(os.path.join(outdir, "mementomap.ukvs"))],
                  "mementomap.ukvs", cwd=tmp)
     if reports:
         run_ukvs(ukvs, ["stats", "--merge", "--json", "-q", "--top", str(args.stats_top),

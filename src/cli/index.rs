@@ -119,6 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             output: map.clone(),
             id: None,
             name: None,
+            source: Vec::new(),
             tmp_dir: args.tmp_dir.clone(),
             quiet: true,
         },

@@ -74,6 +74,11 @@ struct OutputArgs {
     /// Name written into `!meta`.
     #[arg(long)]
     name: Option<String>,
+    /// What the map summarises, written as the `source` of `!meta` in
+    /// place of the inputs' names (repeatable): for inputs that are
+    /// intermediate files, such as the parts of a larger map.
+    #[arg(long = "source", value_name = "NAME")]
+    source: Vec<String>,
     /// Directory for temporary files (default: beside the output, or the
     /// system's).
     #[arg(long)]
@@ -276,6 +281,7 @@ impl OutputArgs {
             output: self.output,
             id: self.id,
             name: self.name,
+            source: self.source,
             tmp_dir: self.tmp_dir,
             quiet: self.quiet,
         }

@@ -110,6 +110,8 @@ pub struct MapOutput {
     pub id: Option<String>,
     /// Name written into `!meta`.
     pub name: Option<String>,
+    /// The `source` of `!meta`, when not the inputs' names.
+    pub source: Vec<String>,
     /// Directory for temporary files (default: beside the output, or the
     /// system's).
     pub tmp_dir: Option<PathBuf>,
@@ -651,10 +653,14 @@ fn now() -> String {
 }
 
 fn header_for(out: &MapOutput, sources: &[PathBuf], total: Option<Frequency>) -> Header {
+    let source = match out.source.is_empty() {
+        true => sources.iter().map(|p| p.display().to_string()).collect(),
+        false => out.source.clone(),
+    };
     Header {
         id: out.id.clone(),
         name: out.name.clone(),
-        source: sources.iter().map(|p| p.display().to_string()).collect(),
+        source,
         updated_at: Some(now()),
         total,
         ..Header::default()

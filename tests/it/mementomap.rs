@@ -696,6 +696,78 @@ fn generate_writes_headers_and_exact_urir() {
     );
 }
 
+/// The `source` of a map's `!meta`, parsed.
+fn meta_source(map: &str) -> serde_json::Value {
+    let meta = map
+        .lines()
+        .find_map(|l| l.strip_prefix("!meta "))
+        .unwrap_or_else(|| panic!("no !meta in {map}"));
+    let meta: serde_json::Value = serde_json::from_str(meta).unwrap();
+    meta["source"].clone()
+}
+
+/// `--source` names what a map summarises in place of its inputs, in
+/// every command that writes a map; the body stays the same.
+#[test]
+fn source_names_what_the_map_summarises() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.cdxj", &synth_cdxj(7, 20, true));
+    let b = write(dir.path(), "b.cdxj", &synth_cdxj(8, 20, false));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let gen = |extra: &[&str], input: &str| {
+        let mut args = vec!["mementomap", "generate", "-q"];
+        args.extend(extra);
+        args.push(input);
+        ukvs(&args)
+    };
+    let plain = gen(&[], a);
+    assert_eq!(meta_source(&plain), serde_json::json!([a]));
+    let named = gen(&["--source", "cluster/index.idx"], a);
+    assert_eq!(
+        meta_source(&named),
+        serde_json::json!(["cluster/index.idx"])
+    );
+    assert_eq!(data(&named), data(&plain));
+
+    let (ma, mb) = (dir.path().join("a.map"), dir.path().join("b.map"));
+    std::fs::write(&ma, &plain).unwrap();
+    std::fs::write(&mb, gen(&[], b)).unwrap();
+    let (ma, mb) = (ma.to_str().unwrap(), mb.to_str().unwrap());
+    let merged = ukvs(&["mementomap", "merge", "-q", ma, mb]);
+    assert_eq!(meta_source(&merged), serde_json::json!([ma, mb]));
+    let merged_named = ukvs(&[
+        "mementomap",
+        "merge",
+        "-q",
+        "--source",
+        "x.warc.gz",
+        "--source",
+        "y.warc.gz",
+        ma,
+        mb,
+    ]);
+    assert_eq!(
+        meta_source(&merged_named),
+        serde_json::json!(["x.warc.gz", "y.warc.gz"])
+    );
+    assert_eq!(data(&merged_named), data(&merged));
+
+    let compacted = ukvs(&["mementomap", "compact", "-q", "--hcf", "2", ma]);
+    assert_eq!(meta_source(&compacted), serde_json::json!([ma]));
+    let compacted_named = ukvs(&[
+        "mementomap",
+        "compact",
+        "-q",
+        "--hcf",
+        "2",
+        "--source",
+        "all",
+        ma,
+    ]);
+    assert_eq!(meta_source(&compacted_named), serde_json::json!(["all"]));
+    assert_eq!(data(&compacted_named), data(&compacted));
+}
+
 #[test]
 fn exclude_writes_zero_entries_that_lookup_honours() {
     let dir = tempfile::tempdir().unwrap();
