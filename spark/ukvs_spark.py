@@ -46,9 +46,10 @@ OUTDIR after a run (a shared directory every node sees):
     mementomap.ukvs    the map of the whole cluster (its `!meta` names
                        `index.idx`, beside it, as its source)
     stats.json         its statistics
-    parts/             per-shard `mementomap-NN.ukvs` and `stats-NN.json`,
-                       kept so that the next batch rebuilds only the shards
-                       it touches
+    parts/             per-shard `mementomap-NN.ukvs` (each naming its
+                       shard, `../index-NN.cdx.gz`, as its source) and
+                       `stats-NN.json`, kept so that the next batch
+                       rebuilds only the shards it touches
 
 Executors write into OUTDIR/_staging-RUN/ under temporary names that ukvs
 renames when a file is complete, so a task Spark retries or kills leaves
@@ -512,8 +513,7 @@ class ShardJob:
         """Merges in the shard's old lines, then cuts the blocks, the map
         part and the statistics part into the staging directory."""
         name = shard_name(shard)
-        # The shard's index, named alike on every run: the map part's
-        # `!meta` records the name.
+        # The shard's index, named alike on every run.
         index = f"{name}.ukvs"
         new = os.path.join(tmp, "new.ukvs")
         old_idx = self.old_idx.get(shard)
@@ -526,7 +526,10 @@ class ShardJob:
         run_ukvs(ukvs, ["zipnum", "build", "--shards", "1", "--lines-per-block",
                         str(self.lines_per_block), "-o", cluster, index], f"shard {name}",
                  cwd=tmp)
-        run_ukvs(ukvs, ["mementomap", "generate", "-q", "-j", "1", "-o",
+        # The map part summarises the shard's blocks, named from `parts/`,
+        # where the part is kept.
+        run_ukvs(ukvs, ["mementomap", "generate", "-q", "-j", "1", "--source",
+                        f"../{name}.cdx.gz", "-o",
                         os.path.join(self.staging, f"mementomap-{shard + 1:02}.ukvs"), index],
                  f"shard {name}", cwd=tmp)
         run_ukvs(ukvs, ["stats", "--json", "--top", "0", "-q", "-j", "1", "-o",

@@ -77,7 +77,7 @@ struct OutputArgs {
     /// What the map summarises, written as the `source` of `!meta` in
     /// place of the inputs' names (repeatable): for inputs that are
     /// intermediate files, such as the parts of a larger map.
-    #[arg(long = "source", value_name = "NAME")]
+    #[arg(long = "source", value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     source: Vec<String>,
     /// Directory for temporary files (default: beside the output, or the
     /// system's).

@@ -707,7 +707,8 @@ fn meta_source(map: &str) -> serde_json::Value {
 }
 
 /// `--source` names what a map summarises in place of its inputs, in
-/// every command that writes a map; the body stays the same.
+/// each command that writes a map (generate, merge, compact); the body
+/// stays the same. An empty name is refused.
 #[test]
 fn source_names_what_the_map_summarises() {
     let dir = tempfile::tempdir().unwrap();
@@ -766,6 +767,8 @@ fn source_names_what_the_map_summarises() {
     ]);
     assert_eq!(meta_source(&compacted_named), serde_json::json!(["all"]));
     assert_eq!(data(&compacted_named), data(&compacted));
+    let empty = util::run(&["mementomap", "generate", "-q", "--source", "", a], b"");
+    assert_eq!(empty.status.code(), Some(2));
 }
 
 #[test]

@@ -242,6 +242,30 @@ fn check_against_single_machine(dir: &Path, inputs: &[&Path], tmp: &Path) {
     );
     let stats = ukvs(&["stats", "--json", "-q", index]);
     assert!(std::fs::read(dir.join("stats.json")).unwrap() == stats);
+
+    // Each kept map part names the shard it summarises, from `parts/`.
+    let parts = dir.join("parts");
+    let mut named = 0;
+    for e in std::fs::read_dir(&parts).unwrap() {
+        let p = e.unwrap().path();
+        let file = p.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(n) = file
+            .strip_prefix("mementomap-")
+            .and_then(|f| f.strip_suffix(".ukvs"))
+        else {
+            continue;
+        };
+        let shard = format!("../index-{n}.cdx.gz");
+        let map = String::from_utf8(std::fs::read(&p).unwrap()).unwrap();
+        let meta = map.lines().find(|l| l.starts_with("!meta ")).unwrap();
+        assert!(
+            meta.contains(&format!("\"source\":[\"{shard}\"]")),
+            "{file}: {meta}"
+        );
+        assert!(parts.join(&shard).is_file(), "{file} names {shard}");
+        named += 1;
+    }
+    assert!(named > 0, "no map parts in {}", parts.display());
 }
 
 #[test]
