@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use flate2::read::MultiGzDecoder;
 
-pub use crate::sorted::lines::cannot_read;
+use crate::sorted::lines::cannot_read;
 
 /// Maps a non-empty regular file read-only; `None` for anything else
 /// (pipes, terminals, empty files), which callers read instead. `advice`
@@ -121,7 +121,7 @@ pub fn is_stdin(path: &Path) -> bool {
 /// 1 MiB. Gzip and zstd content (found by their magic bytes, whatever the
 /// name) is decompressed, concatenated members or frames as one stream.
 /// What holds no index lines (an archive, or another compression) is
-/// refused ([`index_content`]).
+/// refused ([`as_expected`]).
 pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
     open_input_with(path, 1 << 20, Expected::Index)
 }
@@ -270,17 +270,10 @@ fn content_of(file: &File) -> io::Result<Content> {
 
 /// The [`content`] of `file`, opened from `path` where index lines are
 /// expected; an error naming it when it holds something else (see
-/// [`index_content`]), or cannot be read.
+/// [`as_expected`]), or cannot be read.
 pub fn index_content_of(path: &Path, file: &File) -> anyhow::Result<Content> {
     let content = content_of(file).with_context(|| format!("cannot read {}", path.display()))?;
     as_expected(path, content, Expected::Index)
-}
-
-/// The [`content`] of `first`, the first bytes of the input at `path`
-/// where index lines are expected; an error naming the input when it
-/// holds something else.
-pub fn index_content(path: &Path, first: &[u8]) -> anyhow::Result<Content> {
-    as_expected(path, content(first), Expected::Index)
 }
 
 /// What an input is expected to hold: its refusals say what to give
@@ -299,6 +292,14 @@ impl Expected {
         match self {
             Expected::Index => "index lines",
             Expected::Map => "map lines",
+        }
+    }
+
+    /// The files expected, for messages.
+    pub fn files(self) -> &'static str {
+        match self {
+            Expected::Index => "indexes",
+            Expected::Map => "maps",
         }
     }
 
@@ -330,15 +331,10 @@ fn as_expected(path: &Path, content: Content, expected: Expected) -> anyhow::Res
             let todo = expected.from_archive(named);
             anyhow::bail!("{name} holds {format} records, not {lines}: {todo}")
         }
-        Content::Unread(kind) => {
-            let what = match expected {
-                Expected::Index => "indexes",
-                Expected::Map => "maps",
-            };
-            anyhow::bail!(
-                "{name} is {kind}-compressed: decompress it first ({what} are read plain, or gzip- or zstd-compressed)"
-            )
-        }
+        Content::Unread(kind) => anyhow::bail!(
+            "{name} is {kind}-compressed: decompress it first ({} are read plain, or gzip- or zstd-compressed)",
+            expected.files()
+        ),
         c => Ok(c),
     }
 }
