@@ -15,6 +15,7 @@ use anyhow::Context;
 use flate2::read::MultiGzDecoder;
 
 use crate::sorted::lines::cannot_read;
+use crate::ukvs::{read_gap, LINE_ALIGN};
 
 /// Maps a non-empty regular file read-only; `None` for anything else
 /// (pipes, terminals, empty files), which callers read instead. `advice`
@@ -145,7 +146,7 @@ pub fn open_input_with(
             Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
         }
     };
-    let mut rdr = BufReader::with_capacity(capacity, raw);
+    let mut rdr = AlignedReader::with_capacity(capacity, raw);
     let first = rdr
         .fill_buf()
         .with_context(|| format!("cannot read {}", input_name(path)))?;
@@ -165,10 +166,82 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     Ok(match index_content_of(path, &file)? {
-        Content::Gzip => Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, file))),
-        Content::Zstd => Box::new(zstd_decoder(path, BufReader::with_capacity(1 << 20, file))?),
+        Content::Gzip => Box::new(MultiGzDecoder::new(AlignedReader::with_capacity(
+            1 << 20,
+            file,
+        ))),
+        Content::Zstd => Box::new(zstd_decoder(
+            path,
+            AlignedReader::with_capacity(1 << 20, file),
+        )?),
         _ => Box::new(file),
     })
+}
+
+/// A buffered reader like `BufReader`, whose reads from the stream land
+/// aligned with it (see [`read_gap`]): a `BufReader` of 1 MiB holds its
+/// bytes 16 bytes into a page, and its reads of a file's page-aligned
+/// blocks are the slow case that function names.
+pub struct AlignedReader<R> {
+    inner: R,
+    /// Room for `cap` bytes after a gap of up to a cache line.
+    buf: Vec<u8>,
+    cap: usize,
+    /// The bytes not consumed yet: `buf[pos..end]`.
+    pos: usize,
+    end: usize,
+    /// Bytes read from `inner` so far.
+    read: u64,
+}
+
+impl<R: Read> AlignedReader<R> {
+    pub fn with_capacity(cap: usize, inner: R) -> AlignedReader<R> {
+        let cap = cap.max(1);
+        AlignedReader {
+            inner,
+            buf: vec![0; cap + LINE_ALIGN],
+            cap,
+            pos: 0,
+            end: 0,
+            read: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for AlignedReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        // A read as large as the buffer, with nothing buffered, goes
+        // straight to the stream, as `BufReader`'s does.
+        if self.pos == self.end && out.len() >= self.cap {
+            let n = self.inner.read(out)?;
+            self.read += n as u64;
+            return Ok(n);
+        }
+        let n = {
+            let have = self.fill_buf()?;
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for AlignedReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.pos == self.end {
+            let gap = read_gap(&self.buf, 0, self.read);
+            let n = self.inner.read(&mut self.buf[gap..gap + self.cap])?;
+            self.read += n as u64;
+            (self.pos, self.end) = (gap, gap + n);
+        }
+        Ok(&self.buf[self.pos..self.end])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos = (self.pos + amt).min(self.end);
+    }
 }
 
 /// Hands every line of the stream `r` (the input `name`) to `f`, without
@@ -414,6 +487,62 @@ pub fn archive_format(first: &[u8]) -> Option<&'static str> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A stream that gives at most `step` bytes a read and counts the
+    /// reads whose buffer was not aligned with it (see `read_gap`).
+    struct Noting {
+        data: Vec<u8>,
+        pos: usize,
+        step: usize,
+        misaligned: usize,
+    }
+
+    impl Read for Noting {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if (buf.as_ptr() as usize) % LINE_ALIGN != self.pos % LINE_ALIGN {
+                self.misaligned += 1;
+            }
+            let n = buf.len().min(self.step).min(self.data.len() - self.pos);
+            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn aligned_reader_reads_every_byte_aligned() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for (cap, step) in [(2, 1), (1000, 333), (4096, 1 << 20), (1 << 20, 4096)] {
+            let stream = Noting {
+                data: data.clone(),
+                pos: 0,
+                step,
+                misaligned: 0,
+            };
+            let mut r = AlignedReader::with_capacity(cap, stream);
+            // Half in reads smaller than the buffer: every read of the
+            // stream fills the reader's buffer, aligned.
+            let mut got = Vec::new();
+            let mut piece = vec![0u8; (cap / 3).max(1)];
+            while got.len() < data.len() / 2 {
+                let n = r.read(&mut piece).unwrap();
+                got.extend_from_slice(&piece[..n]);
+            }
+            assert_eq!(r.inner.misaligned, 0, "cap {cap} step {step}");
+            // The rest in reads larger than it, which go past it once it
+            // is empty, into the caller's buffer.
+            let mut chunk = vec![0u8; 3 * cap];
+            loop {
+                let n = r.read(&mut chunk).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&chunk[..n]);
+            }
+            assert!(got == data, "cap {cap} step {step}");
+            assert_eq!(r.fill_buf().unwrap(), b"");
+        }
+    }
 
     #[test]
     fn released_pages_read_the_same_bytes() {

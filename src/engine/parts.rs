@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 
 use super::fs::read_full_at;
+use crate::ukvs::{read_gap, LINE_ALIGN};
 
 /// The lines of a part of `file` (starting at a line start), each with
 /// its 1-based number in the part, read through one buffer of a few
@@ -31,17 +32,21 @@ pub fn for_each_read_line(
     mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     const BUF: usize = 256 << 10;
-    let mut buf = vec![0u8; BUF];
-    // `have` bytes at the buffer's start are the unfinished line read last.
+    let mut buf = vec![0u8; BUF + 2 * LINE_ALIGN];
+    // `have` bytes from `start` are the unfinished line read last; the
+    // bytes before them leave the next read aligned (see `read_gap`).
     let (mut pos, mut no, mut have) = (span.from, 0u64, 0usize);
+    let mut start = read_gap(&buf, 0, pos);
     loop {
-        let want = span.reserve(pos, buf.len() - have);
+        let free = start + have;
+        let want = span.reserve(pos, buf.len() - free);
         let got =
-            read_full_at(file, &mut buf[have..have + want], pos).context("reading the input")?;
+            read_full_at(file, &mut buf[free..free + want], pos).context("reading the input")?;
         pos += got as u64;
-        let end = have + got;
-        let mut at = 0;
-        for nl in memchr::memchr_iter(b'\n', &buf[..end]) {
+        let end = free + got;
+        let mut at = start;
+        for nl in memchr::memchr_iter(b'\n', &buf[start..end]) {
+            let nl = start + nl;
             no += 1;
             f(&buf[at..nl], no)?;
             at = nl + 1;
@@ -56,12 +61,13 @@ pub fn for_each_read_line(
             }
             return Ok(());
         }
-        buf.copy_within(at..end, 0);
         have = end - at;
         // A line longer than the buffer: a larger one.
-        if have == buf.len() {
+        if have + 2 * LINE_ALIGN > buf.len() {
             buf.resize(buf.len() * 2, 0);
         }
+        start = read_gap(&buf, have, pos);
+        buf.copy_within(at..end, start);
     }
 }
 

@@ -37,7 +37,7 @@ pub use expand::expand;
 pub use header::{Headers, Schema};
 pub use json::{parse_json5, to_compact};
 pub use line::{classify, unescape, Field, Header, Line, Record, Token, Tokens};
-pub use reader::LineReader;
+pub use reader::{read_gap, LineReader, LINE_ALIGN};
 pub use validate::{Problem, ProblemKind, Summary, Validator};
 pub use writer::{format_field, format_record, Writer};
 

@@ -13,6 +13,26 @@ use memchr::memchr;
 /// to stay in cache.
 const BLOCK: usize = 1 << 20;
 
+/// Bytes of a cache line: see [`read_gap`].
+pub const LINE_ALIGN: usize = 64;
+
+/// Where in a buffer to put `held` bytes kept from the last read so that
+/// the next read, of the stream's byte `next`, lands right after them at
+/// an address congruent to `next` modulo a cache line: the bytes before
+/// the held ones (fewer than [`LINE_ALIGN`]) are left unused.
+///
+/// The kernel copies a read from the page cache with `rep movsb`, which
+/// on AMD Zen CPUs runs about four times slower when the destination is 1
+/// to 31 bytes past the source modulo a page (113 MB from a cached file:
+/// 65 ms against 15 ms). That is where a heap block of 128 KiB or more,
+/// which starts 16 bytes into a page, takes a read of a page-aligned
+/// block; a destination congruent to the source modulo 64 never is.
+pub fn read_gap(buf: &[u8], held: usize, next: u64) -> usize {
+    let dst = (buf.as_ptr() as usize).wrapping_add(held);
+    // Both wrap modulo a power of two above 64: the residue is exact.
+    (next as usize).wrapping_sub(dst) % LINE_ALIGN
+}
+
 /// Splits a byte stream into lines (terminator `\n` removed; a last line
 /// without terminator is returned too).
 pub struct LineReader<R> {
@@ -37,9 +57,9 @@ impl<R: Read> LineReader<R> {
         LineReader::with_capacity(BLOCK, rdr)
     }
 
-    /// A reader with a given initial block size (tests use tiny ones so
-    /// lines straddle refills constantly). Lines longer than the block grow
-    /// the buffer.
+    /// A reader with a given initial block size. Lines longer than the
+    /// block grow the buffer, and so does a block smaller than two cache
+    /// lines.
     pub fn with_capacity(cap: usize, rdr: R) -> LineReader<R> {
         LineReader {
             rdr,
@@ -77,16 +97,19 @@ impl<R: Read> LineReader<R> {
                 return Ok(Some(&self.buf[start..self.end]));
             }
             // No newline in what is left: move the partial line to the
-            // front, grow if it fills the buffer, and read more.
+            // front, after a gap that makes the read land aligned (see
+            // `read_gap`), grow the buffer if that leaves little room, and
+            // read more.
             let already = self.end - self.pos;
-            self.buf.copy_within(self.pos..self.end, 0);
-            self.pos = 0;
-            self.end = already;
-            if self.end == self.buf.len() {
+            if already + 2 * LINE_ALIGN > self.buf.len() {
                 let n = self.buf.len();
-                self.buf.resize(n * 2, 0);
+                self.buf.resize((n * 2).max(already + 2 * LINE_ALIGN), 0);
             }
-            scanned = already;
+            let gap = read_gap(&self.buf, already, self.offset + already as u64);
+            self.buf.copy_within(self.pos..self.end, gap);
+            self.pos = gap;
+            self.end = gap + already;
+            scanned = self.end;
             loop {
                 match self.rdr.read(&mut self.buf[self.end..]) {
                     Ok(0) => {
@@ -110,8 +133,16 @@ impl<R: Read> LineReader<R> {
 mod tests {
     use super::*;
 
-    fn all(input: &[u8], cap: usize) -> Vec<Vec<u8>> {
-        let mut r = LineReader::with_capacity(cap, input);
+    /// The lines of `input`, read `step` bytes at a time into a buffer of
+    /// `cap` bytes at first.
+    fn all(input: &[u8], cap: usize, step: usize) -> Vec<Vec<u8>> {
+        let stream = Noting {
+            data: input,
+            pos: 0,
+            step,
+            misaligned: 0,
+        };
+        let mut r = LineReader::with_capacity(cap, stream);
         let mut out = Vec::new();
         while let Some(l) = r.next_line().unwrap() {
             out.push(l.to_vec());
@@ -136,8 +167,71 @@ mod tests {
                 want.pop();
             }
             for cap in 1..8 {
-                assert_eq!(all(input, cap), want, "{input:?} cap {cap}");
+                for step in 1..8 {
+                    assert_eq!(
+                        all(input, cap, step),
+                        want,
+                        "{input:?} cap {cap} step {step}"
+                    );
+                }
             }
+        }
+    }
+
+    /// A stream that gives at most `step` bytes a read and notes whether
+    /// each read's buffer was aligned with the stream (see `read_gap`).
+    struct Noting<'a> {
+        data: &'a [u8],
+        pos: usize,
+        step: usize,
+        misaligned: usize,
+    }
+
+    impl Read for Noting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if (buf.as_ptr() as usize) % LINE_ALIGN != self.pos % LINE_ALIGN {
+                self.misaligned += 1;
+            }
+            let n = buf.len().min(self.step).min(self.data.len() - self.pos);
+            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn reads_land_aligned_with_the_stream() {
+        // Lines of 0 to 299 bytes, and one longer than the buffer.
+        let mut input = Vec::new();
+        let mut x = 7u32;
+        for i in 0..400 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let len = match i {
+                200 => 3000,
+                _ => (x >> 16) as usize % 300,
+            };
+            input.extend((0..len).map(|j| b'a' + (j % 26) as u8));
+            input.push(b'\n');
+        }
+        input.extend_from_slice(b"last");
+        let want: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        for step in [1, 100, 777, 1 << 20] {
+            let mut r = LineReader::with_capacity(
+                1024,
+                Noting {
+                    data: &input,
+                    pos: 0,
+                    step,
+                    misaligned: 0,
+                },
+            );
+            let mut got = Vec::new();
+            while let Some(l) = r.next_line().unwrap() {
+                got.push(l.to_vec());
+            }
+            assert_eq!(got, want, "step {step}");
+            assert_eq!(r.offset(), input.len() as u64);
+            assert_eq!(r.rdr.misaligned, 0, "step {step}");
         }
     }
 }
