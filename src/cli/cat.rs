@@ -23,9 +23,10 @@ use ukvs::engine::output::Output;
 /// if any. Memory O(longest line), plus the captures of one tie.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files to read (`-` for stdin; gzip and zstd content is decompressed), or
+    /// Files to read (`-` for stdin; gzip and zstd content is decompressed),
     /// ZipNum clusters (a cluster's directory or its `.idx`), whose lines
-    /// are read block after block.
+    /// are read block after block, or directories of index files (`*.cdx`,
+    /// `*.cdxj`, `*.ukvs`), read in name order.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Expand every record to one JSON object per line (NDJSON).

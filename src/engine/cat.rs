@@ -117,13 +117,18 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
         if path.is_dir() || path.extension().is_some_and(|e| e == "idx") {
             // A ZipNum cluster (its directory or its `.idx`), or a
             // directory of sorted files.
-            match lookup::Source::open(path, false) {
-                Ok(sources) => {
-                    for source in sources {
-                        match source.is_cluster() {
-                            true => cat_cluster(&source, args.from, &mut out)?,
-                            false => cat_path(source.path(), args.from, &mut out)?,
-                        }
+            // Its files are read front to back, compressed or not.
+            let listed = lookup::listing(path).and_then(|l| match l {
+                lookup::Listing::Cluster(idx) => Ok((lookup::Source::open(&idx, false)?, vec![])),
+                lookup::Listing::Files(files) => Ok((vec![], files)),
+            });
+            match listed {
+                Ok((clusters, files)) => {
+                    for cluster in &clusters {
+                        cat_cluster(cluster, args.from, &mut out)?;
+                    }
+                    for file in &files {
+                        cat_path(file, args.from, &mut out)?;
                     }
                 }
                 Err(e) => {

@@ -175,42 +175,60 @@ fn is_index_name(name: &str) -> bool {
         .any(|ext| name.len() > ext.len() && name.ends_with(ext))
 }
 
+/// The indexes at a path given as a source (see [`Source::open`]).
+pub enum Listing {
+    /// A ZipNum cluster's `.idx` file.
+    Cluster(PathBuf),
+    /// Sorted files: the path itself, or a directory's, in name order.
+    Files(Vec<PathBuf>),
+}
+
+/// What `path` holds as sources, without opening them: for the jobs that
+/// read a directory's files front to back (`cat`, `stats`), which take
+/// compressed files too.
+pub fn listing(path: &Path) -> Result<Listing, Error> {
+    if path.extension().is_some_and(|e| e == "idx") && !path.is_dir() {
+        return Ok(Listing::Cluster(path.to_path_buf()));
+    }
+    if !path.is_dir() {
+        return Ok(Listing::Files(vec![path.to_path_buf()]));
+    }
+    let mut idx = Vec::new();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(Error::io("list", path))? {
+        let p = entry.map_err(Error::io("list", path))?.path();
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(name) = name else { continue };
+        if name.starts_with('.') || !p.is_file() {
+            continue;
+        }
+        if p.extension().is_some_and(|e| e == "idx") {
+            idx.push(p);
+        } else if is_index_name(&name) {
+            files.push(p);
+        }
+    }
+    match (idx.len(), files.is_empty()) {
+        (1, _) => Ok(Listing::Cluster(idx.remove(0))),
+        (0, false) => {
+            files.sort();
+            Ok(Listing::Files(files))
+        }
+        (0, true) => Err(Error::Empty(path.display().to_string())),
+        _ => Err(Error::SeveralIdx(path.display().to_string())),
+    }
+}
+
 impl Source {
     /// The sources at `path`: a sorted file; a ZipNum cluster (its
     /// directory holding one `.idx` file, or the `.idx` file); or a
     /// directory of sorted files (`*.cdx`, `*.cdxj`, `*.ukvs`, in name
     /// order).
     pub fn open(path: &Path, no_mmap: bool) -> Result<Vec<Source>, Error> {
-        if path.is_dir() {
-            let mut idx = Vec::new();
-            let mut files = Vec::new();
-            for entry in std::fs::read_dir(path).map_err(Error::io("list", path))? {
-                let p = entry.map_err(Error::io("list", path))?.path();
-                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-                let Some(name) = name else { continue };
-                if name.starts_with('.') || !p.is_file() {
-                    continue;
-                }
-                if p.extension().is_some_and(|e| e == "idx") {
-                    idx.push(p);
-                } else if is_index_name(&name) {
-                    files.push(p);
-                }
-            }
-            return match (idx.len(), files.is_empty()) {
-                (1, _) => Ok(vec![Source::cluster(&idx[0], no_mmap)?]),
-                (0, false) => {
-                    files.sort();
-                    files.iter().map(|f| Source::plain(f, no_mmap)).collect()
-                }
-                (0, true) => Err(Error::Empty(path.display().to_string())),
-                _ => Err(Error::SeveralIdx(path.display().to_string())),
-            };
+        match listing(path)? {
+            Listing::Cluster(idx) => Ok(vec![Source::cluster(&idx, no_mmap)?]),
+            Listing::Files(files) => files.iter().map(|f| Source::plain(f, no_mmap)).collect(),
         }
-        if path.extension().is_some_and(|e| e == "idx") {
-            return Ok(vec![Source::cluster(path, no_mmap)?]);
-        }
-        Ok(vec![Source::plain(path, no_mmap)?])
     }
 
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {

@@ -28,7 +28,7 @@ use crate::sorted::ExternalSorter;
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
 use super::index::Progress;
-use super::lookup::Source;
+use super::lookup::{Listing, Source};
 use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
 
 /// What to summarise, and how.
@@ -114,10 +114,17 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
         }
         let is_idx = p.extension().is_some_and(|e| e == "idx");
         if p.is_dir() || is_idx {
-            for s in Source::open(p, job.no_mmap)? {
-                match s.is_cluster() {
-                    true => out.push(Input::Cluster(Box::new(s))),
-                    false => out.push(plain_or_stream(s.path())?),
+            // Its files are read as they are, compressed or not.
+            match super::lookup::listing(p)? {
+                Listing::Cluster(idx) => {
+                    for s in Source::open(&idx, job.no_mmap)? {
+                        out.push(Input::Cluster(Box::new(s)));
+                    }
+                }
+                Listing::Files(files) => {
+                    for f in files {
+                        out.push(plain_or_stream(&f)?);
+                    }
                 }
             }
             continue;

@@ -1408,6 +1408,43 @@ fn a_zstd_index_reads_as_the_plain_one() {
     assert!(err.contains("repo.bin is zstd-compressed"), "{err}");
 }
 
+/// A directory of sorted indexes, one of them gzipped: `cat` and `stats`
+/// read its files front to back, as they read the one index they were cut
+/// from; `lookup`, which needs a plain file to search, refuses the
+/// compressed one by name.
+#[test]
+fn cat_and_stats_of_a_directory_read_its_compressed_files() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let input = index_of_the_repo(dir.path(), "cdxj");
+    let text = std::fs::read(&input).unwrap();
+    let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+    assert!(lines.len() >= 20, "only {} lines", lines.len());
+    let (first, second) = lines.split_at(lines.len() / 2);
+    let shards = dir.path().join("shards");
+    std::fs::create_dir(&shards).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&first.concat()).unwrap();
+    std::fs::write(shards.join("a.cdxj"), gz.finish().unwrap()).unwrap();
+    std::fs::write(shards.join("b.cdxj"), second.concat()).unwrap();
+    for args in [&["cat"][..], &["cat", "--json"], &["stats", "--json"]] {
+        let with = |path: &Path| {
+            let mut a = args.to_vec();
+            a.push(path.to_str().unwrap());
+            let o = util::run(&a, b"");
+            util::assert_ok(&o);
+            o.stdout
+        };
+        let want = with(&input);
+        assert!(!want.is_empty(), "{args:?}");
+        assert!(with(&shards) == want, "{args:?}");
+    }
+    let r = util::run(&["lookup", shards.to_str().unwrap(), "com,example)/"], b"");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("a.cdxj is gzip-compressed"), "{err}");
+}
+
 /// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
 /// `cat` of the sorted index it was built from prints, block after block
 /// across shards; a damaged shard stops it with an error naming the
