@@ -357,6 +357,8 @@ pub enum Expected {
     Index,
     /// A MementoMap's lines.
     Map,
+    /// Queries: URLs or SURTs, one per line.
+    Queries,
 }
 
 impl Expected {
@@ -365,6 +367,7 @@ impl Expected {
         match self {
             Expected::Index => "index lines",
             Expected::Map => "map lines",
+            Expected::Queries => "queries (URLs or SURTs, one per line)",
         }
     }
 
@@ -373,6 +376,7 @@ impl Expected {
         match self {
             Expected::Index => "indexes",
             Expected::Map => "maps",
+            Expected::Queries => "queries",
         }
     }
 
@@ -388,6 +392,11 @@ impl Expected {
             Expected::Map => format!(
                 "index {it} first ({index}), make a map of the index \
                  (`ukvs mementomap generate INDEX -o MAP`), then give MAP"
+            ),
+            // The SURTs of an index are queries.
+            Expected::Queries => format!(
+                "index {it} first ({index}), then give the keys of INDEX \
+                 (`cut -d' ' -f1 INDEX`), or URLs or SURTs of your own"
             ),
         }
     }

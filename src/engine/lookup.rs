@@ -51,7 +51,7 @@ pub enum Error {
         "{name} is {kind}-compressed: a binary search needs a plain file ({})",
         match expected {
             Expected::Index => "decompress it, or build a cluster with `ukvs zipnum build`",
-            Expected::Map => "decompress it",
+            Expected::Map | Expected::Queries => "decompress it",
         }
     )]
     Compressed {

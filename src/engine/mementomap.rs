@@ -1658,7 +1658,7 @@ pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
         urirs += r.freq.urir.value.unwrap_or(0);
     }
     let truth_map = Map::new(truth.as_slice());
-    let queries_text = read_all(&a.queries, Expected::Index)?;
+    let queries_text = read_all(&a.queries, Expected::Queries)?;
     let queries: Vec<Vec<u8>> = String::from_utf8_lossy(&queries_text)
         .lines()
         .filter(|l| !l.trim().is_empty())

@@ -1199,6 +1199,8 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
     std::fs::write(&bz2, BZIP2_X).unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
+    let index = samples.join("expected.ukvs");
+    let idx = index.to_str().unwrap();
     // What reads maps says what a map is made of.
     for (input, said) in [
         (samples.join("example.warc.gz"), "holds WARC records, not"),
@@ -1220,6 +1222,15 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
             &["mementomap", "compact", p, "-o", o],
             &["mementomap", "merge", p, "-o", o],
             &["mementomap", "lookup", p, "http://example.com/"],
+            &[
+                "mementomap",
+                "evaluate",
+                "--sweep",
+                "--index",
+                p,
+                "--queries",
+                idx,
+            ],
         ] {
             let r = util::run(args, b"");
             let err = String::from_utf8_lossy(&r.stderr);
@@ -1241,11 +1252,33 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
             assert!(r.stdout.is_empty(), "{args:?}");
             assert!(!out.exists(), "{args:?} wrote its output");
         }
+        // Queries are URLs or SURTs: an index's keys are.
+        let args = [
+            "mementomap",
+            "evaluate",
+            "--sweep",
+            "--index",
+            idx,
+            "--queries",
+            p,
+        ];
+        let r = util::run(&args, b"");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&format!("{name} {said}")), "{args:?}: {err}");
+        if said.ends_with("not") {
+            let what = "queries (URLs or SURTs, one per line): index it first";
+            assert!(err.contains(what), "{args:?}: {err}");
+            assert!(
+                err.contains("then give the keys of INDEX"),
+                "{args:?}: {err}"
+            );
+        }
+        assert!(r.stdout.is_empty(), "{args:?}");
     }
     // A gzip map is not for a cluster: only index lookups say so.
     let map = dir.path().join("m.map");
     let gz = dir.path().join("m.map.gz");
-    let index = samples.join("expected.ukvs");
     let g = util::run(
         &[
             "mementomap",
