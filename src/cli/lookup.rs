@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use ukvs::acl::Rules;
 use ukvs::engine::format::{self, write_line, write_timemap, TimeMapLinks};
-use ukvs::engine::fs::open_input;
+use ukvs::engine::fs::open_queries;
 use ukvs::engine::lookup::{url_range, Collection, Filters, Order};
 use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 
@@ -243,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (None, Some(p)) => (p, true),
             (None, None) => unreachable!("batch needs --keys or --urls"),
         };
-        let mut rdr = open_input(path)?;
+        let mut rdr = open_queries(path)?;
         let write = |w: &mut dyn Write, line: &[u8]| write_line(w, line, format, &fields);
         let (any, n) = coll.batch(&mut rdr, as_url, &filters, args.threads, &mut out, &write)?;
         out.flush()?;

@@ -132,6 +132,11 @@ pub fn open_map(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
     open_input_with(path, 1 << 20, Expected::Map)
 }
 
+/// [`open_input`] for queries (URLs or SURTs, one per line).
+pub fn open_queries(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    open_input_with(path, 1 << 20, Expected::Queries)
+}
+
 /// [`open_input`] with a buffer of `capacity` bytes (a small one to read
 /// only the headers at a file's start), for an input `expected` to hold
 /// index or map lines.
@@ -179,9 +184,9 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
 }
 
 /// A buffered reader like `BufReader`, whose reads from the stream land
-/// aligned with it (see [`read_gap`]): a `BufReader` of 1 MiB holds its
-/// bytes 16 bytes into a page, and its reads of a file's page-aligned
-/// blocks are the slow case that function names.
+/// aligned with it (see [`read_gap`]): a `BufReader` of 1 MiB often holds
+/// its bytes 16 bytes into a page, and its reads of a file's page-aligned
+/// blocks are then the slow case that function names.
 pub struct AlignedReader<R> {
     inner: R,
     /// Room for `cap` bytes after a gap of up to a cache line.
@@ -225,6 +230,18 @@ impl<R: Read> Read for AlignedReader<R> {
         };
         self.consume(n);
         Ok(n)
+    }
+
+    /// What is buffered, then the rest straight from the stream into
+    /// `out` (a file reserves its size there once, as it does for a
+    /// `BufReader`): where that lands is `out`'s to say.
+    fn read_to_end(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
+        let held = self.end - self.pos;
+        out.extend_from_slice(&self.buf[self.pos..self.end]);
+        (self.pos, self.end) = (0, 0);
+        let n = self.inner.read_to_end(out)?;
+        self.read += n as u64;
+        Ok(held + n)
     }
 }
 
@@ -396,7 +413,7 @@ impl Expected {
             // The SURTs of an index are queries.
             Expected::Queries => format!(
                 "index {it} first ({index}), then give the keys of INDEX \
-                 (`cut -d' ' -f1 INDEX`), or URLs or SURTs of your own"
+                 (`grep -v '^!' INDEX | cut -d' ' -f1 | uniq`), or URLs or SURTs of your own"
             ),
         }
     }
@@ -550,6 +567,18 @@ mod tests {
             }
             assert!(got == data, "cap {cap} step {step}");
             assert_eq!(r.fill_buf().unwrap(), b"");
+            // What is buffered, then the rest, to the end.
+            let stream = Noting {
+                data: data.clone(),
+                pos: 0,
+                step,
+                misaligned: 0,
+            };
+            let mut r = AlignedReader::with_capacity(cap, stream);
+            let mut all = vec![0u8; 10];
+            r.read_exact(&mut all).unwrap();
+            assert_eq!(r.read_to_end(&mut all).unwrap(), data.len() - 10);
+            assert!(all == data, "read_to_end: cap {cap} step {step}");
         }
     }
 

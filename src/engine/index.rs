@@ -1546,7 +1546,7 @@ struct Pending {
 fn copy_spilled(file: &mut File, out: &mut Output) -> anyhow::Result<()> {
     use std::io::{Read, Seek};
     file.rewind().context("cannot read a temporary file")?;
-    let mut rdr = io::BufReader::with_capacity(CHUNK, file);
+    let mut rdr = super::fs::AlignedReader::with_capacity(CHUNK, file);
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     loop {
         let n = rdr

@@ -35,7 +35,7 @@ use anyhow::{bail, Context};
 
 use super::fs::{
     for_each_line, index_content_of, input_name, is_stdin, open_input, open_input_unbuffered,
-    open_input_with, open_map, Content, Expected,
+    open_input_with, open_map, AlignedReader, Content, Expected,
 };
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
@@ -745,7 +745,7 @@ fn compact_with_quota(
     };
     let mut run = |params: Params| -> anyhow::Result<Compacted> {
         raw.seek(SeekFrom::Start(0))?;
-        let src = map_lines(BufReader::with_capacity(1 << 20, raw.try_clone()?));
+        let src = map_lines(AlignedReader::with_capacity(1 << 20, raw.try_clone()?));
         compact_stream(src, params, tmp)
     };
     let mut first = run(base)?;
@@ -904,7 +904,7 @@ fn finish_map(
                 Some((dim, all)) => {
                     let mut n = 0u64;
                     let mut line = Vec::new();
-                    for r in map_lines(BufReader::with_capacity(1 << 20, c.spool.reader()?)) {
+                    for r in map_lines(AlignedReader::with_capacity(1 << 20, c.spool.reader()?)) {
                         line.clear();
                         r?.write_columns(dim, all, &mut line);
                         n += line.len() as u64;
@@ -925,7 +925,7 @@ fn finish_map(
         // Rollups work on whole keys; the bucket lines are spread out last.
         let mut spool = FileSpool::new(&tmp)?;
         let mut line = Vec::new();
-        for r in map_lines(BufReader::with_capacity(1 << 20, body)) {
+        for r in map_lines(AlignedReader::with_capacity(1 << 20, body)) {
             line.clear();
             r?.write_columns(dim, all, &mut line);
             spool.append(&line)?;
@@ -935,7 +935,7 @@ fn finish_map(
     write_output(
         out,
         &header.to_bytes(),
-        BufReader::with_capacity(1 << 20, body),
+        AlignedReader::with_capacity(1 << 20, body),
     )?;
     Ok(stats)
 }
@@ -1437,7 +1437,7 @@ fn folded_reader(
     late: Option<LateLines>,
     tmp: &Path,
     map_mem: &MapMemory,
-) -> anyhow::Result<BufReader<Box<dyn Read + Send>>> {
+) -> anyhow::Result<AlignedReader<Box<dyn Read + Send>>> {
     let part = match late {
         None => part,
         late => {
@@ -1446,7 +1446,7 @@ fn folded_reader(
             map.finish()?
         }
     };
-    Ok(BufReader::with_capacity(1 << 20, part.into_reader()))
+    Ok(AlignedReader::with_capacity(1 << 20, part.into_reader()))
 }
 
 fn report_generate(g: &GenStats, s: &Stats) {
@@ -1528,7 +1528,7 @@ fn normalized(
         Err(e) => Err(MapError::Io(e)),
     });
     let sources: Vec<Source> = vec![
-        Box::new(map_lines(BufReader::with_capacity(1 << 20, main))),
+        Box::new(map_lines(AlignedReader::with_capacity(1 << 20, main))),
         Box::new(late),
     ];
     // Keys that collapse into one came from different URIs of one map.

@@ -62,7 +62,8 @@ pub fn for_each_read_line(
             return Ok(());
         }
         have = end - at;
-        // A line longer than the buffer: a larger one.
+        // A line that leaves less than two cache lines of room: a larger
+        // buffer.
         if have + 2 * LINE_ALIGN > buf.len() {
             buf.resize(buf.len() * 2, 0);
         }

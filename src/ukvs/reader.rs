@@ -24,9 +24,10 @@ pub const LINE_ALIGN: usize = 64;
 /// The kernel copies a read from the page cache with `rep movsb`, which
 /// on AMD Zen CPUs runs about four times slower when the destination is 1
 /// to 31 bytes past the source modulo a page (113 MB from a cached file:
-/// 65 ms against 15 ms). That is where a heap block of 128 KiB or more,
-/// which starts 16 bytes into a page, takes a read of a page-aligned
-/// block; a destination congruent to the source modulo 64 never is.
+/// 65 ms against 15 ms). That is where a large heap block, which with
+/// glibc often starts 16 bytes into a page, takes a read of a
+/// page-aligned block; a destination congruent to the source modulo 64
+/// never is.
 pub fn read_gap(buf: &[u8], held: usize, next: u64) -> usize {
     let dst = (buf.as_ptr() as usize).wrapping_add(held);
     // Both wrap modulo a power of two above 64: the residue is exact.

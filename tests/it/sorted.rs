@@ -1253,7 +1253,7 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
             assert!(!out.exists(), "{args:?} wrote its output");
         }
         // Queries are URLs or SURTs: an index's keys are.
-        let args = [
+        let evaluate = [
             "mementomap",
             "evaluate",
             "--sweep",
@@ -1262,19 +1262,23 @@ fn what_holds_no_index_lines_is_refused_by_every_reader() {
             "--queries",
             p,
         ];
-        let r = util::run(&args, b"");
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(&format!("{name} {said}")), "{args:?}: {err}");
-        if said.ends_with("not") {
-            let what = "queries (URLs or SURTs, one per line): index it first";
-            assert!(err.contains(what), "{args:?}: {err}");
-            assert!(
-                err.contains("then give the keys of INDEX"),
-                "{args:?}: {err}"
-            );
+        for args in [
+            &evaluate[..],
+            &["lookup", idx, "--keys", p],
+            &["lookup", idx, "--urls", p],
+        ] {
+            let r = util::run(args, b"");
+            let err = String::from_utf8_lossy(&r.stderr);
+            assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(&format!("{name} {said}")), "{args:?}: {err}");
+            if said.ends_with("not") {
+                let what = "queries (URLs or SURTs, one per line): index it first";
+                assert!(err.contains(what), "{args:?}: {err}");
+                let step = "then give the keys of INDEX";
+                assert!(err.contains(step), "{args:?}: {err}");
+            }
+            assert!(r.stdout.is_empty(), "{args:?}");
         }
-        assert!(r.stdout.is_empty(), "{args:?}");
     }
     // A gzip map is not for a cluster: only index lookups say so.
     let map = dir.path().join("m.map");
