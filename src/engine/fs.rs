@@ -512,40 +512,14 @@ pub fn archive_format(first: &[u8]) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ukvs::Noting;
     use std::io::Write;
-
-    /// A stream that gives at most `step` bytes a read and counts the
-    /// reads whose buffer was not aligned with it (see `read_gap`).
-    struct Noting {
-        data: Vec<u8>,
-        pos: usize,
-        step: usize,
-        misaligned: usize,
-    }
-
-    impl Read for Noting {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if (buf.as_ptr() as usize) % LINE_ALIGN != self.pos % LINE_ALIGN {
-                self.misaligned += 1;
-            }
-            let n = buf.len().min(self.step).min(self.data.len() - self.pos);
-            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-            self.pos += n;
-            Ok(n)
-        }
-    }
 
     #[test]
     fn aligned_reader_reads_every_byte_aligned() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         for (cap, step) in [(2, 1), (1000, 333), (4096, 1 << 20), (1 << 20, 4096)] {
-            let stream = Noting {
-                data: data.clone(),
-                pos: 0,
-                step,
-                misaligned: 0,
-            };
-            let mut r = AlignedReader::with_capacity(cap, stream);
+            let mut r = AlignedReader::with_capacity(cap, Noting::new(&data, step));
             // Half in reads smaller than the buffer: every read of the
             // stream fills the reader's buffer, aligned.
             let mut got = Vec::new();
@@ -568,13 +542,7 @@ mod tests {
             assert!(got == data, "cap {cap} step {step}");
             assert_eq!(r.fill_buf().unwrap(), b"");
             // What is buffered, then the rest, to the end.
-            let stream = Noting {
-                data: data.clone(),
-                pos: 0,
-                step,
-                misaligned: 0,
-            };
-            let mut r = AlignedReader::with_capacity(cap, stream);
+            let mut r = AlignedReader::with_capacity(cap, Noting::new(&data, step));
             let mut all = vec![0u8; 10];
             r.read_exact(&mut all).unwrap();
             assert_eq!(r.read_to_end(&mut all).unwrap(), data.len() - 10);

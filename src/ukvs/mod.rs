@@ -37,6 +37,8 @@ pub use expand::expand;
 pub use header::{Headers, Schema};
 pub use json::{parse_json5, to_compact};
 pub use line::{classify, unescape, Field, Header, Line, Record, Token, Tokens};
+#[cfg(test)]
+pub(crate) use reader::Noting;
 pub use reader::{read_gap, LineReader, LINE_ALIGN};
 pub use validate::{Problem, ProblemKind, Summary, Validator};
 pub use writer::{format_field, format_record, Writer};

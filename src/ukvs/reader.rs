@@ -130,6 +130,41 @@ impl<R: Read> LineReader<R> {
     }
 }
 
+/// A stream, for tests, that gives at most `step` bytes a read and counts
+/// the reads whose buffer was not aligned with it (see [`read_gap`]).
+#[cfg(test)]
+pub(crate) struct Noting<'a> {
+    data: &'a [u8],
+    pos: usize,
+    step: usize,
+    pub(crate) misaligned: usize,
+}
+
+#[cfg(test)]
+impl Noting<'_> {
+    pub(crate) fn new(data: &[u8], step: usize) -> Noting<'_> {
+        Noting {
+            data,
+            pos: 0,
+            step,
+            misaligned: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Read for Noting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if (buf.as_ptr() as usize) % LINE_ALIGN != self.pos % LINE_ALIGN {
+            self.misaligned += 1;
+        }
+        let n = buf.len().min(self.step).min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,12 +172,7 @@ mod tests {
     /// The lines of `input`, read `step` bytes at a time into a buffer of
     /// `cap` bytes at first.
     fn all(input: &[u8], cap: usize, step: usize) -> Vec<Vec<u8>> {
-        let stream = Noting {
-            data: input,
-            pos: 0,
-            step,
-            misaligned: 0,
-        };
+        let stream = Noting::new(input, step);
         let mut r = LineReader::with_capacity(cap, stream);
         let mut out = Vec::new();
         while let Some(l) = r.next_line().unwrap() {
@@ -179,27 +209,6 @@ mod tests {
         }
     }
 
-    /// A stream that gives at most `step` bytes a read and notes whether
-    /// each read's buffer was aligned with the stream (see `read_gap`).
-    struct Noting<'a> {
-        data: &'a [u8],
-        pos: usize,
-        step: usize,
-        misaligned: usize,
-    }
-
-    impl Read for Noting<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if (buf.as_ptr() as usize) % LINE_ALIGN != self.pos % LINE_ALIGN {
-                self.misaligned += 1;
-            }
-            let n = buf.len().min(self.step).min(self.data.len() - self.pos);
-            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-            self.pos += n;
-            Ok(n)
-        }
-    }
-
     #[test]
     fn reads_land_aligned_with_the_stream() {
         // Lines of 0 to 299 bytes, and one longer than the buffer.
@@ -217,15 +226,7 @@ mod tests {
         input.extend_from_slice(b"last");
         let want: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
         for step in [1, 100, 777, 1 << 20] {
-            let mut r = LineReader::with_capacity(
-                1024,
-                Noting {
-                    data: &input,
-                    pos: 0,
-                    step,
-                    misaligned: 0,
-                },
-            );
+            let mut r = LineReader::with_capacity(1024, Noting::new(&input, step));
             let mut got = Vec::new();
             while let Some(l) = r.next_line().unwrap() {
                 got.push(l.to_vec());
