@@ -119,12 +119,14 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
             // directory of sorted files.
             // Its files are read front to back, compressed or not.
             let listed = lookup::listing(path).and_then(|l| match l {
-                lookup::Listing::Cluster(idx) => Ok((lookup::Source::open(&idx, false)?, vec![])),
-                lookup::Listing::Files(files) => Ok((vec![], files)),
+                lookup::Listing::Cluster(idx) => {
+                    Ok((Some(lookup::Source::cluster(&idx, false)?), vec![]))
+                }
+                lookup::Listing::Files(files) => Ok((None, files)),
             });
             match listed {
-                Ok((clusters, files)) => {
-                    for cluster in &clusters {
+                Ok((cluster, files)) => {
+                    if let Some(cluster) = &cluster {
                         cat_cluster(cluster, args.from, &mut out)?;
                     }
                     for file in &files {

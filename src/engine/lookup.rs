@@ -242,7 +242,8 @@ impl Source {
         })
     }
 
-    fn cluster(idx: &Path, no_mmap: bool) -> Result<Source, Error> {
+    /// The ZipNum cluster whose `.idx` file is `idx`.
+    pub fn cluster(idx: &Path, no_mmap: bool) -> Result<Source, Error> {
         let shards = read_loc(&idx.with_extension("loc"))?;
         Ok(Source {
             name: idx.display().to_string(),

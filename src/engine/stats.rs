@@ -117,9 +117,10 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
             // Its files are read as they are, compressed or not.
             match super::lookup::listing(p)? {
                 Listing::Cluster(idx) => {
-                    for s in Source::open(&idx, job.no_mmap)? {
-                        out.push(Input::Cluster(Box::new(s)));
-                    }
+                    out.push(Input::Cluster(Box::new(Source::cluster(
+                        &idx,
+                        job.no_mmap,
+                    )?)));
                 }
                 Listing::Files(files) => {
                     for f in files {
