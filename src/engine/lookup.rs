@@ -74,7 +74,10 @@ pub enum Error {
     #[error("{0} holds several .idx files; name the one to use")]
     SeveralIdx(String),
     /// A directory holds no index at all.
-    #[error("{0} is a directory without an index (.idx, .cdx, .cdxj or .ukvs files)")]
+    #[error(
+        "{0} is a directory without an index (.idx, .cdx, .cdxj or .ukvs files, or those \
+         compressed: .cdxj.gz, .cdxj.zst...)"
+    )]
     Empty(String),
     /// The search found damage (lines out of order, a bad block).
     #[error("searching {name}: {source}")]
@@ -168,11 +171,23 @@ enum Kind {
     },
 }
 
-/// Names of the files a directory of sorted indexes is read from.
+/// Names of the files a directory of sorted indexes is read from: plain
+/// (`*.cdx`, `*.cdxj`, `*.ukvs`), or compressed copies of them (see
+/// [`compressed_name`]), which only the jobs that read front to back can
+/// read.
 fn is_index_name(name: &str) -> bool {
+    let stem = match name.rsplit_once('.') {
+        Some((stem, "gz" | "zst")) => stem,
+        _ => name,
+    };
     [".cdx", ".cdxj", ".ukvs"]
         .iter()
-        .any(|ext| name.len() > ext.len() && name.ends_with(ext))
+        .any(|ext| stem.len() > ext.len() && stem.ends_with(ext))
+}
+
+/// Whether a file's name says it is compressed (`.gz`, `.zst`).
+fn compressed_name(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz" || e == "zst")
 }
 
 /// The indexes at a path given as a source (see [`Source::open`]).
@@ -223,12 +238,36 @@ impl Source {
     /// The sources at `path`: a sorted file; a ZipNum cluster (its
     /// directory holding one `.idx` file, or the `.idx` file); or a
     /// directory of sorted files (`*.cdx`, `*.cdxj`, `*.ukvs`, in name
-    /// order).
+    /// order). A directory's compressed copies (`*.cdxj.gz`, `*.cdx.zst`
+    /// and the like) cannot be searched: each is reported as skipped, and
+    /// refused when the directory holds nothing else.
     pub fn open(path: &Path, no_mmap: bool) -> Result<Vec<Source>, Error> {
-        match listing(path)? {
-            Listing::Cluster(idx) => Ok(vec![Source::cluster(&idx, no_mmap)?]),
-            Listing::Files(files) => files.iter().map(|f| Source::plain(f, no_mmap)).collect(),
+        let files = match listing(path)? {
+            Listing::Cluster(idx) => return Ok(vec![Source::cluster(&idx, no_mmap)?]),
+            Listing::Files(files) => files,
+        };
+        let in_dir = path.is_dir();
+        let mut sources = Vec::new();
+        let mut skipped = Vec::new();
+        for f in &files {
+            match Source::plain(f, no_mmap) {
+                Ok(s) => sources.push(s),
+                Err(e @ Error::Compressed { .. }) if in_dir && compressed_name(f) => {
+                    skipped.push(e)
+                }
+                Err(e) => return Err(e),
+            }
         }
+        if sources.is_empty() {
+            if let Some(e) = skipped.into_iter().next() {
+                return Err(e);
+            }
+            return Ok(sources);
+        }
+        for e in skipped {
+            crate::report!("ukvs: skipped {e}");
+        }
+        Ok(sources)
     }
 
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {

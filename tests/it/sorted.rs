@@ -1482,6 +1482,91 @@ fn cat_and_stats_of_a_directory_read_its_compressed_files() {
     assert!(err.contains("a.cdxj is gzip-compressed"), "{err}");
 }
 
+/// Compressed copies in a directory of indexes (`*.cdxj.gz`, `*.cdxj.zst`)
+/// are read by `cat` and `stats`; `lookup` cannot search them, and says
+/// which it skipped, searching the plain files; a directory of compressed
+/// copies alone is refused, naming one.
+#[test]
+fn a_directory_compressed_copies_are_read_or_reported_as_skipped() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let input = index_of_the_repo(dir.path(), "cdxj");
+    let text = std::fs::read(&input).unwrap();
+    let lines: Vec<&[u8]> = text
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b"!"))
+        .collect();
+    assert!(lines.len() >= 30, "only {} lines", lines.len());
+    let key = |l: &[u8]| {
+        let end = l.iter().position(|&b| b == b' ').unwrap();
+        String::from_utf8_lossy(&l[..end]).into_owned()
+    };
+    // Cut between two keys near a third and two thirds of the lines.
+    let cut = |near: usize| {
+        (near..lines.len())
+            .find(|&i| key(lines[i - 1]) != key(lines[i]))
+            .unwrap()
+    };
+    let (one, two) = (cut(lines.len() / 3), cut(2 * lines.len() / 3));
+    assert!(one < two, "{one} {two}");
+    // Keys held only by the gzip, the zstd and the plain file.
+    let (gz_key, zst_key, plain_key) = (key(lines[0]), key(lines[one]), key(lines[two]));
+    let shards = dir.path().join("shards");
+    std::fs::create_dir(&shards).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&lines[..one].concat()).unwrap();
+    std::fs::write(shards.join("a.cdxj.gz"), gz.finish().unwrap()).unwrap();
+    let zst = zstd::stream::encode_all(&lines[one..two].concat()[..], 3).unwrap();
+    std::fs::write(shards.join("b.cdxj.zst"), zst).unwrap();
+    std::fs::write(shards.join("c.cdxj"), lines[two..].concat()).unwrap();
+    let whole = dir.path().join("whole.cdxj");
+    std::fs::write(&whole, lines.concat()).unwrap();
+    for args in [&["cat"][..], &["cat", "--json"], &["stats", "--json"]] {
+        let with = |path: &Path| {
+            let mut a = args.to_vec();
+            a.push(path.to_str().unwrap());
+            let o = util::run(&a, b"");
+            util::assert_ok(&o);
+            o.stdout
+        };
+        let want = with(&whole);
+        assert!(!want.is_empty(), "{args:?}");
+        assert!(with(&shards) == want, "{args:?}");
+    }
+    let lookup =
+        |path: &Path, key: &str| util::run(&["lookup", path.to_str().unwrap(), "--key", key], b"");
+    let found = lookup(&shards, &plain_key);
+    util::assert_ok(&found);
+    let out = String::from_utf8_lossy(&found.stdout);
+    assert!(out.starts_with(&format!("{plain_key} ")), "{out}");
+    let err = String::from_utf8_lossy(&found.stderr);
+    for (name, kind) in [("a.cdxj.gz", "gzip"), ("b.cdxj.zst", "zstd")] {
+        assert!(
+            err.contains(&format!("skipped {}", shards.join(name).display()))
+                && err.contains(&format!("{name} is {kind}-compressed")),
+            "{err}"
+        );
+    }
+    // What only the skipped copies hold is not found, and that is said.
+    for key in [&gz_key, &zst_key] {
+        let r = lookup(&shards, key);
+        assert_eq!(r.status.code(), Some(1), "{key}");
+        assert!(r.stdout.is_empty(), "{key}");
+        assert!(
+            String::from_utf8_lossy(&r.stderr).contains("skipped"),
+            "{key}"
+        );
+    }
+    std::fs::remove_file(shards.join("c.cdxj")).unwrap();
+    let r = lookup(&shards, &plain_key);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a.cdxj.gz is gzip-compressed: a binary search needs a plain file"),
+        "{err}"
+    );
+}
+
 /// `cat` of a ZipNum cluster (its directory or its `.idx`) prints what
 /// `cat` of the sorted index it was built from prints, block after block
 /// across shards; a damaged shard stops it with an error naming the
