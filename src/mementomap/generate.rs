@@ -492,7 +492,9 @@ impl Aggregator {
     /// record of the run it ends).
     fn next_surt(&mut self, cap: &Capture<'_>, line: &[u8], line_no: u64) -> Result<bool, Error> {
         let mut key = std::mem::take(&mut self.key_buf);
-        let is_page = map_key_into(cap.surt, self.opts.keep_query, &mut key);
+        // A key is text: control bytes or invalid UTF-8 in the first
+        // field are damage, whatever else it holds.
+        let is_page = map_key_into(cap.surt, self.opts.keep_query, &mut key) && is_text(cap.surt);
         self.key_buf = key;
         if !is_page {
             return Err(self.not_a_page(cap.surt, line, line_no));
@@ -516,8 +518,7 @@ impl Aggregator {
     #[inline(never)]
     fn not_a_page(&mut self, surt: &[u8], line: &[u8], line_no: u64) -> Error {
         let shown = String::from_utf8_lossy(&surt[..surt.len().min(80)]);
-        let binary =
-            line.iter().any(|&b| b < 0x20 && b != b'\t') || std::str::from_utf8(line).is_err();
+        let binary = !is_text(line);
         let reason = if memchr::memmem::find(surt, b"://").is_some() {
             self.stats.skipped.url += 1;
             format!("first field {shown:?} is a URL, not a SURT (index the captures, or convert with `ukvs surt`)")
@@ -1027,6 +1028,41 @@ impl<W: Write> Generator<W> {
     }
 }
 
+/// Whether `bytes` are text: UTF-8 without control bytes but the tab.
+/// (Called once per SURT, not inlined: the per-line path keeps its code.)
+#[inline(never)]
+fn is_text(bytes: &[u8]) -> bool {
+    // Keys are printable ASCII as a rule, tested eight bytes at a time.
+    is_printable_ascii(bytes)
+        || (!bytes.iter().any(|&b| b < 0x20 && b != b'\t') && std::str::from_utf8(bytes).is_ok())
+}
+
+/// Whether every byte of `bytes` is in 0x20..=0x7F.
+fn is_printable_ascii(bytes: &[u8]) -> bool {
+    const LOW: u64 = 0x2020_2020_2020_2020;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte below 0x20 sets the high bit of `w - LOW` where `w` has it
+    // clear (a borrow it makes may set a later byte's too, which is
+    // still a byte below 0x20 found); a byte from 0x80 has it set.
+    let flags = |w: u64| (w.wrapping_sub(LOW) & !w) | w;
+    let mut seen = 0;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        seen |= flags(u64::from_le_bytes(w.try_into().unwrap_or([0; 8])));
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        // The last eight bytes, or the rest after spaces.
+        let mut last = [b' '; 8];
+        match bytes.len().checked_sub(8) {
+            Some(from) => last.copy_from_slice(&bytes[from..]),
+            None => last[..rest.len()].copy_from_slice(rest),
+        }
+        seen |= flags(u64::from_le_bytes(last));
+    }
+    seen & HIGH == 0
+}
+
 /// A lower bound of the keys that captures sorting at or after `surt` (in
 /// the same host) give, for SURTs whose path starts with `/`: such a key
 /// that is late is a prefix of `surt`'s path followed, in its own SURT, by
@@ -1150,21 +1186,46 @@ com,example)/a?x 20150201000000 {"url":"http://example.com/a?x"}
     }
 
     #[test]
+    fn printable_ascii_is_found_eight_bytes_at_a_time() {
+        for len in 0..=24 {
+            for at in 0..len {
+                for bad in [0x00, 0x09, 0x1f, 0x80, 0xc3, 0xff] {
+                    let mut b = vec![b'a'; len];
+                    b[at] = bad;
+                    assert!(!is_printable_ascii(&b), "{len} {at} {bad:#x}");
+                }
+                for good in [0x20, 0x29, 0x7e, 0x7f] {
+                    let mut b = vec![b'~'; len];
+                    b[at] = good;
+                    assert!(is_printable_ascii(&b), "{len} {at} {good:#x}");
+                }
+            }
+        }
+        assert!(is_printable_ascii(b""));
+        assert!(is_text("com,x)/caf\u{e9}\t".as_bytes()));
+        assert!(!is_text(b"com,x)/caf\xe9"));
+        assert!(!is_text(b"com,x)/\x1b[0m"));
+    }
+
+    #[test]
     fn bad_lines_are_counted_by_reason() {
-        let input = b"com,x)/ 2014\nhttp://x.com/ 2014\nnot-a-surt 2014\n\x00\x01junk\nbad\xff 2014\ncom,y)/ 2015\n";
+        // Binary lines with a `)` in their first field too.
+        let input =
+            b"com,x)/ 2014\nhttp://x.com/ 2014\nnot-a-surt 2014\n\x00\x01junk\nbad\xff 2014\n\
+                      com,x\x01)/ 2014\ncom,x)/\xff\xfe 2014\ncom,x)/\tok 2014\ncom,y)/ 2015\n";
         let (recs, stats) = records_of(input, &Options::default()).unwrap();
-        assert_eq!(lines(&recs), "com,x)/ 1/1\ncom,y)/ 1/1\n");
+        assert_eq!(lines(&recs), "com,x)/ 1/1\ncom,x)/\tok 1/1\ncom,y)/ 1/1\n");
         assert_eq!(
             stats.skipped,
             Skipped {
                 url: 1,
-                binary: 2,
+                binary: 4,
                 not_surt: 1
             }
         );
         assert_eq!(
             stats.skipped.to_string(),
-            "4 bad lines skipped (1 URLs instead of SURTs, 2 binary or corrupt, 1 first field without `)`)"
+            "6 bad lines skipped (1 URLs instead of SURTs, 4 binary or corrupt, 1 first field without `)`)"
         );
         assert_eq!(Skipped::default().to_string(), "0 bad lines skipped");
     }
