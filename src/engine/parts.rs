@@ -498,7 +498,9 @@ mod tests {
 
     /// A part read through the buffer gives its lines with their numbers:
     /// lines across buffer fills, a line longer than the buffer, empty
-    /// lines, a last line without LF, parts inside the file.
+    /// lines, a last line without LF, parts inside the file. Every line
+    /// lies at an address congruent to its offset in the file modulo
+    /// [`LINE_ALIGN`], as the reads that bring it land (see `read_gap`).
     #[test]
     fn read_lines_are_the_parts_lines() {
         let mut data = Vec::new();
@@ -517,12 +519,20 @@ mod tests {
         let mid = data[..len / 2].iter().rposition(|&b| b == b'\n').unwrap() + 1;
         for (from, to) in [(0, len), (0, mid), (mid, len)] {
             let mut got: Vec<(Vec<u8>, u64)> = Vec::new();
+            let (mut offset, mut misaligned) = (from, 0);
             let span = Span::new(from as u64, to as u64);
             for_each_read_line(&file, &span, |line, no| {
+                misaligned +=
+                    usize::from((line.as_ptr() as usize).wrapping_sub(offset) % LINE_ALIGN != 0);
+                offset += line.len() + 1;
                 got.push((line.to_vec(), no));
                 Ok(())
             })
             .unwrap();
+            assert_eq!(
+                misaligned, 0,
+                "part {from}..{to}: lines off their file offsets"
+            );
             let part = &data[from..to];
             let part = part.strip_suffix(b"\n").unwrap_or(part);
             let expected: Vec<(Vec<u8>, u64)> = part
