@@ -1029,8 +1029,6 @@ impl<W: Write> Generator<W> {
 }
 
 /// Whether `bytes` are text: UTF-8 without control bytes but the tab.
-/// (Called once per SURT, not inlined: the per-line path keeps its code.)
-#[inline(never)]
 fn is_text(bytes: &[u8]) -> bool {
     // Keys are printable ASCII as a rule, tested eight bytes at a time.
     is_printable_ascii(bytes)
