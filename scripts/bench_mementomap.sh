@@ -9,9 +9,10 @@
 # LOOKUPS keys (default 20000, half held); UKVS names another binary, and
 # BASE an older build of ukvs to time beside it (generate only, to compare
 # two builds in one run). Prints wall seconds (best of REPS runs, default
-# 7, the same for every tool) and peak RSS (KiB) for each job, and the
-# speed-ups, for the inputs in two page-cache states (see `prepare`): just
-# written, and read back from the disk.
+# 7, the same for every tool; the tools compared run in turns, see
+# `measure`) and peak RSS (KiB) for each job, and the speed-ups, for the
+# inputs in two page-cache states (see `prepare`): just written, and read
+# back from the disk.
 set -euo pipefail
 export LC_ALL=C
 
@@ -90,30 +91,71 @@ prepare() {
 }
 echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
 
-# Best-of-REPS wall seconds, timed by the shell's microsecond clock
-# (/usr/bin/time counts only hundredths and `time` milliseconds, too coarse
-# for runs of tens of milliseconds), then the peak RSS of one more run. The
-# output file OUT ("-": none) is removed before each run, so every run of
-# every tool writes a new file (replacing one makes ext4 flush the new
-# data at the rename or close, which times the disk, not the tool).
-# The inputs PREP are prepared (see above) before each run.
+# The jobs timed, by label: the command of each, and the file it writes
+# ("-": none).
+job() { # LABEL
+    case $1 in
+        ref_generate_*) python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map" ;;
+        ukvs_generate_x10) "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map" ;;
+        ukvs_generate_compact)
+            "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map" ;;
+        ukvs_generate_*) "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map" ;;
+        base_generate_*) "$BASE" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/base.map" ;;
+        ref_batchlookup_*) python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt" ;;
+        ukvs_batchlookup_*) "$UKVS" mementomap lookup "$WORK/ukvs.look.map" - < "$WORK/q.txt" ;;
+        *) echo "no job $1" >&2; return 2 ;;
+    esac
+}
+output() { # LABEL
+    case $1 in
+        ref_generate_*) echo "$WORK/ref.map" ;;
+        ukvs_generate_x10) echo "$WORK/ukvs10.map" ;;
+        ukvs_generate_compact) echo "$WORK/ukvs.c.map" ;;
+        ukvs_generate_*) echo "$WORK/ukvs.map" ;;
+        base_generate_*) echo "$WORK/base.map" ;;
+        *) echo - ;;
+    esac
+}
+export WORK UKVS BASE
+export -f job
+
+# Best-of-REPS wall seconds of each job named, timed by the shell's
+# microsecond clock (/usr/bin/time counts only hundredths and `time`
+# milliseconds, too coarse for runs of tens of milliseconds), then the
+# peak RSS of one more run of each. The jobs run in turns, one run of each
+# per round: a slow spell of the machine (on a shared virtual machine one
+# lasts longer than a job's REPS runs) then falls on every tool alike,
+# not on whichever was timed during it. A job's output file is removed
+# before each of its runs, so every run of every tool writes a new file
+# (replacing one makes ext4 flush the new data at the rename or close,
+# which times the disk, not the tool). The inputs PREP are prepared (see
+# above) before each run.
 REPS=${REPS:-7}
-measure() { # LABEL OUT CMD...
-    local label=$1 out=$2; shift 2
-    local best="" t rss
+measure() { # LABEL...
+    local label out t t0 rss
+    local -A best=()
     for _ in $(seq "$REPS"); do
+        for label in "$@"; do
+            out=$(output "$label")
+            [ "$out" = - ] || rm -f "$out"
+            prepare
+            t0=$EPOCHREALTIME
+            job "$label" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
+            t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
+            if [ -z "${best[$label]:-}" ] || awk "BEGIN{exit !($t < ${best[$label]})}"; then
+                best[$label]=$t
+            fi
+        done
+    done
+    for label in "$@"; do
+        out=$(output "$label")
         [ "$out" = - ] || rm -f "$out"
         prepare
-        local t0=$EPOCHREALTIME
-        "$@" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
-        t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
-        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+        /usr/bin/time -f "%M" -o "$WORK/time" bash -c 'job "$1"' _ "$label" > /dev/null 2> "$WORK/err"
+        read -r rss < "$WORK/time"
+        printf "%-34s %8.4f s %10d KiB\n" "$label" "${best[$label]}" "$rss"
+        echo "${best[$label]}" > "$WORK/$label.t"
     done
-    prepare
-    /usr/bin/time -f "%M" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err"
-    read -r rss < "$WORK/time"
-    printf "%-34s %8.4f s %10d KiB\n" "$label" "$best" "$rss"
-    echo "$best" > "$WORK/$label.t"
 }
 
 LOOKUPS=${LOOKUPS:-20000}
@@ -121,16 +163,12 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for STATE in written readback; do
     echo "== inputs $STATE"
     PREP=("$WORK/in.cdxj")
-    measure ref_generate_$STATE "$WORK/ref.map" python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map"
-    measure ukvs_generate_$STATE "$WORK/ukvs.map" "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map"
-    if [ -n "${BASE:-}" ]; then
-        measure base_generate_$STATE "$WORK/base.map" "$BASE" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/base.map"
-    fi
+    measure ref_generate_$STATE ukvs_generate_$STATE ${BASE:+base_generate_$STATE}
     if [ $STATE = readback ]; then
         PREP=("$WORK/in10.cdxj")
-        measure ukvs_generate_x10 "$WORK/ukvs10.map" "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map"
+        measure ukvs_generate_x10
         PREP=("$WORK/in.cdxj")
-        measure ukvs_generate_compact "$WORK/ukvs.c.map" "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map"
+        measure ukvs_generate_compact
     fi
 
     # LOOKUPS keys: half held, half not; the reference crashes on keys
@@ -148,8 +186,7 @@ EOF
     printf '~~~~ 0\n~~~~~ 0\n' >> "$WORK/ref.guard.map.src"
     cp "$WORK/ukvs.map" "$WORK/ukvs.look.map.src"
     PREP=("$WORK/ref.guard.map" "$WORK/ukvs.look.map" "$WORK/q.txt")
-    measure ref_batchlookup_$STATE - python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt"
-    measure ukvs_batchlookup_$STATE - sh -c "'$UKVS' mementomap lookup '$WORK/ukvs.look.map' - < '$WORK/q.txt'"
+    measure ref_batchlookup_$STATE ukvs_batchlookup_$STATE
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
