@@ -172,22 +172,21 @@ enum Kind {
 }
 
 /// Names of the files a directory of sorted indexes is read from: plain
-/// (`*.cdx`, `*.cdxj`, `*.ukvs`), or compressed copies of them (see
-/// [`compressed_name`]), which only the jobs that read front to back can
-/// read.
+/// (`*.cdx`, `*.cdxj`, `*.ukvs`), or compressed copies of them, which only
+/// the jobs that read front to back can read.
 fn is_index_name(name: &str) -> bool {
-    let stem = match name.rsplit_once('.') {
-        Some((stem, "gz" | "zst")) => stem,
-        _ => name,
-    };
+    let stem = compressed_stem(name).unwrap_or(name);
     [".cdx", ".cdxj", ".ukvs"]
         .iter()
         .any(|ext| stem.len() > ext.len() && stem.ends_with(ext))
 }
 
-/// Whether a file's name says it is compressed (`.gz`, `.zst`).
-fn compressed_name(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "gz" || e == "zst")
+/// The name without its `.gz` or `.zst`, when it says it is compressed.
+fn compressed_stem(name: &str) -> Option<&str> {
+    match name.rsplit_once('.') {
+        Some((stem, "gz" | "zst")) => Some(stem),
+        _ => None,
+    }
 }
 
 /// The indexes at a path given as a source (see [`Source::open`]).
@@ -247,22 +246,26 @@ impl Source {
             Listing::Files(files) => files,
         };
         let in_dir = path.is_dir();
+        let named_compressed = |f: &Path| {
+            let name = f.file_name().map(|n| n.to_string_lossy());
+            name.is_some_and(|n| compressed_stem(&n).is_some())
+        };
         let mut sources = Vec::new();
         let mut skipped = Vec::new();
         for f in &files {
             match Source::plain(f, no_mmap) {
                 Ok(s) => sources.push(s),
-                Err(e @ Error::Compressed { .. }) if in_dir && compressed_name(f) => {
+                Err(e @ Error::Compressed { .. }) if in_dir && named_compressed(f) => {
                     skipped.push(e)
                 }
                 Err(e) => return Err(e),
             }
         }
+        let mut skipped = skipped.into_iter();
         if sources.is_empty() {
-            if let Some(e) = skipped.into_iter().next() {
+            if let Some(e) = skipped.next() {
                 return Err(e);
             }
-            return Ok(sources);
         }
         for e in skipped {
             crate::report!("ukvs: skipped {e}");
