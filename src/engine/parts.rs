@@ -5,14 +5,14 @@
 //! first, and shared again when a thread runs out.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
 use super::fs::read_full_at;
-use crate::ukvs::{read_gap, LINE_ALIGN};
+use crate::ukvs::LineReader;
 
 /// The lines of a part of `file` (starting at a line start), each with
 /// its 1-based number in the part, read through one buffer of a few
@@ -32,43 +32,39 @@ pub fn for_each_read_line(
     mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     const BUF: usize = 256 << 10;
-    let mut buf = vec![0u8; BUF + 2 * LINE_ALIGN];
-    // `have` bytes from `start` are the unfinished line read last; the
-    // bytes before them leave the next read aligned (see `read_gap`).
-    let (mut pos, mut no, mut have) = (span.from, 0u64, 0usize);
-    let mut start = read_gap(&buf, 0, pos);
-    loop {
-        let free = start + have;
-        let want = span.reserve(pos, buf.len() - free);
-        let got =
-            read_full_at(file, &mut buf[free..free + want], pos).context("reading the input")?;
-        pos += got as u64;
-        let end = free + got;
-        let mut at = start;
-        for nl in memchr::memchr_iter(b'\n', &buf[start..end]) {
-            let nl = start + nl;
-            no += 1;
-            f(&buf[at..nl], no)?;
-            at = nl + 1;
-        }
+    let part = PartRead {
+        file,
+        span,
+        pos: span.from,
+    };
+    let mut lines = LineReader::starting_at(BUF, part, span.from);
+    let mut no = 0;
+    while let Some(line) = lines.next_line().context("reading the input")? {
+        no += 1;
+        f(line, no)?;
+    }
+    Ok(())
+}
+
+/// The bytes of a part, as a stream read with `pread` from `pos` to the
+/// part's end as it is at each read.
+struct PartRead<'a> {
+    file: &'a File,
+    span: &'a Span,
+    pos: u64,
+}
+
+impl Read for PartRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         // Nothing after the reserved bytes is moved away from this part,
         // so once they reach its end, that end stays.
-        if got < want || pos >= span.end() {
-            if at < end {
-                // The last line, without its LF.
-                no += 1;
-                f(&buf[at..end], no)?;
-            }
-            return Ok(());
+        if self.pos >= self.span.end() {
+            return Ok(0);
         }
-        have = end - at;
-        // A line that leaves less than two cache lines of room: a larger
-        // buffer.
-        if have + 2 * LINE_ALIGN > buf.len() {
-            buf.resize(buf.len() * 2, 0);
-        }
-        start = read_gap(&buf, have, pos);
-        buf.copy_within(at..end, start);
+        let want = self.span.reserve(self.pos, buf.len());
+        let got = read_full_at(self.file, &mut buf[..want], self.pos)?;
+        self.pos += got as u64;
+        Ok(got)
     }
 }
 
@@ -445,6 +441,7 @@ impl<'f> Probe<'f> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ukvs::LINE_ALIGN;
     use std::io::Write;
 
     /// A thread left without a part takes the rest of a part from the

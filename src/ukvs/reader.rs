@@ -62,13 +62,21 @@ impl<R: Read> LineReader<R> {
     /// block grow the buffer, and so does a block smaller than two cache
     /// lines.
     pub fn with_capacity(cap: usize, rdr: R) -> LineReader<R> {
+        LineReader::starting_at(cap, rdr, 0)
+    }
+
+    /// A reader of a stream whose first byte is byte `offset` of a file
+    /// (a part read with `pread`, say): its reads land aligned with the
+    /// file (see [`read_gap`]), and [`offset`](LineReader::offset) counts
+    /// from `offset`.
+    pub fn starting_at(cap: usize, rdr: R, offset: u64) -> LineReader<R> {
         LineReader {
             rdr,
             buf: vec![0; cap.max(1)],
             pos: 0,
             end: 0,
             eof: false,
-            offset: 0,
+            offset,
         }
     }
 
@@ -78,8 +86,24 @@ impl<R: Read> LineReader<R> {
     }
 
     /// The next line, or `None` at the end of the stream.
+    #[inline]
     pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
-        let mut scanned = self.pos;
+        // Most lines are whole in the buffer: their search is all there
+        // is, inlined into the caller's loop.
+        if let Some(i) = memchr(b'\n', &self.buf[self.pos..self.end]) {
+            let start = self.pos;
+            self.pos = start + i + 1;
+            self.offset += (i + 1) as u64;
+            return Ok(Some(&self.buf[start..start + i]));
+        }
+        self.refill_for_line()
+    }
+
+    /// [`next_line`](LineReader::next_line) when no whole line is left in
+    /// the buffer.
+    #[inline(never)]
+    fn refill_for_line(&mut self) -> io::Result<Option<&[u8]>> {
+        let mut scanned = self.end;
         loop {
             if let Some(i) = memchr(b'\n', &self.buf[scanned..self.end]) {
                 let start = self.pos;
