@@ -91,33 +91,29 @@ prepare() {
 }
 echo "input: $(wc -l < "$WORK/in.cdxj") lines, $(du -h "$WORK/in.cdxj" | cut -f1); x10: $(wc -l < "$WORK/in10.cdxj") lines"
 
-# The jobs timed, by label: the command of each, and the file it writes
-# ("-": none).
-job() { # LABEL
+# The jobs timed, by label: `spec LABEL` sets CMD (the command), IN (its
+# standard input) and OUT (the file it writes, "-": none).
+spec() { # LABEL
+    IN=/dev/null OUT=-
     case $1 in
-        ref_generate_*) python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map" ;;
-        ukvs_generate_x10) "$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map" ;;
+        ref_generate_*)
+            CMD=(python3 -m mementomap generate "$WORK/in.cdxj" "$WORK/ref.map") OUT=$WORK/ref.map ;;
+        ukvs_generate_x10)
+            CMD=("$UKVS" mementomap generate -q "$WORK/in10.cdxj" -o "$WORK/ukvs10.map") OUT=$WORK/ukvs10.map ;;
         ukvs_generate_compact)
-            "$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map" ;;
-        ukvs_generate_*) "$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map" ;;
-        base_generate_*) "$BASE" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/base.map" ;;
-        ref_batchlookup_*) python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt" ;;
-        ukvs_batchlookup_*) "$UKVS" mementomap lookup "$WORK/ukvs.look.map" - < "$WORK/q.txt" ;;
-        *) echo "no job $1" >&2; return 2 ;;
+            CMD=("$UKVS" mementomap generate -q --hcf 1 --pcf 1 "$WORK/in.cdxj" -o "$WORK/ukvs.c.map")
+            OUT=$WORK/ukvs.c.map ;;
+        ukvs_generate_*)
+            CMD=("$UKVS" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/ukvs.map") OUT=$WORK/ukvs.map ;;
+        base_generate_*)
+            CMD=("$BASE" mementomap generate -q "$WORK/in.cdxj" -o "$WORK/base.map") OUT=$WORK/base.map ;;
+        ref_batchlookup_*)
+            CMD=(python3 -m mementomap batchlookup "$WORK/ref.guard.map" "$WORK/q.txt") ;;
+        ukvs_batchlookup_*)
+            CMD=("$UKVS" mementomap lookup "$WORK/ukvs.look.map" -) IN=$WORK/q.txt ;;
+        *) echo "no job $1" >&2; exit 2 ;;
     esac
 }
-output() { # LABEL
-    case $1 in
-        ref_generate_*) echo "$WORK/ref.map" ;;
-        ukvs_generate_x10) echo "$WORK/ukvs10.map" ;;
-        ukvs_generate_compact) echo "$WORK/ukvs.c.map" ;;
-        ukvs_generate_*) echo "$WORK/ukvs.map" ;;
-        base_generate_*) echo "$WORK/base.map" ;;
-        *) echo - ;;
-    esac
-}
-export WORK UKVS BASE
-export -f job
 
 # Best-of-REPS wall seconds of each job named, timed by the shell's
 # microsecond clock (/usr/bin/time counts only hundredths and `time`
@@ -132,15 +128,15 @@ export -f job
 # above) before each run.
 REPS=${REPS:-7}
 measure() { # LABEL...
-    local label out t t0 rss
+    local label t t0 rss
     local -A best=()
     for _ in $(seq "$REPS"); do
         for label in "$@"; do
-            out=$(output "$label")
-            [ "$out" = - ] || rm -f "$out"
+            spec "$label"
+            [ "$OUT" = - ] || rm -f "$OUT"
             prepare
             t0=$EPOCHREALTIME
-            job "$label" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
+            "${CMD[@]}" < "$IN" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
             t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
             if [ -z "${best[$label]:-}" ] || awk "BEGIN{exit !($t < ${best[$label]})}"; then
                 best[$label]=$t
@@ -148,10 +144,10 @@ measure() { # LABEL...
         done
     done
     for label in "$@"; do
-        out=$(output "$label")
-        [ "$out" = - ] || rm -f "$out"
+        spec "$label"
+        [ "$OUT" = - ] || rm -f "$OUT"
         prepare
-        /usr/bin/time -f "%M" -o "$WORK/time" bash -c 'job "$1"' _ "$label" > /dev/null 2> "$WORK/err"
+        /usr/bin/time -f "%M" -o "$WORK/time" "${CMD[@]}" < "$IN" > /dev/null 2> "$WORK/err"
         read -r rss < "$WORK/time"
         printf "%-34s %8.4f s %10d KiB\n" "$label" "${best[$label]}" "$rss"
         echo "${best[$label]}" > "$WORK/$label.t"
