@@ -115,6 +115,14 @@ spec() { # LABEL
     esac
 }
 
+# Readies the run of job LABEL: its command (see `spec`), no output file
+# left from a run before, its inputs prepared.
+ready() { # LABEL
+    spec "$1"
+    [ "$OUT" = - ] || rm -f "$OUT"
+    prepare
+}
+
 # Best-of-REPS wall seconds of each job named, timed by the shell's
 # microsecond clock (/usr/bin/time counts only hundredths and `time`
 # milliseconds, too coarse for runs of tens of milliseconds), then the
@@ -132,9 +140,7 @@ measure() { # LABEL...
     local -A best=()
     for _ in $(seq "$REPS"); do
         for label in "$@"; do
-            spec "$label"
-            [ "$OUT" = - ] || rm -f "$OUT"
-            prepare
+            ready "$label"
             t0=$EPOCHREALTIME
             "${CMD[@]}" < "$IN" > /dev/null 2> "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
             t=$(awk "BEGIN{printf \"%.4f\", $EPOCHREALTIME - $t0}")
@@ -144,9 +150,7 @@ measure() { # LABEL...
         done
     done
     for label in "$@"; do
-        spec "$label"
-        [ "$OUT" = - ] || rm -f "$OUT"
-        prepare
+        ready "$label"
         /usr/bin/time -f "%M" -o "$WORK/time" "${CMD[@]}" < "$IN" > /dev/null 2> "$WORK/err"
         read -r rss < "$WORK/time"
         printf "%-34s %8.4f s %10d KiB\n" "$label" "${best[$label]}" "$rss"
