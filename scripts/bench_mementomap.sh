@@ -71,8 +71,9 @@ EOF
 #   readback: dropped from the page cache, then read back from the disk,
 #             cached as reads cache them (in large folios where the
 #             kernel and file system use them).
-# Every tool reads the same cached pages either way; ukvs maps its input
-# (and pays per page it maps), the reference reads it. This machine may
+# Every tool reads the same cached pages either way: generate reads its
+# input (ukvs with positioned reads), lookup maps the map (ukvs) or reads
+# it (the reference), and pays per page it maps. This machine may
 # page cold file data out within seconds, so the state is made anew
 # before every run: a run that faults its input back in times the disk.
 STATE=readback
