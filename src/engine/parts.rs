@@ -17,12 +17,14 @@ use crate::ukvs::LineReader;
 /// The lines of a part of `file` (starting at a line start), each with
 /// its 1-based number in the part, read through one buffer of a few
 /// hundred KiB (positioned reads, so threads share the file): a part is
-/// read once, front to back, and a copy from the page cache into a buffer
-/// that stays in the CPU's cache costs less than mapping the pages, above
-/// all those of a file just written, cached in 4 KiB pages, where every
-/// fault maps a few of them and every unmap stops the other threads to
-/// flush their TLBs. The resident memory stays flat however large the
-/// file.
+/// read once, front to back, into a buffer that stays in the CPU's cache.
+/// Mapping the pages instead costs no less for a file just written, cached
+/// in 4 KiB pages, where every fault maps a few of them. For a file read
+/// back from the disk, cached in large folios, a fault maps hundreds of
+/// KiB and a map costs less than the copy; but a map of the whole file
+/// counts it all as resident, and a map window by window stops the other
+/// threads at every unmap to flush their TLBs. Read, the resident memory
+/// stays flat however large the file.
 ///
 /// The part is `span`, whose end another thread may move back while it
 /// is read (see [`shared_parts`]): each read asks the span how far it may go.
