@@ -164,6 +164,28 @@ pub fn mementomap_lines(data: &[u8]) {
     }
 }
 
+/// Index lines through MementoMap generation, with and without queries
+/// kept and decompositions, holding a host's lines as generation does and
+/// holding almost none (late records then go through the sort, and held
+/// lines out and folded a few at a time): both must give the same
+/// records.
+pub fn generate_lines(data: &[u8]) {
+    use ukvs::mementomap::generate::{records_held, records_of, Dimension, Options};
+    let decompositions = [Dimension::Year, Dimension::Status, Dimension::Mime];
+    for (keep_query, by) in [(false, Vec::new()), (true, decompositions.to_vec())] {
+        let opts = Options {
+            keep_query,
+            by,
+            ..Options::default()
+        };
+        let held = records_of(data, &opts);
+        let few = records_held(data, &opts, 64);
+        if let (Ok((held, _)), Ok((few, _))) = (held, few) {
+            assert!(held == few, "the records depend on how many lines are held");
+        }
+    }
+}
+
 /// ZipNum secondary-index lines.
 pub fn zipnum_idx(data: &[u8]) {
     for (n, line) in data.split(|&b| b == b'\n').enumerate() {

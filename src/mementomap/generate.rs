@@ -1090,7 +1090,7 @@ pub fn records_of(input: &[u8], opts: &Options) -> Result<(Vec<Record>, GenStats
 }
 
 /// [`records_of`] with at most `hold_max` bytes held per host.
-fn records_held(
+pub fn records_held(
     input: &[u8],
     opts: &Options,
     hold_max: usize,
