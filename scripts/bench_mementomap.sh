@@ -71,9 +71,9 @@ EOF
 #   readback: dropped from the page cache, then read back from the disk,
 #             cached as reads cache them (in large folios where the
 #             kernel and file system use them).
-# Every tool reads the same cached pages either way: generate reads its
-# input (ukvs with positioned reads), lookup maps the map (ukvs) or reads
-# it (the reference), and pays per page it maps. This machine may
+# Every tool reads the same cached pages either way: generate maps its
+# input (ukvs) or reads it (the reference), lookup maps the map (ukvs) or
+# reads it (the reference), and a map pays per page it maps. This machine may
 # page cold file data out within seconds, so the state is made anew
 # before every run: a run that faults its input back in times the disk.
 STATE=readback

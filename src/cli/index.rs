@@ -129,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         exclude: None,
         strict: false,
         threads: 1,
+        no_mmap: args.no_mmap,
         layout: Layout::Oslj,
     });
     let stats = args.stats.as_ref().map(|path| StatsOutput {

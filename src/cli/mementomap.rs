@@ -128,6 +128,10 @@ struct GenerateArgs {
     /// Threads reading one large input file in parts; 0 uses every core.
     #[arg(short = 'j', long = "threads", default_value_t = 0, value_name = "N")]
     threads: usize,
+    /// Read a plain input file instead of mapping it into memory (for a
+    /// file another process may change while it is read).
+    #[arg(long)]
+    no_mmap: bool,
     /// Where a decomposition goes: into the OSLJ, or as a second key column
     /// (one line per bucket plus a total line `key : freq`; needs exactly
     /// one --by).
@@ -299,6 +303,7 @@ impl GenerateArgs {
             exclude: self.exclude,
             strict: self.strict,
             threads: self.threads,
+            no_mmap: self.no_mmap,
             layout: match self.layout {
                 Layout::Oslj => job::Layout::Oslj,
                 Layout::Columns => job::Layout::Columns,

@@ -81,8 +81,9 @@ pub struct Args {
     /// Stop at the first line that is not a capture.
     #[arg(long)]
     strict: bool,
-    /// Read a ZipNum cluster's `.idx` instead of mapping it into memory
-    /// (plain input files are read in any case).
+    /// Read input files and a ZipNum cluster's `.idx` instead of mapping
+    /// them into memory (for files another process may change while they
+    /// are read; compressed inputs are read in any case).
     #[arg(long)]
     no_mmap: bool,
     /// No progress bar and no notes on stderr.

@@ -61,21 +61,46 @@ const RELEASE_STEP: usize = 8 << 20;
 /// released page maps it again), so a wrong offset costs time, never data.
 pub struct Behind {
     map: Arc<memmap2::Mmap>,
-    /// Bytes from the start released so far.
+    /// Bytes from the start released so far (or never to release: those
+    /// before the part of the map this reader reads).
     done: usize,
+    /// Bytes released at a time.
+    step: usize,
 }
 
 impl Behind {
     pub fn new(map: Arc<memmap2::Mmap>) -> Behind {
-        Behind { map, done: 0 }
+        Behind::starting_at(map, 0, RELEASE_STEP)
+    }
+
+    /// For a reader of the map from `offset` on, releasing `step` bytes at
+    /// a time. The page that holds `offset` is never released: its first
+    /// bytes may be another reader's.
+    pub fn starting_at(map: Arc<memmap2::Mmap>, offset: u64, step: usize) -> Behind {
+        let done = usize::try_from(offset).map_or(usize::MAX, |o| o.saturating_add(PAGE - 1));
+        Behind {
+            map,
+            done: done - done % PAGE,
+            step,
+        }
     }
 
     /// Releases the pages wholly below `offset` once a step of them has
     /// gathered; the caller needs no byte below `offset` any more.
     pub fn release_below(&mut self, offset: u64) {
+        self.release(offset, self.step);
+    }
+
+    /// Releases the pages wholly below `offset`, however few: the reader
+    /// is done with them.
+    pub fn release_all_below(&mut self, offset: u64) {
+        self.release(offset, 1);
+    }
+
+    fn release(&mut self, offset: u64, at_least: usize) {
         let upto = usize::try_from(offset).map_or(self.map.len(), |o| o.min(self.map.len()));
         let upto = upto - upto % PAGE;
-        if upto < self.done + RELEASE_STEP {
+        if upto < self.done.saturating_add(at_least) {
             return;
         }
         // SAFETY: MADV_DONTNEED on a read-only shared file mapping drops
@@ -576,6 +601,30 @@ mod tests {
         // Going back releases nothing more.
         behind.release_below(0);
         assert_eq!(behind.done, data.len() - data.len() % PAGE);
+    }
+
+    /// A reader of a part releases only pages wholly inside what it read:
+    /// not the page its part starts in, which may be another part's too.
+    #[test]
+    fn a_part_releases_only_its_own_pages() {
+        let data = vec![b'x'; 8 * PAGE + 10];
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&data).unwrap();
+        let map = Arc::new(map_file(&file, memmap2::Advice::Normal).unwrap().unwrap());
+        let mut behind = Behind::starting_at(map.clone(), PAGE as u64 + 1, 2 * PAGE);
+        assert_eq!(behind.done, 2 * PAGE);
+        behind.release_below(3 * PAGE as u64 + 5);
+        assert_eq!(behind.done, 2 * PAGE, "less than a step");
+        behind.release_below(4 * PAGE as u64);
+        assert_eq!(behind.done, 4 * PAGE);
+        behind.release_all_below(5 * PAGE as u64 - 1);
+        assert_eq!(behind.done, 4 * PAGE, "no whole page more");
+        behind.release_all_below(5 * PAGE as u64);
+        assert_eq!(behind.done, 5 * PAGE, "a page, less than a step");
+        assert_eq!(&map[..], &data[..]);
+        // A reader from a page's start releases that page.
+        let behind = Behind::starting_at(map, 2 * PAGE as u64, PAGE);
+        assert_eq!(behind.done, 2 * PAGE);
     }
 
     /// Archives, compressions and index lines are told apart by their

@@ -38,7 +38,9 @@ use super::fs::{
     open_input_with, open_map, AlignedReader, Content, Expected,
 };
 use super::output::Output;
-use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
+use super::parts::{
+    cuts_between_surts, for_each_part_line, map_for_parts, shared_parts, PartInput, Span,
+};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -151,6 +153,8 @@ pub struct GenerateJob {
     pub strict: bool,
     /// Threads reading one large input file in parts; 0 uses every core.
     pub threads: usize,
+    /// Read a plain input file instead of mapping it into memory.
+    pub no_mmap: bool,
     /// Where a decomposition goes: into the OSLJ, or as a second key column
     /// (one line per bucket plus a total line `key : freq`; needs exactly
     /// one --by).
@@ -1013,9 +1017,13 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let map_mem = &MapMemory::new(PARTS_MEM, PARTS_MEM / (cuts.len() - 1));
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
+                // Mapped once the cuts are found: every cut lies within the map.
+                let map = map_for_parts(file, a.no_mmap);
+                let input = PartInput::of(file, map.as_ref());
                 let read = |span: &Span| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
-                        for_each_read_line(file, span, |line, no| feed.line(0, line, no))
+                        for_each_part_line(input, span, |line, no| feed.line(0, line, no))
+                            .with_context(|| p.display().to_string())
                     })
                 };
                 // This thread, idle while the others read, prepares the

@@ -29,7 +29,9 @@ use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
 use super::index::Progress;
 use super::lookup::{Listing, Source};
-use super::parts::{cuts_between_surts, for_each_read_line, shared_parts, Span};
+use super::parts::{
+    cuts_between_surts, for_each_part_line, map_for_parts, shared_parts, PartInput, Span,
+};
 
 /// What to summarise, and how.
 #[derive(Debug, Clone)]
@@ -49,8 +51,8 @@ pub struct StatsJob {
     pub unsorted: bool,
     /// Stop at the first line that is not a capture.
     pub strict: bool,
-    /// Read a cluster's `.idx` (and the sorted files of a directory)
-    /// instead of mapping them; plain input files are read in any case.
+    /// Read plain input files, a cluster's `.idx` and the sorted files of
+    /// a directory instead of mapping them.
     pub no_mmap: bool,
     /// No notes on stderr.
     pub quiet: bool,
@@ -382,6 +384,9 @@ fn scan_parts(
     let cuts = cuts_between_surts(file, threads, PARALLEL_FROM)
         .with_context(|| format!("cannot read {name}"))?;
     let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    // Mapped once the cuts are found: every cut lies within the map.
+    let map = map_for_parts(file, job.no_mmap);
+    let input = PartInput::of(file, map.as_ref());
     let read = |span: &Span| {
         let mut scan = Scan::new(job.top);
         let mut feed = Feed::new(&name, layout.clone(), skipped);
@@ -390,7 +395,7 @@ fn scan_parts(
             pending: 0,
         };
         let mut at = span.from;
-        for_each_read_line(file, span, |line, _| {
+        for_each_part_line(input, span, |line, _| {
             feed.line(&mut scan, None, line, At::Offset(at))?;
             at += line.len() as u64 + 1;
             ticker.add(line.len() as u64 + 1);
