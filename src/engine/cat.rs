@@ -122,7 +122,8 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
                 lookup::Listing::Cluster(idx) => {
                     Ok((Some(lookup::Source::cluster(&idx, false)?), vec![]))
                 }
-                lookup::Listing::Files(files) => Ok((None, files)),
+                lookup::Listing::File(file) => Ok((None, vec![file])),
+                lookup::Listing::Dir(files) => Ok((None, files)),
             });
             match listed {
                 Ok((cluster, files)) => {

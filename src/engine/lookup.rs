@@ -193,8 +193,10 @@ fn compressed_stem(name: &str) -> Option<&str> {
 pub enum Listing {
     /// A ZipNum cluster's `.idx` file.
     Cluster(PathBuf),
-    /// Sorted files: the path itself, or a directory's, in name order.
-    Files(Vec<PathBuf>),
+    /// A sorted file: the path itself.
+    File(PathBuf),
+    /// A directory's sorted files, in name order.
+    Dir(Vec<PathBuf>),
 }
 
 /// What `path` holds as sources, without opening them: for the jobs that
@@ -205,7 +207,7 @@ pub fn listing(path: &Path) -> Result<Listing, Error> {
         return Ok(Listing::Cluster(path.to_path_buf()));
     }
     if !path.is_dir() {
-        return Ok(Listing::Files(vec![path.to_path_buf()]));
+        return Ok(Listing::File(path.to_path_buf()));
     }
     let mut idx = Vec::new();
     let mut files = Vec::new();
@@ -226,7 +228,7 @@ pub fn listing(path: &Path) -> Result<Listing, Error> {
         (1, _) => Ok(Listing::Cluster(idx.remove(0))),
         (0, false) => {
             files.sort();
-            Ok(Listing::Files(files))
+            Ok(Listing::Dir(files))
         }
         (0, true) => Err(Error::Empty(path.display().to_string())),
         _ => Err(Error::SeveralIdx(path.display().to_string())),
@@ -241,11 +243,11 @@ impl Source {
     /// and the like) cannot be searched: each is reported as skipped, and
     /// refused when the directory holds nothing else.
     pub fn open(path: &Path, no_mmap: bool) -> Result<Vec<Source>, Error> {
-        let files = match listing(path)? {
+        let (files, in_dir) = match listing(path)? {
             Listing::Cluster(idx) => return Ok(vec![Source::cluster(&idx, no_mmap)?]),
-            Listing::Files(files) => files,
+            Listing::File(file) => (vec![file], false),
+            Listing::Dir(files) => (files, true),
         };
-        let in_dir = path.is_dir();
         let named_compressed = |f: &Path| {
             let name = f.file_name().map(|n| n.to_string_lossy());
             name.is_some_and(|n| compressed_stem(&n).is_some())

@@ -124,7 +124,8 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
                         job.no_mmap,
                     )?)));
                 }
-                Listing::Files(files) => {
+                Listing::File(f) => out.push(plain_or_stream(&f)?),
+                Listing::Dir(files) => {
                     for f in files {
                         out.push(plain_or_stream(&f)?);
                     }
