@@ -1023,7 +1023,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let read = |span: &Span| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
                         for_each_part_line(input, span, |line, no| feed.line(0, line, no))
-                            .with_context(|| p.display().to_string())
+                            .with_context(|| format!("reading {}", p.display()))
                     })
                 };
                 // This thread, idle while the others read, prepares the

@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use memmap2::Mmap;
 
 use super::fs::{map_file, read_full_at, Behind};
@@ -58,6 +58,10 @@ pub fn for_each_part_line(
     }
 }
 
+/// What a part's reader says when the file ends before the part does:
+/// another process cut it short after the parts were cut.
+const CUT_SHORT: &str = "the file was cut short while it was read";
+
 /// Bytes a mapped part's reader takes from its span at a time: a thread
 /// that shares the part cuts it after them.
 const MAPPED_STEP: usize = 256 << 10;
@@ -91,7 +95,7 @@ pub fn for_each_mapped_line(
     let bytes: &[u8] = map;
     let mut behind = Behind::starting_at(Arc::clone(map), span.from, MAPPED_BEHIND);
     let Ok(from) = usize::try_from(span.from) else {
-        bail!("reading the input: the file was cut short while it was read");
+        bail!(CUT_SHORT);
     };
     // The next line starts at `start`; no LF lies in `start..scanned`.
     let (mut start, mut scanned, mut end) = (from, from, from);
@@ -102,7 +106,7 @@ pub fn for_each_mapped_line(
             break;
         }
         if got > bytes.len().saturating_sub(end) {
-            bail!("reading the input: the file was cut short while it was read");
+            bail!(CUT_SHORT);
         }
         end += got;
         while let Some(i) = memchr::memchr(b'\n', &bytes[scanned..end]) {
@@ -145,7 +149,7 @@ pub fn for_each_read_line(
     };
     let mut lines = LineReader::starting_at(BUF, part, span.from);
     let mut no = 0;
-    while let Some(line) = lines.next_line().context("reading the input")? {
+    while let Some(line) = lines.next_line()? {
         no += 1;
         f(line, no)?;
     }
@@ -169,10 +173,7 @@ impl Read for PartRead<'_> {
         let got = read_full_at(self.file, &mut buf[..want], self.pos)?;
         if got < want {
             // The part's bytes were there when it was cut.
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the file was cut short while it was read",
-            ));
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, CUT_SHORT));
         }
         self.pos += got as u64;
         Ok(got)
@@ -582,8 +583,8 @@ mod tests {
         assert_eq!(map.is_some(), mapped);
         let input = PartInput::of(&file, map.as_ref());
         let read = |span: &Span| {
-            // The large part waits before its first read, the small one
-            // long enough for the large one to have started.
+            // The large part (from `small`) waits before its first read,
+            // long enough for the thread of the small one to share it.
             let wait = if span.from == small { 300 } else { 50 };
             std::thread::sleep(std::time::Duration::from_millis(wait));
             let mut lines = Vec::new();
@@ -613,6 +614,52 @@ mod tests {
             .map(<[u8]>::to_vec)
             .collect();
         assert!(all == expected, "mapped: {mapped}");
+    }
+
+    /// A thread that shares a part moves its end back while it is read:
+    /// the reader, mapped or not, stops at the new end, however far it
+    /// has read past what it took from the span before.
+    #[test]
+    fn a_reader_stops_where_its_end_was_moved_back() {
+        let mut data = Vec::new();
+        for i in 0..40_000u32 {
+            data.extend_from_slice(
+                format!("com,h{:05})/p{i:06} 20200101000000 {{}}\n", i).as_bytes(),
+            );
+        }
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&data).unwrap();
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', &data).map(|i| i + 1))
+            .collect();
+        // A line start well past the first steps of either reader.
+        let cut = starts[starts.partition_point(|&s| s < data.len() * 3 / 4)];
+        assert!(cut > 4 * MAPPED_STEP && cut < data.len());
+        let map = map_for_parts(&file, false).unwrap();
+        for input in [PartInput::Mapped(&map), PartInput::Read(&file)] {
+            let mapped = matches!(input, PartInput::Mapped(_));
+            let span = Span::new(0, data.len() as u64);
+            let mut got = Vec::new();
+            for_each_part_line(input, &span, |line, _| {
+                if got.is_empty() {
+                    let mut b = span.bounds();
+                    assert!(
+                        b.reserved < cut as u64,
+                        "mapped {mapped}: all taken at once"
+                    );
+                    b.end = cut as u64;
+                }
+                got.extend_from_slice(line);
+                got.push(b'\n');
+                Ok(())
+            })
+            .unwrap();
+            assert!(
+                got == data[..cut],
+                "mapped {mapped}: {} bytes read, cut at {cut}",
+                got.len()
+            );
+        }
     }
 
     /// A span past the end of the file (the file was cut short after the

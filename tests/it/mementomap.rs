@@ -1681,6 +1681,9 @@ fn late_records_past_the_hold_are_folded_in() {
         );
         assert!(got.contains(&"com,huge)/p1000 2/2".to_string()));
     }
+    // Read instead of mapped, the parts give the same map.
+    let read = generate(&["-j", "2", "--no-mmap"]);
+    assert!(read == want, "--no-mmap: the map differs");
     let rolled = generate(&["-j", "1", "--hcf", "1", "--pcf", "1"]);
     assert!(rolled.len() < want.len() / 10, "{} lines", rolled.len());
     for threads in ["2", "4"] {
