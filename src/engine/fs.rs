@@ -74,8 +74,10 @@ impl Behind {
     }
 
     /// For a reader of the map from `offset` on, releasing `step` bytes at
-    /// a time. The page that holds `offset` is never released: its first
-    /// bytes may be another reader's.
+    /// a time. A page that begins before `offset` is never released: its
+    /// first bytes may be another reader's (with pages larger than
+    /// [`PAGE`], the kernel may round a release down to take it: that
+    /// costs the other reader a fault, never a byte).
     pub fn starting_at(map: Arc<memmap2::Mmap>, offset: u64, step: usize) -> Behind {
         let done = usize::try_from(offset).map_or(usize::MAX, |o| o.saturating_add(PAGE - 1));
         Behind {
@@ -120,8 +122,9 @@ impl Behind {
     }
 }
 
-/// Page size assumed for rounding release ranges (a larger page only
-/// makes a range's last page a partial one, which is harmless).
+/// Page size assumed for rounding release ranges. With larger pages the
+/// kernel rounds a range's start down and its end up to its pages: pages
+/// still read may be released, which costs a fault, never a byte.
 const PAGE: usize = 4096;
 
 // ------------------------------------------------------------- streams
