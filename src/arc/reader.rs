@@ -576,7 +576,7 @@ impl<R: Read> Reader<R> {
                             actual: got,
                         });
                     }
-                } else if !self.at_boundary()? {
+                } else if !self.at_boundary(&rec.buf)? {
                     if let Some(k) = self.header_in_block(&rec.buf)? {
                         self.cut_block(rec, k);
                         self.pending.push_back(Error::LengthMismatch {
@@ -690,24 +690,30 @@ impl<R: Read> Reader<R> {
 
     /// Where a plausible header line starts inside `block`, including a
     /// last line that runs past the end of the block into unread bytes (a
-    /// declared length that ends inside the next header line).
+    /// declared length that ends inside the next header line, even inside
+    /// its scheme: [`straddling_header`]).
     fn header_in_block(&mut self, block: &[u8]) -> io::Result<Option<usize>> {
         let last = memchr::memrchr(b'\n', block).map_or(0, |i| i + 1);
         if let Some(k) = find_plausible_header(&block[..last]) {
             return Ok(Some(k));
         }
         let tail = &block[last..];
-        if tail.len() >= MAX_LINE || super::header::scheme_len(tail).is_none() {
+        if tail.len() >= MAX_LINE {
             return Ok(None);
         }
         let Some(n) = self.src.peek_line(MAX_LINE - tail.len())? else {
             return Ok(None);
         };
-        let mut line = tail.to_vec();
-        line.extend_from_slice(&self.src.avail()[..n - 1]);
-        Ok(HeaderView::parse(&line)
-            .is_some_and(|v| v.is_plausible())
-            .then_some(last))
+        let next = &self.src.avail()[..n - 1];
+        if super::header::scheme_len(tail).is_some() {
+            // The colon of the scheme is inside the block.
+            let mut line = tail.to_vec();
+            line.extend_from_slice(next);
+            if is_plausible_line(&line) {
+                return Ok(Some(last));
+            }
+        }
+        Ok(straddling_header(block, next))
     }
 
     /// After a block that is not followed by a record: whether the bytes
@@ -755,7 +761,8 @@ impl<R: Read> Reader<R> {
         let Some((bytes, start, end)) = self.src.take_shared(n) else {
             return Ok(false);
         };
-        if self.at_boundary()? {
+        let block = &(*bytes).as_ref()[start..end];
+        if self.at_boundary(block)? {
             rec.share_block(bytes, start, end);
             return Ok(true);
         }
@@ -763,15 +770,20 @@ impl<R: Read> Reader<R> {
         Ok(false)
     }
 
-    /// Whether the current position is a record boundary: optional
-    /// whitespace, then the end of the file, a gzip member or an acceptable
-    /// header line. Consumes nothing.
+    /// Whether the current position, right after `block`, is a record
+    /// boundary: optional whitespace, then the end of the file, a gzip
+    /// member or an acceptable header line. Consumes nothing.
     ///
     /// The lenient test (acceptable, not plausible) is right here: the
     /// declared length says a record starts at this very spot, so odd but
     /// real headers (bad length, unknown scheme) must not be taken for
-    /// damage; only a line that is no header at all contradicts it.
-    fn at_boundary(&mut self) -> io::Result<bool> {
+    /// damage; only a line that is no header at all contradicts it. One
+    /// exception: a line right after the block whose scheme is no known one
+    /// but the end of one (`ttp://`), when the block ends with the rest of
+    /// that scheme (`h`) and the two make a plausible header, is the tail
+    /// of a header that the declared length ran into (see
+    /// [`straddling_header`]), not a record of its own.
+    fn at_boundary(&mut self, block: &[u8]) -> io::Result<bool> {
         let i = self.src.ws_ahead(MAX_LINE)?;
         // The end of the file, or a long run of whitespace (the next step
         // skips it).
@@ -785,7 +797,11 @@ impl<R: Read> Reader<R> {
         Ok(match self.src.peek_line_at(i, MAX_LINE)? {
             Some(n) => {
                 let line = &self.src.avail()[i..i + n - 1];
-                HeaderView::parse(line).is_some_and(|v| v.is_acceptable())
+                HeaderView::parse(line)
+                    .filter(HeaderView::is_acceptable)
+                    .is_some_and(|v| {
+                        i > 0 || v.has_known_scheme() || straddling_header(block, line).is_none()
+                    })
             }
             None => false,
         })
@@ -1067,6 +1083,48 @@ fn starts_like_header(b: &[u8]) -> bool {
                 .iter()
                 .any(|k| k.len() > n && k[..n].eq_ignore_ascii_case(word))
     }
+}
+
+/// Where a header line that straddles the end of `block` starts in it,
+/// when the block ends inside the scheme of that line (or right after the
+/// scheme, before its colon): `block` ends with `h`, `ht`, `htt` or
+/// `http` and `next`, the line after the block (without its LF), starts
+/// with `ttp:`, `tp:`, `p:` or `:`. The known scheme made of the two must
+/// start in the block, and the line made of its start and `next` must be
+/// a plausible header. A declared length one or a few bytes too long (a
+/// filedesc's, say) ends so, and without this its next record would be
+/// read as one with the URL `ttp://...`.
+///
+/// The rest of a header whose colon is inside the block is found by
+/// `header_in_block` from the block's last line.
+fn straddling_header(block: &[u8], next: &[u8]) -> Option<usize> {
+    let r = next.iter().take_while(|&&b| is_scheme_byte(b)).count();
+    if next.get(r) != Some(&b':') {
+        return None;
+    }
+    let longest = KNOWN_SCHEMES.iter().map(|k| k.len()).max().unwrap_or(0);
+    let j = block
+        .iter()
+        .rev()
+        .take(longest)
+        .take_while(|&&b| is_scheme_byte(b))
+        .count();
+    if j == 0 {
+        return None;
+    }
+    let mut word = block[block.len() - j..].to_vec();
+    word.extend_from_slice(&next[..r]);
+    // The longest known scheme that ends the word and starts in the block.
+    let k = KNOWN_SCHEMES
+        .iter()
+        .filter(|k| k.len() > r && k.len() <= word.len())
+        .filter(|k| word[word.len() - k.len()..].eq_ignore_ascii_case(k))
+        .map(|k| k.len())
+        .max()?;
+    let start = block.len() - (k - r);
+    let mut line = block[start..].to_vec();
+    line.extend_from_slice(next);
+    is_plausible_line(&line).then_some(start)
 }
 
 /// Whether `b` starts with an acceptable header line.
@@ -1487,6 +1545,94 @@ mod tests {
             }
         }
         (recs, errors, rdr.stats().clone())
+    }
+
+    /// Regression: a filedesc whose declared length ran one to four bytes
+    /// into the next header line (`h`, `ht`, `htt`, `http`) left a line
+    /// with the scheme `ttp:`, `tp:`, `p:` or none after the block; the
+    /// first three were taken for a record (URL `ttp://...`) and the last
+    /// swallowed the next record into the filedesc's block.
+    #[test]
+    fn declared_length_ending_inside_the_next_scheme() {
+        let fd = b"1 0 InternetArchive\nURL IP-address Archive-date Content-type Archive-length\n";
+        let next = b"https://a.com/x 192.0.2.1 20010203040506 text/html 2\nok\n";
+        for sep in [&b"\n"[..], b""] {
+            for over in 0..=6usize {
+                let head = format!(
+                    "filedesc://x.arc 0.0.0.0 20010203040506 text/plain {}\n",
+                    fd.len() + over
+                );
+                let mut data = head.clone().into_bytes();
+                data.extend_from_slice(fd);
+                data.extend_from_slice(sep);
+                let at = data.len() as u64;
+                data.extend_from_slice(next);
+                for buffer_size in [64, 100, 4096] {
+                    let opts = Options {
+                        buffer_size,
+                        ..Options::default()
+                    };
+                    let (recs, errors, _) = read_with(&data, opts);
+                    let urls: Vec<_> = recs.iter().map(|r| r.2.as_slice()).collect();
+                    assert_eq!(
+                        urls,
+                        [&b"filedesc://x.arc"[..], b"https://a.com/x"],
+                        "sep {sep:?}, {over} over"
+                    );
+                    assert_eq!(recs[1].0, at, "sep {sep:?}, {over} over");
+                    let full = (head.len() + fd.len()) as u64;
+                    if over <= sep.len() {
+                        // Up to the next header: a boundary.
+                        assert!(errors.is_empty(), "{errors:?}");
+                        assert_eq!(recs[0].1, full + over as u64);
+                    } else {
+                        // The block ends where the next header starts, less
+                        // one LF (the separator's, or with none the block's
+                        // own last one, as for any cut block).
+                        assert_eq!(recs[0].1, full + sep.len() as u64 - 1);
+                        assert!(
+                            matches!(errors[..], [Error::LengthMismatch { offset: 0, .. }]),
+                            "sep {sep:?}, {over} over: {errors:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn straddling_header_cases() {
+        let line = b"ttp://a.com/ 192.0.2.1 20010203040506 text/html 2";
+        assert_eq!(straddling_header(b"abc\nh", line), Some(4));
+        // Case does not matter; the longest known scheme is taken.
+        assert_eq!(straddling_header(b"H", line), Some(0));
+        assert_eq!(
+            straddling_header(b"\nhttp", &line[2..]),
+            None,
+            "`p:` needs `htt` before it, not `http`"
+        );
+        let s = b"s://a.com/ 192.0.2.1 20010203040506 text/html 2";
+        assert_eq!(straddling_header(b"\nhttp", s), Some(1));
+        let colon = b"://a.com/ 192.0.2.1 20010203040506 text/html 2";
+        assert_eq!(straddling_header(b"x\ndns", colon), Some(2));
+        // Glued to the bytes before it (no LF), as in blackbook ARCs; scheme
+        // bytes in front are dropped, as scanning drops them.
+        assert_eq!(straddling_header(b"\x00\xffht", &line[1..]), Some(2));
+        assert_eq!(straddling_header(b"A-h", line), Some(2));
+        // Nothing in the block, no scheme in the line, no known scheme made,
+        // a line that is no plausible header: no header straddles.
+        for (block, next) in [
+            (&b""[..], &line[..]),
+            (b"h", b"ttp//a.com/ 192.0.2.1 20010203040506 text/html 2"),
+            (b"x", &line[..]),
+            (b"\n", &line[..]),
+            (b"h", b"ttp://a.com/ is not a header"),
+        ] {
+            assert_eq!(straddling_header(block, next), None, "{block:?} {next:?}");
+        }
+        // A scheme already known after the block is a boundary: the block
+        // holds none of it.
+        assert_eq!(straddling_header(b"h", &line[1..]), None);
     }
 
     #[test]

@@ -1027,6 +1027,10 @@ impl Indexer {
         if filedesc && !self.opts.all_records {
             return Outcome::Filtered;
         }
+        // CDX-Writer's ARC reader gives a record that declares no bytes no
+        // content, and with it no content type: its `m` is `unk`, and it is
+        // no DNS record to leave out.
+        let declares_nothing = h.length == Some(0);
         let block = rec.block();
         let status = if filedesc {
             None
@@ -1040,9 +1044,8 @@ impl Indexer {
                     return Outcome::Filtered;
                 }
             }
-            if !self.opts.all_records
-                && (h.mime == b"text/dns" || status.is_some_and(|(code, _)| code == b"304"))
-            {
+            let dns = h.mime == b"text/dns" && !declares_nothing;
+            if !self.opts.all_records && (dns || status.is_some_and(|(code, _)| code == b"304")) {
                 return Outcome::Filtered;
             }
         }
@@ -1061,6 +1064,8 @@ impl Indexer {
             b"warc/filedesc"
         } else if role == Role::Revisit {
             b"warc/revisit"
+        } else if declares_nothing {
+            b"unk"
         } else {
             cdx11_mime(&h.mime)
         };

@@ -140,6 +140,33 @@ fn cr_cr_lf_head_digests_differ_by_profile() {
     assert_eq!(c.status, Some(410));
 }
 
+/// A record that declares length 0 (NetarchiveSuite metadata ARCs hold
+/// many): CDX-Writer's reader gives it no content, so no content type.
+#[test]
+fn cdx11_record_of_length_zero_has_no_media_type() {
+    for (mime, all) in [(&b"text/plain"[..], false), (b"text/dns", false), (b"text/html", true)] {
+        let mut header = b"metadata://netarkivet.dk/crawl/logs/alerts.log?heritrixVersion=3.3.0&harvestid=1&jobid=3 130.225.27.140 20170125093039 ".to_vec();
+        header.extend_from_slice(mime);
+        header.extend_from_slice(b" 0");
+        let r = rec(&header, b"", 72104, header.len() as u64 + 1);
+        let cdx = line(Profile::Cdx11, all, &r, "30-metadata-4.arc")
+            .unwrap_or_else(|| panic!("{mime:?} left out"));
+        let f: Vec<&str> = cdx.trim_end().split(' ').collect();
+        // m, s, k (SHA-1 of the empty block), r, M.
+        assert_eq!(
+            f[3..8],
+            ["unk", "-", "3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ", "-", "-"],
+            "{mime:?}"
+        );
+        assert_eq!(f[1], "20170125093039");
+    }
+    // One byte declared: the header's media type, and a DNS record left out.
+    let r = rec(b"dns:example.com 192.0.2.1 20170125093039 text/dns 1", b"x", 0, 53);
+    assert_eq!(line(Profile::Cdx11, false, &r, "x.arc"), None);
+    let cdx = line(Profile::Cdx11, true, &r, "x.arc").unwrap();
+    assert_eq!(cdx.split(' ').nth(3), Some("text/dns"));
+}
+
 #[test]
 fn cdx11_filters_like_cdx_writer() {
     let proxy_fail = rec(
