@@ -97,17 +97,27 @@ pub enum Error {
          (e.g. `warcio recompress`)"
     )]
     MultiRecordMember { offset: u64, length: u64 },
-    /// The file's first gzip member holds more than one record: the file
-    /// was compressed as one gzip stream (`gzip file.arc`), not one member
-    /// per record. No record can be given a replayable offset, so the rest
-    /// of the file is skipped without being decoded.
+    /// The file was compressed as one gzip stream (`gzip file.arc`), not
+    /// one member per record: its records were read from the decompressed
+    /// stream, and their offsets and lengths are positions in it, which no
+    /// replay tool can seek to in the compressed file.
     #[error(
-        "offset {offset}: the file is compressed as a single gzip stream (its first \
-         gzip member holds more than one ARC record): record offsets cannot be given, \
-         so its {length} bytes from here were not indexed; index the decompressed \
-         file (`gunzip`) or recompress it one gzip member per record"
+        "offset {offset}: the file is compressed as a single gzip stream, not one \
+         member per record: its records were read, with offsets and lengths in the \
+         decompressed data (serve the decompressed file, or recompress it one record \
+         per member)"
     )]
-    SingleGzipStream { offset: u64, length: u64 },
+    SingleStream { offset: u64 },
+    /// The file was compressed as one gzip stream and its first record is
+    /// too large to read the stream again from its start: nothing of it
+    /// was indexed.
+    #[error(
+        "offset {offset}: the file is compressed as a single gzip stream, not one \
+         member per record, and its first record is too large to read the stream \
+         again: its {length} bytes were not indexed (index the decompressed file, \
+         or recompress it one record per member)"
+    )]
+    SingleStreamUnread { offset: u64, length: u64 },
     /// A record stored without gzip in a file that starts with a gzip
     /// member (non-gzip bytes inside an `.arc.gz`). Its bytes are intact, so it is returned with
     /// its exact plain offset and length; replay tools that expect a gzip
@@ -145,7 +155,8 @@ impl Error {
             | Error::BadGzip { offset, .. }
             | Error::NotARecord { offset, .. }
             | Error::MultiRecordMember { offset, .. }
-            | Error::SingleGzipStream { offset, .. }
+            | Error::SingleStream { offset }
+            | Error::SingleStreamUnread { offset, .. }
             | Error::UncompressedRecord { offset, .. }
             | Error::RecordTooLarge { offset, .. } => offset,
         }

@@ -64,7 +64,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read};
 
-use flate2::bufread::GzDecoder;
+use flate2::bufread::{GzDecoder, MultiGzDecoder};
 
 use super::header::{is_scheme_byte, KNOWN_SCHEMES};
 use super::{Error, HeaderView, Record, SharedBytes};
@@ -76,6 +76,12 @@ const MAX_LINE: usize = 64 << 10;
 /// Bytes kept before a scanned position, enough for the longest scheme of a
 /// header glued to preceding bytes.
 const LOOKBACK: usize = 32;
+
+/// How far (compressed bytes) past a second record a file's first member
+/// is decoded to see whether it ends (then more members may follow: one
+/// bad member) or goes on (the file is one gzip stream). Well within what
+/// a mark keeps, so that the stream can be read again from its start.
+const MULTI_LOOK: u64 = 4 << 20;
 
 /// Reader settings.
 #[derive(Clone, Debug)]
@@ -119,6 +125,27 @@ pub struct Stats {
     /// Records stored without gzip in a file whose first unit is a gzip
     /// member (returned, and reported with [`Error::UncompressedRecord`]).
     pub uncompressed_records: u64,
+    /// Whether the file was gzipped as one stream ([`Error::SingleStream`]).
+    pub single_stream: bool,
+}
+
+/// What the reader reads: the file, or, once the file turned out to be
+/// gzipped as one stream, that stream decompressed.
+enum Input<R> {
+    Raw(R),
+    Gunzip(Box<MultiGzDecoder<Src<Input<R>>>>),
+    /// In place only while the source is being swapped.
+    Gone,
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Raw(r) => r.read(buf),
+            Input::Gunzip(d) => d.read(buf),
+            Input::Gone => Ok(0),
+        }
+    }
 }
 
 /// Reads ARC records with exact offsets from any `Read` (give it the raw
@@ -141,7 +168,7 @@ pub struct Stats {
 /// # Ok(()) }
 /// ```
 pub struct Reader<R> {
-    src: Src<R>,
+    src: Src<Input<R>>,
     opts: Options,
     /// Non-fatal errors waiting to be returned (a record and a warning about
     /// it come out of one step; the warning follows the record).
@@ -162,7 +189,7 @@ impl Reader<io::Empty> {
     /// in place. Records are the same as from [`Reader::with_options`]
     /// over a reader of the same bytes.
     pub fn from_shared(bytes: SharedBytes, opts: Options) -> Reader<io::Empty> {
-        Reader::over(Src::shared(io::empty(), bytes), opts)
+        Reader::over(Src::shared(Input::Raw(io::empty()), bytes), opts)
     }
 }
 
@@ -173,10 +200,10 @@ impl<R: Read> Reader<R> {
     }
 
     pub fn with_options(rdr: R, opts: Options) -> Reader<R> {
-        Reader::over(Src::new(rdr, opts.buffer_size), opts)
+        Reader::over(Src::new(Input::Raw(rdr), opts.buffer_size), opts)
     }
 
-    fn over(src: Src<R>, opts: Options) -> Reader<R> {
+    fn over(src: Src<Input<R>>, opts: Options) -> Reader<R> {
         Reader {
             src,
             opts,
@@ -193,7 +220,8 @@ impl<R: Read> Reader<R> {
         &self.stats
     }
 
-    /// Offset in the file of the next byte to be read.
+    /// Offset of the next byte to be read: in the file, or in the
+    /// decompressed stream of a file gzipped as one stream.
     pub fn position(&self) -> u64 {
         self.src.pos()
     }
@@ -285,8 +313,9 @@ impl<R: Read> Reader<R> {
         // one maximal header line on top of the block limit.
         let limit = self.opts.max_block.saturating_add(MAX_LINE as u64 + 2);
         // A per-record writer never puts two records in the first member:
-        // when it holds several, the whole file is one gzip stream.
-        let first_unit = self.stats.members == 0 && self.stats.records == 0;
+        // when it holds several, the whole file is one gzip stream (empty
+        // members before it aside).
+        let first_unit = self.stats.members == self.stats.empty_members && self.stats.records == 0;
         let (res, stop) = {
             // A fresh decoder per member: its state (and the CRC-32 and size
             // check of the trailer) covers exactly one member, and it
@@ -317,7 +346,12 @@ impl<R: Read> Reader<R> {
                             continue;
                         }
                         if stop == Stop::Multi && first_unit {
-                            // Not decoded further: see below.
+                            // Decoded on (not kept) to see whether the
+                            // member ends soon, with more of the file after
+                            // it, or goes on: see below.
+                            if member_ends_within(&mut dec, MULTI_LOOK) {
+                                stop = Stop::MultiEnded;
+                            }
                             break Ok(());
                         }
                         // The rest of the member is decoded only to find
@@ -367,22 +401,38 @@ impl<R: Read> Reader<R> {
             });
             return Ok(false);
         }
-        self.src.clear_mark();
-        if stop == Stop::Multi && first_unit {
-            // Finding the member's end would mean inflating the whole file
-            // for nothing: no record of it can be given an offset.
+        let length = end - start;
+        if first_unit && matches!(stop, Stop::Multi | Stop::MultiEnded) {
             rec.clear();
+            // A member that holds two records and ends, with more of the
+            // file after it: one bad member in a file of one record per
+            // member. Else the file is one gzip stream, read again from its
+            // start through a decompressor.
+            if stop == Stop::MultiEnded && !self.at_end_after_ws()? {
+                self.src.clear_mark();
+                return Ok(self.multi_member(rec, start, length));
+            }
+            if self.src.rewind(start) {
+                self.src.clear_mark();
+                self.decompress_rest();
+                self.pending
+                    .push_back(Error::SingleStream { offset: start });
+                return Ok(false);
+            }
+            // Too far into the stream to read it again (its first record
+            // is larger than the bytes kept behind a mark).
+            self.src.clear_mark();
             self.src.discard(u64::MAX)?;
             let length = self.src.pos() - start;
             self.stats.skipped_bytes += length;
             self.stats.skipped_records += 1;
-            self.pending.push_back(Error::SingleGzipStream {
+            self.pending.push_back(Error::SingleStreamUnread {
                 offset: start,
                 length,
             });
             return Ok(false);
         }
-        let length = end - start;
+        self.src.clear_mark();
         if stop == Stop::Multi {
             return Ok(self.multi_member(rec, start, length));
         }
@@ -403,6 +453,23 @@ impl<R: Read> Reader<R> {
             return Ok(false);
         }
         Ok(self.split_member(rec, start, length, false))
+    }
+
+    /// From here on, reads the rest of the file through a gzip decoder: the
+    /// file is one gzip stream. Its records are read as plain records, with
+    /// offsets and lengths in the decompressed stream.
+    fn decompress_rest(&mut self) {
+        let old = std::mem::replace(&mut self.src, Src::new(Input::Gone, 64));
+        let stream = Input::Gunzip(Box::new(MultiGzDecoder::new(old)));
+        self.src = Src::new(stream, self.opts.buffer_size);
+        self.gzip_file = Some(false);
+        self.stats.single_stream = true;
+    }
+
+    /// Whether nothing but whitespace is left of the file.
+    fn at_end_after_ws(&mut self) -> io::Result<bool> {
+        let i = self.src.ws_ahead(MAX_LINE)?;
+        Ok(i <= MAX_LINE && self.src.fill(i + 1)? <= i)
     }
 
     /// Splits the decoded member in `rec.buf` into header line and block.
@@ -923,14 +990,37 @@ impl<R: Read> Reader<R> {
 enum Stop {
     /// At the member's end.
     End,
-    /// The member holds a second record.
+    /// The member holds a second record (and, for the file's first
+    /// member, goes on past `MULTI_LOOK` or fails to decode before it
+    /// ends).
     Multi,
+    /// The file's first member holds a second record and ends within
+    /// `MULTI_LOOK`.
+    MultiEnded,
     /// The member decodes to more than the block limit.
     TooLarge,
 }
 
 /// Decoded bytes of a member between two looks for a second record.
 const DECODE_STEP: u64 = 256 << 10;
+
+/// Decodes `dec` on without keeping its output until its member ends
+/// (true) or more than `look` compressed bytes have been read or the
+/// member fails to decode (false).
+fn member_ends_within<R: Read>(dec: &mut GzDecoder<&mut Src<R>>, look: u64) -> bool {
+    let from = dec.get_ref().pos();
+    let mut scratch = vec![0u8; 64 << 10];
+    loop {
+        if dec.get_ref().pos().saturating_sub(from) > look {
+            return false;
+        }
+        match dec.read(&mut scratch) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+}
 
 /// Looks, while a member is being decoded, for a second record in it: the
 /// test `split_member` makes on the whole member (an acceptable header
@@ -1733,11 +1823,19 @@ mod tests {
         assert!(rec.block().is_empty() && !rec.block_is_shared());
     }
 
+    /// What reading `data` as a stream gives, as text (see `everything`),
+    /// without the stats.
+    fn records_and_errors(data: &[u8], opts: &Options) -> Vec<String> {
+        let mut all = everything(Reader::with_options(data, opts.clone()), data.len());
+        all.pop();
+        all
+    }
+
     #[test]
-    fn file_gzipped_as_one_stream_is_refused_early() {
-        // The second record decodes to more than the block limit: the old
-        // reader inflated up to the limit and called it too large; the
-        // second header is now seen first and the rest is not decoded.
+    fn file_gzipped_as_one_stream_is_read_from_the_stream() {
+        // The third record decodes to more than the block limit: it is
+        // skipped as in the plain file, so the stream is not inflated into
+        // memory past the record being read.
         let big = vec![b'x'; 3 << 20];
         let (plain, _) = build(
             &[
@@ -1748,43 +1846,113 @@ mod tests {
                 ),
                 ("http://a.com/".into(), b"hello".to_vec(), b"\n"),
                 ("http://b.com/".into(), big, b"\n"),
+                ("http://c.com/".into(), b"last".to_vec(), b"\n"),
             ],
             false,
         );
         let data = member(&plain);
+        for buffer_size in [64, 4096] {
+            let opts = Options {
+                max_block: 1 << 20,
+                buffer_size,
+            };
+            same_when_shared(&data, &opts);
+            // The records and errors of the plain file, after one report:
+            // offsets and lengths are those of the decompressed stream.
+            let mut want = vec![format!("error: {}", Error::SingleStream { offset: 0 })];
+            want.extend(records_and_errors(&plain, &opts));
+            let got = records_and_errors(&data, &opts);
+            assert_eq!(got, want);
+            assert!(got
+                .iter()
+                .any(|l| l.contains("exceeds the 1048576-byte limit")));
+            let (_, _, st) = read_streaming(&data, opts);
+            assert!(st.single_stream);
+        }
+        // Later in a file, a member holding several records is decoded to
+        // its end (without keeping it) and the members around it are kept;
+        // so is one that opens a file of more members.
         let opts = Options {
             max_block: 1 << 20,
             buffer_size: 4096,
         };
-        let (recs, errors, st) = read_with(&data, opts.clone());
+        let good = member(b"dns:x 1.2.3.4 20010101000000 text/dns 1\nz\n");
+        for lead in [&good[..], &[]] {
+            let mut mixed = lead.to_vec();
+            mixed.extend_from_slice(&data);
+            mixed.extend_from_slice(&good);
+            let (recs, errors, st) = read_with(&mixed, opts.clone());
+            let at: Vec<_> = recs.iter().map(|r| r.0).collect();
+            let after = (lead.len() + data.len()) as u64;
+            if lead.is_empty() {
+                assert_eq!(at, [after]);
+            } else {
+                assert_eq!(at, [0, after]);
+            }
+            assert_eq!(errors.len(), 1);
+            assert!(
+                matches!(errors[0], Error::MultiRecordMember { offset, length }
+                    if offset == lead.len() as u64 && length == data.len() as u64),
+                "{}",
+                errors[0]
+            );
+            assert_eq!(st.skipped_bytes, data.len() as u64);
+            assert!(!st.single_stream);
+        }
+    }
+
+    #[test]
+    fn single_stream_past_the_look_ahead_is_read_again() {
+        // Incompressible records: the first member goes on for more than
+        // `MULTI_LOOK` past the second header, so it is known to be the
+        // whole file without finding its end first.
+        let noise = |seed: u32, n: usize| -> Vec<u8> {
+            (0..n as u32)
+                .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect()
+        };
+        let (plain, _) = build(
+            &[
+                ("http://a.com/".into(), noise(1, 1000), b"\n"),
+                ("http://b.com/".into(), noise(2, 5 << 20), b"\n"),
+                ("http://c.com/".into(), noise(3, 1000), b"\n"),
+            ],
+            false,
+        );
+        let data = member(&plain);
+        let opts = Options::default();
+        same_when_shared(&data, &opts);
+        let mut want = vec![format!("error: {}", Error::SingleStream { offset: 0 })];
+        want.extend(records_and_errors(&plain, &opts));
+        assert_eq!(records_and_errors(&data, &opts), want);
+    }
+
+    #[test]
+    fn single_stream_with_a_first_record_too_large_to_read_again() {
+        // Stored (level 0) deflate: the compressed bytes behind the second
+        // header are more than a mark keeps.
+        let (plain, _) = build(
+            &[
+                ("http://a.com/".into(), vec![0; 17 << 20], b"\n"),
+                ("http://b.com/".into(), b"b".to_vec(), b"\n"),
+            ],
+            false,
+        );
+        let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::none());
+        enc.write_all(&plain).unwrap();
+        let data = enc.finish().unwrap();
+        same_when_shared(&data, &Options::default());
+        let (recs, errors, st) = read_streaming(&data, Options::default());
         assert!(recs.is_empty());
-        assert_eq!(errors.len(), 1);
         assert!(
-            matches!(errors[0], Error::SingleGzipStream { offset: 0, length } if length == data.len() as u64),
-            "{}",
-            errors[0]
+            matches!(errors[..], [Error::SingleStreamUnread { offset: 0, length }]
+                if length == data.len() as u64),
+            "{errors:?}"
         );
         assert_eq!(
             (st.skipped_records, st.skipped_bytes),
             (1, data.len() as u64)
         );
-        // Later in a file, a member holding several records is decoded to
-        // its end (without keeping it) and the members around it are kept.
-        let good = member(b"dns:x 1.2.3.4 20010101000000 text/dns 1\nz\n");
-        let mut mixed = good.clone();
-        mixed.extend_from_slice(&data);
-        mixed.extend_from_slice(&good);
-        let (recs, errors, st) = read_with(&mixed, opts);
-        let at: Vec<_> = recs.iter().map(|r| r.0).collect();
-        assert_eq!(at, [0, (good.len() + data.len()) as u64]);
-        assert_eq!(errors.len(), 1);
-        assert!(
-            matches!(errors[0], Error::MultiRecordMember { offset, length }
-                if offset == good.len() as u64 && length == data.len() as u64),
-            "{}",
-            errors[0]
-        );
-        assert_eq!(st.skipped_bytes, data.len() as u64);
     }
 
     #[test]

@@ -144,7 +144,11 @@ fn cr_cr_lf_head_digests_differ_by_profile() {
 /// many): CDX-Writer's reader gives it no content, so no content type.
 #[test]
 fn cdx11_record_of_length_zero_has_no_media_type() {
-    for (mime, all) in [(&b"text/plain"[..], false), (b"text/dns", false), (b"text/html", true)] {
+    for (mime, all) in [
+        (&b"text/plain"[..], false),
+        (b"text/dns", false),
+        (b"text/html", true),
+    ] {
         let mut header = b"metadata://netarkivet.dk/crawl/logs/alerts.log?heritrixVersion=3.3.0&harvestid=1&jobid=3 130.225.27.140 20170125093039 ".to_vec();
         header.extend_from_slice(mime);
         header.extend_from_slice(b" 0");
@@ -161,7 +165,12 @@ fn cdx11_record_of_length_zero_has_no_media_type() {
         assert_eq!(f[1], "20170125093039");
     }
     // One byte declared: the header's media type, and a DNS record left out.
-    let r = rec(b"dns:example.com 192.0.2.1 20170125093039 text/dns 1", b"x", 0, 53);
+    let r = rec(
+        b"dns:example.com 192.0.2.1 20170125093039 text/dns 1",
+        b"x",
+        0,
+        53,
+    );
     assert_eq!(line(Profile::Cdx11, false, &r, "x.arc"), None);
     let cdx = line(Profile::Cdx11, true, &r, "x.arc").unwrap();
     assert_eq!(cdx.split(' ').nth(3), Some("text/dns"));
