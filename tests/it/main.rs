@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod arc;
+mod arc_real;
 mod arc_rev3;
 mod fuzz;
 mod index;
