@@ -24,9 +24,11 @@
 //! of the file). When they are not, the reader works out where the record
 //! really ends, tells the caller with a non-fatal [`Error`] and goes on:
 //!
-//! * a plausible header line inside the block: the declared length was too
-//!   long; the block is cut there and the rest is read again as the next
-//!   record ([`Error::LengthMismatch`]);
+//! * a plausible header line inside the block, or straddling its end (even
+//!   inside its scheme: `h` + `ttp://...`, which would otherwise pass for
+//!   a boundary with a header of the scheme `ttp`): the declared length was
+//!   too long; the block is cut there and the rest is read again as the
+//!   next record ([`Error::LengthMismatch`]);
 //! * else, when what follows (past whitespace) runs to the end of the file
 //!   without a line end and starts like a header (a known scheme), the file
 //!   was cut inside the next header line: the block stays as declared and
@@ -43,11 +45,13 @@
 //! to the next member or header ([`Error::BadGzip`]); one that ends with the
 //! file gives a [`Record::truncated`] record ([`Error::TruncatedMember`]); one
 //! that holds several records gives none ([`Error::MultiRecordMember`]),
-//! and when it is the file's first unit the file was gzipped as one stream:
-//! the rest of the file is skipped undecoded ([`Error::SingleGzipStream`]).
-//! A second record is looked for while a member is decoded, so neither
-//! case inflates more than the first record and the next header line
-//! before it is known. A plain record in a file that starts with a gzip
+//! unless it is the file's first unit and does not end within a few MiB
+//! (or ends the file): then the file was gzipped as one stream, and the
+//! rest of it is read again from the member's start through a streaming
+//! decoder, its records with offsets in the decompressed data
+//! ([`Error::SingleStream`], once). A second record is looked for while a
+//! member is decoded, so neither case inflates more than the first record
+//! and the next header line before it is known. A plain record in a file that starts with a gzip
 //! member is returned and reported ([`Error::UncompressedRecord`]); a gzip
 //! member in a plain file is read without complaint.
 //! "Plausible" is stricter than what is accepted at a boundary: URL scheme,
