@@ -339,7 +339,7 @@ impl<R: Read> Reader<R> {
                     // Less than asked for: the member has ended, and
                     // `split_member` looks at all of it (the usual case of
                     // a small member costs no look here). The first member
-                    // is looked at anyway: it decides `SingleGzipStream`.
+                    // is looked at anyway: it decides `SingleStream`.
                     Ok(n) if (n as u64) < want && !first_unit => continue,
                     Ok(_) => {
                         if check.found(&rec.buf) {
