@@ -90,7 +90,7 @@ pub fn warc_date(date: &[u8]) -> Option<([u8; 14], WarcDateForm)> {
     match parts.len() {
         1 | 2 => {
             // Reduced precision: `YYYY` or `YYYY-MM`, nothing else.
-            let widths_ok = parts[0].len() == 4 && parts.get(1).is_none_or(|m| m.len() == 2);
+            let widths_ok = parts[0].len() == 4 && parts.get(1).map_or(true, |m| m.len() == 2);
             if !widths_ok {
                 return None;
             }

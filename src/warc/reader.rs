@@ -28,8 +28,9 @@
 //! When they are not, the reader works out where the record really ends,
 //! reports it with a non-fatal [`Error`] and goes on:
 //!
-//! * a record start inside the block: the length was too long; the block is
-//!   cut there and the rest is read again ([`Error::LengthMismatch`]);
+//! * a record start inside the block, or a version line that straddles its
+//!   end: the length was too long; the block is cut there and the rest is
+//!   read again ([`Error::LengthMismatch`]);
 //! * else the record ends where its length says, as warcio reads it, and
 //!   what follows (junk, or block bytes the length did not count) is
 //!   skipped to the next record ([`Error::Garbage`]).
@@ -813,10 +814,8 @@ impl<R: Read> Reader<R> {
                         // No line end within the limit: not a header.
                         return self.skip_garbage();
                     }
-                    if at == 0 {
-                        if !version_prefix_ok(self.src.avail()) {
-                            return self.skip_garbage();
-                        }
+                    if at == 0 && !version_prefix_ok(self.src.avail()) {
+                        return self.skip_garbage();
                     }
                     // The file ends inside the header.
                     self.src.consume(have);

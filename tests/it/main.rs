@@ -18,3 +18,4 @@ mod surt;
 mod ukvs;
 mod util;
 mod warc;
+mod warc_real;
