@@ -411,3 +411,40 @@ fn cdx11_digest_and_mime_of_responses_cdx_writer_reads_differently() {
         ("text/html".into(), "200".into(), declared[5..].to_string())
     );
 }
+
+#[test]
+fn python_blanks_in_http_heads_match_cdxj_indexer() {
+    let test = "python_blanks_in_http_heads_match_cdxj_indexer";
+    // warcio strips a head line of Python's blanks for its decoding: NEL
+    // and NBSP in a Latin-1 line, any Unicode blank in a UTF-8 one.
+    let blocks: [&[u8]; 4] = [
+        b"HTTP/1.1 200 OK\r\nA: b\r\n\xa0\r\nbody",
+        b"HTTP/1.1 200 OK\r\nA: b\r\n\xc2\xa0\r\nbody",
+        b"HTTP/1.1 200 OK\xa0\r\nContent-Type: text/html\x85\r\n\r\nbody",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/\u{3a0}\u{a0}x\r\n\r\nbody".as_bytes(),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let uri = format!("http://a.example/{i}");
+        data.extend(record(
+            "WARC/1.0",
+            &uri,
+            "2014-01-03T04:05:06Z",
+            HTTP_TYPE,
+            block,
+            None,
+        ));
+    }
+    let file = write(dir.path(), "blanks.warc", &data);
+    let (out, err, code) = index(&["--format", "cdxj"], &file);
+    assert_eq!(code, 0, "{err}");
+    let out = String::from_utf8(out).unwrap();
+    let body = format!("\"digest\": \"sha1:{}\"", base32_sha1(b"body"));
+    assert_eq!(out.matches(&body).count(), 4, "{out}");
+    assert!(out.contains("\"mime\": \"text/html\""), "{out}");
+    assert!(out.contains("\"mime\": \"text/\\u03a0\""), "{out}");
+    if util::has_python_module("cdxj_indexer", test) {
+        assert_cdxj_as_cdxj_indexer(&file, &file, 0);
+    }
+}
