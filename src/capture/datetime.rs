@@ -1,4 +1,4 @@
-//! ARC dates -> 14-digit `datetime`.
+//! ARC dates and `WARC-Date`s -> 14-digit `datetime`.
 //!
 //! ARC header dates are meant to be `YYYYMMDDhhmmss`, but real archives hold
 //! 10-, 12-, 15-, 16- and 18-digit dates, 14 digits followed by a file
@@ -51,9 +51,218 @@ pub fn repair(raw: &[u8]) -> Option<[u8; 14]> {
     None
 }
 
+/// How a `WARC-Date` was read ([`warc_date`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarcDateForm {
+    /// To the second, in UTC (a fraction of a second is dropped).
+    Full,
+    /// Reduced precision (WARC 1.1 allows `2014`, `2014-01`, `2014-01-03`,
+    /// `2014-01-03T04:05Z`): padded to the start of the period, as ARC
+    /// dates are.
+    Padded,
+    /// Local time with a zone offset (`+02:00`, `-0700`, `+02`), which
+    /// ISO 28500 does not allow: converted to UTC.
+    Zoned,
+}
+
+/// The 14-digit UTC datetime of a `WARC-Date`, and how it was read;
+/// `None` when it cannot be read.
+///
+/// The numbers are read as warcio reads them (any non-digit separates
+/// them; at least year, month and day, up to a fraction of a second that
+/// is dropped), so every date warcio reads gives warcio's datetime. Beyond
+/// warcio: a year alone (4 digits) or a year and month (`YYYY-MM`) are
+/// padded to the first day of the period, and a zone offset after the
+/// time is applied (warcio either fails on it or drops it).
+pub fn warc_date(date: &[u8]) -> Option<([u8; 14], WarcDateForm)> {
+    let (main, offset) = split_zone(date)?;
+    let mut parts: Vec<&[u8]> = main.split(|b| !b.is_ascii_digit()).collect();
+    if parts.last().is_some_and(|p| p.is_empty()) {
+        parts.pop();
+    }
+    let num = |p: &[u8]| -> Option<u32> {
+        if p.is_empty() || p.len() > 9 {
+            return None;
+        }
+        std::str::from_utf8(p).ok()?.parse().ok()
+    };
+    let mut v = [0u32, 1, 1, 0, 0, 0];
+    match parts.len() {
+        1 | 2 => {
+            // Reduced precision: `YYYY` or `YYYY-MM`, nothing else.
+            let widths_ok = parts[0].len() == 4 && parts.get(1).map_or(true, |m| m.len() == 2);
+            if !widths_ok {
+                return None;
+            }
+        }
+        3..=7 => {}
+        _ => return None,
+    }
+    for (i, p) in parts.iter().enumerate() {
+        let n = num(p)?;
+        if i < 6 {
+            v[i] = n;
+        }
+    }
+    let [y, mo, d, h, mi, s] = v;
+    if !(1..=9999).contains(&y) || d == 0 || d > days_in_month(y, mo)? {
+        return None;
+    }
+    if h > 23 || mi > 59 || s > 59 {
+        return None;
+    }
+    let (fields, form) = match offset {
+        Some(minutes) => {
+            let secs = days_from_civil(y, mo, d) * 86_400 + i64::from(h * 3600 + mi * 60 + s)
+                - i64::from(minutes) * 60;
+            let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+            let t = secs.rem_euclid(86_400) as u32;
+            if !(1..=9999).contains(&y) {
+                return None;
+            }
+            (
+                [y, mo, d, t / 3600, t / 60 % 60, t % 60],
+                WarcDateForm::Zoned,
+            )
+        }
+        None if parts.len() < 6 => ([y, mo, d, h, mi, s], WarcDateForm::Padded),
+        None => ([y, mo, d, h, mi, s], WarcDateForm::Full),
+    };
+    let [y, mo, d, h, mi, s] = fields;
+    let text = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}");
+    let mut out = [0u8; 14];
+    out.copy_from_slice(text.as_bytes());
+    Some((out, form))
+}
+
+/// Splits a zone offset (`+hh`, `+hhmm`, `+hh:mm`, or with `-`) off the
+/// time of a date: the date before it and the offset in minutes. `None`
+/// when a sign follows the time but no offset can be read.
+fn split_zone(date: &[u8]) -> Option<(&[u8], Option<i32>)> {
+    let Some(t) = date.iter().position(|&b| matches!(b, b'T' | b't' | b' ')) else {
+        return Some((date, None));
+    };
+    let Some(z) = date[t + 1..]
+        .iter()
+        .position(|&b| b == b'+' || b == b'-')
+        .map(|i| t + 1 + i)
+    else {
+        return Some((date, None));
+    };
+    let two = |s: &[u8]| -> Option<i32> {
+        (s.len() == 2 && s.iter().all(u8::is_ascii_digit))
+            .then(|| i32::from(s[0] - b'0') * 10 + i32::from(s[1] - b'0'))
+    };
+    let zone = &date[z + 1..];
+    let (h, m) = match zone.len() {
+        2 => (two(zone)?, 0),
+        4 => (two(&zone[..2])?, two(&zone[2..])?),
+        5 if zone[2] == b':' => (two(&zone[..2])?, two(&zone[3..])?),
+        _ => return None,
+    };
+    if h > 23 || m > 59 {
+        return None;
+    }
+    let minutes = h * 60 + m;
+    Some((
+        &date[..z],
+        Some(if date[z] == b'-' { -minutes } else { minutes }),
+    ))
+}
+
+fn days_in_month(y: u32, mo: u32) -> Option<u32> {
+    Some(match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        _ => return None,
+    })
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(y: u32, mo: u32, d: u32) -> i64 {
+    let y = i64::from(y) - i64::from(mo <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mo = i64::from(mo);
+    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The inverse of [`days_from_civil`]; years outside `0..=u32::MAX` come
+/// out as 0 (callers reject them).
+fn civil_from_days(z: i64) -> (u32, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    (u32::try_from(y).unwrap_or(0), mo, d)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::repair;
+    use super::{repair, warc_date, WarcDateForm};
+
+    fn w(raw: &str) -> Option<(String, WarcDateForm)> {
+        warc_date(raw.as_bytes()).map(|(d, f)| (String::from_utf8(d.to_vec()).unwrap(), f))
+    }
+
+    #[test]
+    fn warc_dates_as_warcio_reads_them() {
+        use WarcDateForm::*;
+        let full = |s: &str| Some((s.to_string(), Full));
+        assert_eq!(w("2019-11-18T12:56:03.352903999Z"), full("20191118125603"));
+        assert_eq!(w("2019-1-2T3:4:5Z"), full("20190102030405"));
+        assert_eq!(w("2013-12-26T10:11:12"), full("20131226101112"));
+        assert_eq!(w("2019-02-30T00:00:00Z"), None);
+        assert_eq!(w("20190101000000"), None);
+        assert_eq!(w(""), None);
+        assert_eq!(w("2014-01-03T04:05:06.1.2Z"), None);
+    }
+
+    #[test]
+    fn reduced_precision_pads_to_the_start_of_the_period() {
+        use WarcDateForm::*;
+        let padded = |s: &str| Some((s.to_string(), Padded));
+        assert_eq!(w("2014"), padded("20140101000000"));
+        assert_eq!(w("2014-01"), padded("20140101000000"));
+        assert_eq!(w("2014-12"), padded("20141201000000"));
+        assert_eq!(w("2014-01-03"), padded("20140103000000"));
+        assert_eq!(w("2014-01-03T04Z"), padded("20140103040000"));
+        assert_eq!(w("2014-01-03T04:05Z"), padded("20140103040500"));
+        assert_eq!(w("2014-13"), None);
+        assert_eq!(w("2014-00"), None);
+        assert_eq!(w("14"), None);
+        assert_eq!(w("201401"), None);
+        assert_eq!(w("2014-1"), None);
+    }
+
+    #[test]
+    fn zone_offsets_are_converted_to_utc() {
+        use WarcDateForm::*;
+        let zoned = |s: &str| Some((s.to_string(), Zoned));
+        assert_eq!(w("2014-01-03T04:05:06+02:00"), zoned("20140103020506"));
+        assert_eq!(w("2014-01-03T04:05:06-0700"), zoned("20140103110506"));
+        assert_eq!(w("2014-01-03T04:05:06-07"), zoned("20140103110506"));
+        assert_eq!(w("2014-01-03T04:05:06.123+00:00"), zoned("20140103040506"));
+        assert_eq!(w("2014-01-03T04:05+02:00"), zoned("20140103020500"));
+        // Across a day, a month, a year and a leap day.
+        assert_eq!(w("2014-01-01T01:00:00+02:00"), zoned("20131231230000"));
+        assert_eq!(w("2016-02-28T20:00:00-05:30"), zoned("20160229013000"));
+        assert_eq!(w("2015-02-28T20:00:00-05:30"), zoned("20150301013000"));
+        assert_eq!(w("9999-12-31T23:00:00-02:00"), None);
+        assert_eq!(w("2014-01-03T04:05:06+2"), None);
+        assert_eq!(w("2014-01-03T04:05:06+24:00"), None);
+        assert_eq!(w("2014-01-03T04:05:06+02:00Z"), None);
+    }
 
     fn r(raw: &str) -> Option<String> {
         repair(raw.as_bytes()).map(|d| String::from_utf8(d.to_vec()).unwrap())

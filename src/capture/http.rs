@@ -34,6 +34,8 @@ pub struct Head<'a> {
     pub payload_start: usize,
     /// At least one `name: value` line was read.
     pub has_fields: bool,
+    /// Whether the `Content-Type` line is read as UTF-8 (else Latin-1).
+    content_type_utf8: bool,
 }
 
 /// Python's `str.isspace` on the code points an ASCII or Latin-1 header can
@@ -42,29 +44,85 @@ pub(crate) fn is_py_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
 }
 
-fn rstrip(s: &[u8]) -> &[u8] {
-    let end = s
-        .iter()
-        .rposition(|&b| !is_py_space(b))
-        .map_or(0, |i| i + 1);
-    &s[..end]
+/// Python's `str.isspace` on a character (Rust's whitespace and the
+/// separators `0x1c`-`0x1f`).
+fn is_py_space_char(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '\x1c'..='\x1f')
 }
 
-fn lstrip(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|&b| !is_py_space(b)).unwrap_or(s.len());
-    &s[start..]
+/// Python's `str.isspace` on a byte of a line warcio decodes as Latin-1
+/// (one that is not valid UTF-8): NEL and NBSP are blanks too.
+fn is_latin1_space(b: u8) -> bool {
+    is_py_space(b) || b == 0x85 || b == 0xa0
 }
 
-fn strip(s: &[u8]) -> &[u8] {
-    lstrip(rstrip(s))
+/// The text of a header line as warcio decodes it: UTF-8 when the line is
+/// valid UTF-8, else Latin-1. Blanks are Python's for that text, so a line
+/// of one NBSP ends the head as a blank line does.
+#[derive(Clone, Copy)]
+struct Text {
+    utf8: bool,
+}
+
+impl Text {
+    fn of(line: &[u8]) -> Text {
+        Text {
+            utf8: std::str::from_utf8(line).is_ok(),
+        }
+    }
+
+    fn rstrip(self, s: &[u8]) -> &[u8] {
+        match std::str::from_utf8(s) {
+            Ok(t) if self.utf8 => t.trim_end_matches(is_py_space_char).as_bytes(),
+            _ => {
+                let end = s
+                    .iter()
+                    .rposition(|&b| !is_latin1_space(b))
+                    .map_or(0, |i| i + 1);
+                &s[..end]
+            }
+        }
+    }
+
+    fn lstrip(self, s: &[u8]) -> &[u8] {
+        match std::str::from_utf8(s) {
+            Ok(t) if self.utf8 => t.trim_start_matches(is_py_space_char).as_bytes(),
+            _ => {
+                let start = s
+                    .iter()
+                    .position(|&b| !is_latin1_space(b))
+                    .unwrap_or(s.len());
+                &s[start..]
+            }
+        }
+    }
+
+    fn strip(self, s: &[u8]) -> &[u8] {
+        self.lstrip(self.rstrip(s))
+    }
+
+    /// Where the first `;` or blank is (`[;\s]`), or the end.
+    fn media_type_end(self, v: &[u8]) -> usize {
+        match std::str::from_utf8(v) {
+            Ok(t) if self.utf8 => t
+                .find(|c| c == ';' || is_py_space_char(c))
+                .unwrap_or(t.len()),
+            _ => v
+                .iter()
+                .position(|&b| b == b';' || is_latin1_space(b))
+                .unwrap_or(v.len()),
+        }
+    }
 }
 
 /// Splits `block[pos..]` at the next `\n` (kept in the consumed count):
-/// returns the line without trailing whitespace and the next position.
-fn read_line(block: &[u8], pos: usize) -> (&[u8], usize) {
+/// returns the line without trailing whitespace, how it is decoded, and
+/// the next position.
+fn read_line(block: &[u8], pos: usize) -> (&[u8], Text, usize) {
     let rest = block.get(pos..).unwrap_or_default();
     let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-    (rstrip(&rest[..end]), pos + end)
+    let text = Text::of(&rest[..end]);
+    (text.rstrip(&rest[..end]), text, pos + end)
 }
 
 impl<'a> Head<'a> {
@@ -74,7 +132,7 @@ impl<'a> Head<'a> {
         if block.is_empty() {
             return None;
         }
-        let (status_line, mut pos) = read_line(block, 0);
+        let (status_line, status_text, mut pos) = read_line(block, 0);
         let mut head = Head {
             payload_start: pos,
             ..Head::default()
@@ -85,21 +143,22 @@ impl<'a> Head<'a> {
         match memchr::memchr(b' ', status_line) {
             Some(sp) => {
                 head.protocol = &status_line[..sp];
-                let text = strip(&status_line[sp + 1..]);
+                let text = status_text.strip(&status_line[sp + 1..]);
                 let code_end = memchr::memchr(b' ', text).unwrap_or(text.len());
                 head.status = &text[..code_end];
             }
             None => head.protocol = status_line,
         }
-        let (mut line, next) = read_line(block, pos);
+        let (mut line, mut text, next) = read_line(block, pos);
         pos = next;
         while !line.is_empty() {
             let colon = memchr::memchr(b':', line);
             let (name, value) = match colon {
-                Some(c) => (rstrip_sp_tab(&line[..c]), Some(lstrip(&line[c + 1..]))),
+                Some(c) => (rstrip_sp_tab(&line[..c]), Some(text.lstrip(&line[c + 1..]))),
                 None => (line, None),
             };
-            let (mut next_line, after) = read_line(block, pos);
+            let value_text = text;
+            let (mut next_line, mut next_text, after) = read_line(block, pos);
             pos = after;
             let mut folded: Option<Vec<u8>> = None;
             while next_line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
@@ -108,8 +167,9 @@ impl<'a> Head<'a> {
                         .get_or_insert_with(|| v.to_vec())
                         .extend_from_slice(next_line);
                 }
-                let (l, after) = read_line(block, pos);
+                let (l, t, after) = read_line(block, pos);
                 next_line = l;
+                next_text = t;
                 pos = after;
             }
             if let Some(v) = value {
@@ -120,11 +180,13 @@ impl<'a> Head<'a> {
                 };
                 if head.content_type.is_none() && name.eq_ignore_ascii_case(b"content-type") {
                     head.content_type = Some(v);
+                    head.content_type_utf8 = value_text.utf8;
                 } else if head.location.is_none() && name.eq_ignore_ascii_case(b"location") {
                     head.location = Some(v);
                 }
             }
             line = next_line;
+            text = next_text;
         }
         head.payload_start = pos.min(block.len());
         Some(head)
@@ -141,16 +203,24 @@ impl<'a> Head<'a> {
     /// The media type as cdxj-indexer prints it: the Content-Type value up
     /// to the first `;` or whitespace.
     pub fn mime(&self) -> Option<&[u8]> {
-        self.content_type.as_deref().map(media_type)
+        let text = self.content_type_text();
+        self.content_type.as_deref().map(|v| media_type(v, text))
     }
 
     /// [`Head::mime`] borrowing from the block when the field was not
     /// folded (the usual case), so it outlives the head.
     pub fn mime_cow(&self) -> Option<Cow<'a, [u8]>> {
+        let text = self.content_type_text();
         Some(match self.content_type.as_ref()? {
-            Cow::Borrowed(v) => Cow::Borrowed(media_type(v)),
-            Cow::Owned(v) => Cow::Owned(media_type(v).to_vec()),
+            Cow::Borrowed(v) => Cow::Borrowed(media_type(v, text)),
+            Cow::Owned(v) => Cow::Owned(media_type(v, text).to_vec()),
         })
+    }
+
+    fn content_type_text(&self) -> Text {
+        Text {
+            utf8: self.content_type_utf8,
+        }
     }
 
     /// The status as a number, when it is one of three digits.
@@ -160,12 +230,8 @@ impl<'a> Head<'a> {
 }
 
 /// A Content-Type value up to the first `;` or whitespace, trimmed.
-fn media_type(v: &[u8]) -> &[u8] {
-    let end = v
-        .iter()
-        .position(|&b| b == b';' || is_py_space(b))
-        .unwrap_or(v.len());
-    strip(&v[..end])
+fn media_type(v: &[u8], text: Text) -> &[u8] {
+    text.strip(&v[..text.media_type_end(v)])
 }
 
 /// A three-digit status code, or `None`.
@@ -347,6 +413,28 @@ mod tests {
         assert!(!h.is_present());
         assert_eq!(h.payload_start, 9);
         assert!(Head::parse(b"HTTP/1.0\nA: b\n\n").unwrap().is_present());
+    }
+
+    #[test]
+    fn warcio_blanks_are_python_blanks_of_the_decoded_line() {
+        // A line of one NBSP is blank: Latin-1 (the line is not UTF-8) or
+        // UTF-8, the head ends there.
+        for blank in [&b"\xa0"[..], b"\xc2\xa0", b"\x85", b"\xe3\x80\x80"] {
+            let block = [&b"HTTP/1.1 200 OK\r\nA: b\r\n"[..], blank, b"\r\nbody"].concat();
+            let h = Head::parse(&block).unwrap();
+            assert_eq!(&block[h.payload_start..], b"body", "{blank:?}");
+        }
+        // Trailing NEL and NBSP are stripped, and cut a media type.
+        let block = b"HTTP/1.1 200 OK\xa0\r\nContent-Type: \xa0text/html\x85\r\n\r\n";
+        let h = Head::parse(block).unwrap();
+        assert_eq!((h.status, h.mime()), (&b"200"[..], Some(&b"text/html"[..])));
+        let block = "HTTP/1.1 200 OK\r\nContent-Type: text/html\u{a0}x; a=b\r\n\r\n";
+        let h = Head::parse(block.as_bytes()).unwrap();
+        assert_eq!(h.mime(), Some(&b"text/html"[..]));
+        // In a UTF-8 line, a byte 0x85 or 0xa0 is part of a character.
+        let block = "HTTP/1.1 200 OK\r\nContent-Type: text/\u{e0}\u{3a0}\r\n\r\n";
+        let h = Head::parse(block.as_bytes()).unwrap();
+        assert_eq!(h.mime(), Some("text/\u{e0}\u{3a0}".as_bytes()));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::borrow::Cow;
 
 use data_encoding::BASE32;
 
+use super::datetime::{self, WarcDateForm};
 use super::json::{self, Escape};
 use super::post::{self, PostAppend};
 use super::{
@@ -34,9 +35,6 @@ use crate::warc::{Record, RecordType};
 
 /// `Content-Type` of WARC field lists, left out by cdxj-indexer.
 const WARC_FIELDS: &[u8] = b"application/warc-fields";
-
-/// The SHA-1 of nothing, base32.
-const EMPTY_SHA1: &[u8] = b"3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
 
 /// `WARC-Target-URI` as warcio reads it: `<...>` dropped when the value
 /// both starts and ends with them, spaces written `%20`.
@@ -60,43 +58,11 @@ pub fn target_uri(rec: &Record) -> Option<Cow<'_, [u8]>> {
     Some(Cow::Owned(v))
 }
 
-/// `WARC-Date` as warcio turns it into 14 digits: the numbers in it (at
-/// least year, month and day, at most seven with a fraction), fractions
-/// dropped. `None` when it cannot (a time zone offset, too few numbers,
-/// out-of-range values).
+/// `WARC-Date` as 14 digits in UTC: as warcio reads it where it can,
+/// reduced precision padded and zone offsets applied
+/// ([`datetime::warc_date`]); `None` when it cannot be read.
 pub fn timestamp(date: &[u8]) -> Option<[u8; 14]> {
-    let mut parts: Vec<&[u8]> = date.split(|b| !b.is_ascii_digit()).collect();
-    if parts.last().is_some_and(|p| p.is_empty()) {
-        parts.pop();
-    }
-    if parts.len() < 3 || parts.len() > 7 || parts.iter().any(|p| p.is_empty()) {
-        return None;
-    }
-    let num = |p: &[u8]| -> Option<u32> {
-        if p.len() > 9 {
-            return None;
-        }
-        std::str::from_utf8(p).ok()?.parse().ok()
-    };
-    let mut v = [0u32; 6];
-    for (i, p) in parts.iter().take(6).enumerate() {
-        v[i] = num(p)?;
-    }
-    let [y, mo, d, h, mi, s] = v;
-    let days = match mo {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if !(1..=9999).contains(&y) || d == 0 || d > days || h > 23 || mi > 59 || s > 59 {
-        return None;
-    }
-    let text = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}");
-    let mut out = [0u8; 14];
-    out.copy_from_slice(text.as_bytes());
-    Some(out)
+    datetime::warc_date(date).map(|(d, _)| d)
 }
 
 /// CDX-Writer's timestamp: the first 19 characters of `WARC-Date` as
@@ -173,6 +139,20 @@ fn segment_notice(rec: &Record) -> Option<String> {
         rec.record_type().name(),
         text(n),
     ))
+}
+
+/// What to say of a `WARC-Date` in local time with a zone offset, which
+/// the `ukvs` and `cdxj` lines give in UTC.
+fn zone_notice(rec: &Record) -> Option<String> {
+    let date = rec.header("WARC-Date")?;
+    let (d, form) = datetime::warc_date(date)?;
+    (form == WarcDateForm::Zoned).then(|| {
+        format!(
+            "WARC-Date {:?} has a zone offset (ISO 28500 wants UTC): indexed as {} UTC",
+            String::from_utf8_lossy(date),
+            String::from_utf8_lossy(&d)
+        )
+    })
 }
 
 /// The POST or PUT exchange two adjacent records make, as cdxj-indexer
@@ -286,6 +266,28 @@ fn cdx_writer_made_up_start(block: &[u8]) -> usize {
         pos = end;
     }
     block.len()
+}
+
+/// Where the bytes of a response's computed `k` start: after the HTTP
+/// head when the block starts with `HTTP` (read as CDX-Writer reads it for
+/// `application/http` records, and as it reads ARC records for any other
+/// WARC Content-Type: WARC/0.17 and 0.18 conversions from ARC), else the
+/// whole block.
+fn cdx11_payload_start(rec: &Record) -> usize {
+    let block = rec.block();
+    if !block.starts_with(b"HTTP") {
+        0
+    } else if cdx11_response_is_http(rec) {
+        cdx_writer_made_up_start(block)
+    } else {
+        http::cdx_writer_payload_start(block)
+    }
+}
+
+/// A stated SHA-1 digest as `cdx11` writes it: the 32 base32 characters
+/// after `sha1:`; `None` when absent or malformed.
+fn stated_digest<'r>(rec: &'r Record, field: &str) -> Option<&'r [u8]> {
+    rec.header(field).and_then(well_formed_sha1)
 }
 
 fn cdx11_response_is_http(rec: &Record) -> bool {
@@ -431,31 +433,27 @@ impl Indexer {
                 Some(self.cdxj_payload_start(rec, t, uri.as_deref()))
             }
             Profile::Cdx11 => match cdx11_kind(rec, all)? {
-                Cdx11Kind::Response => {
-                    if rec.header("WARC-Payload-Digest").is_some() {
-                        None
-                    } else if cdx11_response_is_http(rec) {
-                        (!rec.block().is_empty()).then(|| cdx_writer_made_up_start(rec.block()))
-                    } else {
-                        Some(0)
-                    }
-                }
+                Cdx11Kind::Response => match stated_digest(rec, "WARC-Payload-Digest") {
+                    Some(_) => None,
+                    None => Some(cdx11_payload_start(rec)),
+                },
                 Cdx11Kind::Revisit => None,
                 Cdx11Kind::Ftp => {
-                    let declared = rec.header("WARC-Payload-Digest").is_some()
-                        || rec.header("WARC-Block-Digest").is_some();
-                    (!declared).then_some(0)
+                    let declared = stated_digest(rec, "WARC-Payload-Digest")
+                        .or_else(|| stated_digest(rec, "WARC-Block-Digest"));
+                    declared.is_none().then_some(0)
                 }
                 Cdx11Kind::Resource | Cdx11Kind::Warcinfo | Cdx11Kind::Generic => Some(0),
             },
         }
     }
 
+    /// Where warcio's payload starts: after what its HTTP parser consumed,
+    /// even a head it then finds empty (a status line without a status,
+    /// `HTTP/1.` alone, and the lines up to the first blank one).
     fn cdxj_payload_start(&self, rec: &Record, t: RecordType, uri: Option<&[u8]>) -> usize {
         if cdxj_parses_http(rec, t, uri) {
-            http::Head::parse(rec.block())
-                .filter(http::Head::is_present)
-                .map_or(0, |h| h.payload_start.min(rec.block().len()))
+            http::Head::parse(rec.block()).map_or(0, |h| h.payload_start.min(rec.block().len()))
         } else {
             0
         }
@@ -495,11 +493,20 @@ impl Indexer {
         } else {
             hashed
         };
-        match self.opts.profile {
+        let outcome = match self.opts.profile {
             Profile::Cdxj => self.warc_cdxj(rec, hashed, out),
             Profile::Cdx11 => self.warc_cdx11(rec, hashed, out),
             Profile::Ukvs => self.warc_ukvs(rec, hashed, out),
+        };
+        if outcome == Outcome::Indexed && self.opts.profile != Profile::Cdx11 {
+            if let Some(n) = zone_notice(rec) {
+                self.notice = Some(match self.notice.take() {
+                    Some(first) => format!("{first}; {n}"),
+                    None => n,
+                });
+            }
         }
+        outcome
     }
 
     fn computed(&self, rec: &Record, hashed: Option<[u8; 20]>) -> [u8; 20] {
@@ -636,44 +643,29 @@ impl Indexer {
             Cdx11Kind::Ftp => Some(b"226"),
             _ => None,
         };
-        let payload_digest = rec.header("WARC-Payload-Digest");
-        let strip_sha1 = |d: &[u8]| -> Vec<u8> {
-            // Every `sha1:` goes, the rest is written as it is.
-            let mut v = Vec::with_capacity(d.len());
-            let mut i = 0;
-            while i < d.len() {
-                if d[i..].starts_with(b"sha1:") {
-                    i += 5;
-                } else {
-                    v.push(d[i]);
-                    i += 1;
-                }
-            }
-            v
-        };
+        // A stated digest is written without its `sha1:`; one that is not
+        // `sha1:` and 32 base32 characters is passed over (2.7).
+        let payload_digest = stated_digest(rec, "WARC-Payload-Digest");
         let computed = |me: &Self| -> Vec<u8> {
             let mut b32 = [0; 32];
             BASE32.encode_mut(&me.computed(rec, hashed), &mut b32);
             b32.to_vec()
         };
         let digest: Vec<u8> = match kind {
-            Cdx11Kind::Response => match payload_digest {
-                Some(d) => strip_sha1(d),
-                None if cdx11_response_is_http(rec) && block.is_empty() => EMPTY_SHA1.to_vec(),
-                None => computed(self),
-            },
-            Cdx11Kind::Revisit => payload_digest.map_or_else(|| b"-".to_vec(), strip_sha1),
-            Cdx11Kind::Ftp => match payload_digest.or_else(|| rec.header("WARC-Block-Digest")) {
-                Some(d) => strip_sha1(d),
-                None => computed(self),
-            },
+            Cdx11Kind::Response => payload_digest.map_or_else(|| computed(self), <[u8]>::to_vec),
+            Cdx11Kind::Revisit => payload_digest.unwrap_or(b"-").to_vec(),
+            Cdx11Kind::Ftp => payload_digest
+                .or_else(|| stated_digest(rec, "WARC-Block-Digest"))
+                .map_or_else(|| computed(self), <[u8]>::to_vec),
             _ => computed(self),
         };
         let mime: Cow<[u8]> = match kind {
-            Cdx11Kind::Response if cdx11_response_is_http(rec) => {
+            // Without a status line, CDX-Writer reads no HTTP head.
+            Cdx11Kind::Response if cdx11_response_is_http(rec) && block.starts_with(b"HTTP") => {
                 Cow::Borrowed(cdx11_http_mime(block))
             }
-            Cdx11Kind::Response => match rec.header("Content-Type") {
+            Cdx11Kind::Response if cdx11_response_is_http(rec) => Cow::Borrowed(b"unk"),
+            Cdx11Kind::Response => match rec.header("Content-Type").map(media_type) {
                 Some(m) if !m.is_empty() && m != b"no-type" && m.is_ascii() => Cow::Borrowed(m),
                 _ => Cow::Borrowed(b"unk"),
             },
@@ -838,7 +830,8 @@ impl<'a> Capture<'a> {
             other => Some(Cow::Borrowed(other.name().as_bytes())),
         };
         let date = rec.header("WARC-Date").unwrap_or_default();
-        let datetime = timestamp(date);
+        let read = datetime::warc_date(date);
+        let datetime = read.map(|(d, _)| d);
         let mut extra: Vec<(&'static str, Cow<'a, [u8]>)> = Vec::new();
         if t == RecordType::Revisit {
             for (name, field) in [
@@ -859,8 +852,11 @@ impl<'a> Capture<'a> {
         Capture {
             key,
             datetime,
-            // Only a date that could not be read is kept as written.
-            datetime_raw: if datetime.is_some() { b"" } else { date },
+            // A date read to the second in UTC is not kept as written.
+            datetime_raw: match read {
+                Some((_, WarcDateForm::Full)) => b"",
+                _ => date,
+            },
             offset: rec.offset,
             length: rec.length,
             digest,
@@ -897,7 +893,10 @@ mod tests {
         assert_eq!(t("2008-04-30").as_deref(), Some("20080430000000"));
         assert_eq!(t("2019-1-2T3:4:5Z").as_deref(), Some("20190102030405"));
         assert_eq!(t("2019-02-30T00:00:00Z"), None);
-        assert_eq!(t("2019-01-01T00:00:00+01:00"), None);
+        assert_eq!(
+            t("2019-01-01T00:00:00+01:00").as_deref(),
+            Some("20181231230000")
+        );
         assert_eq!(t("20190101000000"), None);
         assert_eq!(t(""), None);
         let c = |s: &str| {

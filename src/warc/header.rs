@@ -125,19 +125,28 @@ pub(crate) fn parse(data: &[u8], head: &mut Head) -> Parsed {
     }
 }
 
-/// The version of a line `WARC/<digits>.<digits>` (blanks and CRs after
-/// it ignored).
+/// Whether `b` starts with `WARC/`, ASCII case ignored: warcio and JWAT
+/// read `warc/1.0` and `Warc/1.1` version lines too.
+pub(crate) fn is_warc_magic(b: &[u8]) -> bool {
+    b.get(..5).is_some_and(|m| m.eq_ignore_ascii_case(b"WARC/"))
+}
+
+/// The version of a line `WARC/<digits>.<digits>` (`WARC` in any case;
+/// blanks and CRs after it ignored).
 pub(crate) fn version_of(line: &[u8]) -> Option<&[u8]> {
-    let v = line.strip_prefix(b"WARC/")?.trim_ascii_end();
+    if !is_warc_magic(line) {
+        return None;
+    }
+    let v = line[5..].trim_ascii_end();
     let dot = memchr::memchr(b'.', v)?;
     let digits = |s: &[u8]| !s.is_empty() && s.len() <= 4 && s.iter().all(u8::is_ascii_digit);
     (digits(&v[..dot]) && digits(&v[dot + 1..])).then_some(v)
 }
 
 /// Whether `data` (with no line end yet) may still become a version line.
-fn version_prefix_ok(data: &[u8]) -> bool {
+pub(crate) fn version_prefix_ok(data: &[u8]) -> bool {
     let n = data.len().min(5);
-    data[..n] == b"WARC/"[..n]
+    data[..n].eq_ignore_ascii_case(&b"WARC/"[..n])
 }
 
 /// How far the field line after a version line is looked at.
@@ -148,7 +157,7 @@ const FIELD_LOOK: usize = 1024;
 /// records after damage, so a mention of `WARC/1.0` in a payload that is
 /// not followed by a field is not taken for one.
 pub(crate) fn looks_like_record(data: &[u8]) -> bool {
-    if !data.starts_with(b"WARC/") {
+    if !is_warc_magic(data) {
         return false;
     }
     // A version line is short: its end is looked for in a few bytes only,
@@ -226,6 +235,24 @@ mod tests {
         assert!(!looks_like_record(b"WARC/1.0\r\nsome text here\r\n"));
         assert!(!looks_like_record(b"WARC/1.0 is a format\r\nA: b\r\n"));
         assert!(!looks_like_record(b"WARC/1.0"));
+    }
+
+    #[test]
+    fn version_line_in_any_case() {
+        let mut h = Head::default();
+        for line in ["warc/1.0", "Warc/1.1", "wArC/0.17"] {
+            let data = format!("{line}\r\nWARC-Type: response\r\n\r\n");
+            assert_eq!(
+                parse(data.as_bytes(), &mut h),
+                Parsed::Complete(data.len()),
+                "{line}"
+            );
+            assert_eq!(h.version(), &line.as_bytes()[5..]);
+            assert!(looks_like_record(data.as_bytes()), "{line}");
+        }
+        assert_eq!(parse(b"war", &mut h), Parsed::Incomplete);
+        assert_eq!(version_of(b"WARCS/1.0"), None);
+        assert_eq!(version_of(b"warc/1.x"), None);
     }
 
     #[test]

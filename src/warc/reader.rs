@@ -28,8 +28,9 @@
 //! When they are not, the reader works out where the record really ends,
 //! reports it with a non-fatal [`Error`] and goes on:
 //!
-//! * a record start inside the block: the length was too long; the block is
-//!   cut there and the rest is read again ([`Error::LengthMismatch`]);
+//! * a record start inside the block, or a version line that straddles its
+//!   end: the length was too long; the block is cut there and the rest is
+//!   read again ([`Error::LengthMismatch`]);
 //! * else the record ends where its length says, as warcio reads it, and
 //!   what follows (junk, or block bytes the length did not count) is
 //!   skipped to the next record ([`Error::Garbage`]).
@@ -60,7 +61,7 @@ use std::io::{self, BufRead, Read};
 use flate2::bufread::{GzDecoder, MultiGzDecoder};
 use zstd::stream::raw::{Decoder as ZDecoder, InBuffer, Operation, OutBuffer};
 
-use super::header::{self, looks_like_record, Parsed};
+use super::header::{self, is_warc_magic, looks_like_record, version_prefix_ok, Parsed};
 use super::{Compression, Error, Record, SharedBytes};
 use crate::input::{is_gzip_start, is_ws, SharedBlock, Src};
 
@@ -69,6 +70,9 @@ const MAX_HEAD: usize = 1 << 20;
 
 /// Bytes looked at past a candidate record start to judge it.
 const PEEK: usize = 2048;
+
+/// Longest version line looked for across the end of a block.
+const VERSION_LINE: usize = 32;
 
 /// Decoded bytes of a member between two looks for a second record.
 const DECODE_STEP: usize = 256 << 10;
@@ -700,7 +704,7 @@ impl<R: Read> Reader<R> {
                 match data[e..].iter().position(|&b| !is_ws(b)) {
                     None => e,
                     Some(k) => {
-                        if data[e + k..].starts_with(b"WARC/") || multi() {
+                        if is_warc_magic(&data[e + k..]) || multi() {
                             return self.multi_member(rec, offset, length, what);
                         }
                         let actual = strip_separator(data).len().max(hlen);
@@ -810,12 +814,8 @@ impl<R: Read> Reader<R> {
                         // No line end within the limit: not a header.
                         return self.skip_garbage();
                     }
-                    if at == 0 {
-                        let a = self.src.avail();
-                        let prefix = a.len().min(5);
-                        if a[..prefix] != b"WARC/"[..prefix] {
-                            return self.skip_garbage();
-                        }
+                    if at == 0 && !version_prefix_ok(self.src.avail()) {
+                        return self.skip_garbage();
                     }
                     // The file ends inside the header.
                     self.src.consume(have);
@@ -881,7 +881,11 @@ impl<R: Read> Reader<R> {
             return Ok(true);
         }
         // The length disagrees with what follows: see the module docs.
-        if let Some(k) = find_record(rec.block(), 0) {
+        let inside = match find_record(rec.block(), 0) {
+            Some(k) => Some(k),
+            None => self.record_across_end(rec.block())?,
+        };
+        if let Some(k) = inside {
             let keep = strip_separator(&rec.block()[..k]).len();
             self.give_back(rec, k, block_start);
             truncate_block(rec, keep);
@@ -910,6 +914,23 @@ impl<R: Read> Reader<R> {
         let keep = strip_separator(&rec.buf).len();
         rec.buf.truncate(keep);
         Ok(())
+    }
+
+    /// Where a record starts in the last line of `block` when that line
+    /// runs on past the block's end into the input: a `Content-Length` a
+    /// few bytes too long ends inside the next record's version line.
+    fn record_across_end(&mut self, block: &[u8]) -> io::Result<Option<usize>> {
+        let last = memchr::memrchr(b'\n', block).map_or(0, |i| i + 1);
+        let tail = &block[last..];
+        if tail.is_empty() || tail.len() >= VERSION_LINE || !version_prefix_ok(tail) {
+            return Ok(None);
+        }
+        self.src.fill(PEEK)?;
+        let mut line = Vec::with_capacity(tail.len() + PEEK);
+        line.extend_from_slice(tail);
+        let a = self.src.avail();
+        line.extend_from_slice(&a[..a.len().min(PEEK)]);
+        Ok(looks_like_record(&line).then_some(last))
     }
 
     /// Returns the block's bytes from `k` on to the input.
@@ -964,11 +985,13 @@ impl<R: Read> Reader<R> {
     /// position counts. Bytes passed over are appended to `sink` (up to
     /// the block limit) when given.
     fn scan(&mut self, mut sink: Option<&mut Vec<u8>>) -> io::Result<()> {
+        // A version line is found at its `/`, whatever the case of `WARC`
+        // before it, so the 4 bytes before `i` are kept when passing on.
         let mut i = 0usize;
         loop {
             if i > PEEK {
-                self.src.pass(i, &mut sink, self.opts.max_block);
-                i = 0;
+                self.src.pass(i - 4, &mut sink, self.opts.max_block);
+                i = 4;
             }
             let n = self.src.fill(i + 1)?;
             if n <= i {
@@ -976,16 +999,21 @@ impl<R: Read> Reader<R> {
                 return Ok(());
             }
             let a = self.src.avail();
-            let Some(j) = memchr::memchr3(b'W', 0x1f, 0x28, &a[i..]) else {
+            let Some(j) = memchr::memchr3(b'/', 0x1f, 0x28, &a[i..]) else {
                 i = a.len();
                 continue;
             };
-            let h = i + j;
+            let p = i + j;
+            i = p + 1;
+            let h = match a[p] {
+                b'/' if p >= 4 && is_warc_magic(&a[p - 4..]) => p - 4,
+                b'/' => continue,
+                _ => p,
+            };
             if self.record_starts_at(h)? {
                 self.src.pass(h, &mut sink, self.opts.max_block);
                 return Ok(());
             }
-            i = h + 1;
         }
     }
 
@@ -998,7 +1026,7 @@ impl<R: Read> Reader<R> {
             let mut head = [0u8; 8];
             let mut dec = GzDecoder::new(a);
             let n = read_up_to(&mut dec, &mut head);
-            return Ok(head[..n].starts_with(b"WARC/"));
+            return Ok(is_warc_magic(&head[..n]));
         }
         if is_zstd_start(a) {
             if self.zstd.is_none() {
@@ -1013,7 +1041,7 @@ impl<R: Read> Reader<R> {
             let mut inb = InBuffer::around(a);
             let ok = dctx.run(&mut inb, &mut out).is_ok();
             let n = out.pos();
-            return Ok(ok && head[..n].starts_with(b"WARC/"));
+            return Ok(ok && is_warc_magic(&head[..n]));
         }
         Ok(looks_like_record(a))
     }
@@ -1071,20 +1099,17 @@ fn truncate_block(rec: &mut Record, n: usize) {
     }
 }
 
+/// Where `WARC/` (any case) starts in `data`.
+fn warc_magics(data: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    memchr::memchr2_iter(b'W', b'w', data).filter(move |&k| is_warc_magic(&data[k..]))
+}
+
 /// Where a record starts in `data` at or after `from`, at a line start
 /// (or at `from` itself).
 fn find_record(data: &[u8], from: usize) -> Option<usize> {
-    let finder = memchr::memmem::Finder::new(b"WARC/");
-    let mut at = from;
-    while at < data.len() {
-        let k = at + finder.find(&data[at..])?;
-        let line_start = k == from || data[k - 1] == b'\n';
-        if line_start && looks_like_record(&data[k..]) {
-            return Some(k);
-        }
-        at = k + 1;
-    }
-    None
+    warc_magics(data.get(from..)?)
+        .map(|k| from + k)
+        .find(|&k| (k == from || data[k - 1] == b'\n') && looks_like_record(&data[k..]))
 }
 
 /// Looks, while a file's first member is decoded, for a second record
@@ -1155,11 +1180,10 @@ impl SecondLook {
             None => self.searched,
         };
         // No length: any record start at a line start after the header.
-        let finder = memchr::memmem::Finder::new(b"\nWARC/");
         let start = from.saturating_sub(6).max(hlen.saturating_sub(1));
-        let found = finder
-            .find_iter(&data[start..])
-            .any(|k| looks_like_record(&data[start + k + 1..]));
+        let found = warc_magics(&data[start..])
+            .map(|k| start + k)
+            .any(|k| k > start && data[k - 1] == b'\n' && looks_like_record(&data[k..]));
         // The last bytes may hold the start of a record still cut.
         self.searched = data.len().saturating_sub(FIELD_LOOK_BACK).max(from);
         found

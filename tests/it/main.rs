@@ -19,3 +19,4 @@ mod surt;
 mod ukvs;
 mod util;
 mod warc;
+mod warc_real;

@@ -301,3 +301,90 @@ fn junk_without_line_ends_is_passed_in_linear_time() {
     assert_eq!(recs[0].0, 4 << 20);
     assert_eq!(errs.len(), 1);
 }
+
+/// `record` with its version line written `version`.
+fn record_as(version: &str, uri: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = record(uri, body);
+    r.splice(..8, version.bytes());
+    r
+}
+
+#[test]
+fn version_lines_in_any_case() {
+    let a = record_as("warc/1.0", "http://a/", b"hello");
+    let b = record_as("Warc/1.1", "http://b/", b"world");
+    let c = record_as("WARC/1.0", "http://c/", b"!");
+    let data = [a.clone(), b.clone(), c.clone()].concat();
+    let (recs, errs) = read_all(&data);
+    assert!(errs.is_empty(), "{errs:?}");
+    let uris: Vec<_> = recs.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(uris, ["http://a/", "http://b/", "http://c/"]);
+    assert_eq!(recs[1].0, a.len() as u64);
+    // Found again after junk, and in gzip members.
+    let junk = b"\x00junk\r\n";
+    let data = [a.clone(), junk.to_vec(), b.clone()].concat();
+    let (recs, errs) = read_all(&data);
+    assert_eq!(recs.len(), 2, "{errs:?}");
+    assert_eq!(recs[1].0, (a.len() + junk.len()) as u64);
+    assert!(errs[0].contains(&format!("skipped {} bytes", junk.len())));
+    let data = [gz(&a), gz(&b), gz(&c)].concat();
+    let (recs, errs) = read_all(&data);
+    assert_eq!((recs.len(), errs.len()), (3, 0), "{errs:?}");
+    // A lower-case record start inside a block too long cuts it.
+    let long = String::from_utf8(a.clone())
+        .unwrap()
+        .replace("Length: 5", "Length: 20");
+    let (recs, errs) = read_all(&[long.into_bytes(), b.clone()].concat());
+    assert_eq!(recs.len(), 2, "{errs:?}");
+    assert_eq!(recs[0].3, b"hello");
+}
+
+#[test]
+fn a_length_ending_inside_the_next_version_line() {
+    let a = record("http://a/", b"hello world");
+    let b = record("http://b/", b"next");
+    let c = record("http://c/", b"last");
+    // The declared end falls 1 to 12 bytes into the next record: inside
+    // `WARC/1.0`, on its CR or LF, or in its first field.
+    for k in 1..=12 {
+        let long = |r: &[u8], n: usize| {
+            String::from_utf8(r.to_vec())
+                .unwrap()
+                .replacen(
+                    &format!("Length: {n}\r"),
+                    &format!("Length: {}\r", n + 4 + k),
+                    1,
+                )
+                .into_bytes()
+        };
+        let (a, b) = (long(&a, 11), long(&b, 4));
+        let data = [a.clone(), b.clone(), c.clone()].concat();
+        let (recs, errs) = read_all(&data);
+        let got: Vec<_> = recs.iter().map(|r| (r.0, r.1, r.3.clone())).collect();
+        let (la, lb) = (a.len() as u64, b.len() as u64);
+        assert_eq!(
+            got,
+            [
+                (0, la - 4, b"hello world".to_vec()),
+                (la, lb - 4, b"next".to_vec()),
+                (la + lb, c.len() as u64 - 4, b"last".to_vec()),
+            ],
+            "k={k} {errs:?}"
+        );
+        assert_eq!(errs.len(), 2, "k={k} {errs:?}");
+        assert!(
+            errs[0].starts_with("offset 0: Content-Length says"),
+            "{errs:?}"
+        );
+        assert!(errs[1].starts_with(&format!("offset {la}: Content-Length says")));
+    }
+    // A last line that only looks like the start of a version line is the
+    // block's: the length is trusted and the junk after it skipped.
+    let mut w = record("http://a/", b"text\r\nWAR");
+    w.truncate(w.len() - 4);
+    w.extend_from_slice(b"C is not a record\r\n\r\n");
+    let (recs, errs) = read_all(&[w, c.clone()].concat());
+    assert_eq!(recs.len(), 2, "{errs:?}");
+    assert_eq!(recs[0].3, b"text\r\nWAR");
+    assert!(errs[0].contains("skipped"), "{errs:?}");
+}
