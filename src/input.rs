@@ -22,6 +22,8 @@
 use std::io::{self, BufRead, Read};
 use std::sync::Arc;
 
+use flate2::bufread::MultiGzDecoder;
+
 /// An input held whole in memory and shared by the records read from it
 /// (a memory-mapped file, or any bytes): see `arc::Reader::from_shared`
 /// and `warc::Reader::from_shared`.
@@ -70,6 +72,29 @@ const READ_RESERVE_MAX: u64 = 64 << 20;
 
 /// Reads at least this long bypass the buffer once it is empty.
 const DIRECT_READ_MIN: u64 = 64 << 10;
+
+/// What a reader reads: the file, or, once the file turned out to be
+/// compressed as one stream (`gzip x.warc`, `gzip x.arc`), that stream
+/// decompressed, read through the `Src` that held the file so that the
+/// bytes it had buffered are not lost.
+pub(crate) enum Input<R> {
+    Raw(R),
+    Gunzip(Box<MultiGzDecoder<Src<Input<R>>>>),
+    Unzstd(Box<zstd::stream::read::Decoder<'static, Src<Input<R>>>>),
+    /// In place only while the source is being swapped.
+    Gone,
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Raw(r) => r.read(buf),
+            Input::Gunzip(d) => d.read(buf),
+            Input::Unzstd(d) => d.read(buf),
+            Input::Gone => Ok(0),
+        }
+    }
+}
 
 pub(crate) struct Src<R> {
     inner: R,

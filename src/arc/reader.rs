@@ -72,7 +72,7 @@ use flate2::bufread::{GzDecoder, MultiGzDecoder};
 
 use super::header::{is_scheme_byte, KNOWN_SCHEMES};
 use super::{Error, HeaderView, Record, SharedBytes};
-use crate::input::{is_gzip_start, is_ws, Src};
+use crate::input::{is_gzip_start, is_ws, Input, Src};
 
 /// Longest header line looked for; longer lines are not headers.
 const MAX_LINE: usize = 64 << 10;
@@ -131,25 +131,6 @@ pub struct Stats {
     pub uncompressed_records: u64,
     /// Whether the file was gzipped as one stream ([`Error::SingleStream`]).
     pub single_stream: bool,
-}
-
-/// What the reader reads: the file, or, once the file turned out to be
-/// gzipped as one stream, that stream decompressed.
-enum Input<R> {
-    Raw(R),
-    Gunzip(Box<MultiGzDecoder<Src<Input<R>>>>),
-    /// In place only while the source is being swapped.
-    Gone,
-}
-
-impl<R: Read> Read for Input<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Input::Raw(r) => r.read(buf),
-            Input::Gunzip(d) => d.read(buf),
-            Input::Gone => Ok(0),
-        }
-    }
 }
 
 /// Reads ARC records with exact offsets from any `Read` (give it the raw

@@ -63,7 +63,7 @@ use zstd::stream::raw::{Decoder as ZDecoder, InBuffer, Operation, OutBuffer};
 
 use super::header::{self, is_warc_magic, looks_like_record, version_prefix_ok, Parsed};
 use super::{Compression, Error, Record, SharedBytes};
-use crate::input::{is_gzip_start, is_ws, SharedBlock, Src};
+use crate::input::{is_gzip_start, is_ws, Input, SharedBlock, Src};
 
 /// Longest header block looked for.
 const MAX_HEAD: usize = 1 << 20;
@@ -127,26 +127,6 @@ pub struct Stats {
     pub uncompressed_records: u64,
     /// Whether the file was compressed as one stream.
     pub single_stream: bool,
-}
-
-/// What the reader reads: the file, or, once the file turned out to be
-/// compressed as one stream, that stream decompressed.
-enum Input<R> {
-    Raw(R),
-    Gunzip(Box<MultiGzDecoder<Src<Input<R>>>>),
-    Unzstd(Box<zstd::stream::read::Decoder<'static, Src<Input<R>>>>),
-    Gone,
-}
-
-impl<R: Read> Read for Input<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Input::Raw(r) => r.read(buf),
-            Input::Gunzip(d) => d.read(buf),
-            Input::Unzstd(d) => d.read(buf),
-            Input::Gone => Ok(0),
-        }
-    }
 }
 
 /// How a unit is compressed.
