@@ -276,9 +276,12 @@ impl Source {
     }
 
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {
-        let bytes = open_bytes(path, no_mmap)?;
+        let mut bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
         searchable(&name, bytes.as_ref(), Expected::Index)?;
+        if let Some(legend) = url_keyed_legend(bytes.as_ref()) {
+            bytes = Bytes::Vec(surt_keyed_lines(&name, &legend, bytes.as_ref()));
+        }
         Ok(Source {
             name,
             path: path.to_path_buf(),
@@ -415,6 +418,46 @@ impl Source {
             source,
         }
     }
+}
+
+/// The legend of a CDX file keyed by URLs rather than SURTs (wget's
+/// ` CDX a b a m s k r M V g u`), `None` for any other file.
+fn url_keyed_legend(bytes: &[u8]) -> Option<crate::ukvs::convert::CdxLegend> {
+    let first = lines::line_at(bytes, 0).0;
+    let legend = crate::ukvs::convert::CdxLegend::parse(first)?.ok()?;
+    legend.is_url_keyed().then_some(legend)
+}
+
+/// The lines of a URL-keyed CDX file as a search reads them: each made a
+/// CDXJ line keyed by the SURT of its URL
+/// ([`surt_keyed_cdxj`](crate::ukvs::convert::surt_keyed_cdxj)), sorted
+/// in byte order, in memory (O(n) once, when the file is opened; such
+/// files are small, one per crawl). A line that cannot be read is
+/// reported with its number and left out.
+fn surt_keyed_lines(name: &str, legend: &crate::ukvs::convert::CdxLegend, bytes: &[u8]) -> Vec<u8> {
+    let mut keyed: Vec<Vec<u8>> = Vec::new();
+    let mut buf = Vec::new();
+    let mut pos = 0;
+    let mut no = 0u64;
+    while pos < bytes.len() {
+        let (line, next) = lines::line_at(bytes, pos);
+        pos = next.max(pos + 1);
+        no += 1;
+        if line.is_empty() || lines::is_header(line) {
+            continue;
+        }
+        match crate::ukvs::convert::surt_keyed_cdxj(legend, line, no, &mut buf) {
+            Ok(()) => keyed.push(buf.clone()),
+            Err(e) => crate::report!("ukvs: {name}: {e}; left out"),
+        }
+    }
+    keyed.sort_unstable();
+    let mut out = Vec::with_capacity(bytes.len() + keyed.len() * 32);
+    for l in keyed {
+        out.extend_from_slice(&l);
+        out.push(b'\n');
+    }
+    out
 }
 
 /// Reads blocks of a cluster: `(shard, offset, length) -> bytes`.
