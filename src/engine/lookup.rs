@@ -161,6 +161,9 @@ pub struct Source {
     name: String,
     path: PathBuf,
     kind: Kind,
+    /// A search found the file out of order (told once; from then on
+    /// [`Source::lines_as_pywb`] searches it as pywb does at once).
+    disordered: std::sync::atomic::AtomicBool,
 }
 
 enum Kind {
@@ -286,6 +289,7 @@ impl Source {
             name,
             path: path.to_path_buf(),
             kind: Kind::Plain(Search::new(bytes)),
+            disordered: Default::default(),
         })
     }
 
@@ -299,6 +303,7 @@ impl Source {
                 cluster: Cluster::new(open_bytes(idx, no_mmap)?),
                 shards,
             },
+            disordered: Default::default(),
         })
     }
 
@@ -381,6 +386,42 @@ impl Source {
                 Ok(self.block_lines(blocks, range, shards))
             }
         }
+    }
+
+    /// The lines of `range` as pywb's CDX server finds them, for a server
+    /// that answers as pywb does rather than fail: a sorted file's range
+    /// is first read through, checked ([`Source::lines`]), and given if
+    /// it is in order; a file out of order there is told once on stderr
+    /// (file, byte offset, how to fix it) and from then on searched as
+    /// pywb searches it ([`Search::pywb_range`]), unchecked. Reading the
+    /// range twice keeps memory bounded whatever the answer's size. A
+    /// cluster's lines are [`Source::lines`].
+    pub fn lines_as_pywb<'s>(&'s self, range: &'s KeyRange) -> Result<SourceLines<'s>, Error> {
+        use std::sync::atomic::Ordering;
+        let Kind::Plain(search) = &self.kind else {
+            return self.lines(range, None);
+        };
+        if !self.disordered.load(Ordering::Relaxed) {
+            let found = search
+                .range(range)
+                .and_then(|mut lines| lines.try_for_each(|l| l.map(drop)));
+            match found {
+                Ok(()) => return self.lines(range, None),
+                Err(sorted::Error::Unsorted { offset, .. }) => {
+                    if !self.disordered.swap(true, Ordering::Relaxed) {
+                        crate::report!(
+                            "ukvs: {}: lines out of byte order near byte {offset}: answering \
+                             from what pywb's search of it finds, which can miss captures; \
+                             sort it with `ukvs sort` (or `LC_ALL=C sort`); `ukvs validate` \
+                             lists every line out of order",
+                            self.name
+                        );
+                    }
+                }
+                Err(e) => return Err(self.failed(e)),
+            }
+        }
+        Ok(SourceLines::Pywb(search.pywb_range(range)))
     }
 
     /// Every data line (no header line), in index order.
@@ -466,6 +507,8 @@ type Fetch<'s> = Box<dyn FnMut(&str, u64, u64) -> io::Result<Vec<u8>> + Send + '
 /// The lines of one source within a range, one at a time.
 pub enum SourceLines<'s> {
     Plain(sorted::Range<'s, 's>),
+    /// A file out of order, searched as pywb searches it.
+    Pywb(sorted::PywbRange<'s, 's>),
     Cluster(Box<BlockLines<'s, Fetch<'s>>>),
     Done,
 }
@@ -476,6 +519,7 @@ impl<'s> Iterator for SourceLines<'s> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             SourceLines::Plain(r) => r.next().map(|l| l.map(|(_, line)| Cow::Borrowed(line))),
+            SourceLines::Pywb(r) => r.next().map(|(_, line)| Ok(Cow::Borrowed(line))),
             SourceLines::Cluster(b) => b.next().map(|l| l.map(Cow::Owned)),
             SourceLines::Done => None,
         }

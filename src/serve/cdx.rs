@@ -363,7 +363,7 @@ fn query_objs<'a>(
             source.page_lines(blocks, &q.range)
         } else {
             source
-                .lines(&q.range, None)
+                .lines_as_pywb(&q.range)
                 .map_err(|e| ApiError::Internal(e.to_string()))?
         };
         each.push(source_objs(coll, i, lines, with_source));

@@ -630,6 +630,99 @@ impl<D: AsRef<[u8]>> Search<D> {
     }
 }
 
+impl<D: AsRef<[u8]>> Search<D> {
+    /// The lines pywb 2.10 answers for `range` from this file, in order or
+    /// not (`pywb.utils.binsearch.iter_range`): a bisection over 8192-byte
+    /// blocks comparing the key with the first whole line of each block,
+    /// then a scan from the block it settles on that skips lines below the
+    /// key and stops at the first line not below the range's end. Nothing
+    /// is checked: on a sorted file the answer is [`Search::range`]'s, on
+    /// one out of order it is what pywb finds there (for the CDX server,
+    /// which answers as pywb does rather than fail). Lines come without
+    /// trailing whitespace, as pywb strips them.
+    pub fn pywb_range<'s, 'r>(&'s self, range: &'r KeyRange) -> PywbRange<'s, 'r> {
+        const BLOCK: usize = 8192;
+        let buf = self.data.as_ref();
+        let key = &range.start[..];
+        let (mut lo, mut hi) = (0, buf.len() / BLOCK);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            let mut pos = mid * BLOCK;
+            if mid > 0 {
+                // The partial line at the block's start.
+                pos = read_line(buf, pos).1;
+            }
+            // Python compares the key with the line and its LF.
+            if key > read_line(buf, pos).0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut pos = lo * BLOCK;
+        if lo > 0 {
+            pos = read_line(buf, pos).1;
+        }
+        PywbRange {
+            buf,
+            pos,
+            range,
+            started: false,
+            done: false,
+        }
+    }
+}
+
+/// Python's `readline` at `pos`: the line with its LF, and where the next
+/// starts (empty at the end).
+fn read_line(buf: &[u8], pos: usize) -> (&[u8], usize) {
+    if pos >= buf.len() {
+        return (&[], buf.len());
+    }
+    let end = memchr::memchr(b'\n', &buf[pos..]).map_or(buf.len(), |i| pos + i + 1);
+    (&buf[pos..end], end)
+}
+
+/// The lines of [`Search::pywb_range`], each with its offset.
+#[derive(Debug)]
+pub struct PywbRange<'s, 'r> {
+    buf: &'s [u8],
+    pos: usize,
+    range: &'r KeyRange,
+    /// A line at or above the key was met.
+    started: bool,
+    done: bool,
+}
+
+impl<'s> Iterator for PywbRange<'s, '_> {
+    type Item = (usize, &'s [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let at = self.pos;
+            let (line, next) = read_line(self.buf, at);
+            if line.is_empty() {
+                self.done = true;
+                break;
+            }
+            self.pos = next;
+            let line = line.trim_ascii_end();
+            if !self.started {
+                if line < &self.range.start[..] {
+                    continue;
+                }
+                self.started = true;
+            }
+            if !self.range.is_below_end(line) {
+                self.done = true;
+                break;
+            }
+            return Some((at, line));
+        }
+        None
+    }
+}
+
 /// The first index in `0..n` where `is_below` turns false (it must be true
 /// then false along the indexes, as it is over sorted samples).
 fn partition(n: usize, is_below: impl Fn(usize) -> bool) -> usize {
