@@ -174,7 +174,10 @@ impl CdxCheck {
             if let Err(e) = convert::from_cdx(legend, line, n) {
                 problem(ProblemKind::Cdx { what: e.detail() });
             }
-            let key = line.split(|&b| b == legend.delimiter).next().unwrap_or(line);
+            let key = line
+                .split(|&b| b == legend.delimiter)
+                .next()
+                .unwrap_or(line);
             if self.summary.records > 1 && key == self.previous_key.as_slice() {
                 self.summary.duplicate_keys += 1;
             } else {

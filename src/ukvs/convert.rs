@@ -786,7 +786,11 @@ mod tests {
         let c = from_cdx(&one, b"http://www.example.com/A 2014 text/html", 1).unwrap();
         assert_eq!(c.surt.as_deref(), Some(&b"com,example)/a"[..]));
         assert_eq!(c.extra["url"], "http://www.example.com/A");
-        for not in [&b" CDX N b a m"[..], b" CDX A b a m", b" CDX N b a m s k r M S V g"] {
+        for not in [
+            &b" CDX N b a m"[..],
+            b" CDX A b a m",
+            b" CDX N b a m s k r M S V g",
+        ] {
             assert!(!CdxLegend::parse(not).unwrap().unwrap().is_url_keyed());
         }
     }

@@ -2,6 +2,7 @@
 
 mod arc;
 mod arc_rev3;
+mod dialects;
 mod fuzz;
 mod index;
 mod kulturarw3;
