@@ -409,12 +409,20 @@ impl Source {
                 Ok(()) => return self.lines(range, None),
                 Err(sorted::Error::Unsorted { offset, .. }) => {
                     if !self.disordered.swap(true, Ordering::Relaxed) {
+                        // Once per file: where the order first breaks,
+                        // which the search may have met far from there.
+                        let report = search.check_order(1);
+                        let (line, offset) = report
+                            .found
+                            .first()
+                            .map_or((0, offset), |d| (d.line_no, d.offset));
                         crate::report!(
-                            "ukvs: {}: lines out of byte order near byte {offset}: answering \
-                             from what pywb's search of it finds, which can miss captures; \
-                             sort it with `ukvs sort` (or `LC_ALL=C sort`); `ukvs validate` \
-                             lists every line out of order",
-                            self.name
+                            "ukvs: {}: line {line} (byte {offset}) is out of byte order \
+                             ({} lines in all): answering from what pywb's search of the file \
+                             finds, which can miss captures; sort it with `ukvs sort` (or \
+                             `LC_ALL=C sort`)",
+                            self.name,
+                            report.count
                         );
                     }
                 }
