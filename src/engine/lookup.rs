@@ -80,8 +80,10 @@ pub enum Error {
     )]
     Empty(String),
     /// The search found damage (lines out of order, a bad block).
-    #[error("searching {name}: {source}")]
-    Search { name: String, source: sorted::Error },
+    /// (The search's error is part of the message, not a `source`, so
+    /// that a report of the whole chain says it once.)
+    #[error("searching {name}: {error}")]
+    Search { name: String, error: sorted::Error },
     /// The sources record SURT profiles that do not meet.
     #[error("{0}")]
     Profiles(String),
@@ -164,7 +166,16 @@ pub struct Source {
     /// A search found the file out of order (told once; from then on
     /// [`Source::lines_as_pywb`] searches it as pywb does at once).
     disordered: std::sync::atomic::AtomicBool,
+    /// A line out of order near either end of a plain file, found when
+    /// it was opened ([`Search::disorder_near_ends`]): every search of it
+    /// fails (or, for the server, answers as pywb does).
+    early_disorder: Option<(u64, Vec<u8>)>,
 }
+
+/// Bytes at each end of a plain file whose order is checked when it is
+/// opened for searches: a few pages, next to which the cost of a lookup
+/// is the same.
+const ENDS_CHECKED: usize = 64 << 10;
 
 enum Kind {
     Plain(Search<Bytes>),
@@ -285,11 +296,14 @@ impl Source {
         if let Some(legend) = url_keyed_legend(bytes.as_ref()) {
             bytes = Bytes::Vec(surt_keyed_lines(&name, &legend, bytes.as_ref()));
         }
+        let search = Search::new(bytes);
+        let early_disorder = search.disorder_near_ends(ENDS_CHECKED);
         Ok(Source {
             name,
             path: path.to_path_buf(),
-            kind: Kind::Plain(Search::new(bytes)),
+            kind: Kind::Plain(search),
             disordered: Default::default(),
+            early_disorder,
         })
     }
 
@@ -304,6 +318,7 @@ impl Source {
                 shards,
             },
             disordered: Default::default(),
+            early_disorder: None,
         })
     }
 
@@ -374,6 +389,13 @@ impl Source {
         at: Option<usize>,
     ) -> Result<SourceLines<'s>, Error> {
         match &self.kind {
+            Kind::Plain(_) if self.early_disorder.is_some() => {
+                let (offset, line) = self.early_disorder.clone().unwrap_or_default();
+                Err(self.failed(sorted::Error::Unsorted {
+                    offset,
+                    line: String::from_utf8_lossy(&line).into_owned(),
+                }))
+            }
             Kind::Plain(search) => {
                 let found = match at {
                     Some(pos) => search.range_from(range, pos),
@@ -402,9 +424,15 @@ impl Source {
             return self.lines(range, None);
         };
         if !self.disordered.load(Ordering::Relaxed) {
-            let found = search
-                .range(range)
-                .and_then(|mut lines| lines.try_for_each(|l| l.map(drop)));
+            let found = match &self.early_disorder {
+                Some((offset, _)) => Err(sorted::Error::Unsorted {
+                    offset: *offset,
+                    line: String::new(),
+                }),
+                None => search
+                    .range(range)
+                    .and_then(|mut lines| lines.try_for_each(|l| l.map(drop))),
+            };
             match found {
                 Ok(()) => return self.lines(range, None),
                 Err(sorted::Error::Unsorted { offset, .. }) => {
@@ -461,10 +489,10 @@ impl Source {
         )))
     }
 
-    fn failed(&self, source: sorted::Error) -> Error {
+    fn failed(&self, error: sorted::Error) -> Error {
         Error::Search {
             name: self.name.clone(),
-            source,
+            error,
         }
     }
 }

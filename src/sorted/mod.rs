@@ -56,7 +56,8 @@ pub enum Error {
     /// A binary search met a line that contradicts the file's order.
     #[error(
         "index not sorted near byte {offset} (line {line:?}): a binary search cannot \
-         trust it; sort it (`ukvs sort`)"
+         trust it; sort it (`ukvs sort`, or `LC_ALL=C sort`: a locale's order is not byte \
+         order)"
     )]
     Unsorted {
         /// Byte offset of the line at fault.

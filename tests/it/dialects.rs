@@ -436,3 +436,113 @@ fn pywb_sample_archive_as_it_ships_is_served_as_pywb_serves_it() {
         bad[..bad.len().min(6)].join("\n")
     );
 }
+
+/// A locale's collation as glibc's UTF-8 locales apply it at first:
+/// letters and digits only, case folded; ties in byte order.
+fn locale_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let first = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == ' ')
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    first(a).cmp(&first(b)).then_with(|| a.cmp(b))
+}
+
+#[test]
+fn lookups_in_a_locale_sorted_index_fail_or_answer_right_never_wrong() {
+    // Keys whose punctuation a locale ignores at first, over many hosts,
+    // in the order `sort` gives them outside LC_ALL=C.
+    let words = [
+        "ab", "a-b", "a_b", "abc", "a.b", "b", "b-a", "ba", "x-y", "xy",
+    ];
+    let mut rng = util::Rng(0xd1a1ec75);
+    let mut lines = std::collections::BTreeSet::new();
+    for h in 0..60 {
+        let host = match h % 3 {
+            0 => format!("com,example{h}"),
+            _ => format!("com,exa-mple{},w{h}", h % 7),
+        };
+        for _ in 0..40 {
+            let path: Vec<&str> = (0..=rng.below(2)).map(|_| rng.pick(&words)).collect();
+            let query = rng.pick(&["", "?a=1", "?a-b=2", "?ab=3"]);
+            lines.insert(format!(
+                "{host})/{}{query} 2014{:02}01000000 {{\"url\": \"http://x/\"}}",
+                path.join("/"),
+                10 + rng.below(3)
+            ));
+        }
+    }
+    let mut lines: Vec<String> = lines.into_iter().collect();
+    lines.sort_by(|a, b| locale_order(a, b));
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("locale.cdxj");
+    std::fs::write(
+        &p,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let p = p.to_str().unwrap();
+    let mut keys: Vec<&str> = lines.iter().map(|l| l.split(' ').next().unwrap()).collect();
+    keys.dedup();
+    let (mut failed, mut right) = (0, 0);
+    for k in keys.iter().step_by(keys.len() / 60) {
+        let o = util::run(&["lookup", "--key", k, p], b"");
+        match o.status.code() {
+            Some(2) => {
+                assert!(
+                    text(&o.stderr).contains("LC_ALL=C sort"),
+                    "{}",
+                    text(&o.stderr)
+                );
+                failed += 1;
+            }
+            _ => {
+                let mut want: Vec<&str> = lines
+                    .iter()
+                    .filter(|l| l.split(' ').next() == Some(k))
+                    .map(String::as_str)
+                    .collect();
+                want.sort_unstable();
+                let out = text(&o.stdout);
+                assert_eq!(out.lines().collect::<Vec<_>>(), want, "{k}: a wrong answer");
+                right += 1;
+            }
+        }
+    }
+    assert!(failed + right >= 60);
+    // The server answers, and says once where the file is out of order.
+    let mut child = std::process::Command::new(util::bin())
+        .args(["serve", "--bind", "127.0.0.1:0", &format!("loc={p}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut log, &mut first).unwrap();
+    let child = util::KillOnDrop(child);
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+    let agent = agent();
+    for k in ["example1.com/ab", "example1.com/a-b", "w1.exa-mple1.com/b"] {
+        let (status, _, _) = get(&agent, &format!("http://{addr}/loc/cdx?url={k}"));
+        assert_eq!(status, 200, "{k}");
+    }
+    drop(child);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut log, &mut rest).unwrap();
+    let told: Vec<&str> = rest
+        .lines()
+        .filter(|l| l.contains("out of byte order"))
+        .collect();
+    assert_eq!(told.len(), 1, "{rest}");
+    assert!(
+        told[0].starts_with(&format!("ukvs: {p}: line ")) && told[0].contains("ukvs sort"),
+        "{rest}"
+    );
+}
