@@ -660,14 +660,23 @@ impl Collection {
     }
 
     /// Names of the value fields between the datetime and the JSON block:
-    /// from a `!fields {.., values: [..]}` header of the first sorted file
-    /// that has one, else the default UKVS capture profile's (`offset`,
-    /// `digest`).
+    /// from a `!fields {.., values: [..]}` header or a CDX legend of the
+    /// first sorted file that has one, else the default UKVS capture
+    /// profile's (`offset`, `digest`).
     pub fn value_names(&self) -> Vec<String> {
         for s in &self.sources {
             for h in s.headers() {
                 if let Some(names) = h.strip_prefix(b"!fields ").and_then(parse_values) {
                     return names;
+                }
+                // A CDX legend names its columns after key and datetime.
+                if let Some(Ok(legend)) = crate::ukvs::convert::CdxLegend::parse(h) {
+                    if legend.letters.get(1) == Some(&b'b') {
+                        return legend.letters[2..]
+                            .iter()
+                            .map(|&c| crate::ukvs::convert::cdx_column_name(c))
+                            .collect();
+                    }
                 }
             }
         }

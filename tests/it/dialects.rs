@@ -253,6 +253,18 @@ fn cdx9_cdx14_and_dashes_in_numbers_are_read_without_errors() {
         );
         assert_eq!(r["status"]["-"], 1, "{name}: {r}");
         assert_eq!(r["mime"]["-"], 1, "{name}: {r}");
+        let o = util::run(&["lookup", p, "example.com/", "--output", "json"], b"");
+        assert_ok(&o);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            (&v["url"], &v["offset"], &v["filename"]),
+            (
+                &"http://example.com/".into(),
+                &"10".into(),
+                &"a.warc.gz".into()
+            ),
+            "{name}: {v}"
+        );
         let o = util::run(&["lookup", p, "example.com/x"], b"");
         assert_ok(&o);
         assert_eq!(
