@@ -698,6 +698,17 @@ impl Collection {
         Ok(Lines::new(self, each))
     }
 
+    /// [`Collection::lines`] with each source read through
+    /// [`Source::lines_as_pywb`]: a file out of order gives what pywb's
+    /// search of it finds (and is told once) instead of failing.
+    pub fn lines_as_pywb<'s>(&'s self, range: &'s KeyRange) -> Result<Lines<'s>, Error> {
+        let mut each = Vec::with_capacity(self.sources.len());
+        for s in &self.sources {
+            each.push(s.lines_as_pywb(range)?);
+        }
+        Ok(Lines::new(self, each))
+    }
+
     /// Merges per-source line streams (one per source, in source order).
     pub fn merge<'s>(&'s self, each: Vec<SourceLines<'s>>) -> Lines<'s> {
         Lines::new(self, each)

@@ -544,6 +544,13 @@ fn lookups_in_a_locale_sorted_index_fail_or_answer_right_never_wrong() {
     for k in ["example1.com/ab", "example1.com/a-b", "w1.exa-mple1.com/b"] {
         let (status, _, _) = get(&agent, &format!("http://{addr}/loc/cdx?url={k}"));
         assert_eq!(status, 200, "{k}");
+        // A TimeMap answers what is found (404 for nothing), not a 500.
+        let (status, _, body) = get(&agent, &format!("http://{addr}/loc/timemap/link/{k}"));
+        assert!(
+            status == 200 || status == 404,
+            "{k}: {status} {}",
+            text(&body)
+        );
     }
     drop(child);
     let mut rest = String::new();
