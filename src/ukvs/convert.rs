@@ -145,6 +145,10 @@ impl CdxLegend {
         if !legend.letters.contains(&b'b') {
             return Err("no date column: no b".into());
         }
+        // wget's repeat only: with an N or A key, two `a` name two columns.
+        if !legend.is_url_keyed() && legend.letters.iter().filter(|&&c| c == b'a').count() > 1 {
+            return Err("letter `a` (url) appears twice".into());
+        }
         Ok(legend)
     }
 
@@ -702,6 +706,7 @@ mod tests {
         assert!(err(b" CDX m b a").starts_with("no key column"));
         assert_eq!(err(b" CDX a b a a"), "letter `a` (url) appears twice");
         assert_eq!(err(b" CDX N b a a"), "letter `a` (url) appears twice");
+        assert_eq!(err(b" CDX a b a N"), "letter `a` (url) appears twice");
         assert!(err(b" CDX N a m").starts_with("no date column"));
         assert_eq!(err(b" CDX N b 1"), "`1` is not a legend letter");
         let e = sniff(b" CDX N b a a", 1).unwrap_err();
