@@ -257,7 +257,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given"
             );
         }
-        return Ok(if any {
+        let skipped: u64 = coll.sources().iter().map(|s| s.skipped()).sum();
+        return Ok(if skipped > 0 {
+            ExitCode::from(2)
+        } else if any {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
@@ -298,7 +301,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(if !any {
+    // Lines an index could not give (each reported when it was opened)
+    // make the answer incomplete.
+    let skipped: u64 = coll.sources().iter().map(|s| s.skipped()).sum();
+    Ok(if skipped > 0 {
+        ExitCode::from(2)
+    } else if !any {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

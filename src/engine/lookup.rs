@@ -170,6 +170,9 @@ pub struct Source {
     /// it was opened ([`Search::disorder_near_ends`]): every search of it
     /// fails (or, for the server, answers as pywb does).
     early_disorder: Option<(u64, Vec<u8>)>,
+    /// Lines of a URL-keyed CDX file left out (reported) because they
+    /// could not be read.
+    skipped: u64,
 }
 
 /// Bytes at each end of a plain file whose order is checked when it is
@@ -293,8 +296,11 @@ impl Source {
         let mut bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
         searchable(&name, bytes.as_ref(), Expected::Index)?;
+        let mut skipped = 0;
         if let Some(legend) = url_keyed_legend(bytes.as_ref()) {
-            bytes = Bytes::Vec(surt_keyed_lines(&name, &legend, bytes.as_ref()));
+            let keyed;
+            (keyed, skipped) = surt_keyed_lines(&name, &legend, bytes.as_ref());
+            bytes = Bytes::Vec(keyed);
         }
         let search = Search::new(bytes);
         let early_disorder = search.disorder_near_ends(ENDS_CHECKED);
@@ -304,6 +310,7 @@ impl Source {
             kind: Kind::Plain(search),
             disordered: Default::default(),
             early_disorder,
+            skipped,
         })
     }
 
@@ -319,6 +326,7 @@ impl Source {
             },
             disordered: Default::default(),
             early_disorder: None,
+            skipped: 0,
         })
     }
 
@@ -330,6 +338,12 @@ impl Source {
     /// The file searched: the sorted file, or the cluster's `.idx`.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Lines left out when the file was opened (a URL-keyed CDX file's
+    /// lines that could not be read; each was reported).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     /// Whether this is a ZipNum cluster.
@@ -510,13 +524,20 @@ fn url_keyed_legend(bytes: &[u8]) -> Option<crate::ukvs::convert::CdxLegend> {
 /// ([`surt_keyed_cdxj`](crate::ukvs::convert::surt_keyed_cdxj)), sorted
 /// in byte order, in memory (O(n) once, when the file is opened; such
 /// files are small, one per crawl). A line that cannot be read is
-/// reported with its number and left out.
-fn surt_keyed_lines(name: &str, legend: &crate::ukvs::convert::CdxLegend, bytes: &[u8]) -> Vec<u8> {
+/// reported with its number and byte offset and left out; gives the lines
+/// and how many were left out.
+fn surt_keyed_lines(
+    name: &str,
+    legend: &crate::ukvs::convert::CdxLegend,
+    bytes: &[u8],
+) -> (Vec<u8>, u64) {
+    let mut skipped = 0;
     let mut keyed: Vec<Vec<u8>> = Vec::new();
     let mut buf = Vec::new();
     let mut pos = 0;
     let mut no = 0u64;
     while pos < bytes.len() {
+        let at = pos;
         let (line, next) = lines::line_at(bytes, pos);
         pos = next.max(pos + 1);
         no += 1;
@@ -525,7 +546,10 @@ fn surt_keyed_lines(name: &str, legend: &crate::ukvs::convert::CdxLegend, bytes:
         }
         match crate::ukvs::convert::surt_keyed_cdxj(legend, line, no, &mut buf) {
             Ok(()) => keyed.push(buf.clone()),
-            Err(e) => crate::report!("ukvs: {name}: {e}; left out"),
+            Err(e) => {
+                skipped += 1;
+                crate::report!("ukvs: {name}: byte {at}: {e}; left out");
+            }
         }
     }
     keyed.sort_unstable();
@@ -534,7 +558,7 @@ fn surt_keyed_lines(name: &str, legend: &crate::ukvs::convert::CdxLegend, bytes:
         out.extend_from_slice(&l);
         out.push(b'\n');
     }
-    out
+    (out, skipped)
 }
 
 /// Reads blocks of a cluster: `(shard, offset, length) -> bytes`.

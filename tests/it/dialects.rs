@@ -191,6 +191,23 @@ fn wget_cdx_is_read_by_cat_lookup_sort_merge_and_validate() {
         "{}",
         text(&o.stdout)
     );
+    // lookup answers from the good lines, names the bad one, exits 2.
+    let o = util::run(
+        &[
+            "lookup",
+            b.to_str().unwrap(),
+            "http://127.0.0.1:55035/about.html",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(text(&o.stdout).lines().count(), 1);
+    let at = std::fs::metadata(cdx).unwrap().len();
+    assert!(
+        text(&o.stderr).contains(&format!("broken.cdx: byte {at}: line 15: cannot convert")),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
