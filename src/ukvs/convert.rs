@@ -187,6 +187,27 @@ impl CdxLegend {
     }
 }
 
+/// The legend a CDX line without one has, by its number of
+/// space-separated columns as pywb reads them: 9 ` CDX N b a m s k r V g`,
+/// 10 ` CDX N b a m s k r M V g`, 11 ` CDX N b a m s k r M S V g`; `None`
+/// for any other number (or a line starting with `!`, a header).
+pub fn legend_by_count(line: &[u8]) -> Option<CdxLegend> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.first() == Some(&b'!') {
+        return None;
+    }
+    let letters: &[u8] = match line.split(|&b| b == b' ').count() {
+        9 => b"NbamskrVg",
+        10 => b"NbamskrMVg",
+        11 => b"NbamskrMSVg",
+        _ => return None,
+    };
+    Some(CdxLegend {
+        delimiter: b' ',
+        letters: letters.to_vec(),
+    })
+}
+
 /// What a CDX file's key column holds ([`CdxLegend::key_column`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyColumn {
@@ -798,6 +819,21 @@ mod tests {
         ] {
             assert!(!CdxLegend::parse(not).unwrap().unwrap().is_url_keyed());
         }
+    }
+
+    #[test]
+    fn a_line_without_legend_gets_pywbs_columns_for_its_number() {
+        let nine = b"com,a)/ 2014 http://a/ text/html 200 AAAA - 10 f.warc.gz";
+        let legend = legend_by_count(nine).unwrap();
+        assert_eq!(legend.to_text(), "N b a m s k r V g");
+        let c = from_cdx(&legend, nine, 1).unwrap();
+        assert_eq!(c.offset.as_deref(), Some(&b"10"[..]));
+        assert_eq!(
+            legend_by_count(b"a b c d e f g h i j k").map(|l| l.letters.len()),
+            Some(11)
+        );
+        assert_eq!(legend_by_count(b"a b c d e f g h i j k l m n"), None);
+        assert_eq!(legend_by_count(b"!fields {} a b c d e f g h"), None);
     }
 
     #[test]

@@ -313,6 +313,31 @@ fn cdx9_cdx14_and_dashes_in_numbers_are_read_without_errors() {
     }
 }
 
+#[test]
+fn cat_from_cdx_takes_the_columns_of_a_file_without_legend_from_their_number() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in [("cdx9", CDX9), ("ia", IA_CDX11)] {
+        let with = dir.path().join(format!("{name}.cdx"));
+        std::fs::write(&with, body).unwrap();
+        let without = dir.path().join(format!("{name}-bare.cdx"));
+        std::fs::write(&without, body.split_once('\n').unwrap().1).unwrap();
+        let a = util::run(&["cat", with.to_str().unwrap()], b"");
+        let b = util::run(&["cat", "--from", "cdx", without.to_str().unwrap()], b"");
+        assert_ok(&a);
+        assert_ok(&b);
+        assert_eq!(text(&a.stdout), text(&b.stdout), "{name}");
+    }
+    let bare = dir.path().join("cdx14.cdx");
+    std::fs::write(&bare, CDX14).unwrap();
+    let o = util::run(&["cat", "--from", "cdx", bare.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("add the legend line"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 /// Lines in the order `sort` gives them in a UTF-8 locale, which ignores
 /// punctuation at first: `a-b` between `ab` and `ac`.
 const LOCALE_SORTED: &str = "com,example)/ab 20140101000000 {\"url\": \"http://example.com/ab\"}
