@@ -11,8 +11,11 @@ use ukvs::engine::output::Output;
 ///
 /// Reads UKVS, CDXJ (`surt datetime {json}`, perhaps after `!meta 0 {...}`
 /// lines, kept as `source_meta`) and classic CDX (the legend line
-/// ` CDX N b a m s k ...` names the columns; a file whose legend repeats a
-/// letter or lacks N/A or b is skipped); CDXJ and CDX become
+/// ` CDX N b a m s k ...` names the columns; wget's ` CDX a b a m s k r M
+/// V g u`, keyed by URLs, is keyed by their SURTs; a file whose legend
+/// repeats a letter or lacks N/A/a-first or b is skipped; with `--from cdx`
+/// a file without a legend has pywb's columns for 9, 10 or 11 fields);
+/// CDXJ and CDX become
 /// capture-index records (`surt datetime offset digest {...}`). UKVS output
 /// is normalised: headers first with strict JSON, one space between
 /// fields, compact strict JSON blocks. With several files the headers of

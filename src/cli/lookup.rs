@@ -17,7 +17,10 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// touches O(log n) pages) or a ZipNum cluster (its directory or its `.idx`
 /// file). The last positional argument is the URL, canonicalised to its
 /// SURT key, unless `--key`, `--keys` or `--urls` is given. Results from
-/// several indexes are merged in byte order (ties in index order).
+/// several indexes are merged in byte order (ties in index order). A CDX
+/// file keyed by URLs (wget's `--warc-cdx`) is read whole when opened,
+/// its lines keyed by the SURTs of their URLs and sorted in memory (O(n)),
+/// and answered from as CDXJ lines.
 ///
 /// Matching follows pywb's CDX server: `--match exact|prefix|host|domain`,
 /// or the shortcuts `*.example.com` (domain) and `example.com/*` (prefix);
@@ -28,7 +31,9 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// each query in input order, its exact matches in index order.
 ///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error
-/// (including an index found out of order on the search path).
+/// (including an index found out of order on the search path, or in the
+/// first or last 64 KiB of a file, checked when it is opened: a file
+/// sorted in a locale's order, by `sort` without `LC_ALL=C`, fails).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Index files or ZipNum clusters, then the URL to look up.
@@ -252,7 +257,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "ukvs: lookup: {n} URLs could not be canonicalised and were looked up as given"
             );
         }
-        return Ok(if any {
+        let skipped: u64 = coll.sources().iter().map(|s| s.skipped()).sum();
+        return Ok(if skipped > 0 {
+            ExitCode::from(2)
+        } else if any {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
@@ -293,7 +301,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(if !any {
+    // Lines an index could not give (each reported when it was opened)
+    // make the answer incomplete.
+    let skipped: u64 = coll.sources().iter().map(|s| s.skipped()).sum();
+    Ok(if skipped > 0 {
+        ExitCode::from(2)
+    } else if !any {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -20,7 +20,10 @@ use crate::serve::{self, Spec};
 /// from, to, closest, sort, limit, filter, fl, output, showNumPages, page,
 /// pageSize, ...), `GET /NAME/timemap/link/URL` (an RFC 7089 TimeMap),
 /// `GET /NAME/mementomap?url=...` and `GET /health`. Files are memory-mapped
-/// and searched in place.
+/// and searched in place (a wget CDX file, keyed by URLs, is keyed by SURTs
+/// and sorted in memory when opened). A file out of byte order is answered
+/// from as pywb answers from it, and said so once on stderr, with where
+/// and how to fix it (`ukvs sort`).
 ///
 /// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight
 /// and exit 0; SIGHUP re-reads `--config` and re-opens every index without

@@ -8,6 +8,12 @@ use ukvs::engine::validate::{check_file, ValidateJob};
 
 /// Check UKVS files and report every problem as `file:line: what`.
 ///
+/// A file whose first line is a CDX legend (` CDX N b a ...`) is checked
+/// as classic CDX: the legend, the columns of every line, and byte order
+/// (not for a file keyed by URLs, wget's, which searches sort). A line
+/// out of byte order is told with its byte offset and how to sort the
+/// file.
+///
 /// Checks: headers before the first data line, the `!fields` arity of every
 /// data line, quoting and escapes, JSON validity of headers and OSLJ blocks
 /// (JSON5 accepted), byte order of data lines (`LC_ALL=C sort`), and, for

@@ -286,10 +286,21 @@ fn cat_line<W: Write>(
         };
         st.source = Some(match (from, sniffed) {
             (InputFormat::Cdx, s @ Source::Cdx(_)) => s,
-            (InputFormat::Cdx, _) => {
-                st.skip = Some("not a CDX file");
-                anyhow::bail!("--from cdx but the first line is not a CDX legend")
-            }
+            (InputFormat::Cdx, _) => match convert::legend_by_count(line) {
+                // No legend: the columns are pywb's for their number, and
+                // this line is the first record.
+                Some(legend) => {
+                    st.source = Some(Source::Cdx(legend));
+                    return cat_line(line, n, st, from, out);
+                }
+                None => {
+                    st.skip = Some("not a CDX file");
+                    anyhow::bail!(
+                        "--from cdx but the first line is neither a CDX legend nor a line of \
+                         9, 10 or 11 columns; add the legend line (` CDX N b a m s k r M S V g`)"
+                    )
+                }
+            },
             (_, s) => s,
         });
         if matches!(st.source, Some(Source::Cdx(_))) {

@@ -20,6 +20,12 @@ pub enum Format {
 /// CDX11 value letters after key and datetime (` CDX N b a m s k r M S V g`),
 /// named as `ukvs cat` names them.
 const CDX11_VALUES: &[u8] = b"amskrMSVg";
+/// CDX9 (` CDX N b a m s k r V g`) and CDX10 (` CDX N b a m s k r M V g`).
+const CDX9_VALUES: &[u8] = b"amskrVg";
+const CDX10_VALUES: &[u8] = b"amskrMVg";
+/// The three columns 14-field CDX (OutbackCDX, pywb) adds after the 11,
+/// named as pywb names them.
+const CDX14_MORE: &[&str] = &["orig.length", "orig.offset", "orig.filename"];
 
 /// Key, datetime and the other fields of an index line as JSON.
 pub fn to_json(
@@ -36,13 +42,23 @@ pub fn to_json(
     let datetime = parts.next().unwrap_or_default().to_string();
     let rest: Vec<&str> = parts.collect();
     let mut map = serde_json::Map::new();
-    let names: Vec<&str> = if json.is_none() && rest.len() == CDX11_VALUES.len() {
-        CDX11_VALUES
+    // Names for every value (a CDX legend's) win; else a line without
+    // JSON is CDX named by its number of columns, as pywb reads them.
+    let by_count = match rest.len() {
+        _ if json.is_some() || names.len() == rest.len() => None,
+        7 => Some((CDX9_VALUES, &[][..])),
+        8 => Some((CDX10_VALUES, &[][..])),
+        9 => Some((CDX11_VALUES, &[][..])),
+        12 => Some((CDX11_VALUES, CDX14_MORE)),
+        _ => None,
+    };
+    let names: Vec<&str> = match by_count {
+        Some((letters, more)) => letters
             .iter()
             .filter_map(|&c| crate::ukvs::convert::cdx_letter_name(c))
-            .collect()
-    } else {
-        names.iter().map(String::as_str).collect()
+            .chain(more.iter().copied())
+            .collect(),
+        None => names.iter().map(String::as_str).collect(),
     };
     for (i, v) in rest.iter().enumerate() {
         if *v == "-" {

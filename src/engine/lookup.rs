@@ -80,8 +80,10 @@ pub enum Error {
     )]
     Empty(String),
     /// The search found damage (lines out of order, a bad block).
-    #[error("searching {name}: {source}")]
-    Search { name: String, source: sorted::Error },
+    /// (The search's error is part of the message, not a `source`, so
+    /// that a report of the whole chain says it once.)
+    #[error("searching {name}: {error}")]
+    Search { name: String, error: sorted::Error },
     /// The sources record SURT profiles that do not meet.
     #[error("{0}")]
     Profiles(String),
@@ -161,7 +163,22 @@ pub struct Source {
     name: String,
     path: PathBuf,
     kind: Kind,
+    /// A search found the file out of order (told once; from then on
+    /// [`Source::lines_as_pywb`] searches it as pywb does at once).
+    disordered: std::sync::atomic::AtomicBool,
+    /// A line out of order near either end of a plain file, found when
+    /// it was opened ([`Search::disorder_near_ends`]): every search of it
+    /// fails (or, for the server, answers as pywb does).
+    early_disorder: Option<(u64, Vec<u8>)>,
+    /// Lines of a URL-keyed CDX file left out (reported) because they
+    /// could not be read.
+    skipped: u64,
 }
+
+/// Bytes at each end of a plain file whose order is checked when it is
+/// opened for searches: a few pages, next to which the cost of a lookup
+/// is the same.
+const ENDS_CHECKED: usize = 64 << 10;
 
 enum Kind {
     Plain(Search<Bytes>),
@@ -276,13 +293,24 @@ impl Source {
     }
 
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {
-        let bytes = open_bytes(path, no_mmap)?;
+        let mut bytes = open_bytes(path, no_mmap)?;
         let name = path.display().to_string();
         searchable(&name, bytes.as_ref(), Expected::Index)?;
+        let mut skipped = 0;
+        if let Some(legend) = url_keyed_legend(bytes.as_ref()) {
+            let keyed;
+            (keyed, skipped) = surt_keyed_lines(&name, &legend, bytes.as_ref());
+            bytes = Bytes::Vec(keyed);
+        }
+        let search = Search::new(bytes);
+        let early_disorder = search.disorder_near_ends(ENDS_CHECKED);
         Ok(Source {
             name,
             path: path.to_path_buf(),
-            kind: Kind::Plain(Search::new(bytes)),
+            kind: Kind::Plain(search),
+            disordered: Default::default(),
+            early_disorder,
+            skipped,
         })
     }
 
@@ -296,6 +324,9 @@ impl Source {
                 cluster: Cluster::new(open_bytes(idx, no_mmap)?),
                 shards,
             },
+            disordered: Default::default(),
+            early_disorder: None,
+            skipped: 0,
         })
     }
 
@@ -307,6 +338,12 @@ impl Source {
     /// The file searched: the sorted file, or the cluster's `.idx`.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Lines left out when the file was opened (a URL-keyed CDX file's
+    /// lines that could not be read; each was reported).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     /// Whether this is a ZipNum cluster.
@@ -366,6 +403,13 @@ impl Source {
         at: Option<usize>,
     ) -> Result<SourceLines<'s>, Error> {
         match &self.kind {
+            Kind::Plain(_) if self.early_disorder.is_some() => {
+                let (offset, line) = self.early_disorder.clone().unwrap_or_default();
+                Err(self.failed(sorted::Error::Unsorted {
+                    offset,
+                    line: String::from_utf8_lossy(&line).into_owned(),
+                }))
+            }
             Kind::Plain(search) => {
                 let found = match at {
                     Some(pos) => search.range_from(range, pos),
@@ -378,6 +422,56 @@ impl Source {
                 Ok(self.block_lines(blocks, range, shards))
             }
         }
+    }
+
+    /// The lines of `range` as pywb's CDX server finds them, for a server
+    /// that answers as pywb does rather than fail: a sorted file's range
+    /// is first read through, checked ([`Source::lines`]), and given if
+    /// it is in order; a file out of order there is told once on stderr
+    /// (file, byte offset, how to fix it) and from then on searched as
+    /// pywb searches it ([`Search::pywb_range`]), unchecked. Reading the
+    /// range twice keeps memory bounded whatever the answer's size. A
+    /// cluster's lines are [`Source::lines`].
+    pub fn lines_as_pywb<'s>(&'s self, range: &'s KeyRange) -> Result<SourceLines<'s>, Error> {
+        use std::sync::atomic::Ordering;
+        let Kind::Plain(search) = &self.kind else {
+            return self.lines(range, None);
+        };
+        if !self.disordered.load(Ordering::Relaxed) {
+            let found = match &self.early_disorder {
+                Some((offset, _)) => Err(sorted::Error::Unsorted {
+                    offset: *offset,
+                    line: String::new(),
+                }),
+                None => search
+                    .range(range)
+                    .and_then(|mut lines| lines.try_for_each(|l| l.map(drop))),
+            };
+            match found {
+                Ok(()) => return self.lines(range, None),
+                Err(sorted::Error::Unsorted { offset, .. }) => {
+                    if !self.disordered.swap(true, Ordering::Relaxed) {
+                        // Once per file: where the order first breaks,
+                        // which the search may have met far from there.
+                        let report = search.check_order(1);
+                        let (line, offset) = report
+                            .found
+                            .first()
+                            .map_or((0, offset), |d| (d.line_no, d.offset));
+                        crate::report!(
+                            "ukvs: {}: line {line} (byte {offset}) is out of byte order \
+                             ({} lines in all): answering from what pywb's search of the file \
+                             finds, which can miss captures; sort it with `ukvs sort` (or \
+                             `LC_ALL=C sort`)",
+                            self.name,
+                            report.count
+                        );
+                    }
+                }
+                Err(e) => return Err(self.failed(e)),
+            }
+        }
+        Ok(SourceLines::Pywb(search.pywb_range(range)))
     }
 
     /// Every data line (no header line), in index order.
@@ -409,12 +503,62 @@ impl Source {
         )))
     }
 
-    fn failed(&self, source: sorted::Error) -> Error {
+    fn failed(&self, error: sorted::Error) -> Error {
         Error::Search {
             name: self.name.clone(),
-            source,
+            error,
         }
     }
+}
+
+/// The legend of a CDX file keyed by URLs rather than SURTs (wget's
+/// ` CDX a b a m s k r M V g u`), `None` for any other file.
+fn url_keyed_legend(bytes: &[u8]) -> Option<crate::ukvs::convert::CdxLegend> {
+    let first = lines::line_at(bytes, 0).0;
+    let legend = crate::ukvs::convert::CdxLegend::parse(first)?.ok()?;
+    legend.is_url_keyed().then_some(legend)
+}
+
+/// The lines of a URL-keyed CDX file as a search reads them: each made a
+/// CDXJ line keyed by the SURT of its URL
+/// ([`surt_keyed_cdxj`](crate::ukvs::convert::surt_keyed_cdxj)), sorted
+/// in byte order, in memory (O(n) once, when the file is opened; such
+/// files are small, one per crawl). A line that cannot be read is
+/// reported with its number and byte offset and left out; gives the lines
+/// and how many were left out.
+fn surt_keyed_lines(
+    name: &str,
+    legend: &crate::ukvs::convert::CdxLegend,
+    bytes: &[u8],
+) -> (Vec<u8>, u64) {
+    let mut skipped = 0;
+    let mut keyed: Vec<Vec<u8>> = Vec::new();
+    let mut buf = Vec::new();
+    let mut pos = 0;
+    let mut no = 0u64;
+    while pos < bytes.len() {
+        let at = pos;
+        let (line, next) = lines::line_at(bytes, pos);
+        pos = next.max(pos + 1);
+        no += 1;
+        if line.is_empty() || lines::is_header(line) {
+            continue;
+        }
+        match crate::ukvs::convert::surt_keyed_cdxj(legend, line, no, &mut buf) {
+            Ok(()) => keyed.push(buf.clone()),
+            Err(e) => {
+                skipped += 1;
+                crate::report!("ukvs: {name}: byte {at}: {e}; left out");
+            }
+        }
+    }
+    keyed.sort_unstable();
+    let mut out = Vec::with_capacity(bytes.len() + keyed.len() * 32);
+    for l in keyed {
+        out.extend_from_slice(&l);
+        out.push(b'\n');
+    }
+    (out, skipped)
 }
 
 /// Reads blocks of a cluster: `(shard, offset, length) -> bytes`.
@@ -423,6 +567,8 @@ type Fetch<'s> = Box<dyn FnMut(&str, u64, u64) -> io::Result<Vec<u8>> + Send + '
 /// The lines of one source within a range, one at a time.
 pub enum SourceLines<'s> {
     Plain(sorted::Range<'s, 's>),
+    /// A file out of order, searched as pywb searches it.
+    Pywb(sorted::PywbRange<'s, 's>),
     Cluster(Box<BlockLines<'s, Fetch<'s>>>),
     Done,
 }
@@ -433,6 +579,7 @@ impl<'s> Iterator for SourceLines<'s> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             SourceLines::Plain(r) => r.next().map(|l| l.map(|(_, line)| Cow::Borrowed(line))),
+            SourceLines::Pywb(r) => r.next().map(|(_, line)| Ok(Cow::Borrowed(line))),
             SourceLines::Cluster(b) => b.next().map(|l| l.map(Cow::Owned)),
             SourceLines::Done => None,
         }
@@ -537,14 +684,23 @@ impl Collection {
     }
 
     /// Names of the value fields between the datetime and the JSON block:
-    /// from a `!fields {.., values: [..]}` header of the first sorted file
-    /// that has one, else the default UKVS capture profile's (`offset`,
-    /// `digest`).
+    /// from a `!fields {.., values: [..]}` header or a CDX legend of the
+    /// first sorted file that has one, else the default UKVS capture
+    /// profile's (`offset`, `digest`).
     pub fn value_names(&self) -> Vec<String> {
         for s in &self.sources {
             for h in s.headers() {
                 if let Some(names) = h.strip_prefix(b"!fields ").and_then(parse_values) {
                     return names;
+                }
+                // A CDX legend names its columns after key and datetime.
+                if let Some(Ok(legend)) = crate::ukvs::convert::CdxLegend::parse(h) {
+                    if legend.letters.get(1) == Some(&b'b') {
+                        return legend.letters[2..]
+                            .iter()
+                            .map(|&c| crate::ukvs::convert::cdx_column_name(c))
+                            .collect();
+                    }
                 }
             }
         }
@@ -562,6 +718,17 @@ impl Collection {
         let mut each = Vec::with_capacity(self.sources.len());
         for (i, s) in self.sources.iter().enumerate() {
             each.push(s.lines(range, at(i))?);
+        }
+        Ok(Lines::new(self, each))
+    }
+
+    /// [`Collection::lines`] with each source read through
+    /// [`Source::lines_as_pywb`]: a file out of order gives what pywb's
+    /// search of it finds (and is told once) instead of failing.
+    pub fn lines_as_pywb<'s>(&'s self, range: &'s KeyRange) -> Result<Lines<'s>, Error> {
+        let mut each = Vec::with_capacity(self.sources.len());
+        for s in &self.sources {
+            each.push(s.lines_as_pywb(range)?);
         }
         Ok(Lines::new(self, each))
     }

@@ -248,12 +248,14 @@ impl<'a> Feed<'a> {
         match self.fields(line) {
             None => Ok(()),
             Some(Ok(f)) => {
+                let key = self.key_of(&f);
+                let f = crate::stats::Fields { key: &key, ..f };
                 scan.counts.add(&f);
                 match keys {
                     Some(sorter) => sorter
-                        .push(f.key)
+                        .push(&key)
                         .context("cannot sort the keys of unsorted input")?,
-                    None => scan.keys.add(f.key),
+                    None => scan.keys.add(&key),
                 }
                 Ok(())
             }
@@ -263,8 +265,17 @@ impl<'a> Feed<'a> {
 
     /// The key of a line, for a second reading (skipped lines were
     /// reported the first time).
-    fn key<'l>(&mut self, line: &'l [u8]) -> Option<&'l [u8]> {
-        self.fields(line)?.ok().map(|f| f.key)
+    fn key<'l>(&mut self, line: &'l [u8]) -> Option<Cow<'l, [u8]>> {
+        let f = self.fields(line)?.ok()?;
+        Some(self.key_of(&f))
+    }
+
+    /// The key a line counts under (the SURT of a URL key, [`Layout::key`]).
+    fn key_of<'l>(&self, f: &crate::stats::Fields<'l>) -> Cow<'l, [u8]> {
+        match &self.layout {
+            Some(layout) => layout.key(f),
+            None => Cow::Borrowed(f.key),
+        }
     }
 }
 
@@ -535,7 +546,7 @@ fn read_keys_again(inputs: &[Input], sorter: &mut ExternalSorter) -> anyhow::Res
             let (line, _) = item?;
             if let Some(key) = feed.key(&line) {
                 sorter
-                    .push(key)
+                    .push(&key)
                     .context("cannot sort the keys of unsorted input")?;
             }
         }

@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::fs::{for_each_line, open_input};
-use crate::ukvs::Validator;
+use crate::ukvs::convert;
+use crate::ukvs::{Problem, ProblemKind, Summary, Validator};
 
 /// How files are checked.
 #[derive(Clone, Debug)]
@@ -22,15 +23,40 @@ pub struct ValidateJob {
     pub no_mmap: bool,
 }
 
-/// Validates one file; `Ok(false)` when it has problems.
+/// What a line out of byte order is told with: where it is, and how to
+/// fix the file (a file sorted in a locale's order, by `sort` without
+/// `LC_ALL=C`, is the usual cause).
+fn disorder_hint(offset: u64) -> String {
+    format!(" (byte offset {offset}; sort the file with `ukvs sort`, or `LC_ALL=C sort`)")
+}
+
+/// Validates one file; `Ok(false)` when it has problems. A file whose
+/// first line is a CDX legend is checked as classic CDX ([`CdxCheck`]).
 pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyhow::Result<bool> {
     let name = path.display().to_string();
     let mut v = Validator::new();
+    let mut cdx: Option<CdxCheck> = None;
+    let mut first = true;
     let mut printed = 0u64;
+    // Byte offset of the line fed next.
+    let mut offset = 0u64;
     let mut feed = |line: &[u8], out: &mut dyn Write| -> io::Result<()> {
-        for p in v.line(line) {
+        let at = offset;
+        offset += line.len() as u64 + 1;
+        if std::mem::take(&mut first) && convert::CdxLegend::parse(line).is_some() {
+            cdx = Some(CdxCheck::new(line));
+        }
+        let problems = match &mut cdx {
+            Some(c) => c.line(line),
+            None => v.line(line).to_vec(),
+        };
+        for p in problems {
             if printed < args.max_problems {
-                writeln!(out, "{name}:{}: {}", p.line, p.kind)?;
+                let hint = match p.kind {
+                    ProblemKind::OutOfOrder { .. } => disorder_hint(at),
+                    _ => String::new(),
+                };
+                writeln!(out, "{name}:{}: {}{hint}", p.line, p.kind)?;
             }
             printed += 1;
         }
@@ -49,7 +75,10 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
         let rdr = open_input(path)?;
         for_each_line(&name, rdr, |line, _| Ok(feed(line, out).map(|()| true)?))?;
     }
-    let s = v.finish();
+    let (s, dialect) = match cdx {
+        Some(c) => c.finish(),
+        None => (v.finish(), ""),
+    };
     if printed > args.max_problems {
         writeln!(
             out,
@@ -60,7 +89,7 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
     if !args.quiet {
         writeln!(
             out,
-            "{name}: {} lines ({} headers, {} records), {} keys, {} duplicate keys, {} identical lines, {}{}, {} problems: {}",
+            "{name}: {dialect}{} lines ({} headers, {} records), {} keys, {} duplicate keys, {} identical lines, {}{}, {} problems: {}",
             s.lines,
             s.headers,
             s.records,
@@ -90,4 +119,98 @@ fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::
     }
     super::fs::map_file(&file, memmap2::Advice::Sequential)
         .with_context(|| format!("cannot map {}", path.display()))
+}
+
+/// Checks a classic CDX file (its first line a legend): the legend can be
+/// used, every data line has the legend's columns (what `ukvs cat`
+/// converts), and the lines are in byte order, except in a URL-keyed file
+/// (wget's), whose searches key and sort its lines themselves.
+struct CdxCheck {
+    legend: Result<convert::CdxLegend, String>,
+    summary: Summary,
+    previous: Vec<u8>,
+    previous_line: u64,
+    previous_key: Vec<u8>,
+}
+
+impl CdxCheck {
+    fn new(legend_line: &[u8]) -> CdxCheck {
+        let legend = match convert::CdxLegend::parse(legend_line) {
+            Some(l) => l,
+            None => Err("not a CDX legend".into()),
+        };
+        CdxCheck {
+            legend,
+            summary: Summary {
+                sorted: true,
+                ..Summary::default()
+            },
+            previous: Vec::new(),
+            previous_line: 0,
+            previous_key: Vec::new(),
+        }
+    }
+
+    /// The problems of the next line (the legend is line 1).
+    fn line(&mut self, line: &[u8]) -> Vec<Problem> {
+        self.summary.lines += 1;
+        let n = self.summary.lines;
+        let mut problems = Vec::new();
+        let mut problem = |kind| problems.push(Problem { line: n, kind });
+        if n == 1 {
+            self.summary.headers += 1;
+            if let Err(what) = &self.legend {
+                problem(ProblemKind::Header {
+                    what: format!("bad CDX legend: {what}"),
+                });
+            }
+        } else if line.is_empty() {
+            problem(ProblemKind::Blank);
+        } else if let Ok(legend) = &self.legend {
+            self.summary.records += 1;
+            if line.ends_with(b"\r") {
+                problem(ProblemKind::CarriageReturn);
+            }
+            if let Err(e) = convert::from_cdx(legend, line, n) {
+                problem(ProblemKind::Cdx { what: e.detail() });
+            }
+            let key = line
+                .split(|&b| b == legend.delimiter)
+                .next()
+                .unwrap_or(line);
+            if self.summary.records > 1 && key == self.previous_key.as_slice() {
+                self.summary.duplicate_keys += 1;
+            } else {
+                self.summary.keys += 1;
+            }
+            if line == self.previous.as_slice() {
+                self.summary.identical_lines += 1;
+            }
+            if self.summary.records > 1 && line < self.previous.as_slice() {
+                self.summary.sorted = false;
+                // A URL-keyed file is in crawl order; its searches sort it.
+                if !legend.is_url_keyed() {
+                    problem(ProblemKind::OutOfOrder {
+                        previous_line: self.previous_line,
+                    });
+                }
+            }
+            self.previous_key.clear();
+            self.previous_key.extend_from_slice(key);
+            self.previous.clear();
+            self.previous.extend_from_slice(line);
+            self.previous_line = n;
+        }
+        self.summary.problems += problems.len() as u64;
+        problems
+    }
+
+    /// The summary, and what kind of CDX the file is, for the summary line.
+    fn finish(self) -> (Summary, &'static str) {
+        let dialect = match &self.legend {
+            Ok(l) if l.is_url_keyed() => "CDX keyed by URL (searched in SURT order), ",
+            _ => "CDX, ",
+        };
+        (self.summary, dialect)
+    }
 }

@@ -363,7 +363,7 @@ fn query_objs<'a>(
             source.page_lines(blocks, &q.range)
         } else {
             source
-                .lines(&q.range, None)
+                .lines_as_pywb(&q.range)
                 .map_err(|e| ApiError::Internal(e.to_string()))?
         };
         each.push(source_objs(coll, i, lines, with_source));
@@ -954,7 +954,7 @@ pub async fn timemap(coll: Arc<Coll>, url: &str, prefix: String) -> http::Respon
             return sink.start(Head::Fail(404, "text/plain".into(), b"no index\n".to_vec()));
         };
         let found: Result<Vec<Vec<u8>>, _> = index
-            .lines(&q.range, |_| None)
+            .lines_as_pywb(&q.range)
             .and_then(|l| l.map(|h| h.map(|h| h.line.into_owned())).collect());
         let found = match found {
             Ok(f) => f,

@@ -31,7 +31,7 @@ pub use query::{
     civil_from_secs, datetime_to_secs, ordered, prefix_key_for_url, url_shortcut, KeyRange,
     MatchType, Order, TimeFilter, Upper,
 };
-pub use search::{Disorder, OrderReport, Range, Search};
+pub use search::{Disorder, OrderReport, PywbRange, Range, Search};
 pub use sort::{merge_runs, reduce_runs, spill, ExternalSorter, Run, Span, MAX_FAN_IN, SPAN_BYTES};
 
 /// Why a sorted-file operation failed.
@@ -56,7 +56,8 @@ pub enum Error {
     /// A binary search met a line that contradicts the file's order.
     #[error(
         "index not sorted near byte {offset} (line {line:?}): a binary search cannot \
-         trust it; sort it (`ukvs sort`)"
+         trust it; sort it (`ukvs sort`, or `LC_ALL=C sort`: a locale's order is not byte \
+         order)"
     )]
     Unsorted {
         /// Byte offset of the line at fault.

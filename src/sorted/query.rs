@@ -126,6 +126,22 @@ impl KeyRange {
         (memchr::memchr(b'\n', head).is_none()).then(|| self.is_past(head))
     }
 
+    /// Whether `line` is below the range's end key, whatever its start:
+    /// pywb's `line < end` (its end key for an exact match is `key!`, for a
+    /// prefix the key with its last byte + 1), the test that ends its scan
+    /// of a file that is not in order ([`Search::pywb_range`](super::Search::pywb_range)).
+    pub fn is_below_end(&self, line: &[u8]) -> bool {
+        match &self.upper {
+            Upper::Exact => line < &[&self.start[..], b"!"].concat()[..],
+            Upper::Prefix => match self.start.split_last() {
+                Some((&last, head)) if last < u8::MAX => line < &[head, &[last + 1]].concat()[..],
+                _ => true,
+            },
+            Upper::Before(end) => line < &end[..],
+            Upper::Unbounded => true,
+        }
+    }
+
     /// Whether the range holds `line`.
     pub fn contains(&self, line: &[u8]) -> bool {
         line >= &self.start[..] && !self.is_past(line)

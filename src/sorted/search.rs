@@ -399,6 +399,42 @@ impl<D: AsRef<[u8]>> Search<D> {
         report
     }
 
+    /// The first line out of order among the data lines that start in
+    /// the first `window` bytes of the body or in its last `window` bytes
+    /// (O(window)), as `(offset, line)`. A search checks only the lines it
+    /// looks at, so disorder elsewhere can make it miss lines silently;
+    /// this cheap look at both ends, taken when a file is opened, catches
+    /// a file sorted in a locale's order (`sort` without `LC_ALL=C`),
+    /// whose disorder is everywhere, before any answer is given.
+    pub fn disorder_near_ends(&self, window: usize) -> Option<(u64, Vec<u8>)> {
+        let buf = self.data.as_ref();
+        let head_end = self.body.saturating_add(window).min(buf.len());
+        let tail = buf.len().saturating_sub(window).max(self.body);
+        let tail = if tail > self.body {
+            line_start(buf, tail)
+        } else {
+            tail
+        };
+        let check = |from: usize, to: usize| {
+            let mut prev: Option<&[u8]> = None;
+            for (at, line) in Lines::new(buf, from) {
+                if at >= to {
+                    break;
+                }
+                if prev
+                    .is_some_and(|p| order_key(line, self.order_end) < order_key(p, self.order_end))
+                {
+                    return Some((at as u64, line.to_vec()));
+                }
+                prev = Some(line);
+            }
+            None
+        };
+        // The head's last line is checked against the line after it too.
+        check(self.body, head_end.saturating_add(1))
+            .or_else(|| (tail > head_end).then(|| check(tail, buf.len())).flatten())
+    }
+
     /// The whole file.
     pub fn as_bytes(&self) -> &[u8] {
         self.data.as_ref()
@@ -630,6 +666,99 @@ impl<D: AsRef<[u8]>> Search<D> {
     }
 }
 
+impl<D: AsRef<[u8]>> Search<D> {
+    /// The lines pywb 2.10 answers for `range` from this file, in order or
+    /// not (`pywb.utils.binsearch.iter_range`): a bisection over 8192-byte
+    /// blocks comparing the key with the first whole line of each block,
+    /// then a scan from the block it settles on that skips lines below the
+    /// key and stops at the first line not below the range's end. Nothing
+    /// is checked: on a sorted file the answer is [`Search::range`]'s, on
+    /// one out of order it is what pywb finds there (for the CDX server,
+    /// which answers as pywb does rather than fail). Lines come without
+    /// trailing whitespace, as pywb strips them.
+    pub fn pywb_range<'s, 'r>(&'s self, range: &'r KeyRange) -> PywbRange<'s, 'r> {
+        const BLOCK: usize = 8192;
+        let buf = self.data.as_ref();
+        let key = &range.start[..];
+        let (mut lo, mut hi) = (0, buf.len() / BLOCK);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            let mut pos = mid * BLOCK;
+            if mid > 0 {
+                // The partial line at the block's start.
+                pos = read_line(buf, pos).1;
+            }
+            // Python compares the key with the line and its LF.
+            if key > read_line(buf, pos).0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut pos = lo * BLOCK;
+        if lo > 0 {
+            pos = read_line(buf, pos).1;
+        }
+        PywbRange {
+            buf,
+            pos,
+            range,
+            started: false,
+            done: false,
+        }
+    }
+}
+
+/// Python's `readline` at `pos`: the line with its LF, and where the next
+/// starts (empty at the end).
+fn read_line(buf: &[u8], pos: usize) -> (&[u8], usize) {
+    if pos >= buf.len() {
+        return (&[], buf.len());
+    }
+    let end = memchr::memchr(b'\n', &buf[pos..]).map_or(buf.len(), |i| pos + i + 1);
+    (&buf[pos..end], end)
+}
+
+/// The lines of [`Search::pywb_range`], each with its offset.
+#[derive(Debug)]
+pub struct PywbRange<'s, 'r> {
+    buf: &'s [u8],
+    pos: usize,
+    range: &'r KeyRange,
+    /// A line at or above the key was met.
+    started: bool,
+    done: bool,
+}
+
+impl<'s> Iterator for PywbRange<'s, '_> {
+    type Item = (usize, &'s [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let at = self.pos;
+            let (line, next) = read_line(self.buf, at);
+            if line.is_empty() {
+                self.done = true;
+                break;
+            }
+            self.pos = next;
+            let line = line.trim_ascii_end();
+            if !self.started {
+                if line < &self.range.start[..] {
+                    continue;
+                }
+                self.started = true;
+            }
+            if !self.range.is_below_end(line) {
+                self.done = true;
+                break;
+            }
+            return Some((at, line));
+        }
+        None
+    }
+}
+
 /// The first index in `0..n` where `is_below` turns false (it must be true
 /// then false along the indexes, as it is over sorted samples).
 fn partition(n: usize, is_below: impl Fn(usize) -> bool) -> usize {
@@ -707,6 +836,47 @@ mod tests {
             .unwrap()
             .map(|l| l.unwrap().1.to_vec())
             .collect()
+    }
+
+    #[test]
+    fn disorder_near_the_ends_is_found_and_the_middle_is_not_read() {
+        let s = Search::new(&b"!h\na 1\nc 1\nb 1\nd 1\n"[..]);
+        assert_eq!(s.disorder_near_ends(1 << 10), Some((11, b"b 1".to_vec())));
+        // Windows of 4 bytes: the head's first line and the line after it,
+        // the tail's last line; `c b` is in neither.
+        let s = Search::new(&b"a 1\nb 1\nd 1\nc 1\ne 1\nf 1\ng 1\n"[..]);
+        assert_eq!(s.disorder_near_ends(4), None);
+        assert_eq!(s.disorder_near_ends(14), Some((12, b"c 1".to_vec())));
+        // At the very end, and without a last LF.
+        let s = Search::new(&b"a 1\nb 1\nd 1\ne 1\nf 1\ng 1\nc 1"[..]);
+        assert_eq!(s.disorder_near_ends(4), Some((24, b"c 1".to_vec())));
+        for sorted in [&b""[..], b"!h\n", b"a 1", b"a 1\nb 2\n"] {
+            assert_eq!(Search::new(sorted).disorder_near_ends(2), None);
+        }
+    }
+
+    #[test]
+    fn pywb_range_is_range_on_a_sorted_file_and_pywb_scan_on_another() {
+        // More than two 8192-byte blocks, so the bisection runs.
+        let mut data = Vec::new();
+        for i in 0..3000 {
+            data.extend_from_slice(format!("k{i:05} 2014\n").as_bytes());
+        }
+        let s = Search::new(&data[..]);
+        for key in ["k00000", "k01234", "k02999", "k03000", "k0123", "a", "z"] {
+            for m in [MatchType::Exact, MatchType::Prefix] {
+                let r = KeyRange::new(key.as_bytes(), m);
+                let checked: Vec<_> = s.range(&r).unwrap().map(|l| l.unwrap()).collect();
+                let pywb: Vec<_> = s.pywb_range(&r).collect();
+                assert_eq!(checked, pywb, "{key} {m:?}");
+            }
+        }
+        // pywb's scan of a small file: lines below the key skipped, then
+        // every line below the end, in file order.
+        let s = Search::new(&b"b 1\na 1\nc 1\nb 2\nd 1\n"[..]);
+        let r = KeyRange::new(b"b", MatchType::Exact);
+        let got: Vec<&[u8]> = s.pywb_range(&r).map(|(_, l)| l).collect();
+        assert_eq!(got, [&b"b 1"[..], b"a 1"]);
     }
 
     #[test]

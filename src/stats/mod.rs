@@ -31,6 +31,7 @@
 pub mod html;
 mod render;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
@@ -70,6 +71,9 @@ pub enum Layout {
         length: Option<usize>,
         /// Columns a line needs.
         columns: usize,
+        /// The first column is a URL, not a SURT (wget's legend): the key
+        /// is its SURT ([`Layout::key`]).
+        url_key: bool,
     },
 }
 
@@ -77,12 +81,30 @@ pub enum Layout {
 const CDX11: &[u8] = b"NbamskrMSVg";
 /// The 9 columns of older Wayback files.
 const CDX9: &[u8] = b"NbamskrVg";
+/// The 10 columns of files with robot flags and no length.
+const CDX10: &[u8] = b"NbamskrMVg";
 
 impl Layout {
     /// The layout a CDX legend line gives, `None` when `line` is not one.
     pub fn from_legend(line: &[u8]) -> Option<Layout> {
         let legend = crate::ukvs::convert::CdxLegend::parse(line)?.ok()?;
-        Some(Layout::cdx(legend.delimiter, &legend.letters))
+        let mut layout = Layout::cdx(legend.delimiter, &legend.letters);
+        if let Layout::Cdx { url_key, .. } = &mut layout {
+            *url_key = legend.is_url_keyed();
+        }
+        Some(layout)
+    }
+
+    /// The key a line's fields are counted under: the key column, or the
+    /// SURT of the URL there when the legend keys on URLs (wget), so that
+    /// its hosts, paths and URLs count as those of any other index.
+    pub fn key<'l>(&self, f: &Fields<'l>) -> Cow<'l, [u8]> {
+        match self {
+            Layout::Cdx { url_key: true, .. } if f.key != b"-" => {
+                Cow::Owned(crate::ukvs::convert::url_key(f.key))
+            }
+            _ => Cow::Borrowed(f.key),
+        }
     }
 
     fn cdx(delimiter: u8, letters: &[u8]) -> Layout {
@@ -103,18 +125,26 @@ impl Layout {
             status,
             length,
             columns,
+            url_key: false,
         }
     }
 
     /// The layout of a file without a legend, from its first data line:
-    /// JSON when a field opens with `{`, else CDX with 11 columns (9 when
-    /// the line has 9 fields).
+    /// JSON when a field opens with `{`, else CDX by its number of fields
+    /// as pywb reads them: 9 (no robot flags, no length), 10 (no length),
+    /// anything else 11 (14-field CDX, as OutbackCDX and pywb write it,
+    /// adds three columns after the 11).
     pub fn guess(line: &[u8]) -> Layout {
         if json_block(line).is_some() {
             return Layout::Json;
         }
         let fields = line.split(|&b| b == b' ').count();
-        Layout::cdx(b' ', if fields == 9 { CDX9 } else { CDX11 })
+        let letters = match fields {
+            9 => CDX9,
+            10 => CDX10,
+            _ => CDX11,
+        };
+        Layout::cdx(b' ', letters)
     }
 
     /// The fields of one data line.
@@ -148,6 +178,7 @@ impl Layout {
                 status,
                 length,
                 columns,
+                ..
             } => {
                 // Only the columns up to the last one used are cut out.
                 let mut cols = [&b""[..]; 16];
@@ -789,6 +820,8 @@ impl Scan {
             return Ok(false);
         }
         let f = layout.fields(line)?;
+        let key = layout.key(&f);
+        let f = Fields { key: &key, ..f };
         self.counts.add(&f);
         self.keys.add(f.key);
         Ok(true)

@@ -185,3 +185,36 @@ fn ukvs_lines_are_json_lines() {
     assert_eq!(f.status, Some(&b"200"[..]));
     assert_eq!(f.length, Some(1656));
 }
+
+#[test]
+fn wget_lines_count_under_the_surt_of_their_url_without_bytes() {
+    // wget's legend: the URL stands for the key, `V` is the offset and no
+    // column gives a length.
+    let legend = Layout::from_legend(b" CDX a b a m s k r M V g u").unwrap();
+    let mut s = Scan::new(0);
+    for l in [
+        &b"http://example.com/a 20240101000000 http://example.com/a text/html 404 BBBB - - 1884 w.warc.gz <urn:uuid:2>"[..],
+        b"http://www.example.com/b?x=1 20240101000000 http://www.example.com/b?x=1 text/html 200 AAAA - - 817 w.warc.gz <urn:uuid:1>",
+    ] {
+        assert!(s.line(&legend, l).unwrap());
+    }
+    let r = s.finish();
+    assert_eq!((r.captures, r.bytes, r.hosts, r.with_query), (2, 0, 1, 1));
+    assert_eq!(r.first_key.as_deref(), Some("com,example)/a"));
+    assert_eq!(r.last_key.as_deref(), Some("com,example)/b?x=1"));
+    assert_eq!(r.status["404"], 1);
+}
+
+#[test]
+fn headerless_cdx_is_read_by_its_number_of_fields() {
+    let ten = b"com,a)/ 20240101000000 http://a.com/ text/html 200 AAAA - - 99 f.warc.gz";
+    let f = Layout::guess(ten).fields(ten).unwrap();
+    assert_eq!((f.status, f.length), (Some(&b"200"[..]), None));
+    let fourteen =
+        b"com,a)/ 20240101000000 http://a.com/ text/html 200 AAAA - - 500 99 f.warc.gz - - -";
+    let f = Layout::guess(fourteen).fields(fourteen).unwrap();
+    assert_eq!(f.length, Some(500));
+    let nine = b"com,a)/ 20240101000000 http://a.com/ text/html - AAAA - 99 f.warc.gz";
+    let f = Layout::guess(nine).fields(nine).unwrap();
+    assert_eq!((f.status, f.length), (Some(&b"-"[..]), None));
+}

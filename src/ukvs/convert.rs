@@ -119,7 +119,14 @@ impl CdxLegend {
             if !(c.is_ascii_alphabetic() || c == b'#') {
                 return Err(format!("`{}` is not a legend letter", c as char));
             }
-            if letters.contains(&c) {
+            // wget (`--warc-cdx`) writes ` CDX a b a m s k r M V g u`: its
+            // first column is the URL standing in for the key, the second
+            // `a` the URL itself. That one repeat has a meaning; any other
+            // would give two columns one name.
+            let url_again = c == b'a'
+                && letters.first() == Some(&b'a')
+                && letters.iter().filter(|&&l| l == b'a').count() == 1;
+            if letters.contains(&c) && !url_again {
                 return Err(format!(
                     "letter `{}` ({}) appears twice",
                     c as char,
@@ -128,13 +135,45 @@ impl CdxLegend {
             }
             letters.push(c);
         }
-        if !letters.iter().any(|&c| c == b'N' || c == b'A') {
-            return Err("no key column: neither N (massaged url) nor A (canonized url)".into());
+        let legend = CdxLegend { delimiter, letters };
+        if legend.key_column().is_none() {
+            return Err(
+                "no key column: neither N (massaged url), A (canonized url) nor a URL (a) first"
+                    .into(),
+            );
         }
-        if !letters.contains(&b'b') {
+        if !legend.letters.contains(&b'b') {
             return Err("no date column: no b".into());
         }
-        Ok(CdxLegend { delimiter, letters })
+        // wget's repeat only: with an N or A key, two `a` name two columns.
+        if !legend.is_url_keyed() && legend.letters.iter().filter(|&&c| c == b'a').count() > 1 {
+            return Err("letter `a` (url) appears twice".into());
+        }
+        Ok(legend)
+    }
+
+    /// What the first column holds as the key: `N` (a SURT), else `A` (the
+    /// canonized URL of old files), else, when the first column is `a`,
+    /// the URL itself (wget), keyed by its SURT when read. `None` when the
+    /// legend has no key.
+    pub fn key_column(&self) -> Option<KeyColumn> {
+        if self.letters.contains(&b'N') {
+            Some(KeyColumn::Surt)
+        } else if self.letters.contains(&b'A') {
+            Some(KeyColumn::Canonized)
+        } else if self.letters.first() == Some(&b'a') {
+            Some(KeyColumn::Url)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the key is a URL, not a SURT (wget's legend): such files
+    /// are in crawl order, or in the byte order of their URLs, never in
+    /// SURT order, so a search must key and sort their lines first
+    /// ([`surt_keyed_cdxj`]).
+    pub fn is_url_keyed(&self) -> bool {
+        self.key_column() == Some(KeyColumn::Url)
     }
 
     /// The legend as written after `CDX`, for provenance in `!meta`.
@@ -146,6 +185,38 @@ impl CdxLegend {
             .collect();
         letters.join(" ")
     }
+}
+
+/// The legend a CDX line without one has, by its number of
+/// space-separated columns as pywb reads them: 9 ` CDX N b a m s k r V g`,
+/// 10 ` CDX N b a m s k r M V g`, 11 ` CDX N b a m s k r M S V g`; `None`
+/// for any other number (or a line starting with `!`, a header).
+pub fn legend_by_count(line: &[u8]) -> Option<CdxLegend> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.first() == Some(&b'!') {
+        return None;
+    }
+    let letters: &[u8] = match line.split(|&b| b == b' ').count() {
+        9 => b"NbamskrVg",
+        10 => b"NbamskrMVg",
+        11 => b"NbamskrMSVg",
+        _ => return None,
+    };
+    Some(CdxLegend {
+        delimiter: b' ',
+        letters: letters.to_vec(),
+    })
+}
+
+/// What a CDX file's key column holds ([`CdxLegend::key_column`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyColumn {
+    /// `N`: a SURT (massaged URL).
+    Surt,
+    /// `A`: the canonized URL of old files, used as the key as it is.
+    Canonized,
+    /// `a` first: the original URL (wget); its SURT is the key.
+    Url,
 }
 
 /// The name a CDX legend letter gets in the OSLJ, `None` for a letter the
@@ -202,6 +273,8 @@ pub fn cdx_letter_name(letter: u8) -> Option<&'static str> {
         b'y' => "src_urls",
         b'z' => "script_urls",
         b'#' => "comment",
+        // Not in IA's legend: wget's WARC-Record-ID column.
+        b'u' => "record_id",
         _ => return None,
     })
 }
@@ -300,6 +373,11 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
             ),
         });
     }
+    let url_keyed = legend.is_url_keyed();
+    // wget repeats the URL in a second `a` column; a legend with `a` first
+    // and once only has the URL there alone.
+    let url_again = url_keyed && legend.letters[1..].contains(&b'a');
+    let mut key_url = None;
     let mut surt = None;
     let mut canon = None;
     let mut datetime = None;
@@ -307,11 +385,17 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
     let mut uoffset = None;
     let mut digest = None;
     let mut extra = Map::new();
-    for (&letter, &col) in legend.letters.iter().zip(&cols) {
+    for (i, (&letter, &col)) in legend.letters.iter().zip(&cols).enumerate() {
         // `-` is CDX for "unknown": the member is left out rather than
         // stored as the string "-".
         if col == b"-" {
             continue;
+        }
+        if i == 0 && url_keyed {
+            key_url = Some(col);
+            if url_again {
+                continue;
+            }
         }
         match letter {
             b'N' => surt = Some(col),
@@ -342,10 +426,11 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
     // canonized URL instead of a SURT; it is the best key they have. A
     // legend with neither cannot make a capture index at all, whereas a `-`
     // in the column is one record without a URL (a `filedesc` line).
-    if !legend.letters.iter().any(|&c| c == b'N' || c == b'A') {
+    if legend.key_column().is_none() {
         return Err(Error::Convert {
             line: line_no,
-            what: "no key: the CDX legend has neither N (massaged url) nor A (canonized url)"
+            what: "no key: the CDX legend has neither N (massaged url), A (canonized url) \
+                   nor a URL (a) first"
                 .into(),
         });
     }
@@ -356,12 +441,77 @@ pub fn from_cdx(legend: &CdxLegend, line: &[u8], line_no: u64) -> Result<Capture
         });
     }
     Ok(Capture {
-        surt: surt.or(canon).map(<[u8]>::to_vec),
+        surt: surt
+            .or(canon)
+            .map(<[u8]>::to_vec)
+            .or_else(|| key_url.map(url_key)),
         datetime: datetime.map(<[u8]>::to_vec),
         offset: offset.or(uoffset).map(<[u8]>::to_vec),
         digest: digest.map(prefixed_digest),
         extra,
     })
+}
+
+/// The SURT key of a URL written where a CDX file's key belongs (wget),
+/// with the default SURT options every lookup keys its URLs with; a URL
+/// the canonicaliser refuses is its own key, as cdxj-indexer keys it.
+pub fn url_key(url: &[u8]) -> Vec<u8> {
+    crate::surt::key(url, &crate::surt::Options::default()).0
+}
+
+/// Writes a line of a URL-keyed CDX file (wget's, [`CdxLegend::is_url_keyed`])
+/// into `out` (cleared first) as the CDXJ line a search reads:
+/// `surt datetime {json}`, the SURT of the URL first, the other columns
+/// as JSON strings named as [`cdx_column_name`] names them, in legend
+/// order, `-` columns left out (pywb's CDXJ, as cdxj-indexer writes it:
+/// `{"url": "...", "mime": "..."}`). Sorted in byte order, such lines
+/// make a searchable index of a file that is not in SURT order.
+pub fn surt_keyed_cdxj(
+    legend: &CdxLegend,
+    line: &[u8],
+    line_no: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    out.clear();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let cols: Vec<&[u8]> = line.split(|&b| b == legend.delimiter).collect();
+    if cols.len() != legend.letters.len() {
+        return Err(Error::Convert {
+            line: line_no,
+            what: format!(
+                "{} columns where the CDX legend has {}",
+                cols.len(),
+                legend.letters.len()
+            ),
+        });
+    }
+    let date = legend.letters.iter().position(|&c| c == b'b');
+    let url_again = legend.letters[1..].contains(&b'a');
+    match cols[0] {
+        b"-" => out.push(b'-'),
+        url => out.extend_from_slice(&url_key(url)),
+    }
+    out.push(b' ');
+    out.extend_from_slice(date.map_or(&b"-"[..], |d| cols[d]));
+    out.extend_from_slice(b" {");
+    let mut first = true;
+    for (i, (&letter, &col)) in legend.letters.iter().zip(&cols).enumerate() {
+        if col == b"-" || Some(i) == date || (i == 0 && url_again) {
+            continue;
+        }
+        if !first {
+            out.extend_from_slice(b", ");
+        }
+        first = false;
+        let name = cdx_column_name(letter);
+        let value = String::from_utf8_lossy(col);
+        // Strings serialise without fail.
+        let _ = serde_json::to_writer(&mut *out, &name);
+        out.extend_from_slice(b": ");
+        let _ = serde_json::to_writer(&mut *out, &value);
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 /// Converts one CDXJ line `surt datetime {json}`: `offset` and `digest`
@@ -530,7 +680,7 @@ mod tests {
         // line by line.
         let no_key = CdxLegend {
             delimiter: b' ',
-            letters: b"ab".to_vec(),
+            letters: b"mb".to_vec(),
         };
         assert!(matches!(
             from_cdx(&no_key, b"http://a/ 2014", 4),
@@ -574,7 +724,10 @@ mod tests {
         assert_eq!(err(b" CDX N b bb"), "`bb` is not one letter");
         assert_eq!(err(b" CDX N b a m a"), "letter `a` (url) appears twice");
         assert_eq!(err(b" CDX N b N"), "letter `N` (surt) appears twice");
-        assert!(err(b" CDX a b m").starts_with("no key column"));
+        assert!(err(b" CDX m b a").starts_with("no key column"));
+        assert_eq!(err(b" CDX a b a a"), "letter `a` (url) appears twice");
+        assert_eq!(err(b" CDX N b a a"), "letter `a` (url) appears twice");
+        assert_eq!(err(b" CDX a b a N"), "letter `a` (url) appears twice");
         assert!(err(b" CDX N a m").starts_with("no date column"));
         assert_eq!(err(b" CDX N b 1"), "`1` is not a legend letter");
         let e = sniff(b" CDX N b a a", 1).unwrap_err();
@@ -598,8 +751,11 @@ mod tests {
         let ia = b"ABCDFGHIJKLMNPQRSUVXYZabcdefghijklmnoprstvxyz#";
         let mut names: Vec<&str> = ia.iter().map(|&c| cdx_letter_name(c).unwrap()).collect();
         for c in 0u8..=255 {
-            assert_eq!(cdx_letter_name(c).is_some(), ia.contains(&c), "{c}");
+            // And wget's record id.
+            let known = ia.contains(&c) || c == b'u';
+            assert_eq!(cdx_letter_name(c).is_some(), known, "{c}");
         }
+        assert_eq!(cdx_letter_name(b'u'), Some("record_id"));
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ia.len(), "two letters share a name");
@@ -623,6 +779,80 @@ mod tests {
                 "offset",
                 "filename"
             ]
+        );
+    }
+
+    /// A line of `wget --warc-cdx` (see tests/data/cdx/README.md).
+    const WGET_LEGEND: &[u8] = b" CDX a b a m s k r M V g u";
+    const WGET_LINE: &[u8] = b"http://127.0.0.1:55035/docs 20261127115622 http://127.0.0.1:55035/docs - 301 3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ /docs/ - 5828 wget-site.warc.gz <urn:uuid:ced30c50-559b-4bc1-baed-183c2392ca2e>";
+
+    #[test]
+    fn wget_legend_keys_on_the_surt_of_its_url() {
+        let legend = CdxLegend::parse(WGET_LEGEND).unwrap().unwrap();
+        assert!(legend.is_url_keyed());
+        assert_eq!(legend.key_column(), Some(KeyColumn::Url));
+        let c = from_cdx(&legend, WGET_LINE, 3).unwrap();
+        let mut buf = Vec::new();
+        c.format(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            r#"1,0,0,127:55035)/docs 20261127115622 5828 sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ {"url":"http://127.0.0.1:55035/docs","status":301,"redirect":"/docs/","filename":"wget-site.warc.gz","record_id":"<urn:uuid:ced30c50-559b-4bc1-baed-183c2392ca2e>"}"#
+        );
+        let mut out = Vec::new();
+        surt_keyed_cdxj(&legend, WGET_LINE, 3, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"1,0,0,127:55035)/docs 20261127115622 {"url": "http://127.0.0.1:55035/docs", "status": "301", "digest": "3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ", "redirect": "/docs/", "offset": "5828", "filename": "wget-site.warc.gz", "record_id": "<urn:uuid:ced30c50-559b-4bc1-baed-183c2392ca2e>"}"#
+        );
+        let mut out = Vec::new();
+        assert!(surt_keyed_cdxj(&legend, b"http://a/ 2014", 9, &mut out).is_err());
+        // A URL-keyed legend with one `a` keeps it as the url too; SURT
+        // and canonized keys are not URL keys.
+        let one = CdxLegend::parse(b" CDX a b m").unwrap().unwrap();
+        let c = from_cdx(&one, b"http://www.example.com/A 2014 text/html", 1).unwrap();
+        assert_eq!(c.surt.as_deref(), Some(&b"com,example)/a"[..]));
+        assert_eq!(c.extra["url"], "http://www.example.com/A");
+        for not in [
+            &b" CDX N b a m"[..],
+            b" CDX A b a m",
+            b" CDX N b a m s k r M S V g",
+        ] {
+            assert!(!CdxLegend::parse(not).unwrap().unwrap().is_url_keyed());
+        }
+    }
+
+    #[test]
+    fn a_line_without_legend_gets_pywbs_columns_for_its_number() {
+        let nine = b"com,a)/ 2014 http://a/ text/html 200 AAAA - 10 f.warc.gz";
+        let legend = legend_by_count(nine).unwrap();
+        assert_eq!(legend.to_text(), "N b a m s k r V g");
+        let c = from_cdx(&legend, nine, 1).unwrap();
+        assert_eq!(c.offset.as_deref(), Some(&b"10"[..]));
+        assert_eq!(
+            legend_by_count(b"a b c d e f g h i j k").map(|l| l.letters.len()),
+            Some(11)
+        );
+        assert_eq!(legend_by_count(b"a b c d e f g h i j k l m n"), None);
+        assert_eq!(legend_by_count(b"!fields {} a b c d e f g h"), None);
+    }
+
+    #[test]
+    fn dashes_in_numeric_columns_are_missing() {
+        // IA's files write `-` for an unknown length, offset or status.
+        let legend = CdxLegend::parse(b" CDX N b a m s k r M S V g")
+            .unwrap()
+            .unwrap();
+        let c = from_cdx(
+            &legend,
+            b"com,example)/ 20140216050221 http://example.com/ text/html - - - - - - x.arc",
+            2,
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        c.format(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            r#"com,example)/ 20140216050221 - - {"url":"http://example.com/","mime":"text/html","filename":"x.arc"}"#
         );
     }
 

@@ -71,6 +71,9 @@ pub enum ProblemKind {
     /// A data line that starts with a space (a classic CDX header line, or
     /// an empty first key).
     LeadingSpace,
+    /// A classic CDX line that does not fit its legend (`ukvs cat` could
+    /// not convert it).
+    Cdx { what: String },
 }
 
 impl fmt::Display for ProblemKind {
@@ -106,6 +109,7 @@ impl fmt::Display for ProblemKind {
             Blank => write!(f, "empty line"),
             CarriageReturn => write!(f, "carriage return before the newline (CRLF)"),
             LeadingSpace => write!(f, "data line starts with a space"),
+            Cdx { what } => write!(f, "{what}"),
         }
     }
 }

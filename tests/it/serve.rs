@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 use crate::util::{self, assert_ok, bin, data_dir, KillOnDrop};
 
 /// A running `ukvs serve`.
-struct Server {
+pub(crate) struct Server {
     proc: KillOnDrop,
     addr: String,
 }
 
 impl Server {
     /// Starts `ukvs serve` on a free port with these arguments.
-    fn start(args: &[String]) -> Server {
+    pub(crate) fn start(args: &[String]) -> Server {
         let mut child = Command::new(bin())
             .arg("serve")
             .args(["--bind", "127.0.0.1:0"])
@@ -29,9 +29,11 @@ impl Server {
             .expect("start ukvs serve");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
+        // Notes on the indexes (a compressed file skipped) come first.
         let first = lines
-            .next()
-            .and_then(Result::ok)
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("http://"))
             .expect("ukvs serve says where it listens");
         let addr = first
             .split("http://")
@@ -47,7 +49,7 @@ impl Server {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
@@ -57,7 +59,7 @@ impl Server {
 }
 
 /// An HTTP client that hands back every status as an answer.
-fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(60)))
@@ -66,7 +68,7 @@ fn agent() -> ureq::Agent {
 }
 
 /// Status, content type and body of a GET.
-fn get(agent: &ureq::Agent, url: &str) -> (u16, String, Vec<u8>) {
+pub(crate) fn get(agent: &ureq::Agent, url: &str) -> (u16, String, Vec<u8>) {
     try_get(agent, url).unwrap_or_else(|e| panic!("GET {url}: {e}"))
 }
 
@@ -238,7 +240,7 @@ edu, - {"access": "allow", "url": "edu,"}
 }
 
 /// pywb's `wayback` on a free port, in `dir` (which holds its config).
-fn start_pywb(dir: &Path, probe: &str) -> Option<(KillOnDrop, String)> {
+pub(crate) fn start_pywb(dir: &Path, probe: &str) -> Option<(KillOnDrop, String)> {
     let port = util::free_port();
     let child = Command::new("python3")
         .args(["-c", "from pywb.apps.cli import wayback; wayback()"])

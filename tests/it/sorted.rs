@@ -1011,14 +1011,36 @@ fn lookup_check_reports_disorder_off_the_search_path() {
     let bad = write(dir.path(), "bad.cdxj", text);
     let b = bad.to_str().unwrap();
     // The search alone: `com,z)/` and `com,b)/` bound the probes
-    // consistently, so the misplaced `com,c)/` is silently missed.
+    // consistently, so the misplaced `com,c)/` would be missed; it lies
+    // in the first 64 KiB, whose order is checked when the file is opened.
     let o = util::run(&["lookup", b, "--key", "com,c)/"], b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not sorted near byte"));
+    // A line misplaced in the middle of a large file, far from the ends
+    // and from where its key belongs, is missed.
+    let mut big = b"!meta {}\n".to_vec();
+    for i in 0..20_000 {
+        big.extend_from_slice(format!("com,a)/{i:06} 1\n").as_bytes());
+    }
+    for i in 0..20_000 {
+        if i == 15_000 {
+            big.extend_from_slice(b"com,c)/ 1\n");
+        }
+        big.extend_from_slice(format!("com,e)/{i:06} 1\n").as_bytes());
+    }
+    let large = write(dir.path(), "large.cdxj", &big);
+    let o = util::run(
+        &["lookup", large.to_str().unwrap(), "--key", "com,c)/"],
+        b"",
+    );
     assert_eq!(
         o.status.code(),
         Some(1),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    let o = util::run(&["lookup", "--check", large.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(2));
     let at = text.windows(9).position(|w| w == b"com,c)/ 1").unwrap();
     for args in [
         vec!["lookup", "--check", b, "--key", "com,c)/"],
