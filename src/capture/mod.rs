@@ -35,6 +35,7 @@ use crate::arc::{Header, HeaderKind, Record};
 use crate::surt;
 
 pub mod datetime;
+pub mod fields;
 pub mod hash;
 pub mod http;
 pub mod json;
@@ -88,6 +89,9 @@ pub struct Options {
     /// `WARC-Payload-Digest` and report a mismatch
     /// ([`Indexer::take_digest_error`]).
     pub verify_digests: bool,
+    /// cdxj-indexer's records, fields and line shapes for the `cdxj`
+    /// profile, when options change them ([`fields`]).
+    pub cdxj: Option<std::sync::Arc<fields::Custom>>,
 }
 
 impl Default for Options {
@@ -97,6 +101,7 @@ impl Default for Options {
             all_records: false,
             surt: surt::Options::default(),
             verify_digests: false,
+            cdxj: None,
         }
     }
 }
@@ -660,6 +665,8 @@ pub struct Indexer {
     covers: Cell<Covers>,
     /// Revisit lines waiting for their duplicate record ([`Indexer::finish`]).
     held: VecDeque<HeldRevisit>,
+    /// What the caller knows of the next record ([`Indexer::give`]).
+    given: fields::Given,
 }
 
 impl Indexer {
@@ -676,6 +683,7 @@ impl Indexer {
             notice: None,
             covers: Cell::new(Covers::Payload),
             held: VecDeque::new(),
+            given: fields::Given::default(),
         }
     }
 
@@ -937,6 +945,9 @@ impl Indexer {
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
+        if self.custom().is_some() {
+            return self.write_custom_arc(rec, role, hashed, out);
+        }
         if is_filedesc(rec) {
             return Outcome::Filtered;
         }
