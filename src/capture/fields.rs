@@ -326,14 +326,16 @@ fn request_head(rec: &crate::warc::Record) -> Option<http::Head<'_>> {
 }
 
 /// Whether two adjacent WARC records are a request and its response as
-/// cdxj-indexer pairs them (either first; the same `WARC-Target-URI`, the
-/// second `WARC-Concurrent-To` the first): the request's head for the
-/// response, `Some(None)` when the request has none.
+/// cdxj-indexer pairs them (either first; the same `WARC-Target-URI` as
+/// warcio reads it, the second `WARC-Concurrent-To` the first): the
+/// request's head for the response, `Some(None)` when the request has
+/// none.
 pub fn exchange(
     first: &crate::warc::Record,
     second: &crate::warc::Record,
 ) -> Option<Option<Request>> {
-    if first.header("WARC-Target-URI") != second.header("WARC-Target-URI")
+    use super::warc::target_uri;
+    if target_uri(first) != target_uri(second)
         || second.header("WARC-Concurrent-To") != first.header("WARC-Record-ID")
     {
         return None;

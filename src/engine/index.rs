@@ -814,9 +814,10 @@ impl Emit<'_> {
                 self.stored = None;
                 self.stats.errors += 1;
                 let text = format!(
-                    "{}: offset {offset}: cannot read the record again for its SHA-256 \
-                     (--digest-records needs a file, not a stream): {why}; the file's \
-                     lines go without recordDigest",
+                    "{}: offset {offset}: cannot read the record's {length} stored bytes \
+                     again for its SHA-256: {why} (--digest-records needs a file whose \
+                     offsets are those of its bytes, not a stream or a file gzipped as one \
+                     stream); the file's lines go without recordDigest",
                     self.path.display()
                 );
                 let _ = self.tx.send(Msg::Error { text });

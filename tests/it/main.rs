@@ -2,6 +2,7 @@
 
 mod arc;
 mod arc_rev3;
+mod cdxj_options;
 mod fuzz;
 mod index;
 mod kulturarw3;
