@@ -311,6 +311,27 @@ const LIVE: &[(&[&str], &[&str])] = &[
             "status,http:location",
         ],
     ),
+    // Requests paired with responses, record digests, post-append keys.
+    (
+        &[
+            "-p",
+            "-d",
+            "--records",
+            "request,response",
+            "-rf",
+            "referrer,method,url",
+        ],
+        &[
+            "--format",
+            "cdxj",
+            "-p",
+            "-d",
+            "--records",
+            "request,response",
+            "--replace-fields",
+            "referrer,method,url",
+        ],
+    ),
 ];
 
 /// On every corpus WARC file that cdxj-indexer reads, each option set
@@ -364,6 +385,82 @@ fn cdxj_options_match_cdxj_indexer_live() {
         same >= 300 && lines >= 2500,
         "{same} outputs, {lines} lines"
     );
+}
+
+/// cdxj-indexer's options on ARC files, read as warcio's `arc2warc`
+/// converts them.
+const LIVE_ARC: &[(&[&str], &[&str])] = &[
+    (
+        &["-rf", "url,mime,status,digest,length,offset,filename"],
+        &[
+            "--format",
+            "cdxj",
+            "--replace-fields",
+            "url,mime,status,digest,length,offset,filename",
+        ],
+    ),
+    (
+        &[
+            "-f",
+            "warc-type,content-type,WARC-IP-Address,content-length,http:server,warc-date,warc-target-uri",
+        ],
+        &[
+            "--format",
+            "cdxj",
+            "-f",
+            "warc-type,content-type,WARC-IP-Address,content-length,http:server,warc-date,warc-target-uri",
+        ],
+    ),
+    (&["-9"], &["--format", "cdx9"]),
+    // Not with `-p`: cdxj-indexer then digests nothing (FORMATS 2.7).
+    (&["-11"], &["--format", "cdxj-indexer-cdx11"]),
+    (&["--records", "revisit"], &["--format", "cdxj", "--records", "revisit"]),
+];
+
+/// On the corpus ARC files whose records are well-formed for
+/// cdxj-indexer, each option set gives its output byte for byte.
+#[test]
+fn cdxj_options_match_cdxj_indexer_live_on_arc() {
+    let test = "cdxj_options_match_cdxj_indexer_live_on_arc";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    if !util::has_python_module("cdxj_indexer", test) {
+        return;
+    }
+    let files: Vec<PathBuf> = crate::index::WELL_FORMED
+        .iter()
+        .map(|f| corpus.join(f))
+        .collect();
+    let mut jobs = Vec::new();
+    for (theirs, ours) in LIVE_ARC {
+        for f in &files {
+            jobs.push((theirs.to_vec(), f.as_path(), *ours));
+        }
+    }
+    let peer = cdxj_indexer_batch(
+        &jobs
+            .iter()
+            .map(|(t, f, _)| (t.clone(), *f))
+            .collect::<Vec<_>>(),
+    );
+    let mut lines = 0;
+    for ((theirs, f, ours), want) in jobs.iter().zip(peer) {
+        let want = want.unwrap_or_else(|| panic!("cdxj-indexer failed on {}", f.display()));
+        let mut args = vec!["index", "-q", "--no-sort"];
+        args.extend_from_slice(ours);
+        args.push(f.to_str().unwrap());
+        let (got, err, code) = stdout_of(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want),
+            "{} {theirs:?}",
+            f.display()
+        );
+        lines += got.iter().filter(|&&b| b == b'\n').count();
+    }
+    assert!(lines >= 1000, "{lines} lines");
 }
 
 /// The options give the same bytes for any `-j`, and sorted they are the
