@@ -15,7 +15,9 @@
 //! Without options the `cdxj` profile writes its lines on its own faster
 //! path ([`super::warc`], [`super::Indexer::write`]); this module is taken
 //! only when an option asks for something else, and gives the same bytes
-//! for the default fields (tested below and in `tests/it/cdxj_options.rs`).
+//! for the default fields and, on WARC records, for `--records all` and
+//! `--all-records` (tested below on every fixture, and against
+//! cdxj-indexer in `tests/it/cdxj_options.rs`).
 //! A field's value follows cdxj-indexer 1.5.0's `get_field`: field names
 //! are WARC header names (any case), `http:NAME` for a field of the HTTP
 //! head, `req.http:NAME` for one of the request paired with a response,
@@ -595,6 +597,10 @@ impl Indexer {
         let rec_type: &[u8] = if filedesc { b"warcinfo" } else { b"response" };
         let mime: Option<Cow<[u8]>> = if filedesc {
             Some(Cow::Borrowed(super::warc::media_type(&h.mime)))
+        } else if role == Role::Revisit && head.is_some() {
+            // A revision-3.0 revisit (FORMATS 3.7), as the profile's own
+            // lines type it.
+            Some(Cow::Borrowed(b"warc/revisit"))
         } else {
             head.as_ref().and_then(http::Head::mime_cow)
         };
@@ -827,6 +833,84 @@ mod tests {
             record_digest(b"abc"),
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    /// Lines of every record of `bytes` (a WARC or ARC file) with `opts`.
+    fn lines_of(bytes: &[u8], opts: &super::super::Options) -> Vec<u8> {
+        let mut ix = Indexer::new(opts.clone(), b"f.warc");
+        let mut out = Vec::new();
+        if crate::warc::is_warc(bytes) {
+            let mut rdr = crate::warc::Reader::new(bytes);
+            let mut rec = crate::warc::Record::default();
+            while rdr.read_record(&mut rec).unwrap_or(false) {
+                ix.write_warc(&rec, None, &mut out);
+            }
+        } else {
+            let mut rdr = crate::arc::Reader::new(bytes);
+            let mut rec = crate::arc::Record::default();
+            while rdr.read_record(&mut rec).unwrap_or(false) {
+                ix.write(&rec, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The general path asked for the default fields gives the bytes of
+    /// the profile's own path, on every fixture of the repository.
+    #[test]
+    fn default_fields_by_name_are_the_default_lines() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let named = Custom::new(
+            Records::Default,
+            None,
+            Some("url,mime,status,digest,length,offset,filename"),
+            false,
+            Shape::Json,
+        );
+        let default = super::super::Options {
+            profile: super::super::Profile::Cdxj,
+            ..Default::default()
+        };
+        let general = super::super::Options {
+            cdxj: named.map(Arc::new),
+            ..default.clone()
+        };
+        let mut lines = 0;
+        for dir in ["warc", "arc"] {
+            for e in std::fs::read_dir(data.join(dir)).unwrap() {
+                let path = e.unwrap().path();
+                let Ok(bytes) = std::fs::read(&path) else {
+                    continue;
+                };
+                let want = lines_of(&bytes, &default);
+                assert_eq!(
+                    String::from_utf8_lossy(&lines_of(&bytes, &general)),
+                    String::from_utf8_lossy(&want),
+                    "{}",
+                    path.display()
+                );
+                lines += want.iter().filter(|&&b| b == b'\n').count();
+                if dir == "warc" {
+                    // `--records all` is `--all-records` on WARC records.
+                    let all = super::super::Options {
+                        all_records: true,
+                        ..default.clone()
+                    };
+                    let records_all = super::super::Options {
+                        cdxj: Custom::new(Records::All, None, None, false, Shape::Json)
+                            .map(Arc::new),
+                        ..default.clone()
+                    };
+                    assert_eq!(
+                        String::from_utf8_lossy(&lines_of(&bytes, &records_all)),
+                        String::from_utf8_lossy(&lines_of(&bytes, &all)),
+                        "{} --records all",
+                        path.display()
+                    );
+                }
+            }
+        }
+        assert!(lines > 50, "{lines} lines");
     }
 
     #[test]

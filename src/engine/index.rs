@@ -1804,3 +1804,28 @@ fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
         .and_then(|()| d.write_all(b"\n"))
         .with_context(|| format!("cannot write {}", d.name()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--dir-root` names, as Python's `os.path.relpath` gives them.
+    #[test]
+    fn relative_names_as_relpath_gives_them() {
+        let name =
+            |p: &str, r: &str| String::from_utf8(relative_name(p.as_ref(), r.as_ref())).unwrap();
+        assert_eq!(name("/a/b/c.warc", "/a"), "b/c.warc");
+        assert_eq!(name("/a/b/c.warc", "/a/b/"), "c.warc");
+        assert_eq!(name("/a/b/c.warc", "/a/x/y"), "../../b/c.warc");
+        assert_eq!(name("/a/./b/../c.warc", "/a"), "c.warc");
+        assert_eq!(name("/a", "/a"), ".");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            name("x/y.warc.gz", "./"),
+            "x/y.warc.gz",
+            "relative to {}",
+            cwd.display()
+        );
+        assert_eq!(name("x/y.warc.gz", "x/z"), "../y.warc.gz");
+    }
+}
