@@ -330,24 +330,22 @@ fn request_head(rec: &crate::warc::Record) -> Option<http::Head<'_>> {
 /// Whether two adjacent WARC records are a request and its response as
 /// cdxj-indexer pairs them (either first; the same `WARC-Target-URI` as
 /// warcio reads it, the second `WARC-Concurrent-To` the first): the
-/// request's head for the response, `Some(None)` when the request has
-/// none.
-pub fn exchange(
-    first: &crate::warc::Record,
-    second: &crate::warc::Record,
-) -> Option<Option<Request>> {
+/// request record.
+pub fn exchange<'r>(
+    first: &'r crate::warc::Record,
+    second: &'r crate::warc::Record,
+) -> Option<&'r crate::warc::Record> {
     use super::warc::target_uri;
     if target_uri(first) != target_uri(second)
         || second.header("WARC-Concurrent-To") != first.header("WARC-Record-ID")
     {
         return None;
     }
-    let req = match (first.header("WARC-Type")?, second.header("WARC-Type")?) {
-        (b"response", b"request") => second,
-        (b"request", b"response") => first,
-        _ => return None,
-    };
-    Some(Request::of(req))
+    match (first.header("WARC-Type")?, second.header("WARC-Type")?) {
+        (b"response", b"request") => Some(second),
+        (b"request", b"response") => Some(first),
+        _ => None,
+    }
 }
 
 /// What the engine hands the indexer with a record.

@@ -700,7 +700,7 @@ impl<R: io::Read> RecReader for Paired<R> {
                         }
                         if self.pair_request {
                             // The response's line reads its request.
-                            let request = request.map(Arc::new);
+                            let request = capture::fields::Request::of(request).map(Arc::new);
                             match out.rec.header("WARC-Type") {
                                 Some(b"response") => out.request = request,
                                 _ => next.request = request,
