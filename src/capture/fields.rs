@@ -694,6 +694,57 @@ impl Indexer {
     }
 }
 
+impl super::object::Object<'_> {
+    /// Appends the object's line as `opts` ask: with cdxj-indexer's
+    /// options, an object of a seed format is a `response` with the
+    /// default fields' values and no header fields; else
+    /// [`super::object::Object::write`]'s line. Returns why its URL has no
+    /// SURT key when it has none.
+    pub fn write_as(
+        &self,
+        opts: &super::Options,
+        filename: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Option<crate::surt::Error> {
+        let custom = match (&opts.cdxj, opts.profile) {
+            (Some(c), super::Profile::Cdxj) => c,
+            _ => return self.write(opts.profile, &opts.surt, filename, out),
+        };
+        // The key and the default line as the profile writes them.
+        let mut line = Vec::new();
+        let key_error = self.write(opts.profile, &opts.surt, filename, &mut line);
+        if !custom.records.takes(b"response", None) {
+            return key_error;
+        }
+        let key = line.split(|&b| b == b' ').next().unwrap_or_default();
+        let url = super::safe_url(self.url);
+        let digest = self.digest();
+        let status = self.status.map(|s| s.to_string());
+        let number = |n: u64| Some(Cow::Owned(n.to_string().into_bytes()));
+        let mut entries = Entries::default();
+        for (field, name) in &custom.fields {
+            let value: Option<Cow<[u8]>> = match field {
+                Field::Url => Some(Cow::Borrowed(&url[..])),
+                Field::Mime => self.mime.clone(),
+                Field::Status => status.as_ref().map(|s| Cow::Borrowed(s.as_bytes())),
+                Field::Digest => Some(Cow::Borrowed(digest.as_bytes())),
+                Field::Length => number(self.length),
+                Field::Offset => number(self.offset),
+                Field::Filename => Some(Cow::Borrowed(filename)),
+                Field::Warc(h) if h.eq_ignore_ascii_case("warc-type") => {
+                    Some(Cow::Borrowed(b"response"))
+                }
+                _ => None,
+            };
+            if let Some(value) = value {
+                entries.set(Cow::Borrowed(name.as_str()), Value::Text(value));
+            }
+        }
+        write_line(custom.shape, key, self.datetime, &entries, out);
+        key_error
+    }
+}
+
 /// Appends a line in `shape`.
 fn write_line(
     shape: Shape,

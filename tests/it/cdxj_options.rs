@@ -600,3 +600,50 @@ fn options_other_profiles_do_not_take_are_refused() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+/// Objects of the seed formats (Kulturarw3, Nedlib) take the options too:
+/// the default fields named are the default lines, the CDX shapes have
+/// their columns, `--records` without `response` leaves them out, and
+/// `--dir-root` names the data file from the root.
+#[test]
+fn seed_objects_take_the_options() {
+    let data = util::data_dir();
+    let inputs = [data.join("nedlib"), data.join("kulturarw3")];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["index", "-q", "--format"];
+        args.extend_from_slice(extra);
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let (out, err, code) = stdout_of(&args);
+        assert!(code == 0 || code == 2, "{extra:?}: {err}");
+        String::from_utf8(out).unwrap()
+    };
+    let default = run(&["cdxj"]);
+    assert!(default.lines().count() >= 3, "{default}");
+    let named = run(&[
+        "cdxj",
+        "--replace-fields",
+        "url,mime,status,digest,length,offset,filename",
+    ]);
+    assert_eq!(named, default);
+    let cdx9 = run(&["cdx9"]);
+    let mut lines = cdx9.lines();
+    assert_eq!(lines.next(), Some(" CDX N b a m s k r V g"));
+    for (line, json) in lines.zip(default.lines()) {
+        let cols: Vec<&str> = line.split(' ').collect();
+        assert_eq!(cols.len(), 9, "{line}");
+        let v: serde_json::Value = serde_json::from_str(&json[json.find('{').unwrap()..]).unwrap();
+        assert_eq!(cols[2], v["url"], "{line}");
+        assert_eq!(format!("sha1:{}", cols[5]), v["digest"].as_str().unwrap());
+        assert_eq!(cols[7], v["offset"], "{line}");
+    }
+    assert_eq!(run(&["cdxj", "--records", "request"]), "");
+    let rooted = run(&["cdxj", "--dir-root", data.to_str().unwrap()]);
+    assert!(
+        rooted.contains("\"filename\": \"nedlib/harvest/"),
+        "{rooted}"
+    );
+    assert!(
+        rooted.contains("\"filename\": \"kulturarw3/seed004-example.k3\""),
+        "{rooted}"
+    );
+}
