@@ -145,6 +145,20 @@ enum Field {
 }
 
 impl Field {
+    /// One of cdxj-indexer's default fields.
+    fn is_default(&self) -> bool {
+        matches!(
+            self,
+            Field::Url
+                | Field::Mime
+                | Field::Status
+                | Field::Digest
+                | Field::Length
+                | Field::Offset
+                | Field::Filename
+        )
+    }
+
     fn of(name: &str) -> Field {
         match name {
             "warc-target-uri" => Field::Url,
@@ -453,10 +467,38 @@ impl Indexer {
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
-        let given = std::mem::take(&mut self.given);
         if !self.takes_warc(rec) {
+            self.given = Given::default();
             return Outcome::Filtered;
         }
+        self.custom_warc(rec, hashed, None, out)
+    }
+
+    /// `ukvs` profile: adds the fields asked for to the line of a WARC
+    /// record that `out[start..]` holds (what the line has already is not
+    /// written again).
+    pub(super) fn ukvs_fields_warc(
+        &mut self,
+        rec: &crate::warc::Record,
+        hashed: Option<[u8; 20]>,
+        start: usize,
+        out: &mut Vec<u8>,
+    ) {
+        if self.custom().is_some() {
+            self.custom_warc(rec, hashed, Some(start), out);
+        }
+    }
+
+    /// A line of custom fields for a WARC record, or (`ukvs_start`) the
+    /// fields added to the `ukvs` line there.
+    fn custom_warc(
+        &mut self,
+        rec: &crate::warc::Record,
+        hashed: Option<[u8; 20]>,
+        ukvs_start: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        let given = std::mem::take(&mut self.given);
         let Some(custom) = self.opts.cdxj.clone() else {
             return Outcome::Filtered;
         };
@@ -474,12 +516,16 @@ impl Indexer {
             .map(|p| Cow::Borrowed(&p.key_url[..]))
             .or_else(|| uri.clone());
         let (key, key_error) = match &keyed {
+            // The `ukvs` line has its key.
+            _ if ukvs_start.is_some() => (Vec::new(), None),
             Some(u) if !u.is_empty() => {
                 super::cdxj_key(u, std::str::from_utf8(u).is_ok(), &self.opts.surt)
             }
             _ => (b"-".to_vec(), None),
         };
-        self.key_error = key_error;
+        if ukvs_start.is_none() {
+            self.key_error = key_error;
+        }
         let mime: Option<Cow<[u8]>> = match rec_type {
             b"revisit" => Some(Cow::Borrowed(b"warc/revisit")),
             b"response" | b"request" => head.as_ref().and_then(http::Head::mime_cow),
@@ -490,7 +536,7 @@ impl Indexer {
         let digest: Option<Cow<[u8]>> = match rec.header("WARC-Payload-Digest") {
             Some(d) => Some(Cow::Borrowed(d)),
             None if matches!(rec_type, b"warcinfo" | b"revisit") => None,
-            None if !custom.needs_digest() => None,
+            None if !custom.needs_digest() || ukvs_start.is_some() => None,
             None => {
                 let mut s = b"sha1:".to_vec();
                 s.extend_from_slice(
@@ -526,7 +572,12 @@ impl Indexer {
             offset: rec.offset - rec.empty_lead,
             length: rec.length + rec.empty_lead,
         };
-        let mut entries = self.entries(&custom, &view, request, given.record_digest);
+        let ukvs = ukvs_start.is_some();
+        let mut entries = self.entries(&custom, &view, request, given.record_digest, ukvs);
+        if let Some(start) = ukvs_start {
+            append_ukvs(&entries, start, out);
+            return Outcome::Indexed;
+        }
         if let Some(p) = post.as_ref().filter(|_| rec_type == b"response") {
             let body = match &p.body {
                 Some(b) => Value::Text(Cow::Borrowed(b.as_bytes())),
@@ -552,10 +603,53 @@ impl Indexer {
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
-        let given = std::mem::take(&mut self.given);
         if !self.takes_arc(rec, role) {
+            self.given = Given::default();
             return Outcome::Filtered;
         }
+        self.custom_arc(rec, role, hashed, None, out)
+    }
+
+    /// `ukvs` profile: whether an ARC record makes a line: as `--records`
+    /// says when given, as for `cdxj` (the filedesc is `warcinfo`, every
+    /// other record `response`); else every record but the filedesc, which
+    /// `--all-records` adds.
+    pub(super) fn ukvs_takes_arc(&self, rec: &crate::arc::Record) -> bool {
+        let filedesc = super::is_filedesc(rec);
+        match self.custom() {
+            Some(c) if c.records != Records::Default => c
+                .records
+                .takes(if filedesc { b"warcinfo" } else { b"response" }, None),
+            _ => !filedesc || self.opts.all_records,
+        }
+    }
+
+    /// `ukvs` profile: adds the fields asked for to the line of an ARC
+    /// record that `out[start..]` holds.
+    pub(super) fn ukvs_fields_arc(
+        &mut self,
+        rec: &crate::arc::Record,
+        role: Role,
+        hashed: Option<[u8; 20]>,
+        start: usize,
+        out: &mut Vec<u8>,
+    ) {
+        if self.custom().is_some() {
+            self.custom_arc(rec, role, hashed, Some(start), out);
+        }
+    }
+
+    /// A line of custom fields for an ARC record, or (`ukvs_start`) the
+    /// fields added to the `ukvs` line there.
+    fn custom_arc(
+        &mut self,
+        rec: &crate::arc::Record,
+        role: Role,
+        hashed: Option<[u8; 20]>,
+        ukvs_start: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        let given = std::mem::take(&mut self.given);
         let Some(custom) = self.opts.cdxj.clone() else {
             return Outcome::Filtered;
         };
@@ -580,12 +674,17 @@ impl Indexer {
                 })
                 .collect();
         }
-        let (key, key_error) = if filedesc {
+        let (key, key_error) = if ukvs_start.is_some() {
+            // The `ukvs` line has its key.
+            (Vec::new(), None)
+        } else if filedesc {
             (b"-".to_vec(), None)
         } else {
             super::cdxj_key(&url, line_utf8, &self.opts.surt)
         };
-        self.key_error = key_error;
+        if ukvs_start.is_none() {
+            self.key_error = key_error;
+        }
         let head = if !filedesc && super::cdxj_parses_http(h) {
             http::Head::parse(rec.block()).filter(http::Head::is_present)
         } else {
@@ -602,7 +701,7 @@ impl Indexer {
         } else {
             head.as_ref().and_then(http::Head::mime_cow)
         };
-        let digest = if filedesc || !custom.needs_digest() {
+        let digest = if filedesc || !custom.needs_digest() || ukvs_start.is_some() {
             None
         } else {
             let mut b32 = [0; 32];
@@ -653,22 +752,37 @@ impl Indexer {
             offset: rec.offset,
             length: rec.length,
         };
-        let entries = self.entries(&custom, &view, None, given.record_digest);
-        write_line(custom.shape, &key, datetime, &entries, out);
+        let entries = self.entries(
+            &custom,
+            &view,
+            None,
+            given.record_digest,
+            ukvs_start.is_some(),
+        );
+        match ukvs_start {
+            Some(start) => append_ukvs(&entries, start, out),
+            None => write_line(custom.shape, &key, datetime, &entries, out),
+        }
         Outcome::Indexed
     }
 
-    /// The fields of a line, as cdxj-indexer's `get_field` gives them.
+    /// The fields of a line, as cdxj-indexer's `get_field` gives them
+    /// (without the default ones when `added`: the `ukvs` line has its
+    /// own).
     fn entries<'a>(
         &'a self,
         custom: &'a Custom,
         v: &View<'a>,
         request: Option<&'a Request>,
         record_digest: Option<String>,
+        added: bool,
     ) -> Entries<'a> {
         let mut entries = Entries::default();
         let number = |n: u64| Some(Cow::Owned(n.to_string().into_bytes()));
         for (field, name) in &custom.fields {
+            if added && field.is_default() {
+                continue;
+            }
             let value: Option<Cow<[u8]>> = match field {
                 Field::Url => (v.header)("WARC-Target-URI"),
                 Field::Mime => v.mime.clone(),
@@ -697,7 +811,8 @@ impl Indexer {
 impl super::object::Object<'_> {
     /// Appends the object's line as `opts` ask: with cdxj-indexer's
     /// options, an object of a seed format is a `response` with the
-    /// default fields' values and no header fields; else
+    /// default fields' values and no header fields (`ukvs`: its own line,
+    /// when `--records` takes responses); else
     /// [`super::object::Object::write`]'s line. Returns why its URL has no
     /// SURT key when it has none.
     pub fn write_as(
@@ -708,6 +823,8 @@ impl super::object::Object<'_> {
     ) -> Option<crate::surt::Error> {
         let custom = match (&opts.cdxj, opts.profile) {
             (Some(c), super::Profile::Cdxj) => c,
+            // `ukvs`: the object's line has every field an object has.
+            (Some(c), _) if !c.records.takes(b"response", None) => return None,
             _ => return self.write(opts.profile, &opts.surt, filename, out),
         };
         // The key and the default line as the profile writes them.
@@ -743,6 +860,35 @@ impl super::object::Object<'_> {
         write_line(custom.shape, key, self.datetime, &entries, out);
         key_error
     }
+}
+
+/// Adds `entries` to the `ukvs` line at `out[start..]` (ending `}\n`) as
+/// compact JSON members, but the names the line has already.
+fn append_ukvs(entries: &Entries, start: usize, out: &mut Vec<u8>) {
+    if entries.0.is_empty() || !out[start..].ends_with(b"}\n") {
+        return;
+    }
+    out.truncate(out.len() - 2);
+    for (name, value) in &entries.0 {
+        // A name in the line is `{"name":` or `,"name":` (a `"` inside a
+        // value is escaped).
+        let mut member = Vec::with_capacity(name.len() + 4);
+        json::write_str(&mut member, name.as_bytes(), true, Escape::Utf8);
+        member.push(b':');
+        let line = &out[start..];
+        let has = memchr::memmem::find_iter(line, &member)
+            .any(|i| i > 0 && matches!(line[i - 1], b'{' | b','));
+        if has {
+            continue;
+        }
+        out.push(b',');
+        out.extend_from_slice(&member);
+        match value {
+            Value::Text(t) => json::write_str(out, t, std::str::from_utf8(t).is_ok(), Escape::Utf8),
+            Value::Null => out.extend_from_slice(b"null"),
+        }
+    }
+    out.extend_from_slice(b"}\n");
 }
 
 /// Appends a line in `shape`.

@@ -90,7 +90,8 @@ pub struct Options {
     /// ([`Indexer::take_digest_error`]).
     pub verify_digests: bool,
     /// cdxj-indexer's records, fields and line shapes for the `cdxj`
-    /// profile, when options change them ([`fields`]).
+    /// profile (records and added fields for `ukvs`), when options change
+    /// them ([`fields`]).
     pub cdxj: Option<std::sync::Arc<fields::Custom>>,
 }
 
@@ -917,17 +918,22 @@ impl Indexer {
         };
         match self.opts.profile {
             Profile::Ukvs => {
-                if is_filedesc(rec) && !self.opts.all_records {
+                if !self.ukvs_takes_arc(rec) {
                     return Outcome::Filtered;
                 }
                 let mut capture = Capture::from_hashed(rec, role, &self.opts.surt, hashed);
                 self.key_error = capture.key_error.take();
+                // `--fields`, `--digest-records` (fields.rs) are added to
+                // the line.
                 if role == Role::Revisit {
                     let mut line = Vec::new();
                     capture.write_ukvs(&self.filename, &mut line);
+                    self.ukvs_fields_arc(rec, role, hashed, 0, &mut line);
                     self.hold(rec, line, out);
                 } else {
+                    let start = out.len();
                     capture.write_ukvs(&self.filename, out);
+                    self.ukvs_fields_arc(rec, role, hashed, start, out);
                 }
                 Outcome::Indexed
             }

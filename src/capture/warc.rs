@@ -417,7 +417,7 @@ impl Indexer {
                 Some(self.cdxj_payload_start(rec, t, uri.as_deref()))
             }
             Profile::Ukvs => {
-                if !all && !cdxj_default_record(rec) {
+                if !self.takes_warc(rec) {
                     return None;
                 }
                 if rec
@@ -751,7 +751,7 @@ impl Indexer {
     }
 
     fn warc_ukvs(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
-        if !self.opts.all_records && !cdxj_default_record(rec) {
+        if !self.takes_warc(rec) {
             return Outcome::Filtered;
         }
         let post = self.post.take();
@@ -774,8 +774,11 @@ impl Indexer {
                 }
             }
         }
+        let start = out.len();
         capture.write_ukvs(&self.filename, out);
         self.key_error = capture.key_error.take();
+        // `--fields`, `--digest-records` (capture::fields).
+        self.ukvs_fields_warc(rec, hashed, start, out);
         Outcome::Indexed
     }
 }

@@ -63,8 +63,8 @@ pub struct Args {
     /// `all`, or WARC types separated by commas (`request`,
     /// `response,request,revisit`); the default is `response, revisit,
     /// resource, metadata` but the `application/warc-fields` ones. ARC
-    /// records are `response`, the filedesc `warcinfo`. For --format cdxj,
-    /// cdx9 and cdxj-indexer-cdx11.
+    /// records are `response`, the filedesc `warcinfo`. For --format ukvs,
+    /// cdxj, cdx9 and cdxj-indexer-cdx11.
     #[arg(long, value_name = "LIST")]
     records: Option<String>,
     /// Fields to add after cdxj-indexer's default ones (url, mime, status,
@@ -73,7 +73,8 @@ pub struct Args {
     /// field of the HTTP head (`http:date`), `req.http:NAME` for one of
     /// the request paired with a response (`req.http:cookie`), and the
     /// short names `method`, `referrer`, `url`, `status`, `digest`,
-    /// `recordDigest`; separated by commas. For --format cdxj.
+    /// `recordDigest`; separated by commas. For --format cdxj, and ukvs
+    /// (members the ukvs line lacks are added to it).
     #[arg(short = 'f', long, value_name = "LIST")]
     fields: Option<String>,
     /// Fields instead of cdxj-indexer's default ones (the names of
@@ -83,7 +84,7 @@ pub struct Args {
     /// Add `recordDigest`, the SHA-256 of each record's stored bytes
     /// (`sha256:` and hex), as cdxj-indexer's --digest-records; reads each
     /// record twice, so the input must be a file, not a stream. For
-    /// --format cdxj.
+    /// --format cdxj and ukvs.
     #[arg(short = 'd', long)]
     digest_records: bool,
     /// Name each file in the lines by its path from DIR (`../` where it
@@ -151,15 +152,16 @@ enum Format {
     CdxjIndexerCdx11,
 }
 
-/// cdxj-indexer's options for the `cdxj` profile and its CDX shapes;
-/// `None` for its default lines. The options no other profile takes are
+/// cdxj-indexer's options for the `cdxj` profile and its CDX shapes (and
+/// the `ukvs` profile, whose lines take its records and added fields);
+/// `None` for the default lines. The options a profile does not take are
 /// refused there.
 fn cdxj_options(args: &Args) -> anyhow::Result<Option<Arc<Custom>>> {
     let shape = match args.format {
-        Format::Cdxj => Shape::Json,
+        Format::Cdxj | Format::Ukvs => Shape::Json,
         Format::Cdx9 => Shape::Cdx9,
         Format::CdxjIndexerCdx11 => Shape::Cdx11,
-        Format::Ukvs | Format::Cdx11 => {
+        Format::Cdx11 => {
             let given = [
                 (args.records.is_some(), "--records"),
                 (args.fields.is_some(), "--fields"),
@@ -168,13 +170,19 @@ fn cdxj_options(args: &Args) -> anyhow::Result<Option<Arc<Custom>>> {
             ];
             if let Some((_, name)) = given.iter().find(|(on, _)| *on) {
                 anyhow::bail!(
-                    "{name} is cdxj-indexer's and needs --format cdxj (or cdx9, \
-                     cdxj-indexer-cdx11 for --records)"
+                    "{name} is cdxj-indexer's: CDX-Writer's cdx11 has fixed columns and its own \
+                     records (--format cdxj-indexer-cdx11 is cdxj-indexer's 11-field CDX)"
                 );
             }
             return Ok(None);
         }
     };
+    if matches!(args.format, Format::Ukvs) && args.replace_fields.is_some() {
+        anyhow::bail!(
+            "--replace-fields: the ukvs line has its own members; --fields adds to them \
+             (or use --format cdxj)"
+        );
+    }
     if shape != Shape::Json {
         let given = [
             (args.fields.is_some(), "--fields"),

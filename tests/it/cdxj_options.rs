@@ -629,14 +629,21 @@ fn options_other_profiles_do_not_take_are_refused() {
     let input = util::data_dir().join("warc");
     let input = input.to_str().unwrap();
     for (args, says) in [
-        (&["--fields", "warc-type"][..], "--fields is cdxj-indexer's"),
+        (
+            &["--replace-fields", "warc-type"][..],
+            "the ukvs line has its own members",
+        ),
         (
             &["--format", "cdx11", "--records", "all"],
             "--records is cdxj-indexer's",
         ),
         (
-            &["--format", "ukvs", "-d"],
+            &["--format", "cdx11", "-d"],
             "--digest-records is cdxj-indexer's",
+        ),
+        (
+            &["--format", "cdx11", "-f", "x"],
+            "--fields is cdxj-indexer's",
         ),
         (&["--format", "cdx9", "-f", "warc-type"], "the CDX columns"),
         (
@@ -702,4 +709,73 @@ fn seed_objects_take_the_options() {
         rooted.contains("\"filename\": \"kulturarw3/seed004-example.k3\""),
         "{rooted}"
     );
+}
+
+/// The `ukvs` profile takes `--records`, `--fields` and
+/// `--digest-records`: the same records as `cdxj`, and the added fields'
+/// values there as members of its JSON (those it has already keep its
+/// own values).
+#[test]
+fn ukvs_lines_take_records_and_added_fields() {
+    let test = "ukvs_lines_take_records_and_added_fields";
+    let Some(corpus) = util::shared_corpus(test) else {
+        return;
+    };
+    let data = corpus.join("webrecorder__cdxj-indexer/test/data");
+    let inputs: Vec<PathBuf> = ["example.warc.gz", "post-test.warc.gz", "example.arc"]
+        .iter()
+        .map(|f| data.join(f))
+        .collect();
+    let added = "method,referrer,http:date,warc-type,status";
+    for records in ["request,response,revisit", "all"] {
+        let run = |format: &str| {
+            let mut args = vec!["index", "-q", "--format", format, "-p", "-d"];
+            args.extend(["--records", records, "-f", added]);
+            args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+            let (out, err, code) = stdout_of(&args);
+            assert_eq!(code, 0, "{format}: {err}");
+            String::from_utf8(out).unwrap()
+        };
+        // Lines by (file, offset), their JSON.
+        let by_offset = |text: &str, offset: &dyn Fn(&str) -> String| {
+            text.lines()
+                .filter(|l| !l.starts_with('!'))
+                .map(|l| {
+                    let json: serde_json::Value =
+                        serde_json::from_str(&l[l.find('{').unwrap()..]).unwrap();
+                    let at = format!("{} {}", json["filename"], offset(l));
+                    (at, json)
+                })
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let ukvs = by_offset(&run("ukvs"), &|l| l.split(' ').nth(2).unwrap().to_string());
+        let cdxj = by_offset(&run("cdxj"), &|l| {
+            let json: serde_json::Value = serde_json::from_str(&l[l.find('{').unwrap()..]).unwrap();
+            json["offset"].as_str().unwrap().to_string()
+        });
+        assert_eq!(
+            ukvs.keys().collect::<Vec<_>>(),
+            cdxj.keys().collect::<Vec<_>>(),
+            "--records {records}: the same records"
+        );
+        let mut seen = 0;
+        for (at, u) in &ukvs {
+            let c = &cdxj[at];
+            assert_eq!(u["recordDigest"], c["recordDigest"], "{at}");
+            assert!(u["recordDigest"].as_str().unwrap().starts_with("sha256:"));
+            for name in ["referrer", "http:date", "warc-type"] {
+                assert_eq!(u[name], c[name], "{at} {name}");
+                seen += usize::from(!u[name].is_null());
+            }
+            // `method`: the ukvs line's own (the POST of an exchange) or
+            // the request's; `status` stays a number.
+            assert_eq!(
+                u["method"].as_str().map(str::to_ascii_uppercase),
+                c["method"].as_str().map(str::to_ascii_uppercase),
+                "{at}"
+            );
+            assert!(u["status"].is_null() || u["status"].is_number(), "{at}");
+        }
+        assert!(seen >= 10, "--records {records}: {seen} added values");
+    }
 }
