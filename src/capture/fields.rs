@@ -1,15 +1,19 @@
 //! cdxj-indexer's index options for the `cdxj` profile: which records
 //! (`--records`), which fields (`--fields`, `--replace-fields`,
-//! `--digest-records`) and its CDX9 and 11-field CDX lines.
+//! `--digest-records`) and its CDX9 and 11-field CDX lines; for the `ukvs`
+//! profile, its records and the fields added to its JSON.
 //!
 //! ```text
 //! Custom::new(records, fields, replace, digests, shape)
-//!   └─ Indexer::write_custom (ARC or WARC record)
+//!   └─ Indexer::write_custom_warc / write_custom_arc
+//!      (ukvs: ukvs_fields_warc / ukvs_fields_arc after its own line)
 //!        ├─ View: the record as warcio shows it (type, header fields,
-//!        │        HTTP head, paired request)
-//!        ├─ Field::value for each field, in order ──► Entries
-//!        └─ Shape::Json : key datetime {json.dumps of the entries}
-//!           Shape::Cdx9 / Shape::Cdx11 : the legacy columns
+//!        │        HTTP head); the paired request and stored digest come
+//!        │        from the engine (Indexer::give)
+//!        ├─ Indexer::entries: each field's value, in order ──► Entries
+//!        └─ write_line: Shape::Json   key datetime {json.dumps of them}
+//!                       Shape::Cdx9 / Shape::Cdx11  the CDX columns
+//!           append_ukvs: members added to the ukvs line's JSON
 //! ```
 //!
 //! Without options the `cdxj` profile writes its lines on its own faster
