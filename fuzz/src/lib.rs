@@ -28,7 +28,33 @@ fn indexers() -> Vec<Indexer> {
                 Indexer::new(opts, b"f")
             })
         })
+        .chain(custom_indexers())
         .collect()
+}
+
+/// Indexers with cdxj-indexer's options: every kind of field, every
+/// record, each line shape, and the fields added to `ukvs` lines.
+fn custom_indexers() -> Vec<Indexer> {
+    use ukvs::capture::fields::{Custom, Records, Shape};
+    let fields = "warc-type,content-type,http:date,http:server,req.http:referer,method,x";
+    [
+        (Profile::Cdxj, Shape::Json, Some(fields)),
+        (Profile::Cdxj, Shape::Cdx9, None),
+        (Profile::Cdxj, Shape::Cdx11, None),
+        (Profile::Ukvs, Shape::Json, Some(fields)),
+    ]
+    .into_iter()
+    .map(|(profile, shape, fields)| {
+        let custom = Custom::new(Records::All, fields, None, true, shape);
+        let opts = capture::Options {
+            profile,
+            verify_digests: true,
+            cdxj: custom.map(std::sync::Arc::new),
+            ..capture::Options::default()
+        };
+        Indexer::new(opts, b"f")
+    })
+    .collect()
 }
 
 /// Limits that keep one input's memory small: a record block of at most

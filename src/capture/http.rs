@@ -149,45 +149,15 @@ impl<'a> Head<'a> {
             }
             None => head.protocol = status_line,
         }
-        let (mut line, mut text, next) = read_line(block, pos);
-        pos = next;
-        while !line.is_empty() {
-            let colon = memchr::memchr(b':', line);
-            let (name, value) = match colon {
-                Some(c) => (rstrip_sp_tab(&line[..c]), Some(text.lstrip(&line[c + 1..]))),
-                None => (line, None),
-            };
-            let value_text = text;
-            let (mut next_line, mut next_text, after) = read_line(block, pos);
-            pos = after;
-            let mut folded: Option<Vec<u8>> = None;
-            while next_line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
-                if let Some(v) = value {
-                    folded
-                        .get_or_insert_with(|| v.to_vec())
-                        .extend_from_slice(next_line);
-                }
-                let (l, t, after) = read_line(block, pos);
-                next_line = l;
-                next_text = t;
-                pos = after;
+        pos = for_each_field(block, pos, |name, v, text| {
+            head.has_fields = true;
+            if head.content_type.is_none() && name.eq_ignore_ascii_case(b"content-type") {
+                head.content_type = Some(v);
+                head.content_type_utf8 = text.utf8;
+            } else if head.location.is_none() && name.eq_ignore_ascii_case(b"location") {
+                head.location = Some(v);
             }
-            if let Some(v) = value {
-                head.has_fields = true;
-                let v = match folded {
-                    Some(f) => Cow::Owned(f),
-                    None => Cow::Borrowed(v),
-                };
-                if head.content_type.is_none() && name.eq_ignore_ascii_case(b"content-type") {
-                    head.content_type = Some(v);
-                    head.content_type_utf8 = value_text.utf8;
-                } else if head.location.is_none() && name.eq_ignore_ascii_case(b"location") {
-                    head.location = Some(v);
-                }
-            }
-            line = next_line;
-            text = next_text;
-        }
+        });
         head.payload_start = pos.min(block.len());
         Some(head)
     }
@@ -227,6 +197,68 @@ impl<'a> Head<'a> {
     pub fn status_code(&self) -> Option<u16> {
         parse_status(self.status)
     }
+}
+
+/// Calls `f` with the name and value of each `name: value` line of the
+/// head whose fields start at `block[pos..]`, as warcio reads them (a line
+/// starting with a space or tab continues the value before it), and how
+/// the value's line is decoded; returns where the payload starts.
+fn for_each_field<'a>(
+    block: &'a [u8],
+    mut pos: usize,
+    mut f: impl FnMut(&'a [u8], Cow<'a, [u8]>, Text),
+) -> usize {
+    let (mut line, mut text, next) = read_line(block, pos);
+    pos = next;
+    while !line.is_empty() {
+        let colon = memchr::memchr(b':', line);
+        let (name, value) = match colon {
+            Some(c) => (rstrip_sp_tab(&line[..c]), Some(text.lstrip(&line[c + 1..]))),
+            None => (line, None),
+        };
+        let value_text = text;
+        let (mut next_line, mut next_text, after) = read_line(block, pos);
+        pos = after;
+        let mut folded: Option<Vec<u8>> = None;
+        while next_line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
+            if let Some(v) = value {
+                folded
+                    .get_or_insert_with(|| v.to_vec())
+                    .extend_from_slice(next_line);
+            }
+            let (l, t, after) = read_line(block, pos);
+            next_line = l;
+            next_text = t;
+            pos = after;
+        }
+        if let Some(v) = value {
+            let v = match folded {
+                Some(v) => Cow::Owned(v),
+                None => Cow::Borrowed(v),
+            };
+            f(name, v, value_text);
+        }
+        line = next_line;
+        text = next_text;
+    }
+    pos
+}
+
+/// The value of the first field called `name` (any case) in the HTTP head
+/// at the start of `block`, as warcio's `get_header` gives it: what
+/// cdxj-indexer writes for an `http:NAME` field.
+pub fn field<'a>(block: &'a [u8], name: &[u8]) -> Option<Cow<'a, [u8]>> {
+    let (status_line, _, pos) = read_line(block, 0);
+    if status_line.is_empty() {
+        return None;
+    }
+    let mut found = None;
+    for_each_field(block, pos, |n, v, _| {
+        if found.is_none() && n.eq_ignore_ascii_case(name) {
+            found = Some(v);
+        }
+    });
+    found
 }
 
 /// A Content-Type value up to the first `;` or whitespace, trimmed.

@@ -35,6 +35,7 @@ use crate::arc::{Header, HeaderKind, Record};
 use crate::surt;
 
 pub mod datetime;
+pub mod fields;
 pub mod hash;
 pub mod http;
 pub mod json;
@@ -88,6 +89,10 @@ pub struct Options {
     /// `WARC-Payload-Digest` and report a mismatch
     /// ([`Indexer::take_digest_error`]).
     pub verify_digests: bool,
+    /// cdxj-indexer's records, fields and line shapes for the `cdxj`
+    /// profile (records and added fields for `ukvs`), when options change
+    /// them ([`fields`]).
+    pub cdxj: Option<std::sync::Arc<fields::Custom>>,
 }
 
 impl Default for Options {
@@ -97,6 +102,7 @@ impl Default for Options {
             all_records: false,
             surt: surt::Options::default(),
             verify_digests: false,
+            cdxj: None,
         }
     }
 }
@@ -660,6 +666,8 @@ pub struct Indexer {
     covers: Cell<Covers>,
     /// Revisit lines waiting for their duplicate record ([`Indexer::finish`]).
     held: VecDeque<HeldRevisit>,
+    /// What the caller knows of the next record ([`Indexer::give`]).
+    given: fields::Given,
 }
 
 impl Indexer {
@@ -676,6 +684,7 @@ impl Indexer {
             notice: None,
             covers: Cell::new(Covers::Payload),
             held: VecDeque::new(),
+            given: fields::Given::default(),
         }
     }
 
@@ -909,17 +918,22 @@ impl Indexer {
         };
         match self.opts.profile {
             Profile::Ukvs => {
-                if is_filedesc(rec) && !self.opts.all_records {
+                if !self.ukvs_takes_arc(rec) {
                     return Outcome::Filtered;
                 }
                 let mut capture = Capture::from_hashed(rec, role, &self.opts.surt, hashed);
                 self.key_error = capture.key_error.take();
+                // `--fields`, `--digest-records` (fields.rs) are added to
+                // the line.
                 if role == Role::Revisit {
                     let mut line = Vec::new();
                     capture.write_ukvs(&self.filename, &mut line);
+                    self.ukvs_fields_arc(rec, role, hashed, 0, &mut line);
                     self.hold(rec, line, out);
                 } else {
+                    let start = out.len();
                     capture.write_ukvs(&self.filename, out);
+                    self.ukvs_fields_arc(rec, role, hashed, start, out);
                 }
                 Outcome::Indexed
             }
@@ -937,6 +951,9 @@ impl Indexer {
         hashed: Option<[u8; 20]>,
         out: &mut Vec<u8>,
     ) -> Outcome {
+        if self.custom().is_some() {
+            return self.write_custom_arc(rec, role, hashed, out);
+        }
         if is_filedesc(rec) {
             return Outcome::Filtered;
         }

@@ -82,7 +82,7 @@ fn cdx_writer_timestamp(date: &[u8]) -> Option<[u8; 14]> {
 
 /// A media type as cdxj-indexer cuts a WARC `Content-Type`: up to the
 /// first `;` or blank, trimmed.
-fn media_type(v: &[u8]) -> &[u8] {
+pub(super) fn media_type(v: &[u8]) -> &[u8] {
     // Python's `\s` on text: blanks, VT and the separators 0x1c-0x1f too.
     let end = v
         .iter()
@@ -180,7 +180,7 @@ pub fn post_pair(first: &Record, second: &Record) -> Option<PostAppend> {
 }
 
 /// Whether warcio reads an HTTP head in this record.
-fn cdxj_parses_http(rec: &Record, t: RecordType, uri: Option<&[u8]>) -> bool {
+pub(super) fn cdxj_parses_http(rec: &Record, t: RecordType, uri: Option<&[u8]>) -> bool {
     let typed = matches!(
         t,
         RecordType::Response | RecordType::Request | RecordType::Revisit
@@ -408,7 +408,7 @@ impl Indexer {
         let t = rec.record_type();
         match self.opts.profile {
             Profile::Cdxj => {
-                if !all && !cdxj_default_record(rec) {
+                if !self.takes_warc(rec) {
                     return None;
                 }
                 let declared = rec.header("WARC-Payload-Digest");
@@ -419,7 +419,7 @@ impl Indexer {
                 Some(self.cdxj_payload_start(rec, t, uri.as_deref()))
             }
             Profile::Ukvs => {
-                if !all && !cdxj_default_record(rec) {
+                if !self.takes_warc(rec) {
                     return None;
                 }
                 if rec
@@ -509,7 +509,7 @@ impl Indexer {
         outcome
     }
 
-    fn computed(&self, rec: &Record, hashed: Option<[u8; 20]>) -> [u8; 20] {
+    pub(super) fn computed(&self, rec: &Record, hashed: Option<[u8; 20]>) -> [u8; 20] {
         hashed.unwrap_or_else(|| {
             let start = self.profile_digest_start(rec).unwrap_or(0);
             sha1(&rec.block()[start.min(rec.block().len())..])
@@ -517,6 +517,9 @@ impl Indexer {
     }
 
     fn warc_cdxj(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
+        if self.custom().is_some() {
+            return self.write_custom_warc(rec, hashed, out);
+        }
         if !self.opts.all_records && !cdxj_default_record(rec) {
             return Outcome::Filtered;
         }
@@ -740,7 +743,7 @@ impl Indexer {
     }
 
     fn warc_ukvs(&mut self, rec: &Record, hashed: Option<[u8; 20]>, out: &mut Vec<u8>) -> Outcome {
-        if !self.opts.all_records && !cdxj_default_record(rec) {
+        if !self.takes_warc(rec) {
             return Outcome::Filtered;
         }
         let post = self.post.take();
@@ -763,8 +766,11 @@ impl Indexer {
                 }
             }
         }
+        let start = out.len();
         capture.write_ukvs(&self.filename, out);
         self.key_error = capture.key_error.take();
+        // `--fields`, `--digest-records` (capture::fields).
+        self.ukvs_fields_warc(rec, hashed, start, out);
         Outcome::Indexed
     }
 }

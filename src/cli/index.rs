@@ -4,7 +4,9 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use ukvs::capture::fields::{Custom, Records, Shape};
 use ukvs::capture::Profile;
 use ukvs::engine::index::{self as job, IndexJob, Progress, StatsOutput};
 use ukvs::engine::mementomap::{GenerateJob, Layout, MapOutput, Rollup};
@@ -55,8 +57,40 @@ pub struct Args {
     /// --all-records; ARC revision-3.0 request and metadata records; every
     /// WARC record (request, warcinfo, ...), like cdxj-indexer's --records
     /// all.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "records")]
     all_records: bool,
+    /// The WARC records that make lines, as cdxj-indexer's --records:
+    /// `all`, or WARC types separated by commas (`request`,
+    /// `response,request,revisit`); the default is `response, revisit,
+    /// resource, metadata` but the `application/warc-fields` ones. ARC
+    /// records are `response`, the filedesc `warcinfo`. For --format ukvs,
+    /// cdxj, cdx9 and cdxj-indexer-cdx11.
+    #[arg(long, value_name = "LIST")]
+    records: Option<String>,
+    /// Fields to add after cdxj-indexer's default ones (url, mime, status,
+    /// digest, length, offset, filename), as its --fields: WARC header
+    /// names (`warc-type`, `content-type`, any case), `http:NAME` for a
+    /// field of the HTTP head (`http:date`), `req.http:NAME` for one of
+    /// the request paired with a response (`req.http:cookie`), and the
+    /// short names `method`, `referrer`, `url`, `status`, `digest`,
+    /// `recordDigest`; separated by commas. For --format cdxj, and ukvs
+    /// (members the ukvs line lacks are added to it).
+    #[arg(short = 'f', long, value_name = "LIST")]
+    fields: Option<String>,
+    /// Fields instead of cdxj-indexer's default ones (the names of
+    /// --fields), as its --replace-fields. For --format cdxj.
+    #[arg(long, value_name = "LIST", conflicts_with = "fields")]
+    replace_fields: Option<String>,
+    /// Add `recordDigest`, the SHA-256 of each record's stored bytes
+    /// (`sha256:` and hex), as cdxj-indexer's --digest-records; reads each
+    /// record twice, so the input must be a file, not a stream. For
+    /// --format cdxj and ukvs.
+    #[arg(short = 'd', long)]
+    digest_records: bool,
+    /// Name each file in the lines by its path from DIR (`../` where it
+    /// lies outside), not by its base name, as cdxj-indexer's --dir-root.
+    #[arg(long, value_name = "DIR")]
+    dir_root: Option<PathBuf>,
     /// No progress bar and no summary.
     #[arg(short, long)]
     quiet: bool,
@@ -109,9 +143,76 @@ enum Format {
     Cdxj,
     /// 11-field CDX as CDX-Writer writes it.
     Cdx11,
+    /// 9-field CDX (` CDX N b a m s k r V g`) as cdxj-indexer 1.5 writes it
+    /// (its -9).
+    #[value(alias = "cdxj-indexer-cdx9")]
+    Cdx9,
+    /// 11-field CDX as cdxj-indexer 1.5 writes it (its -11): the cdxj
+    /// fields in columns, `r` and `M` always `-`.
+    CdxjIndexerCdx11,
+}
+
+/// cdxj-indexer's options for the `cdxj` profile and its CDX shapes (and
+/// the `ukvs` profile, whose lines take its records and added fields);
+/// `None` for the default lines. The options a profile does not take are
+/// refused there.
+fn cdxj_options(args: &Args) -> anyhow::Result<Option<Arc<Custom>>> {
+    let shape = match args.format {
+        Format::Cdxj | Format::Ukvs => Shape::Json,
+        Format::Cdx9 => Shape::Cdx9,
+        Format::CdxjIndexerCdx11 => Shape::Cdx11,
+        Format::Cdx11 => {
+            let given = [
+                (args.records.is_some(), "--records"),
+                (args.fields.is_some(), "--fields"),
+                (args.replace_fields.is_some(), "--replace-fields"),
+                (args.digest_records, "--digest-records"),
+            ];
+            if let Some((_, name)) = given.iter().find(|(on, _)| *on) {
+                anyhow::bail!(
+                    "{name} is cdxj-indexer's: CDX-Writer's cdx11 has fixed columns and its own \
+                     records (--format cdxj-indexer-cdx11 is cdxj-indexer's 11-field CDX)"
+                );
+            }
+            return Ok(None);
+        }
+    };
+    if matches!(args.format, Format::Ukvs) && args.replace_fields.is_some() {
+        anyhow::bail!(
+            "--replace-fields: the ukvs line has its own members; --fields adds to them \
+             (or use --format cdxj)"
+        );
+    }
+    if shape != Shape::Json {
+        let given = [
+            (args.fields.is_some(), "--fields"),
+            (args.replace_fields.is_some(), "--replace-fields"),
+            (args.digest_records, "--digest-records"),
+        ];
+        if let Some((_, name)) = given.iter().find(|(on, _)| *on) {
+            anyhow::bail!(
+                "{name} changes the fields of cdxj lines; the CDX columns of cdx9 and \
+                 cdxj-indexer-cdx11 are fixed (cdxj-indexer refuses it with -9 and -11 too)"
+            );
+        }
+    }
+    // `--all-records` keeps its own meaning (the ARC filedesc stays out).
+    let records = args
+        .records
+        .as_deref()
+        .map_or(Records::Default, Records::parse);
+    Ok(Custom::new(
+        records,
+        args.fields.as_deref(),
+        args.replace_fields.as_deref(),
+        args.digest_records,
+        shape,
+    )
+    .map(Arc::new))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cdxj = cdxj_options(&args)?;
     let index_name = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let mementomap = args.mementomap.as_ref().map(|map| GenerateJob {
         inputs: vec![index_name.clone()],
@@ -142,9 +243,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output,
         profile: match args.format {
             Format::Ukvs => Profile::Ukvs,
-            Format::Cdxj => Profile::Cdxj,
+            Format::Cdxj | Format::Cdx9 | Format::CdxjIndexerCdx11 => Profile::Cdxj,
             Format::Cdx11 => Profile::Cdx11,
         },
+        cdxj,
+        dir_root: args.dir_root,
         threads: args.threads,
         no_sort: args.no_sort,
         mem: args.mem,

@@ -57,6 +57,12 @@ pub struct IndexJob {
     pub post_append: bool,
     /// Recompute and check the records' digests.
     pub verify_digests: bool,
+    /// cdxj-indexer's records, fields and line shapes for the `cdxj`
+    /// profile, when options change them.
+    pub cdxj: Option<Arc<capture::fields::Custom>>,
+    /// Lines name each file by its path from this directory
+    /// (`--dir-root`), not by its base name.
+    pub dir_root: Option<PathBuf>,
     /// Read files instead of mapping them.
     pub no_mmap: bool,
     /// How URLs become keys.
@@ -140,6 +146,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
         all_records: job.all_records,
         surt: job.surt.clone(),
         verify_digests: job.verify_digests,
+        cdxj: job.cdxj.clone(),
     };
     let mut input_errors = Vec::new();
     let mut names = std::collections::HashMap::new();
@@ -186,6 +193,10 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
         let opts_ref = &opts;
         let no_mmap = job.no_mmap;
         let post_append = job.post_append;
+        let custom = job.cdxj.as_deref();
+        let pair_request = custom.is_some_and(|c| c.needs_request());
+        let record_digests = custom.is_some_and(|c| c.needs_record_digest());
+        let dir_root = job.dir_root.as_deref();
         let pb = progress;
         let pool = &pool;
         scope.spawn(move || {
@@ -198,6 +209,9 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
                             let job = Job {
                                 file: i,
                                 post_append,
+                                pair_request,
+                                record_digests,
+                                dir_root,
                                 path,
                                 name: names_ref.get(path).map(Vec::as_slice),
                                 opts: opts_ref,
@@ -444,6 +458,13 @@ trait Rec: Default {
     fn offset(&self) -> u64;
     /// Offset just past the record in the file.
     fn end(&self) -> u64;
+    /// Offset and length of the bytes the reference counts as the
+    /// stored record (`--digest-records` hashes them).
+    fn stored(&self) -> (u64, u64);
+    /// The request paired with this response, for its line's fields.
+    fn request(&self) -> Option<Arc<capture::fields::Request>> {
+        None
+    }
     fn buffer_capacity(&self) -> usize;
     fn clear(&mut self);
     fn digest_start(&self, ix: &Indexer) -> Option<usize>;
@@ -514,6 +535,9 @@ format_reader!(warc);
 
 impl Rec for arc::Record {
     stored_record!(arc);
+    fn stored(&self) -> (u64, u64) {
+        (self.offset, self.length)
+    }
     fn digest_start(&self, ix: &Indexer) -> Option<usize> {
         ix.digest_start(self)
     }
@@ -533,6 +557,10 @@ impl Rec for arc::Record {
 
 impl Rec for warc::Record {
     stored_record!(warc);
+    fn stored(&self) -> (u64, u64) {
+        // warcio counts empty gzip members before a record as its own.
+        (self.offset - self.empty_lead, self.length + self.empty_lead)
+    }
     fn digest_start(&self, ix: &Indexer) -> Option<usize> {
         ix.warc_digest_start(self)
     }
@@ -555,6 +583,8 @@ impl Rec for warc::Record {
 struct PairedRec {
     rec: warc::Record,
     post: Option<std::sync::Arc<capture::post::PostAppend>>,
+    /// The request of a response's exchange (for `req.http:` fields).
+    request: Option<Arc<capture::fields::Request>>,
     /// Paired with the record before it: not paired again.
     taken: bool,
 }
@@ -569,12 +599,19 @@ impl Rec for PairedRec {
     fn end(&self) -> u64 {
         self.rec.offset + self.rec.length
     }
+    fn stored(&self) -> (u64, u64) {
+        self.rec.stored()
+    }
+    fn request(&self) -> Option<Arc<capture::fields::Request>> {
+        self.request.clone()
+    }
     fn buffer_capacity(&self) -> usize {
         self.rec.buffer_capacity()
     }
     fn clear(&mut self) {
         self.rec.clear();
         self.post = None;
+        self.request = None;
         self.taken = false;
     }
     fn digest_start(&self, ix: &Indexer) -> Option<usize> {
@@ -602,10 +639,15 @@ impl Rec for PairedRec {
 }
 
 /// A WARC reader that reads one record ahead, to pair each request with
-/// its response as cdxj-indexer's `--post-append` does (adjacent records
-/// only).
+/// its response as cdxj-indexer does for `--post-append` and `req.http:`
+/// fields (adjacent records only; a record paired with the one before it
+/// is not paired with the one after).
 struct Paired<R> {
     inner: warc::Reader<R>,
+    /// Key POST and PUT exchanges by their bodies.
+    post_append: bool,
+    /// Give responses their request's head.
+    pair_request: bool,
     ahead: Option<PairedRec>,
     /// Errors met while reading ahead, returned after the record before
     /// them (a warning about a record does not keep it from pairing).
@@ -613,9 +655,11 @@ struct Paired<R> {
 }
 
 impl<R: io::Read> Paired<R> {
-    fn new(inner: warc::Reader<R>) -> Paired<R> {
+    fn new(inner: warc::Reader<R>, job: &Job) -> Paired<R> {
         Paired {
             inner,
+            post_append: job.post_append,
+            pair_request: job.pair_request,
             ahead: None,
             errors: std::collections::VecDeque::new(),
         }
@@ -645,11 +689,23 @@ impl<R: io::Read> RecReader for Paired<R> {
         loop {
             match self.inner.read_record(&mut next.rec) {
                 Ok(true) => {
-                    if let Some(p) = crate::capture::warc::post_pair(&out.rec, &next.rec) {
-                        let p = std::sync::Arc::new(p);
-                        out.post = Some(p.clone());
-                        next.post = Some(p);
+                    if let Some(request) = capture::fields::exchange(&out.rec, &next.rec) {
                         next.taken = true;
+                        if self.post_append {
+                            if let Some(p) = capture::warc::post_pair(&out.rec, &next.rec) {
+                                let p = std::sync::Arc::new(p);
+                                out.post = Some(p.clone());
+                                next.post = Some(p);
+                            }
+                        }
+                        if self.pair_request {
+                            // The response's line reads its request.
+                            let request = capture::fields::Request::of(request).map(Arc::new);
+                            match out.rec.header("WARC-Type") {
+                                Some(b"response") => out.request = request,
+                                _ => next.request = request,
+                            }
+                        }
                     }
                     self.ahead = Some(next);
                     break;
@@ -730,9 +786,46 @@ struct Emit<'a> {
     stats: &'a mut FileStats,
     tx: &'a SyncSender<Msg>,
     path: &'a Path,
+    /// The file, read again for each record's SHA-256 (`--digest-records`).
+    stored: Option<File>,
+    /// Records need their paired request or stored digest.
+    give: bool,
 }
 
 impl Emit<'_> {
+    /// The SHA-256 of the stored bytes of `rec`, read again from its file;
+    /// a file that cannot be read again (a pipe) is reported once, and its
+    /// lines go without.
+    fn stored_digest<T: Rec>(&mut self, rec: &T) -> Option<String> {
+        use std::io::Seek;
+        let file = self.stored.as_mut()?;
+        let (offset, length) = rec.stored();
+        let mut hasher = capture::fields::RecordHasher::default();
+        let read = file
+            .seek(io::SeekFrom::Start(offset))
+            .and_then(|_| io::copy(&mut Read::by_ref(file).take(length), &mut hasher));
+        match read {
+            Ok(n) if n == length => Some(hasher.finish()),
+            other => {
+                let why = match other {
+                    Err(e) => e.to_string(),
+                    Ok(n) => format!("only {n} of its {length} bytes are there"),
+                };
+                self.stored = None;
+                self.stats.errors += 1;
+                let text = format!(
+                    "{}: offset {offset}: cannot read the record's {length} stored bytes \
+                     again for its SHA-256: {why} (--digest-records needs a file whose \
+                     offsets are those of its bytes, not a stream or a file gzipped as one \
+                     stream); the file's lines go without recordDigest",
+                    self.path.display()
+                );
+                let _ = self.tx.send(Msg::Error { text });
+                None
+            }
+        }
+    }
+
     /// Hands `buf` to the writer once it holds a chunk; false when the
     /// writer is gone.
     fn send_full(&self, file: usize, buf: &mut Vec<u8>) -> bool {
@@ -746,6 +839,10 @@ impl Emit<'_> {
     /// Appends the line of `rec` (its digest computed here when `digest`
     /// is `None`), counts it, and warns about a URL kept as its key.
     fn line<T: Rec>(&mut self, rec: &T, digest: Option<[u8; 20]>, out: &mut Vec<u8>) {
+        if self.give {
+            let stored = self.stored_digest(rec);
+            self.indexer.give(rec.request(), stored);
+        }
         match rec.write(self.indexer, digest, out) {
             Outcome::Indexed => self.stats.records += 1,
             Outcome::Filtered => self.stats.filtered += 1,
@@ -804,6 +901,12 @@ struct Job<'a> {
     file: usize,
     /// Pair WARC requests and responses (`--post-append`).
     post_append: bool,
+    /// Pair them for the request's fields in the response's line.
+    pair_request: bool,
+    /// Give each record the SHA-256 of its stored bytes.
+    record_digests: bool,
+    /// `--dir-root`.
+    dir_root: Option<&'a Path>,
     path: &'a Path,
     /// The `filename` its lines give when not its base name (files of
     /// the tree formats).
@@ -845,8 +948,8 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             let behind = Some(Behind::new(map.clone()));
             if warc::is_warc(&map[..]) || named_warc(job.path) {
                 let rdr = warc::Reader::from_shared(map, warc::Options::default());
-                if job.post_append {
-                    index_records(job, Paired::new(rdr), behind, tx);
+                if job.post_append || job.pair_request {
+                    index_records(job, Paired::new(rdr, job), behind, tx);
                 } else {
                     index_records(job, rdr, behind, tx);
                 }
@@ -874,8 +977,8 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
                 Err(e) => {
                     file_failed(job, tx, format!("cannot read: {e}"));
                 }
-                Ok(_) if is_warc && job.post_append => {
-                    index_records(job, Paired::new(warc::Reader::new(input)), None, tx)
+                Ok(_) if is_warc && (job.post_append || job.pair_request) => {
+                    index_records(job, Paired::new(warc::Reader::new(input), job), None, tx)
                 }
                 Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, tx),
                 Ok(_) => index_records(job, arc::Reader::new(input), None, tx),
@@ -905,6 +1008,15 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
 fn index_seed(job: &Job, bytes: &[u8], tx: &SyncSender<Msg>) {
     let base = job.path.file_name().map_or_else(Vec::new, os_bytes);
     let name = job.name.unwrap_or(&base);
+    // Nedlib lines name the data file, Kulturarw3 lines the file itself.
+    let rooted = job.dir_root.map(|root| {
+        let named = match seeds::sniff(job.path, &bytes[..bytes.len().min(seeds::SNIFF)]) {
+            Some(seeds::Seed::NedlibMeta) => seeds::nedlib_data_path(job.path),
+            _ => job.path.to_path_buf(),
+        };
+        relative_name(&named, root)
+    });
+    let name = rooted.as_deref().unwrap_or(name);
     let first = &bytes[..bytes.len().min(seeds::SNIFF)];
     let done = match seeds::sniff(job.path, first) {
         Some(seeds::Seed::NedlibMeta) => {
@@ -973,6 +1085,9 @@ fn index_records<D: RecReader>(
     let Job {
         file,
         post_append: _,
+        pair_request: _,
+        record_digests,
+        dir_root,
         path,
         name: _,
         opts,
@@ -980,7 +1095,10 @@ fn index_records<D: RecReader>(
         pb,
     } = *job;
     let mut stats = FileStats::default();
-    let name = path.file_name().map_or_else(Vec::new, os_bytes);
+    let name = match dir_root {
+        Some(root) => relative_name(path, root),
+        None => path.file_name().map_or_else(Vec::new, os_bytes),
+    };
     let mut indexer = Indexer::new(opts.clone(), &name);
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     let (mut meta_found, mut started) = (false, false);
@@ -995,11 +1113,29 @@ fn index_records<D: RecReader>(
     let mut done = Vec::new();
     let mut last_end = 0u64;
     let mut more = true;
+    let give = opts.cdxj.is_some();
+    let stored = match record_digests {
+        true => match File::open(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                stats.errors += 1;
+                let text = format!(
+                    "{}: cannot open again for --digest-records: {e}",
+                    path.display()
+                );
+                let _ = tx.send(Msg::Error { text });
+                None
+            }
+        },
+        false => None,
+    };
     let mut w = Emit {
         indexer: &mut indexer,
         stats: &mut stats,
         tx,
         path,
+        stored,
+        give,
     };
     loop {
         if abort.load(Ordering::Relaxed) {
@@ -1179,6 +1315,36 @@ fn warcinfo_meta(name: &[u8], rec: &warc::Record) -> String {
     serde_json::Value::Object(m).to_string()
 }
 
+/// The name of `path` from the directory `root`, as cdxj-indexer's
+/// `--dir-root` gives it (Python's `os.path.relpath`): both made absolute
+/// from the working directory and normalised without looking at the file
+/// system, `..` for each step up, `/` between parts.
+fn relative_name(path: &Path, root: &Path) -> Vec<u8> {
+    use std::path::Component;
+    let absolute = |p: &Path| -> Vec<std::ffi::OsString> {
+        let p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut parts = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::Normal(n) => parts.push(n.to_os_string()),
+                Component::ParentDir => {
+                    parts.pop();
+                }
+                _ => {}
+            }
+        }
+        parts
+    };
+    let (path, root) = (absolute(path), absolute(root));
+    let common = path.iter().zip(&root).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<Vec<u8>> = vec![b"..".to_vec(); root.len() - common];
+    parts.extend(path[common..].iter().map(|p| os_bytes(p)));
+    if parts.is_empty() {
+        return b".".to_vec();
+    }
+    parts.join(&b'/')
+}
+
 #[cfg(unix)]
 fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
@@ -1200,6 +1366,8 @@ struct Sink {
     profile: Profile,
     /// The SURT profile, recorded in the `!meta` header.
     surt: crate::surt::Options,
+    /// The header line of cdxj-indexer's CDX shapes.
+    cdx_header: Option<&'static [u8]>,
     /// `--no-sort`: lines of files indexed ahead of `next_file`.
     pending: BTreeMap<usize, Pending>,
     /// Bytes of `pending` in memory, kept under `mem` by spilling.
@@ -1235,6 +1403,7 @@ impl Sink {
             }),
             profile,
             surt: job.surt.clone(),
+            cdx_header: job.cdxj.as_ref().and_then(|c| c.shape.header()),
             pending: BTreeMap::new(),
             pending_bytes: 0,
             mem: usize::try_from(job.mem).unwrap_or(usize::MAX),
@@ -1319,10 +1488,17 @@ impl Sink {
         Ok(())
     }
 
+    /// The lines that open the index.
+    fn header_lines(&self, metas: &[String]) -> Vec<Vec<u8>> {
+        let mut lines = capture::header_lines(self.profile, &self.surt, metas);
+        lines.extend(self.cdx_header.map(<[u8]>::to_vec));
+        lines
+    }
+
     fn write_headers(&mut self, out: &mut Output, metas: &[String]) -> anyhow::Result<()> {
         if !self.headers_written {
             self.headers_written = true;
-            for line in capture::header_lines(self.profile, &self.surt, metas) {
+            for line in self.header_lines(metas) {
                 out.header(&line)?;
             }
         }
@@ -1408,7 +1584,7 @@ impl Sink {
             return Ok(None);
         };
         let metas = std::mem::take(&mut self.metas);
-        let headers = capture::header_lines(self.profile, &self.surt, &metas);
+        let headers = self.header_lines(&metas);
         let mut taps = Taps::start(job, &headers)?;
         self.write_headers(out, &metas)?;
         sorter.par_for_each_sorted(|line| {
@@ -1627,4 +1803,29 @@ fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
     d.write_all(line)
         .and_then(|()| d.write_all(b"\n"))
         .with_context(|| format!("cannot write {}", d.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--dir-root` names, as Python's `os.path.relpath` gives them.
+    #[test]
+    fn relative_names_as_relpath_gives_them() {
+        let name =
+            |p: &str, r: &str| String::from_utf8(relative_name(p.as_ref(), r.as_ref())).unwrap();
+        assert_eq!(name("/a/b/c.warc", "/a"), "b/c.warc");
+        assert_eq!(name("/a/b/c.warc", "/a/b/"), "c.warc");
+        assert_eq!(name("/a/b/c.warc", "/a/x/y"), "../../b/c.warc");
+        assert_eq!(name("/a/./b/../c.warc", "/a"), "c.warc");
+        assert_eq!(name("/a", "/a"), ".");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            name("x/y.warc.gz", "./"),
+            "x/y.warc.gz",
+            "relative to {}",
+            cwd.display()
+        );
+        assert_eq!(name("x/y.warc.gz", "x/z"), "../y.warc.gz");
+    }
 }

@@ -101,10 +101,7 @@ pub fn kulturarw3(data: &[u8], shown: &Path, name: &[u8], opts: &Options) -> Ind
             ip: obj.ip,
             extra,
         };
-        if object
-            .write(opts.profile, &opts.surt, name, &mut out.lines)
-            .is_some()
-        {
+        if object.write_as(opts, name, &mut out.lines).is_some() {
             out.uncanonical += 1;
         }
         out.records += 1;
@@ -136,10 +133,7 @@ pub fn nedlib(meta: &[u8], data: &[u8], shown: &Path, name: &[u8], opts: &Option
         out.errors.push(format!("{}: {day}", shown.display()));
     }
     let object = nedlib::Capture::new(&m, data);
-    if object
-        .write(opts.profile, &opts.surt, name, &mut out.lines)
-        .is_some()
-    {
+    if object.write_as(opts, name, &mut out.lines).is_some() {
         out.uncanonical += 1;
     }
     out.records = 1;

@@ -212,7 +212,7 @@ fn cdxj_matches_cdxj_indexer_on_generated_corpora() {
 /// 14, 16 or 18 digits, parseable header lines): our cdxj output is
 /// cdxj-indexer's. `scripts/cdxj_diff.py` lists which files qualify.
 /// Files holding only a filedesc give no line on either side.
-const WELL_FORMED: &[&str] = &[
+pub(crate) const WELL_FORMED: &[&str] = &[
     "webrecorder__warcio/test/data/example.arc",
     "webrecorder__warcio/test/data/example.arc.gz",
     "webrecorder__pywb/sample_archive/warcs/example.arc",

@@ -3,6 +3,7 @@
 mod arc;
 mod arc_real;
 mod arc_rev3;
+mod cdxj_options;
 mod dialects;
 mod fuzz;
 mod index;
