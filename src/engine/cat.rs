@@ -143,6 +143,10 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
         }
         cat_path(path, args.from, &mut out)?;
     }
+    // A group of ties is written when the key changes or here, never at
+    // a file's end: the files of a directory are the parts of one index,
+    // and a group cut between two of them is still one group.
+    out.flush_pending()?;
     // A file with headers only still gets its headers out.
     let bad = out.bad;
     let w = out.writer.finish().map_err(lib_err)?;
@@ -262,7 +266,7 @@ impl FileState<'_> {
                 start_records(&source, &mut self, out)?;
             }
         }
-        out.flush_pending()
+        Ok(())
     }
 }
 
