@@ -24,6 +24,8 @@
 //! archive says. The caller keeps the raw value (`datetime_raw`) whenever the
 //! result differs from it.
 
+use crate::sorted::{civil_from_secs, days_from_civil};
+
 /// The 14-digit datetime for an ARC date field, or `None` when the field
 /// cannot be repaired without inventing a value.
 pub fn repair(raw: &[u8]) -> Option<[u8; 14]> {
@@ -113,25 +115,30 @@ pub fn warc_date(date: &[u8]) -> Option<([u8; 14], WarcDateForm)> {
     }
     let (fields, form) = match offset {
         Some(minutes) => {
-            let secs = days_from_civil(y, mo, d) * 86_400 + i64::from(h * 3600 + mi * 60 + s)
-                - i64::from(minutes) * 60;
-            let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-            let t = secs.rem_euclid(86_400) as u32;
-            if !(1..=9999).contains(&y) {
-                return None;
-            }
+            let local = days_from_civil(i64::from(y), i64::from(mo), i64::from(d)) * 86_400
+                + i64::from(h * 3600 + mi * 60 + s);
+            let (y, mo, d, t) = civil_from_secs(local - i64::from(minutes) * 60);
+            let y = u32::try_from(y).ok().filter(|y| (1..=9999).contains(y))?;
+            let t = t as u32;
             (
-                [y, mo, d, t / 3600, t / 60 % 60, t % 60],
+                [y, mo as u32, d as u32, t / 3600, t / 60 % 60, t % 60],
                 WarcDateForm::Zoned,
             )
         }
         None if parts.len() < 6 => ([y, mo, d, h, mi, s], WarcDateForm::Padded),
         None => ([y, mo, d, h, mi, s], WarcDateForm::Full),
     };
-    let [y, mo, d, h, mi, s] = fields;
-    let text = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}");
     let mut out = [0u8; 14];
-    out.copy_from_slice(text.as_bytes());
+    let mut at = 0;
+    for (i, n) in fields.into_iter().enumerate() {
+        let width = if i == 0 { 4 } else { 2 };
+        let mut n = n;
+        for slot in out[at..at + width].iter_mut().rev() {
+            *slot = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        at += width;
+    }
     Some((out, form))
 }
 
@@ -178,33 +185,6 @@ fn days_in_month(y: u32, mo: u32) -> Option<u32> {
         2 => 28,
         _ => return None,
     })
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(y: u32, mo: u32, d: u32) -> i64 {
-    let y = i64::from(y) - i64::from(mo <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mo = i64::from(mo);
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The inverse of [`days_from_civil`]; years outside `0..=u32::MAX` come
-/// out as 0 (callers reject them).
-fn civil_from_days(z: i64) -> (u32, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    (u32::try_from(y).unwrap_or(0), mo, d)
 }
 
 #[cfg(test)]

@@ -291,7 +291,7 @@ pub fn civil_from_secs(secs: i64) -> (i64, i64, i64, i64) {
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
 /// civil-calendar arithmetic; exact for every year this code sees).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

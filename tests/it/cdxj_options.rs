@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use crate::index::stdout_of;
 use crate::util;
+use crate::warc::corpus_warcs;
 
 /// Every expected output of cdxj-indexer's tests (the test named, its
 /// input in `test/data`, our arguments); `test_warc_cdxj_dir_root` is
@@ -236,27 +237,6 @@ fn dir_root_names_files_from_the_root() {
         assert!(text.contains("../../example.warc.gz"), "{format}: {text}");
         assert!(!text.contains(" example.warc.gz"), "{format}: {text}");
     }
-}
-
-/// The WARC files of the shared corpus.
-fn corpus_warcs(root: &Path) -> Vec<PathBuf> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                let n = p.file_name().unwrap().to_string_lossy().to_lowercase();
-                if n.contains(".warc") && !n.ends_with(".cdx") && !n.ends_with(".cdxj") {
-                    out.push(p);
-                }
-            }
-        }
-    }
-    let mut v = Vec::new();
-    walk(root, &mut v);
-    v.sort();
-    v
 }
 
 /// Runs cdxj-indexer once per (arguments, file) in one Python process:

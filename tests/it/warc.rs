@@ -32,7 +32,7 @@ fn warc_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Every WARC file of the shared corpus (by name: `.warc` in it, and no
 /// text index).
-fn corpus_warcs(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn corpus_warcs(root: &Path) -> Vec<PathBuf> {
     fn walk(d: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(d).unwrap() {
             let p = e.unwrap().path();
