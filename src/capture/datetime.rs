@@ -77,6 +77,51 @@ pub enum WarcDateForm {
 /// padded to the first day of the period, and a zone offset after the
 /// time is applied (warcio either fails on it or drops it).
 pub fn warc_date(date: &[u8]) -> Option<([u8; 14], WarcDateForm)> {
+    match canonical(date) {
+        Some(d) => Some((d, WarcDateForm::Full)),
+        None => any_warc_date(date),
+    }
+}
+
+/// The form crawlers write, `YYYY-MM-DDThh:mm:ssZ`, read at the cost of
+/// a copy; `None` for anything else (or an impossible date), which
+/// [`any_warc_date`] then reads.
+fn canonical(date: &[u8]) -> Option<[u8; 14]> {
+    let d: &[u8; 20] = date.try_into().ok()?;
+    let shape = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'Z'),
+    ];
+    if shape.iter().any(|&(i, c)| d[i] != c) {
+        return None;
+    }
+    let mut out = [0u8; 14];
+    let mut n = [0u32; 6];
+    let mut at = 0;
+    for (k, r) in [0..4, 5..7, 8..10, 11..13, 14..16, 17..19]
+        .into_iter()
+        .enumerate()
+    {
+        for &b in &d[r] {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            out[at] = b;
+            at += 1;
+            n[k] = n[k] * 10 + u32::from(b - b'0');
+        }
+    }
+    let [y, mo, day, h, mi, s] = n;
+    let valid = y > 0 && day > 0 && day <= days_in_month(y, mo)? && h < 24 && mi < 60 && s < 60;
+    valid.then_some(out)
+}
+
+/// [`warc_date`] for any form warcio reads, and the forms it adds.
+fn any_warc_date(date: &[u8]) -> Option<([u8; 14], WarcDateForm)> {
     let (main, offset) = split_zone(date)?;
     let mut parts: Vec<&[u8]> = main.split(|b| !b.is_ascii_digit()).collect();
     if parts.last().is_some_and(|p| p.is_empty()) {
@@ -206,6 +251,34 @@ mod tests {
         assert_eq!(w("20190101000000"), None);
         assert_eq!(w(""), None);
         assert_eq!(w("2014-01-03T04:05:06.1.2Z"), None);
+    }
+
+    /// The shortcut for `YYYY-MM-DDThh:mm:ssZ` reads every such date as
+    /// the general reading does, impossible ones included.
+    #[test]
+    fn the_canonical_shortcut_agrees_with_the_general_reading() {
+        let mut seen = 0;
+        for y in [0, 1, 1900, 1999, 2000, 2004, 2023, 9999] {
+            for mo in 0..=13 {
+                for d in [0, 1, 28, 29, 30, 31, 32] {
+                    for (h, mi, s) in [(0, 0, 0), (23, 59, 59), (24, 0, 0), (0, 60, 0), (0, 0, 60)]
+                    {
+                        let date = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z");
+                        let general = super::any_warc_date(date.as_bytes()).map(|(d, _)| d);
+                        assert_eq!(super::canonical(date.as_bytes()), general, "{date}");
+                        seen += usize::from(general.is_some());
+                    }
+                }
+            }
+        }
+        assert!(seen > 700, "{seen}");
+        for other in [
+            "2014-01-03T04:05:06.5Z",
+            "2014-01-03T04:05:06",
+            "2014-01-03t04:05:06Z",
+        ] {
+            assert_eq!(super::canonical(other.as_bytes()), None, "{other}");
+        }
     }
 
     #[test]

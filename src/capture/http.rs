@@ -58,22 +58,40 @@ fn is_latin1_space(b: u8) -> bool {
 
 /// The text of a header line as warcio decodes it: UTF-8 when the line is
 /// valid UTF-8, else Latin-1. Blanks are Python's for that text, so a line
-/// of one NBSP ends the head as a blank line does.
+/// of one NBSP ends the head as a blank line does. An ASCII line (nearly
+/// every one) is stripped byte by byte: Python's blanks among ASCII are
+/// [`is_py_space`]'s, whichever way the line is decoded.
 #[derive(Clone, Copy)]
 struct Text {
     utf8: bool,
+    /// The line is ASCII: the byte rules hold, no decoding needed.
+    ascii: bool,
 }
 
 impl Text {
+    #[inline]
     fn of(line: &[u8]) -> Text {
+        let ascii = line.is_ascii();
         Text {
-            utf8: std::str::from_utf8(line).is_ok(),
+            utf8: ascii || std::str::from_utf8(line).is_ok(),
+            ascii,
         }
     }
 
+    /// The text to apply Python's Unicode rules to, when they differ from
+    /// the byte rules.
+    #[inline]
+    fn unicode(self, s: &[u8]) -> Option<&str> {
+        match self.ascii || !self.utf8 {
+            true => None,
+            false => std::str::from_utf8(s).ok(),
+        }
+    }
+
+    #[inline]
     fn rstrip(self, s: &[u8]) -> &[u8] {
-        match std::str::from_utf8(s) {
-            Ok(t) if self.utf8 => t.trim_end_matches(is_py_space_char).as_bytes(),
+        match self.unicode(s) {
+            Some(t) => t.trim_end_matches(is_py_space_char).as_bytes(),
             _ => {
                 let end = s
                     .iter()
@@ -84,9 +102,10 @@ impl Text {
         }
     }
 
+    #[inline]
     fn lstrip(self, s: &[u8]) -> &[u8] {
-        match std::str::from_utf8(s) {
-            Ok(t) if self.utf8 => t.trim_start_matches(is_py_space_char).as_bytes(),
+        match self.unicode(s) {
+            Some(t) => t.trim_start_matches(is_py_space_char).as_bytes(),
             _ => {
                 let start = s
                     .iter()
@@ -103,8 +122,8 @@ impl Text {
 
     /// Where the first `;` or blank is (`[;\s]`), or the end.
     fn media_type_end(self, v: &[u8]) -> usize {
-        match std::str::from_utf8(v) {
-            Ok(t) if self.utf8 => t
+        match self.unicode(v) {
+            Some(t) => t
                 .find(|c| c == ';' || is_py_space_char(c))
                 .unwrap_or(t.len()),
             _ => v
@@ -118,6 +137,7 @@ impl Text {
 /// Splits `block[pos..]` at the next `\n` (kept in the consumed count):
 /// returns the line without trailing whitespace, how it is decoded, and
 /// the next position.
+#[inline]
 fn read_line(block: &[u8], pos: usize) -> (&[u8], Text, usize) {
     let rest = block.get(pos..).unwrap_or_default();
     let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
@@ -190,6 +210,7 @@ impl<'a> Head<'a> {
     fn content_type_text(&self) -> Text {
         Text {
             utf8: self.content_type_utf8,
+            ascii: false,
         }
     }
 
