@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use redb::{Database, Durability, TableDefinition};
 
 use crate::sorted::KeyRange;
+pub use crate::ukvs::post::capture_id;
 
 const LINES: TableDefinition<&[u8], ()> = TableDefinition::new("lines");
 const IDS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("ids");
@@ -65,20 +66,6 @@ pub enum Op {
     Put { id: Vec<u8>, line: Vec<u8> },
     /// Removes the capture `id` from the delta and hides it in the bases.
     Delete { id: Vec<u8> },
-}
-
-/// A capture's identity as OutbackCDX has it: key, datetime, filename
-/// and offset (`-` or empty when a line has none).
-pub fn capture_id(key: &[u8], datetime: &[u8], filename: &[u8], offset: &[u8]) -> Vec<u8> {
-    let mut id = Vec::with_capacity(key.len() + datetime.len() + filename.len() + offset.len() + 3);
-    id.extend_from_slice(key);
-    id.push(b' ');
-    id.extend_from_slice(datetime);
-    id.push(0);
-    id.extend_from_slice(filename);
-    id.push(0);
-    id.extend_from_slice(offset);
-    id
 }
 
 /// One collection's delta.
