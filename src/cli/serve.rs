@@ -58,6 +58,16 @@ pub struct Args {
     /// Worker threads (0 = every core).
     #[arg(short = 'j', long, default_value_t = 0)]
     threads: usize,
+    /// Make the collections live: each takes writes (`POST /NAME`,
+    /// `POST /NAME/delete`) into a delta kept in DIR/NAME/, served merged
+    /// with its files. A POST to a collection that does not exist
+    /// creates it there.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// With --data: a POST to an unknown collection is answered 404
+    /// instead of creating it.
+    #[arg(long, requires = "data")]
+    no_create: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -71,6 +81,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         idle: Duration::from_secs(args.idle_timeout.max(1)),
         no_mmap: args.no_mmap,
         threads: args.threads,
+        data: args.data,
+        no_create: args.no_create,
     })?;
     Ok(ExitCode::SUCCESS)
 }

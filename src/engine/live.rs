@@ -314,8 +314,13 @@ mod tests {
             .unwrap();
         assert_eq!(n, 3);
         // The same capture again: replaced, not doubled.
-        d.apply::<String>(vec![Ok(put("com,a)/", "20200101000000", "10", "{\"v\": 2}"))])
-            .unwrap();
+        d.apply::<String>(vec![Ok(put(
+            "com,a)/",
+            "20200101000000",
+            "10",
+            "{\"v\": 2}",
+        ))])
+        .unwrap();
         assert_eq!(
             all(&d, "com,a)/", MatchType::Exact),
             vec!["com,a)/ 20200101000000 {\"v\": 2}"]

@@ -18,13 +18,16 @@
 
 use serde_json::Value;
 
-
 /// Longest line taken, in bytes (without its newline). A capture line is
 /// far shorter; a longer line is refused rather than held.
 pub const MAX_LINE: usize = 64 << 10;
 
 /// The legends taken, by column count: pywb's CDX formats.
-const LEGENDS: [&str; 3] = ["N b a m s k r V g", "N b a m s k r M V g", "N b a m s k r M S V g"];
+const LEGENDS: [&str; 3] = [
+    "N b a m s k r V g",
+    "N b a m s k r M V g",
+    "N b a m s k r M S V g",
+];
 
 /// The shape of a body's lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,17 +174,14 @@ fn json_object(json: &str) -> Result<serde_json::Map<String, Value>, String> {
 /// A JSON member as field text: a string as it is, a number as written,
 /// null `-`.
 fn member(o: &serde_json::Map<String, Value>, names: &[&str]) -> String {
-    names
-        .iter()
-        .find_map(|n| o.get(*n))
-        .map_or_else(
-            || "-".to_string(),
-            |v| match v {
-                Value::String(s) => s.clone(),
-                Value::Null => "-".into(),
-                other => other.to_string(),
-            },
-        )
+    names.iter().find_map(|n| o.get(*n)).map_or_else(
+        || "-".to_string(),
+        |v| match v {
+            Value::String(s) => s.clone(),
+            Value::Null => "-".into(),
+            other => other.to_string(),
+        },
+    )
 }
 
 fn check_datetime(dt: &str) -> Result<(), String> {
@@ -212,7 +212,10 @@ fn parts<'t>(text: &'t str, shape: Shape, value_names: &[String]) -> Result<Part
         Shape::Cdx(n) => {
             let cols: Vec<&str> = text.split(' ').collect();
             if cols.len() != n {
-                return Err(format!("{} columns where this body's CDX has {n}", cols.len()));
+                return Err(format!(
+                    "{} columns where this body's CDX has {n}",
+                    cols.len()
+                ));
             }
             Ok(Parts {
                 key,
@@ -323,7 +326,10 @@ mod tests {
             String::from_utf8(r.line).unwrap(),
             "com,example)/a 20200101000000 http://www.Example.com/a text/html 200 ABC - - 100 42 f.warc.gz"
         );
-        assert_eq!(r.id, b"com,example)/a 20200101000000\0f.warc.gz\x0042".to_vec());
+        assert_eq!(
+            r.id,
+            b"com,example)/a 20200101000000\0f.warc.gz\x0042".to_vec()
+        );
         // The same capture as a CDXJ line has the same id.
         let mut cdxj = Body::new(&opts, &names);
         let j = cdxj
@@ -361,7 +367,9 @@ mod tests {
         let names = names();
         let mut body = Body::new(&opts, &names);
         let r = body
-            .line(br#"k 20200101000000 42 sha1:AB {"url": "http://a.com/", "filename": "f.warc.gz"}"#)
+            .line(
+                br#"k 20200101000000 42 sha1:AB {"url": "http://a.com/", "filename": "f.warc.gz"}"#,
+            )
             .unwrap()
             .unwrap();
         assert!(r.line.starts_with(b"com,a)/ 20200101000000 42 sha1:AB {"));
