@@ -1,0 +1,617 @@
+//! Live collections (`ukvs serve --data DIR`): POSTed and deleted lines
+//! answered as a static file of the same lines would be, crash safety
+//! under SIGKILL, hostile bodies, and OutbackCDX's own integration data.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::util::{self, bin, KillOnDrop};
+
+/// A running `ukvs serve` whose process the test may kill.
+struct Server {
+    proc: KillOnDrop,
+    addr: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(bin())
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0", "--quiet"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ukvs serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let first = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("http://"))
+            .expect("ukvs serve says where it listens");
+        let addr = first
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_string();
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            proc: KillOnDrop(child),
+            addr,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    fn kill(mut self) {
+        let _ = self.proc.0.kill();
+        let _ = self.proc.0.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// Status and body of a GET.
+fn get(agent: &ureq::Agent, url: &str) -> (u16, String) {
+    let mut res = agent
+        .get(url)
+        .call()
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let status = res.status().as_u16();
+    (status, res.body_mut().read_to_string().unwrap_or_default())
+}
+
+/// Status and body of a POST, or the transport error.
+fn try_post(agent: &ureq::Agent, url: &str, body: &[u8]) -> Result<(u16, String), ureq::Error> {
+    let mut res = agent.post(url).send(body)?;
+    let status = res.status().as_u16();
+    Ok((status, res.body_mut().read_to_string().unwrap_or_default()))
+}
+
+fn post(agent: &ureq::Agent, url: &str, body: &[u8]) -> (u16, String) {
+    try_post(agent, url, body).unwrap_or_else(|e| panic!("POST {url}: {e}"))
+}
+
+/// A small seeded generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One capture: its id (key, datetime, filename, offset) and its line in
+/// CDXJ and in CDX11, keyed as the server keys it.
+#[derive(Clone)]
+struct Capture {
+    host: u64,
+    path: u64,
+    datetime: String,
+    filename: String,
+    offset: u64,
+    status: u64,
+    digest: String,
+}
+
+impl Capture {
+    fn random(rng: &mut Rng) -> Capture {
+        Capture {
+            host: rng.below(5),
+            path: rng.below(12),
+            datetime: format!(
+                "20{:02}{:02}{:02}{:02}0000",
+                10 + rng.below(10),
+                1 + rng.below(12),
+                1 + rng.below(28),
+                rng.below(24)
+            ),
+            filename: format!("crawl-{}.warc.gz", rng.below(3)),
+            offset: rng.below(40) * 1000,
+            status: [200, 301, 404][rng.below(3) as usize],
+            digest: format!("SHA{}", rng.below(1_000_000)),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://host{}.example/p{}", self.host, self.path)
+    }
+
+    fn key(&self) -> String {
+        format!("example,host{})/p{}", self.host, self.path)
+    }
+
+    fn id(&self) -> (String, String, String, u64) {
+        (
+            self.key(),
+            self.datetime.clone(),
+            self.filename.clone(),
+            self.offset,
+        )
+    }
+
+    fn cdxj(&self) -> String {
+        format!(
+            "{} {} {{\"url\": \"{}\", \"mime\": \"text/html\", \"status\": \"{}\", \"digest\": \"{}\", \"length\": \"500\", \"offset\": \"{}\", \"filename\": \"{}\"}}",
+            self.key(),
+            self.datetime,
+            self.url(),
+            self.status,
+            self.digest,
+            self.offset,
+            self.filename
+        )
+    }
+
+    /// As posted: the key is recomputed by the server, so a wrong one
+    /// must not matter.
+    fn cdxj_posted(&self) -> String {
+        self.cdxj().replacen(&self.key(), "wrong,key)/", 1)
+    }
+
+    fn cdx11(&self) -> String {
+        format!(
+            "{} {} {} text/html {} {} - - 500 {} {}",
+            self.key(),
+            self.datetime,
+            self.url(),
+            self.status,
+            self.digest,
+            self.offset,
+            self.filename
+        )
+    }
+}
+
+type Model = BTreeMap<(String, String, String, u64), String>;
+
+fn sorted_file(path: &Path, model: &Model) {
+    let mut lines: Vec<&String> = model.values().collect();
+    lines.sort();
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_live_collection_answers_as_the_static_file_of_its_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let mut model = Model::new();
+    for _ in 0..150 {
+        let c = Capture::random(&mut rng);
+        model.insert(c.id(), c.cdxj());
+    }
+    let base = dir.path().join("base.cdxj");
+    sorted_file(&base, &model);
+    let data = dir.path().join("data");
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", base.display()),
+    ]);
+    let agent = agent();
+    let mut known: Vec<Capture> = Vec::new();
+    let mut added = 0;
+    let mut deleted = 0;
+    for round in 0..300 {
+        let n = 1 + rng.below(5) as usize;
+        let mut batch = Vec::new();
+        for _ in 0..n {
+            // New captures, new lines for known ones, or known lines again.
+            let c = match (rng.below(4), known.is_empty()) {
+                (0, false) => {
+                    let mut c = known[rng.below(known.len() as u64) as usize].clone();
+                    c.status = 404;
+                    c.digest = format!("NEW{round}");
+                    c
+                }
+                (1, false) => known[rng.below(known.len() as u64) as usize].clone(),
+                _ => Capture::random(&mut rng),
+            };
+            batch.push(c);
+        }
+        if rng.below(4) == 0 && !model.is_empty() {
+            // Delete: lines of the base or the delta, and one that is
+            // nowhere.
+            let keys: Vec<_> = model.keys().cloned().collect();
+            // One body per shape: a body's lines share one.
+            let (mut cdxj, mut cdx) = (String::new(), String::new());
+            let (mut cdxj_n, mut cdx_n) = (0, 0);
+            for _ in 0..n {
+                let k = &keys[rng.below(keys.len() as u64) as usize];
+                if let Some(line) = model.remove(k) {
+                    let (body, count) = if line.ends_with('}') {
+                        (&mut cdxj, &mut cdxj_n)
+                    } else {
+                        (&mut cdx, &mut cdx_n)
+                    };
+                    body.push_str(&line.replacen(&k.0, "any)/", 1));
+                    body.push('\n');
+                    *count += 1;
+                }
+            }
+            let mut missing = Capture::random(&mut Rng(round + 7));
+            missing.filename = "nowhere.warc.gz".into();
+            cdxj.push_str(&missing.cdxj());
+            cdxj.push('\n');
+            cdxj_n += 1;
+            for (body, count) in [(cdxj, cdxj_n), (cdx, cdx_n)] {
+                if count == 0 {
+                    continue;
+                }
+                let (s, answer) = post(&agent, &live.url("/web/delete"), body.as_bytes());
+                assert_eq!((s, answer), (200, format!("Deleted {count} records\n")));
+            }
+            deleted += cdxj_n + cdx_n - 1;
+            continue;
+        }
+        let cdx = rng.below(3) == 0;
+        let mut body = String::new();
+        if cdx && rng.below(2) == 0 {
+            body.push_str(" CDX N b a m s k r M S V g\n");
+        }
+        for c in &batch {
+            let line = if cdx { c.cdx11() } else { c.cdxj() };
+            model.insert(c.id(), line);
+            body.push_str(&if cdx {
+                c.cdx11().replacen(&c.key(), "-", 1)
+            } else {
+                c.cdxj_posted()
+            });
+            body.push_str(if rng.below(2) == 0 { "\n" } else { "\r\n" });
+            known.push(c.clone());
+        }
+        let (s, answer) = post(&agent, &live.url("/web"), body.as_bytes());
+        assert_eq!((s, answer), (200, format!("Added {n} records\n")));
+        added += n;
+    }
+    assert!(
+        added > 500 && deleted > 100,
+        "{added} added, {deleted} deleted"
+    );
+    let expected = dir.path().join("expected.cdxj");
+    sorted_file(&expected, &model);
+    let fixed = Server::start(&[&format!("web={}", expected.display())]);
+    let mut queries = Vec::new();
+    for h in 0..6 {
+        queries.push(format!("url=host{h}.example/&matchType=host"));
+        queries.push(format!("url=host{h}.example/&matchType=host&output=json"));
+        queries.push(format!("url=host{h}.example/p1*"));
+        queries.push(format!(
+            "url=host{h}.example/p1&output=json&fl=urlkey,timestamp,status,source"
+        ));
+        for p in 0..12 {
+            queries.push(format!("url=http://host{h}.example/p{p}"));
+        }
+        queries.push(format!("url=host{h}.example/p3&from=2012&to=2016"));
+        queries.push(format!(
+            "url=host{h}.example/&matchType=host&limit=3&reverse=1"
+        ));
+        queries.push(format!(
+            "url=host{h}.example/p2&closest=20150101000000&limit=2"
+        ));
+        queries.push(format!(
+            "url=host{h}.example/&matchType=host&output=text&filter=status:404"
+        ));
+    }
+    queries.push("url=example&matchType=domain&limit=40".into());
+    queries.push("url=host1.example&matchType=domain&output=json".into());
+    queries.push("url=*.example&sort=reverse&limit=25".into());
+    let mut nonempty = 0;
+    for q in &queries {
+        let want = get(&agent, &fixed.url(&format!("/web/cdx?{q}")));
+        let got = get(&agent, &live.url(&format!("/web/cdx?{q}")));
+        assert_eq!(got, want, "/web/cdx?{q}");
+        nonempty += usize::from(!want.1.is_empty());
+    }
+    assert!(
+        nonempty > queries.len() / 2,
+        "{nonempty} of {}",
+        queries.len()
+    );
+    // TimeMaps read the same lines.
+    for p in 0..12 {
+        let path = format!("/web/timemap/link/http://host2.example/p{p}");
+        let want = get(&agent, &fixed.url(&path))
+            .1
+            .replace(&fixed.addr, "HOST");
+        let got = get(&agent, &live.url(&path)).1.replace(&live.addr, "HOST");
+        assert_eq!(got, want, "{path}");
+    }
+    // Restarted on the same data, it answers the same.
+    live.kill();
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", base.display()),
+    ]);
+    for q in queries.iter().take(20) {
+        let want = get(&agent, &fixed.url(&format!("/web/cdx?{q}")));
+        assert_eq!(
+            get(&agent, &live.url(&format!("/web/cdx?{q}"))),
+            want,
+            "{q}"
+        );
+    }
+}
+
+/// The CDXJ body of batch `b` of writer `w`: `n` captures under the host
+/// `wWbB.example`, so that a host query counts them.
+fn batch_body(w: usize, b: usize, n: usize) -> String {
+    let mut body = String::new();
+    for i in 0..n {
+        body.push_str(&format!(
+            "- 20200101{:06} {{\"url\": \"http://w{w}b{b}.example/{i}\", \"offset\": \"{i}\", \"filename\": \"w{w}.warc.gz\"}}\n",
+            i
+        ));
+    }
+    body
+}
+
+#[test]
+fn sigkill_during_concurrent_posts_keeps_every_answered_post_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap().to_string();
+    const WRITERS: usize = 3;
+    const LINES: usize = 40;
+    // Every batch ever sent: (writer, batch) -> answered 200.
+    let sent: Arc<Mutex<BTreeMap<(usize, usize), bool>>> = Arc::default();
+    let mut next_batch = [0usize; WRITERS];
+    let mut rng = Rng(42);
+    for round in 0..4 {
+        let server = Server::start(&["--data", &data_arg]);
+        let base_url = server.url("/crash");
+        let mut threads = Vec::new();
+        for (w, next) in next_batch.iter_mut().enumerate() {
+            let sent = sent.clone();
+            let url = base_url.clone();
+            let first = *next;
+            // Each writer sends up to 1000 batches; the kill stops it.
+            *next += 1000;
+            threads.push(std::thread::spawn(move || {
+                let agent = agent();
+                for b in first..first + 1000 {
+                    sent.lock().unwrap().insert((w, b), false);
+                    match try_post(&agent, &url, batch_body(w, b, LINES).as_bytes()) {
+                        Ok((200, answer)) => {
+                            assert_eq!(answer, format!("Added {LINES} records\n"));
+                            sent.lock().unwrap().insert((w, b), true);
+                            // A retry of an answered POST: replaced, not doubled.
+                            if b % 7 == 0 {
+                                if let Ok((s, _)) =
+                                    try_post(&agent, &url, batch_body(w, b, LINES).as_bytes())
+                                {
+                                    assert_eq!(s, 200);
+                                }
+                            }
+                        }
+                        Ok((s, answer)) => panic!("POST answered {s}: {answer}"),
+                        Err(_) => return,
+                    }
+                }
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(300 + rng.below(700)));
+        server.kill();
+        for t in threads {
+            t.join().expect("a writer failed");
+        }
+        let answered = sent.lock().unwrap().values().filter(|&&a| a).count();
+        assert!(
+            answered > round,
+            "round {round}: only {answered} POSTs answered"
+        );
+    }
+    let server = Server::start(&["--data", &data_arg]);
+    let agent = agent();
+    let sent = sent.lock().unwrap();
+    let mut whole_unanswered = 0;
+    for (&(w, b), &answered) in sent.iter() {
+        let (s, body) = get(
+            &agent,
+            &server.url(&format!(
+                "/crash/cdx?url=w{w}b{b}.example/&matchType=host&output=text"
+            )),
+        );
+        assert_eq!(s, 200);
+        let n = body.lines().count();
+        if answered {
+            assert_eq!(n, LINES, "batch {w}/{b} was answered 200 but has {n} lines");
+        } else {
+            assert!(n == 0 || n == LINES, "batch {w}/{b}: {n} of {LINES} lines");
+            whole_unanswered += usize::from(n == LINES);
+        }
+    }
+    // Everything the collection holds came from a batch sent, once.
+    let (_, all) = get(
+        &agent,
+        &server.url("/crash/cdx?url=example&matchType=domain&output=text&limit=0"),
+    );
+    let answered = sent.values().filter(|&&a| a).count();
+    let total = all.lines().count();
+    assert!(
+        total >= answered * LINES && total <= (answered + whole_unanswered) * LINES,
+        "{total} lines for {answered} answered batches"
+    );
+}
+
+#[test]
+fn hostile_bodies_get_4xx_nothing_is_half_written_and_the_server_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let base = dir.path().join("base.cdxj");
+    std::fs::write(
+        &base,
+        format!(
+            "{}\n",
+            batch_body(0, 0, 1)
+                .trim_end()
+                .replacen('-', "example,w0b0)/0", 1)
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--no-create",
+        &format!("web={}", base.display()),
+    ]);
+    let agent = agent();
+    let count = |agent: &ureq::Agent| {
+        let (s, body) = get(
+            agent,
+            &server.url("/web/cdx?url=example&matchType=domain&output=text&limit=0"),
+        );
+        assert_eq!(s, 200);
+        body.lines().count()
+    };
+    assert_eq!(count(&agent), 1);
+    let good = batch_body(1, 1, 3);
+    // A bad line among good ones: 400 naming it, nothing added.
+    let mixed = format!("{good}this is not a capture\n{good}");
+    let (s, answer) = post(&agent, &server.url("/web"), mixed.as_bytes());
+    assert_eq!(s, 400, "{answer}");
+    assert!(answer.starts_with("line 4: "), "{answer}");
+    assert_eq!(count(&agent), 1);
+    // Binary garbage.
+    let garbage: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let (s, answer) = post(&agent, &server.url("/web"), &garbage);
+    assert_eq!(s, 400, "{answer}");
+    // A line of megabytes, between good lines.
+    let long = format!(
+        "{good}- 20200101000000 {{\"url\": \"http://a.example/{}\"}}\n{good}",
+        "x".repeat(3 << 20)
+    );
+    let (s, answer) = post(&agent, &server.url("/web"), long.as_bytes());
+    assert_eq!(s, 400, "{answer}");
+    assert!(
+        answer.contains("line 4: ") && answer.contains("longer than"),
+        "{answer}"
+    );
+    assert_eq!(count(&agent), 1);
+    // Skipped instead: the good lines go in (the same captures twice:
+    // once).
+    let (s, answer) = post(&agent, &server.url("/web?badLines=skip"), long.as_bytes());
+    assert_eq!(s, 200, "{answer}");
+    assert!(
+        answer.starts_with("Added 6 records\nSkipped 1 bad lines\nline 4: "),
+        "{answer}"
+    );
+    assert_eq!(count(&agent), 4);
+    // Unknown collection with --no-create; unknown routes; bad options.
+    let (s, answer) = post(&agent, &server.url("/other"), good.as_bytes());
+    assert_eq!(s, 404, "{answer}");
+    assert!(answer.contains("--no-create"), "{answer}");
+    let (s, _) = post(&agent, &server.url("/web/nothing"), good.as_bytes());
+    assert_eq!(s, 404);
+    let (s, answer) = post(&agent, &server.url("/web?badLines=maybe"), good.as_bytes());
+    assert_eq!(s, 400, "{answer}");
+    // A legend that is not taken, and a body mixing shapes.
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web"),
+        b" CDX A b e a m s c k r V v D d g M n\n",
+    );
+    assert_eq!(s, 400, "{answer}");
+    let cdx = "example,a)/ 20200101000000 http://a.example/ text/html 200 D - - 1 2 f.warc.gz\n";
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web"),
+        format!("{good}{cdx}").as_bytes(),
+    );
+    assert_eq!(s, 400, "{answer}");
+    assert!(answer.contains("line 4: "), "{answer}");
+    // Deleting what is not there is no error; the base line is hidden.
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web/delete"),
+        std::fs::read(&base).unwrap().as_slice(),
+    );
+    assert_eq!((s, answer.as_str()), (200, "Deleted 1 records\n"));
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web/delete"),
+        std::fs::read(&base).unwrap().as_slice(),
+    );
+    assert_eq!((s, answer.as_str()), (200, "Deleted 1 records\n"));
+    assert_eq!(count(&agent), 3);
+    // Bad queries stay 4xx.
+    let (s, _) = get(&agent, &server.url("/web/cdx?url=a&limit=abc"));
+    assert_eq!(s, 400);
+    assert_eq!(count(&agent), 3);
+}
+
+#[test]
+fn outbackcdx_integration_data_posted_answers_as_its_sorted_lines() {
+    let Some(corpus) = util::shared_corpus("outbackcdx_integration_data_posted") else {
+        return;
+    };
+    let dir = corpus.join("nla__outbackcdx/test-integration");
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let data = dir_tmp.path().join("data");
+    let live = Server::start(&["--data", data.to_str().unwrap()]);
+    let agent = agent();
+    let mut lines = Vec::new();
+    for f in ["test1.cdx", "test2.cdx"] {
+        let body = std::fs::read(dir.join(f)).unwrap();
+        let (s, answer) = post(&agent, &live.url("/outback"), &body);
+        assert_eq!((s, answer.as_str()), (200, "Added 3 records\n"), "{f}");
+        let text = String::from_utf8(body).unwrap();
+        lines.extend(text.lines().skip(1).map(str::to_string));
+    }
+    // The same lines, sorted, as a static CDX file: their keys are the
+    // SURTs the server computes from their URLs.
+    lines.sort();
+    let expected = dir_tmp.path().join("expected.cdx");
+    std::fs::write(
+        &expected,
+        format!(" CDX N b a m s k r M S V g\n{}\n", lines.join("\n")),
+    )
+    .unwrap();
+    let fixed = Server::start(&[&format!("outback={}", expected.display())]);
+    for q in [
+        "url=http://data.webarchive.org.uk/crawl-test-site/",
+        "url=data.webarchive.org.uk/&matchType=host&output=json",
+        "url=metadata://gnu.org/software/wget/warc/MANIFEST.txt",
+        "url=org,gnu)/&matchType=prefix",
+        "url=uk&matchType=domain&output=text",
+    ] {
+        let want = get(&agent, &fixed.url(&format!("/outback/cdx?{q}")));
+        let got = get(&agent, &live.url(&format!("/outback/cdx?{q}")));
+        assert_eq!(got, want, "{q}");
+    }
+    let (_, two) = get(
+        &agent,
+        &live.url("/outback/cdx?url=http://data.webarchive.org.uk/crawl-test-site/&output=text"),
+    );
+    assert_eq!(two.lines().count(), 2, "{two}");
+}
