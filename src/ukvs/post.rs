@@ -277,6 +277,9 @@ fn ready(
         return Err("the URL holds a space or a control character".into());
     }
     let key = crate::surt::key(p.url.as_bytes(), surt).0;
+    if key.iter().any(|&b| b <= b' ' || b == 0x7f) {
+        return Err("the URL's SURT key would hold a space or a control character".into());
+    }
     let mut line = Vec::with_capacity(key.len() + 1 + p.after_key.len());
     line.extend_from_slice(&key);
     line.push(b' ');
@@ -374,5 +377,28 @@ mod tests {
             .unwrap();
         assert!(r.line.starts_with(b"com,a)/ 20200101000000 42 sha1:AB {"));
         assert_eq!(r.id, b"com,a)/ 20200101000000\0f.warc.gz\x0042".to_vec());
+    }
+
+    proptest::proptest! {
+        /// Lines made of the pieces capture lines are made of: whatever
+        /// is taken is stored under the id its stored form has, with a
+        /// key free of spaces.
+        #[test]
+        fn a_taken_line_keeps_its_id(pieces in proptest::collection::vec(0usize..16, 0..14)) {
+            const P: [&str; 16] = [
+                " ", "- ", "20200101000000 ", "http://a.example/%20x?y=1 ", "{\"url\": \"http://B.example/\", ",
+                "\"offset\": 7, ", "\"filename\": \"f g\"}", "}", "text/html 200 D - - 1 2 f.warc.gz",
+                "{", "\"u\": \"HTTP://c/\"}", "dns:a.example ", "12 sha1:X ", "\t", "é", "\"",
+            ];
+            let line: String = pieces.iter().map(|&i| P[i]).collect();
+            let opts = crate::surt::Options::default();
+            let names = names();
+            let mut body = Body::new(&opts, &names);
+            if let Ok(Some(r)) = body.line(line.as_bytes()) {
+                let key_end = r.line.iter().position(|&b| b == b' ').unwrap();
+                proptest::prop_assert!(key_end > 0);
+                proptest::prop_assert_eq!(line_id(&r.line, &names), Some(r.id));
+            }
+        }
     }
 }
