@@ -3,7 +3,7 @@
 //! each checked, re-keyed and given its capture id.
 //!
 //! ```text
-//! body line ─► blank? skipped ─► ` CDX N b a ...`? the legend (first line only)
+//! body line ─► blank? skipped ─► ` CDX N b a ...`? the legend (again: the same one)
 //!          └─► shape: CDXJ `key datetime {json}` | UKVS `key datetime values.. {json}`
 //!                     | CDX by column count (9, 10 or 11, as pywb reads them)
 //!          ─► checks (text, no control bytes, datetime digits, a URL)
@@ -76,7 +76,6 @@ pub struct Body<'a> {
     surt: &'a crate::surt::Options,
     value_names: &'a [String],
     shape: Option<Shape>,
-    seen_data: bool,
 }
 
 impl<'a> Body<'a> {
@@ -87,7 +86,6 @@ impl<'a> Body<'a> {
             surt,
             value_names,
             shape: None,
-            seen_data: false,
         }
     }
 
@@ -106,9 +104,6 @@ impl<'a> Body<'a> {
             return Ok(None);
         }
         if let Some(letters) = line.strip_prefix(b" CDX ") {
-            if self.seen_data || self.shape.is_some() {
-                return Err("a CDX legend line after the first line".into());
-            }
             let letters = String::from_utf8_lossy(letters);
             let letters = letters.trim();
             let Some(i) = LEGENDS.iter().position(|l| *l == letters) else {
@@ -118,10 +113,22 @@ impl<'a> Body<'a> {
                     LEGENDS[2], LEGENDS[1], LEGENDS[0]
                 ));
             };
-            self.shape = Some(Shape::Cdx(9 + i));
+            // Files joined into one body repeat their legend: the same
+            // one again is taken.
+            let shape = Shape::Cdx(9 + i);
+            match self.shape {
+                None => self.shape = Some(shape),
+                Some(s) if s == shape => {}
+                Some(s) => {
+                    return Err(format!(
+                        "a CDX legend of {} columns where this body's lines are each {}",
+                        9 + i,
+                        s.name()
+                    ))
+                }
+            }
             return Ok(None);
         }
-        self.seen_data = true;
         let text = std::str::from_utf8(line).map_err(|e| format!("not UTF-8 text ({e})"))?;
         if let Some(b) = text.bytes().find(|&b| b < 0x20 || b == 0x7f) {
             return Err(format!("holds the control byte 0x{b:02x}"));
@@ -359,7 +366,7 @@ mod tests {
         // A CDXJ body: a CDX line in it is refused.
         body.line(b"k 20200101 {\"url\": \"http://a/\"}").unwrap();
         assert!(e(&mut body, b"k 2020 http://a/ m 200 d - - 1 2 f").contains("CDXJ"));
-        assert!(e(&mut body, b" CDX N b a m s k r M S V g").contains("after the first"));
+        assert!(e(&mut body, b" CDX N b a m s k r M S V g").contains("legend of 11 columns"));
         let mut other = Body::new(&opts, &names);
         assert!(e(&mut other, b" CDX A b e a m s c k r V v D d g M n").contains("not one taken"));
     }
