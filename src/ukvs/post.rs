@@ -340,6 +340,8 @@ mod tests {
             r.id,
             b"com,example)/a 20200101000000\0f.warc.gz\x0042".to_vec()
         );
+        // Files joined: their legend again is taken.
+        assert_eq!(body.line(b" CDX N b a m s k r M S V g").unwrap(), None);
         // The same capture as a CDXJ line has the same id.
         let mut cdxj = Body::new(&opts, &names);
         let j = cdxj
