@@ -25,6 +25,15 @@ use crate::serve::{self, Spec};
 /// from as pywb answers from it, and said so once on stderr, with where
 /// and how to fix it (`ukvs sort`).
 ///
+/// With `--data DIR` the collections are live (OutbackCDX's write API):
+/// `POST /NAME` with CDX (9-11 columns, with or without its legend), CDXJ
+/// or UKVS lines adds them (`Added N records`), `POST /NAME/delete`
+/// deletes them, also from the files (`Deleted N records`). Keys are
+/// recomputed from the URLs; a body is one durable transaction, answered
+/// once fsync'd; a bad line rejects it with 400 naming the line
+/// (`?badLines=skip` takes the others). Each collection's delta is kept
+/// in DIR/NAME/ and served merged with its files.
+///
 /// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight
 /// and exit 0; SIGHUP re-reads `--config` and re-opens every index without
 /// dropping a request.

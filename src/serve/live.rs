@@ -366,7 +366,6 @@ async fn read_body(
         line_no += 1;
         take(&buf, too_long, line_no, &mut refused);
     }
-    drop(take);
     if let Some(said) = refused {
         return Err(http::text(
             400,
