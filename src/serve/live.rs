@@ -101,8 +101,8 @@ pub async fn post(
         Some((n, "delete")) => (n, true),
         Some((n, _)) => {
             return http::text(
-                404,
-                &format!("not found: collection {n:?} takes POST /{n} and POST /{n}/delete\n"),
+                405,
+                &format!("POST is taken at /{n} and /{n}/delete only\n"),
             )
         }
     };
