@@ -615,3 +615,106 @@ fn outbackcdx_integration_data_posted_answers_as_its_sorted_lines() {
     );
     assert_eq!(two.lines().count(), 2, "{two}");
 }
+
+#[test]
+fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(7);
+    let caps: Vec<Capture> = (0..60).map(|_| Capture::random(&mut rng)).collect();
+    let write_dir = |path: &Path, skip: &str| {
+        std::fs::create_dir_all(path).unwrap();
+        for (i, part) in caps.chunks(30).enumerate() {
+            let mut m = Model::new();
+            for c in part {
+                if c.cdxj() != skip {
+                    m.insert(c.id(), c.cdxj());
+                }
+            }
+            sorted_file(&path.join(format!("part{i}.cdxj")), &m);
+        }
+    };
+    let base = dir.path().join("base");
+    write_dir(&base, "");
+    let data = dir.path().join("data");
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", base.display()),
+    ]);
+    let agent = agent();
+    let mut added = Model::new();
+    let mut body = String::new();
+    for _ in 0..40 {
+        let c = Capture::random(&mut rng);
+        added.insert(c.id(), c.cdxj());
+        body.push_str(&c.cdxj_posted());
+        body.push('\n');
+    }
+    let (s, _) = post(&agent, &live.url("/web"), body.as_bytes());
+    assert_eq!(s, 200);
+    // A line of the second file deleted.
+    let gone = caps[45].cdxj();
+    let (s, answer) = post(
+        &agent,
+        &live.url("/web/delete"),
+        format!("{gone}\n").as_bytes(),
+    );
+    assert_eq!((s, answer.as_str()), (200, "Deleted 1 records\n"));
+    // A line of the base posted again is the delta's now: the same
+    // capture in the static files is in the extra file only.
+    let again = caps[3].clone();
+    let (s, _) = post(
+        &agent,
+        &live.url("/web"),
+        format!("{}\n", again.cdxj()).as_bytes(),
+    );
+    assert_eq!(s, 200);
+    added.insert(again.id(), again.cdxj());
+    let expected = dir.path().join("expected");
+    let mut keep = caps.clone();
+    keep.retain(|c| c.cdxj() != gone && c.id() != again.id());
+    std::fs::create_dir_all(&expected).unwrap();
+    for (i, part) in caps.chunks(30).enumerate() {
+        let mut m = Model::new();
+        for c in part
+            .iter()
+            .filter(|c| keep.iter().any(|k| k.cdxj() == c.cdxj()))
+        {
+            m.insert(c.id(), c.cdxj());
+        }
+        sorted_file(&expected.join(format!("part{i}.cdxj")), &m);
+    }
+    let extra = dir.path().join("extra.cdxj");
+    sorted_file(&extra, &added);
+    let fixed = Server::start(&[
+        &format!("web={}", expected.display()),
+        &format!("web={}", extra.display()),
+    ]);
+    let mut nonempty = 0;
+    for h in 0..5 {
+        for q in [
+            format!("url=host{h}.example/&matchType=host&output=json"),
+            format!("url=host{h}.example/p1*"),
+            format!("url=host{h}.example/&matchType=host&reverse=1&limit=4"),
+        ] {
+            let want = get(&agent, &fixed.url(&format!("/web/cdx?{q}")));
+            assert_eq!(
+                get(&agent, &live.url(&format!("/web/cdx?{q}"))),
+                want,
+                "{q}"
+            );
+            nonempty += usize::from(!want.1.is_empty());
+        }
+    }
+    assert!(nonempty > 8, "{nonempty}");
+    let (_, all) = get(
+        &agent,
+        &live.url("/web/cdx?url=example&matchType=domain&output=json&limit=0"),
+    );
+    assert!(all.contains("\"source\": \"web:part0.cdxj\""), "{all}");
+    assert!(all.contains("\"source\": \"web\""), "{all}");
+    assert!(
+        !all.contains(&format!("\"digest\": \"{}\"", caps[45].digest))
+            || caps.iter().filter(|c| c.digest == caps[45].digest).count() > 1
+    );
+}
