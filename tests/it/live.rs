@@ -374,15 +374,27 @@ fn batch_body(w: usize, b: usize, n: usize) -> String {
     body
 }
 
+/// What became of a batch when the server was killed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fate {
+    /// Its POST got no answer: all there or none.
+    Unanswered,
+    /// Added (answered 200): all there.
+    Added,
+    /// Added, then its delete got no answer: all there or none.
+    DeleteUnanswered,
+    /// Added, then deleted (answered 200): none there.
+    Deleted,
+}
+
 #[test]
-fn sigkill_during_concurrent_posts_keeps_every_answered_post_whole() {
+fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data_arg = data.to_str().unwrap().to_string();
     const WRITERS: usize = 3;
     const LINES: usize = 40;
-    // Every batch ever sent: (writer, batch) -> answered 200.
-    let sent: Arc<Mutex<BTreeMap<(usize, usize), bool>>> = Arc::default();
+    let sent: Arc<Mutex<BTreeMap<(usize, usize), Fate>>> = Arc::default();
     let mut next_batch = [0usize; WRITERS];
     let mut rng = Rng(42);
     for round in 0..4 {
@@ -397,23 +409,33 @@ fn sigkill_during_concurrent_posts_keeps_every_answered_post_whole() {
             *next += 1000;
             threads.push(std::thread::spawn(move || {
                 let agent = agent();
+                let set = |b, fate| sent.lock().unwrap().insert((w, b), fate);
                 for b in first..first + 1000 {
-                    sent.lock().unwrap().insert((w, b), false);
-                    match try_post(&agent, &url, batch_body(w, b, LINES).as_bytes()) {
+                    set(b, Fate::Unanswered);
+                    let body = batch_body(w, b, LINES);
+                    match try_post(&agent, &url, body.as_bytes()) {
                         Ok((200, answer)) => {
                             assert_eq!(answer, format!("Added {LINES} records\n"));
-                            sent.lock().unwrap().insert((w, b), true);
-                            // A retry of an answered POST: replaced, not doubled.
-                            if b % 7 == 0 {
-                                if let Ok((s, _)) =
-                                    try_post(&agent, &url, batch_body(w, b, LINES).as_bytes())
-                                {
-                                    assert_eq!(s, 200);
-                                }
-                            }
+                            set(b, Fate::Added);
                         }
                         Ok((s, answer)) => panic!("POST answered {s}: {answer}"),
                         Err(_) => return,
+                    }
+                    // A retry of an answered POST: replaced, not doubled.
+                    if b % 7 == 0 && try_post(&agent, &url, body.as_bytes()).is_err() {
+                        return;
+                    }
+                    // The last writer deletes every third of its batches.
+                    if w == WRITERS - 1 && b % 3 == 0 {
+                        set(b, Fate::DeleteUnanswered);
+                        match try_post(&agent, &format!("{url}/delete"), body.as_bytes()) {
+                            Ok((200, answer)) => {
+                                assert_eq!(answer, format!("Deleted {LINES} records\n"));
+                                set(b, Fate::Deleted);
+                            }
+                            Ok((s, answer)) => panic!("delete answered {s}: {answer}"),
+                            Err(_) => return,
+                        }
                     }
                 }
             }));
@@ -423,7 +445,12 @@ fn sigkill_during_concurrent_posts_keeps_every_answered_post_whole() {
         for t in threads {
             t.join().expect("a writer failed");
         }
-        let answered = sent.lock().unwrap().values().filter(|&&a| a).count();
+        let answered = sent
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|&&f| f == Fate::Added)
+            .count();
         assert!(
             answered > round,
             "round {round}: only {answered} POSTs answered"
@@ -432,8 +459,9 @@ fn sigkill_during_concurrent_posts_keeps_every_answered_post_whole() {
     let server = Server::start(&["--data", &data_arg]);
     let agent = agent();
     let sent = sent.lock().unwrap();
-    let mut whole_unanswered = 0;
-    for (&(w, b), &answered) in sent.iter() {
+    let (mut must, mut may) = (0, 0);
+    let mut deleted = 0;
+    for (&(w, b), &fate) in sent.iter() {
         let (s, body) = get(
             &agent,
             &server.url(&format!(
@@ -442,24 +470,29 @@ fn sigkill_during_concurrent_posts_keeps_every_answered_post_whole() {
         );
         assert_eq!(s, 200);
         let n = body.lines().count();
-        if answered {
-            assert_eq!(n, LINES, "batch {w}/{b} was answered 200 but has {n} lines");
-        } else {
-            assert!(n == 0 || n == LINES, "batch {w}/{b}: {n} of {LINES} lines");
-            whole_unanswered += usize::from(n == LINES);
+        match fate {
+            Fate::Added => {
+                assert_eq!(n, LINES, "batch {w}/{b} was answered 200 but has {n} lines");
+                must += 1;
+            }
+            Fate::Deleted => {
+                assert_eq!(n, 0, "batch {w}/{b} was deleted (200) but has {n} lines");
+                deleted += 1;
+            }
+            Fate::Unanswered | Fate::DeleteUnanswered => {
+                assert!(n == 0 || n == LINES, "batch {w}/{b}: {n} of {LINES} lines");
+                may += usize::from(n == LINES);
+            }
         }
     }
+    assert!(deleted > 0, "no delete was answered");
     // Everything the collection holds came from a batch sent, once.
     let (_, all) = get(
         &agent,
         &server.url("/crash/cdx?url=example&matchType=domain&output=text&limit=0"),
     );
-    let answered = sent.values().filter(|&&a| a).count();
     let total = all.lines().count();
-    assert!(
-        total >= answered * LINES && total <= (answered + whole_unanswered) * LINES,
-        "{total} lines for {answered} answered batches"
-    );
+    assert_eq!(total, (must + may) * LINES, "{total} lines");
 }
 
 #[test]
