@@ -751,3 +751,59 @@ fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
             || caps.iter().filter(|c| c.digest == caps[45].digest).count() > 1
     );
 }
+
+/// The anonymous memory of a process (heap, not the page cache).
+fn rss_anon(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[test]
+fn a_large_post_is_taken_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&["--data", data.to_str().unwrap()]);
+    let pid = server.proc.0.id();
+    let mut body = String::new();
+    let mut n = 0;
+    while body.len() < 24 << 20 {
+        body.push_str(&format!(
+            "- 2020{n:08} {{\"url\": \"http://host{}.example/page/{n}\", \"mime\": \"text/html\", \"status\": \"200\", \"digest\": \"SHA1ABCDEFGHIJKLMNOPQRSTUVWXYZ2345\", \"length\": \"1234\", \"offset\": \"{n}\", \"filename\": \"crawl.warc.gz\"}}\n",
+            n * 7919 % 5000
+        ));
+        n += 1;
+    }
+    let before = rss_anon(pid);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let peak = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_anon(pid));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            peak
+        })
+    };
+    let (s, answer) = post(&agent(), &server.url("/big"), body.as_bytes());
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = peak.join().unwrap();
+    assert_eq!((s, answer), (200, format!("Added {n} records\n")));
+    // The body (24 MB) is never held: the server grew by far less.
+    assert!(
+        peak < before + (16 << 20),
+        "{} MB before, {} MB at the peak",
+        before >> 20,
+        peak >> 20
+    );
+    let (_, found) = get(
+        &agent(),
+        &server.url("/big/cdx?url=host7.example/&matchType=host&output=text&limit=0"),
+    );
+    assert!(found.lines().count() > 10, "{found}");
+}
