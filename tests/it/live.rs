@@ -723,6 +723,9 @@ fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
         &format!("web={}", expected.display()),
         &format!("web={}", extra.display()),
     ]);
+    // A server without --data takes no writes.
+    let (s, answer) = post(&agent, &fixed.url("/web"), body.as_bytes());
+    assert_eq!(s, 405, "{answer}");
     let mut nonempty = 0;
     for h in 0..5 {
         for q in [
