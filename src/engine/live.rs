@@ -27,7 +27,7 @@
 //! durably before `apply` returns: after a crash a batch is all there or
 //! not at all. redb spills a transaction's dirty pages to its file past
 //! its write cache, so a batch of any size takes bounded memory. Reads
-//! ([`Delta::lines`], [`Delta::hidden`]) see the last commit and never
+//! ([`Delta::lines`], [`Delta::hider`]) see the last commit and never
 //! wait for a writer.
 
 use std::collections::HashSet;
@@ -206,8 +206,15 @@ impl Delta {
         })
     }
 
-    /// The ids of the captures hidden within `range` (tombstones).
-    pub fn hidden(&self, range: &KeyRange) -> Result<HashSet<Vec<u8>>, Error> {
+    /// The captures hidden within `range` (tombstones), to test the
+    /// bases' lines against: the ids themselves when there are at most
+    /// [`HIDDEN_HELD`], else the store looked up line by line, so that a
+    /// query's memory stays bounded whatever the deletes.
+    pub fn hider(&self, range: &KeyRange) -> Result<Hider, Error> {
+        self.hider_holding(range, HIDDEN_HELD)
+    }
+
+    fn hider_holding(&self, range: &KeyRange, held: usize) -> Result<Hider, Error> {
         let tx = self
             .db
             .begin_read()
@@ -215,7 +222,7 @@ impl Delta {
         let table = tx
             .open_table(HIDDEN)
             .map_err(|e| self.fail("cannot open its tombstones", e))?;
-        let mut out = HashSet::new();
+        let mut ids = HashSet::new();
         for entry in table
             .range::<&[u8]>(range.start.as_slice()..)
             .map_err(|e| self.fail("cannot read", e))?
@@ -225,9 +232,18 @@ impl Delta {
             if range.is_past(id) {
                 break;
             }
-            out.insert(id.to_vec());
+            if ids.len() == held {
+                return Ok(Hider {
+                    kind: HiderKind::Store(table),
+                    path: self.path.clone(),
+                });
+            }
+            ids.insert(id.to_vec());
         }
-        Ok(out)
+        Ok(Hider {
+            kind: HiderKind::Held(ids),
+            path: self.path.clone(),
+        })
     }
 
     /// How many lines the delta holds and how many captures it hides.
@@ -246,6 +262,39 @@ impl Delta {
         let n = lines.len().map_err(|e| self.fail("cannot read", e))?;
         let h = hidden.len().map_err(|e| self.fail("cannot read", e))?;
         Ok((n, h))
+    }
+}
+
+/// Tombstones a query holds in memory at most ([`Delta::hider`]).
+pub const HIDDEN_HELD: usize = 100_000;
+
+/// The tombstones of a range ([`Delta::hider`]).
+pub struct Hider {
+    kind: HiderKind,
+    path: PathBuf,
+}
+
+enum HiderKind {
+    Held(HashSet<Vec<u8>>),
+    Store(redb::ReadOnlyTable<&'static [u8], ()>),
+}
+
+impl Hider {
+    /// Whether no capture of the range is hidden.
+    pub fn is_empty(&self) -> bool {
+        matches!(&self.kind, HiderKind::Held(ids) if ids.is_empty())
+    }
+
+    /// Whether the capture `id` is hidden.
+    pub fn hides(&self, id: &[u8]) -> Result<bool, Error> {
+        match &self.kind {
+            HiderKind::Held(ids) => Ok(ids.contains(id)),
+            HiderKind::Store(table) => table.get(id).map(|g| g.is_some()).map_err(|e| Error {
+                path: self.path.clone(),
+                what: "cannot read",
+                message: e.to_string(),
+            }),
+        }
     }
 }
 
@@ -330,11 +379,25 @@ mod tests {
         d.apply::<String>(vec![Ok(Op::Delete { id: del.clone() })])
             .unwrap();
         assert_eq!(all(&d, "com,a)/", MatchType::Prefix).len(), 1);
-        let hidden = d
-            .hidden(&KeyRange::new(b"com,a)/b", MatchType::Exact))
+        let hider = d
+            .hider(&KeyRange::new(b"com,a)/b", MatchType::Exact))
             .unwrap();
-        assert!(hidden.contains(&del));
-        assert_eq!(hidden.len(), 1);
+        assert!(hider.hides(&del).unwrap());
+        let other = capture_id(b"com,a)/", b"20200101000000", b"f.warc.gz", b"10");
+        assert!(!hider.hides(&other).unwrap());
+        // Past what a query holds, the store answers line by line.
+        let looked_up = d
+            .hider_holding(&KeyRange::new(b"com,a)/", MatchType::Prefix), 0)
+            .unwrap();
+        assert!(!looked_up.is_empty());
+        assert!(looked_up.hides(&del).unwrap());
+        assert!(looked_up.hides(&other).unwrap());
+        let nowhere = capture_id(b"com,a)/", b"20200101000000", b"g.warc.gz", b"10");
+        assert!(!looked_up.hides(&nowhere).unwrap());
+        assert!(d
+            .hider(&KeyRange::new(b"com,z)/", MatchType::Exact))
+            .unwrap()
+            .is_empty());
         assert_eq!(d.counts().unwrap(), (2, 3));
     }
 

@@ -350,12 +350,12 @@ fn query_objs<'a>(
     // A live collection: the captures its delta hides, and where its
     // lines go (see `delta_lines`).
     let hidden = match &coll.live {
-        Some(d) => d
-            .hidden(&q.range)
-            .map_err(|e| ApiError::Internal(e.to_string()))?,
-        None => Default::default(),
+        Some(d) => Some(Arc::new(
+            d.hider(&q.range)
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+        )),
+        None => None,
     };
-    let hidden = Arc::new(hidden);
     let delta_within = delta_within(coll);
     for (i, source) in sources.iter().enumerate() {
         let lines = if source.is_cluster() {
@@ -550,16 +550,20 @@ fn delta_lines<'a>(coll: &'a Coll, range: &KeyRange) -> Result<Lines<'a>, ApiErr
 fn unhidden<'a>(
     coll: &'a Coll,
     lines: SourceLines<'a>,
-    hidden: Arc<std::collections::HashSet<Vec<u8>>>,
+    hidden: Option<Arc<ukvs::engine::live::Hider>>,
 ) -> Lines<'a> {
     let lines = lines.map(|l| l.map_err(|e| e.to_string()));
-    if hidden.is_empty() {
+    let Some(hidden) = hidden.filter(|h| !h.is_empty()) else {
         return Box::new(lines);
-    }
+    };
     let names = &coll.value_names;
-    Box::new(lines.filter(move |l| match l {
-        Ok(line) => ukvs::ukvs::post::line_id(line, names).map_or(true, |id| !hidden.contains(&id)),
-        Err(_) => true,
+    Box::new(lines.filter_map(move |l| match l {
+        Ok(line) => match ukvs::ukvs::post::line_id(&line, names).map(|id| hidden.hides(&id)) {
+            None | Some(Ok(false)) => Some(Ok(line)),
+            Some(Ok(true)) => None,
+            Some(Err(e)) => Some(Err(e.to_string())),
+        },
+        Err(e) => Some(Err(e)),
     }))
 }
 
@@ -1027,12 +1031,19 @@ fn timemap_lines(coll: &Coll, range: &KeyRange) -> Result<Vec<Vec<u8>>, ApiError
         None => Vec::new(),
     };
     if let Some(delta) = &coll.live {
-        let hidden = delta.hidden(range).map_err(|e| internal(&e))?;
-        if !hidden.is_empty() {
-            found.retain(|l| {
-                ukvs::ukvs::post::line_id(l, &coll.value_names)
-                    .map_or(true, |id| !hidden.contains(&id))
-            });
+        let hider = delta.hider(range).map_err(|e| internal(&e))?;
+        if !hider.is_empty() {
+            let mut kept = Vec::with_capacity(found.len());
+            for l in found {
+                let hidden = match ukvs::ukvs::post::line_id(&l, &coll.value_names) {
+                    Some(id) => hider.hides(&id).map_err(|e| internal(&e))?,
+                    None => false,
+                };
+                if !hidden {
+                    kept.push(l);
+                }
+            }
+            found = kept;
         }
         for line in delta.lines(range).map_err(|e| internal(&e))? {
             found.push(line.map_err(|e| internal(&e))?);
