@@ -49,8 +49,11 @@ pub const STORE_FILE: &str = "delta.redb";
 /// pages a write transaction has not yet written out).
 const CACHE_BYTES: usize = 64 << 20;
 
-/// A delta that cannot be opened, read or written.
+/// A delta that cannot be opened, read or written: the store's file, what
+/// failed and the store's message (a full disk, a file another process
+/// holds open, a damaged file to restore from a copy).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 #[error("{}: {what}: {message}", path.display())]
 pub struct Error {
     pub path: PathBuf,
