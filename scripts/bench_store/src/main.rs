@@ -130,5 +130,13 @@ fn main() {
     }
     let scans = t0.elapsed().as_secs_f64();
     ks.persist(fjall::PersistMode::SyncAll).expect("persist");
-    report("fjall", n, batch, [ingest, scan, scans], found, du(&d), text);
+    report(
+        "fjall",
+        n,
+        batch,
+        [ingest, scan, scans],
+        found,
+        du(&d),
+        text,
+    );
 }
