@@ -388,7 +388,11 @@ fn query_objs<'a>(
         }
         each.push(source_objs(coll, i, lines, with_source));
     }
-    if coll.live.is_some() && !delta_within {
+    // Over a cluster, pages count the cluster's blocks: the delta's lines
+    // come with the first page, and not with the blocks themselves.
+    let paged = sources.iter().any(|s| s.is_cluster());
+    let first_page = page.as_deref().map_or(true, |n| n.trim() == "0");
+    if coll.live.is_some() && !delta_within && !(paged && (paged_index || !first_page)) {
         each.push(source_objs(
             coll,
             sources.len(),

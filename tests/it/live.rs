@@ -810,3 +810,54 @@ fn a_large_post_is_taken_in_bounded_memory() {
     );
     assert!(found.lines().count() > 10, "{found}");
 }
+
+#[test]
+fn over_a_cluster_the_delta_comes_with_the_first_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(11);
+    let mut model = Model::new();
+    for _ in 0..40 {
+        let c = Capture::random(&mut rng);
+        model.insert(c.id(), c.cdxj());
+    }
+    let sorted = dir.path().join("base.cdxj");
+    sorted_file(&sorted, &model);
+    let cluster = dir.path().join("cluster");
+    util::assert_ok(&util::run(
+        &[
+            "zipnum",
+            "build",
+            "--lines-per-block",
+            "2",
+            "-o",
+            cluster.to_str().unwrap(),
+            sorted.to_str().unwrap(),
+        ],
+        b"",
+    ));
+    let data = dir.path().join("data");
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", cluster.display()),
+    ]);
+    let agent = agent();
+    let body = "- 20300101000000 {\"url\": \"http://host1.example/new\", \"offset\": \"1\", \"filename\": \"n.warc.gz\"}\n";
+    let (s, _) = post(&agent, &live.url("/web"), body.as_bytes());
+    assert_eq!(s, 200);
+    let q = "/web/cdx?url=example&matchType=domain&output=text&pageSize=1";
+    let (s, pages) = get(&agent, &live.url(&format!("{q}&showNumPages=true")));
+    assert_eq!(s, 200);
+    let pages: serde_json::Value = serde_json::from_str(&pages).unwrap();
+    let pages = pages["pages"].as_u64().unwrap();
+    assert!(pages > 3, "{pages}");
+    let mut lines = Vec::new();
+    for page in 0..pages {
+        let (s, text) = get(&agent, &live.url(&format!("{q}&page={page}")));
+        assert_eq!(s, 200);
+        let news = text.lines().filter(|l| l.contains("/new ")).count();
+        assert_eq!(news, usize::from(page == 0), "page {page}: {text}");
+        lines.extend(text.lines().map(str::to_string));
+    }
+    assert_eq!(lines.len(), model.len() + 1);
+}
