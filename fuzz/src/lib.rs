@@ -176,6 +176,39 @@ pub fn cdx_convert(data: &[u8]) {
     }
 }
 
+/// A body POSTed to a live collection, line by line, with the default
+/// SURT profile and with scheme and trailing comma: every line taken is
+/// read by pywb's reader, and its stored form has the id it was given.
+pub fn post_body(data: &[u8]) {
+    let names = vec!["offset".to_string(), "digest".to_string()];
+    let profiles = [
+        ukvs::surt::Options::default(),
+        ukvs::surt::Options {
+            with_scheme: true,
+            trailing_comma: true,
+            ..ukvs::surt::Options::default()
+        },
+    ];
+    for opts in &profiles {
+        let mut body = ukvs::ukvs::post::Body::new(opts, &names);
+        for line in data.split(|&b| b == b'\n') {
+            if let Ok(Some(r)) = body.line(line) {
+                assert!(
+                    pywb::Obj::parse(&r.line, &names).is_ok(),
+                    "a line taken that pywb's reader refuses: {:?}",
+                    String::from_utf8_lossy(&r.line)
+                );
+                assert_eq!(
+                    ukvs::ukvs::post::line_id(&r.line, &names).as_deref(),
+                    Some(&r.id[..]),
+                    "the stored line's id differs: {:?}",
+                    String::from_utf8_lossy(&r.line)
+                );
+            }
+        }
+    }
+}
+
 /// MementoMap lines and frequency fields, parsed and written back.
 pub fn mementomap_lines(data: &[u8]) {
     for (n, line) in data.split(|&b| b == b'\n').enumerate() {

@@ -25,6 +25,15 @@ use crate::serve::{self, Spec};
 /// from as pywb answers from it, and said so once on stderr, with where
 /// and how to fix it (`ukvs sort`).
 ///
+/// With `--data DIR` the collections are live (OutbackCDX's write API):
+/// `POST /NAME` with CDX (9-11 columns, with or without its legend), CDXJ
+/// or UKVS lines adds them (`Added N records`), `POST /NAME/delete`
+/// deletes them, also from the files (`Deleted N records`). Keys are
+/// recomputed from the URLs; a body is one durable transaction, answered
+/// once fsync'd; a bad line rejects it with 400 naming the line
+/// (`?badLines=skip` takes the others). Each collection's delta is kept
+/// in DIR/NAME/ and served merged with its files.
+///
 /// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight
 /// and exit 0; SIGHUP re-reads `--config` and re-opens every index without
 /// dropping a request.
@@ -58,6 +67,16 @@ pub struct Args {
     /// Worker threads (0 = every core).
     #[arg(short = 'j', long, default_value_t = 0)]
     threads: usize,
+    /// Make the collections live: each takes writes (`POST /NAME`,
+    /// `POST /NAME/delete`) into a delta kept in DIR/NAME/, served merged
+    /// with its files. A POST to a collection that does not exist
+    /// creates it there.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// With --data: a POST to an unknown collection is answered 404
+    /// instead of creating it.
+    #[arg(long, requires = "data")]
+    no_create: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -71,6 +90,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         idle: Duration::from_secs(args.idle_timeout.max(1)),
         no_mmap: args.no_mmap,
         threads: args.threads,
+        data: args.data,
+        no_create: args.no_create,
     })?;
     Ok(ExitCode::SUCCESS)
 }

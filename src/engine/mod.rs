@@ -20,6 +20,7 @@
 //! | [`validate`] | checking UKVS files, mapped or streamed |
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
+//! | [`live`] | the delta of a live collection: added lines and tombstones in an embedded crash-safe store (redb) |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
@@ -40,6 +41,7 @@ pub mod cat;
 pub mod format;
 pub mod fs;
 pub mod index;
+pub mod live;
 pub mod lookup;
 pub mod maps;
 pub mod mementomap;

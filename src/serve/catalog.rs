@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use std::sync::Arc;
+
+use ukvs::engine::live::Delta;
 use ukvs::engine::lookup::Collection;
 use ukvs::engine::maps::MapFile;
 
@@ -34,18 +37,7 @@ impl std::str::FromStr for Spec {
             .split_once('=')
             .ok_or_else(|| format!("{s:?} is not NAME=PATH"))?;
         let name = name.trim();
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            || name.starts_with('.')
-            || name == "health"
-        {
-            return Err(format!(
-                "{name:?} cannot name a collection: use letters, digits, `-`, `_` and `.` \
-                 (not first), and not `health`"
-            ));
-        }
+        check_name(name)?;
         let (kind, path) = if let Some(p) = rest.strip_prefix("map:") {
             (Kind::Map, p)
         } else if let Some(p) = rest.strip_prefix("acl:") {
@@ -62,6 +54,24 @@ impl std::str::FromStr for Spec {
             path: PathBuf::from(path),
         })
     }
+}
+
+/// Whether `name` can name a collection (it is also a directory of
+/// `--data`).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        || name.starts_with('.')
+        || name == "health"
+    {
+        return Err(format!(
+            "{name:?} cannot name a collection: use letters, digits, `-`, `_` and `.` \
+             (not first), and not `health`"
+        ));
+    }
+    Ok(())
 }
 
 /// The specs of a config file: one `NAME=PATH` per line; blank lines and
@@ -94,34 +104,56 @@ pub struct Coll {
     pub value_names: Vec<String>,
     pub map: Option<MapFile>,
     pub acl: Option<ukvs::acl::Rules>,
+    /// The delta that takes writes (`--data`), merged with the bases.
+    pub live: Option<Arc<Delta>>,
 }
 
 /// Every served collection by name.
 pub struct Catalog {
-    colls: BTreeMap<String, std::sync::Arc<Coll>>,
+    colls: BTreeMap<String, Arc<Coll>>,
 }
 
 impl Catalog {
     /// Opens every spec; several index specs under one name form one
     /// collection, their lines merged in byte order.
-    pub fn open(specs: &[Spec], no_mmap: bool) -> anyhow::Result<Catalog> {
+    /// A collection with a delta in `deltas` takes writes; one with
+    /// nothing but a delta serves the delta alone.
+    pub fn open(
+        specs: &[Spec],
+        no_mmap: bool,
+        deltas: &BTreeMap<String, Arc<Delta>>,
+        live: bool,
+    ) -> anyhow::Result<Catalog> {
         let mut by_name: BTreeMap<&str, Vec<&Spec>> = BTreeMap::new();
         for s in specs {
             by_name.entry(&s.name).or_default().push(s);
         }
-        if by_name.is_empty() {
-            bail!("no collection to serve: give NAME=PATH arguments or --config FILE");
+        for name in deltas.keys() {
+            by_name.entry(name).or_default();
+        }
+        if by_name.is_empty() && !live {
+            bail!("no collection to serve: give NAME=PATH arguments, --config FILE or --data DIR");
         }
         let mut colls = BTreeMap::new();
         for (name, specs) in by_name {
-            let coll =
+            let mut coll =
                 open_coll(name, &specs, no_mmap).with_context(|| format!("collection {name}"))?;
-            colls.insert(name.to_string(), std::sync::Arc::new(coll));
+            coll.live = deltas.get(name).cloned();
+            colls.insert(name.to_string(), Arc::new(coll));
         }
         Ok(Catalog { colls })
     }
 
-    pub fn get(&self, name: &str) -> Option<std::sync::Arc<Coll>> {
+    /// This catalog and a new collection served from `delta` alone.
+    pub fn with_delta(&self, name: &str, delta: Arc<Delta>) -> Catalog {
+        let mut colls = self.colls.clone();
+        let mut coll = open_coll(name, &[], false).expect("a collection without files opens");
+        coll.live = Some(delta);
+        colls.insert(name.to_string(), Arc::new(coll));
+        Catalog { colls }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Coll>> {
         self.colls.get(name).cloned()
     }
 
@@ -154,7 +186,8 @@ fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll>
         }
     }
     let (index, labels, surt, value_names) = if index_paths.is_empty() {
-        (None, Vec::new(), Default::default(), Vec::new())
+        let names = vec!["offset".to_string(), "digest".to_string()];
+        (None, Vec::new(), Default::default(), names)
     } else {
         let index = Collection::open(&index_paths, no_mmap)?;
         let labels = source_labels(name, &index_paths, &index);
@@ -170,6 +203,7 @@ fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll>
         value_names,
         map,
         acl,
+        live: None,
     })
 }
 

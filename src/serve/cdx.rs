@@ -234,17 +234,17 @@ type Objs<'a> = Box<dyn Iterator<Item = Result<Obj, ApiError>> + 'a>;
 
 fn run(coll: &Coll, mut p: Params, sink: &mut Sink) -> Result<(), ApiError> {
     let q = prepare(coll, &p)?;
-    let Some(index) = &coll.index else {
+    if coll.index.is_none() && coll.live.is_none() {
         return Err(ApiError::Bad(format!(
             "collection {} serves no index",
             coll.name
         )));
-    };
+    }
     if p.get("closest") == Some("now") {
         let now = now_14();
         p.set("closest", &now);
     }
-    let clusters = index.sources().iter().filter(|s| s.is_cluster()).count();
+    let clusters = base_sources(coll).iter().filter(|s| s.is_cluster()).count();
     let paged = clusters > 0;
     if p.flag("showNumPages") && paged {
         if p.flag("showPagedIndex") {
@@ -303,7 +303,6 @@ fn query_objs<'a>(
     p: &Params,
     fuzzy: bool,
 ) -> Result<Objs<'a>, ApiError> {
-    let index = coll.index.as_ref().expect("checked by the caller");
     let process = !p.flag("showNumPages");
     // Python evaluates these where the pipeline is built, before a line
     // is read.
@@ -347,7 +346,18 @@ fn query_objs<'a>(
 
     let mut each: Vec<Objs<'a>> = Vec::new();
     let paged_index = p.flag("showPagedIndex");
-    for (i, source) in index.sources().iter().enumerate() {
+    let sources = base_sources(coll);
+    // A live collection: the captures its delta hides, and where its
+    // lines go (see `delta_lines`).
+    let hidden = match &coll.live {
+        Some(d) => Some(Arc::new(
+            d.hider(&q.range)
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+        )),
+        None => None,
+    };
+    let delta_within = delta_within(coll);
+    for (i, source) in sources.iter().enumerate() {
         let lines = if source.is_cluster() {
             let blocks = source
                 .blocks(&q.range)
@@ -366,7 +376,29 @@ fn query_objs<'a>(
                 .lines_as_pywb(&q.range)
                 .map_err(|e| ApiError::Internal(e.to_string()))?
         };
+        let mut lines = unhidden(coll, lines, hidden.clone());
+        if delta_within {
+            lines = Box::new(
+                MergeBy::new(
+                    vec![lines, delta_lines(coll, &q.range)?],
+                    |a: &Cow<[u8]>, b| a < b,
+                )
+                .map(|r| r.map(|(line, _)| line)),
+            );
+        }
         each.push(source_objs(coll, i, lines, with_source));
+    }
+    // Over a cluster, pages count the cluster's blocks: the delta's lines
+    // come with the first page, and not with the blocks themselves.
+    let paged = sources.iter().any(|s| s.is_cluster());
+    let first_page = page.as_deref().map_or(true, |n| n.trim() == "0");
+    if coll.live.is_some() && !delta_within && !(paged && (paged_index || !first_page)) {
+        each.push(source_objs(
+            coll,
+            sources.len(),
+            delta_lines(coll, &q.range)?,
+            with_source,
+        ));
     }
     let merged: Objs<'a> = if each.len() == 1 {
         each.pop().expect("one source")
@@ -484,13 +516,63 @@ fn pad(v: &str, with: &[u8]) -> Vec<u8> {
     out
 }
 
-/// One source's lines as objects with pywb's `source` fields.
-fn source_objs<'a>(
+/// Lines of one source, or of a base and the delta merged.
+type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + Send + 'a>;
+
+/// The collection's bases (none for a delta alone).
+fn base_sources(coll: &Coll) -> &[ukvs::engine::lookup::Source] {
+    coll.index.as_ref().map_or(&[], |i| i.sources())
+}
+
+/// Whether a live collection's delta lines merge into its one base's
+/// lines in byte order (a single sorted file: the collection then answers
+/// byte for byte as that file would with the lines added and deleted),
+/// rather than being a source of their own, merged as pywb merges
+/// several sources (a directory, a cluster, several files).
+fn delta_within(coll: &Coll) -> bool {
+    let sources = base_sources(coll);
+    coll.live.is_some()
+        && sources.len() == 1
+        && !sources[0].is_cluster()
+        && coll.labels.first() == Some(&coll.name)
+}
+
+/// The delta's lines within `range`.
+fn delta_lines<'a>(coll: &'a Coll, range: &KeyRange) -> Result<Lines<'a>, ApiError> {
+    let Some(delta) = &coll.live else {
+        return Ok(Box::new(std::iter::empty()));
+    };
+    let lines = delta
+        .lines(range)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Box::new(
+        lines.map(|l| l.map(Cow::Owned).map_err(|e| e.to_string())),
+    ))
+}
+
+/// A base's lines less those whose capture the delta hides.
+fn unhidden<'a>(
     coll: &'a Coll,
-    i: usize,
     lines: SourceLines<'a>,
-    with_source: bool,
-) -> Objs<'a> {
+    hidden: Option<Arc<ukvs::engine::live::Hider>>,
+) -> Lines<'a> {
+    let lines = lines.map(|l| l.map_err(|e| e.to_string()));
+    let Some(hidden) = hidden.filter(|h| !h.is_empty()) else {
+        return Box::new(lines);
+    };
+    let names = &coll.value_names;
+    Box::new(lines.filter_map(move |l| match l {
+        Ok(line) => match ukvs::ukvs::post::line_id(&line, names).map(|id| hidden.hides(&id)) {
+            None | Some(Ok(false)) => Some(Ok(line)),
+            Some(Ok(true)) => None,
+            Some(Err(e)) => Some(Err(e.to_string())),
+        },
+        Err(e) => Some(Err(e)),
+    }))
+}
+
+/// One source's lines as objects with pywb's `source` fields.
+fn source_objs<'a>(coll: &'a Coll, i: usize, lines: Lines<'a>, with_source: bool) -> Objs<'a> {
     let label = coll
         .labels
         .get(i)
@@ -498,7 +580,7 @@ fn source_objs<'a>(
         .unwrap_or_else(|| coll.name.clone());
     let names = &coll.value_names;
     Box::new(lines.map(move |line| {
-        let line = line.map_err(|e| ApiError::Internal(e.to_string()))?;
+        let line = line.map_err(ApiError::Internal)?;
         let mut o = Obj::parse(&line, names).map_err(ApiError::Bad)?;
         if with_source && o.get("url").is_some() {
             let source = match o.str_field("source") {
@@ -940,6 +1022,41 @@ fn normalize(key: &str, rule: usize) -> String {
 }
 
 /// `/NAME/timemap/link/URL`: an RFC 7089 TimeMap of the URL's captures.
+/// Every line of a TimeMap's range: the bases' in byte order, and for a
+/// live collection those the delta does not hide with the delta's merged
+/// in.
+fn timemap_lines(coll: &Coll, range: &KeyRange) -> Result<Vec<Vec<u8>>, ApiError> {
+    let internal = |e: &dyn std::fmt::Display| ApiError::Internal(e.to_string());
+    let mut found: Vec<Vec<u8>> = match &coll.index {
+        Some(index) => index
+            .lines_as_pywb(range)
+            .and_then(|l| l.map(|h| h.map(|h| h.line.into_owned())).collect())
+            .map_err(|e| internal(&e))?,
+        None => Vec::new(),
+    };
+    if let Some(delta) = &coll.live {
+        let hider = delta.hider(range).map_err(|e| internal(&e))?;
+        if !hider.is_empty() {
+            let mut kept = Vec::with_capacity(found.len());
+            for l in found {
+                let hidden = match ukvs::ukvs::post::line_id(&l, &coll.value_names) {
+                    Some(id) => hider.hides(&id).map_err(|e| internal(&e))?,
+                    None => false,
+                };
+                if !hidden {
+                    kept.push(l);
+                }
+            }
+            found = kept;
+        }
+        for line in delta.lines(range).map_err(|e| internal(&e))? {
+            found.push(line.map_err(|e| internal(&e))?);
+        }
+        found.sort();
+    }
+    Ok(found)
+}
+
 pub async fn timemap(coll: Arc<Coll>, url: &str, prefix: String) -> http::Response {
     let url = url.to_string();
     http::stream(move |sink| {
@@ -950,15 +1067,12 @@ pub async fn timemap(coll: Arc<Coll>, url: &str, prefix: String) -> http::Respon
             Ok(q) => q,
             Err(e) => return sink.start(e.head()),
         };
-        let Some(index) = &coll.index else {
+        if coll.index.is_none() && coll.live.is_none() {
             return sink.start(Head::Fail(404, "text/plain".into(), b"no index\n".to_vec()));
-        };
-        let found: Result<Vec<Vec<u8>>, _> = index
-            .lines_as_pywb(&q.range)
-            .and_then(|l| l.map(|h| h.map(|h| h.line.into_owned())).collect());
-        let found = match found {
+        }
+        let found = match timemap_lines(&coll, &q.range) {
             Ok(f) => f,
-            Err(e) => return sink.start(ApiError::Internal(e.to_string()).head()),
+            Err(e) => return sink.start(e.head()),
         };
         // Access rules: excluded captures are not mementos.
         let found: Vec<Vec<u8>> = found

@@ -10,6 +10,7 @@
 //!             ─► /NAME/cdx?...              cdx::answer      (pywb's API)
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
+//!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
 //!        │
 //!        ▼ spawn_blocking: the engine searches the maps and sends the
 //!          answer in chunks through a bounded channel (the client's pace
@@ -24,6 +25,7 @@
 mod catalog;
 mod cdx;
 mod http;
+mod live;
 mod maps;
 mod pywb;
 
@@ -57,12 +59,19 @@ pub struct Options {
     pub no_mmap: bool,
     /// Worker threads for the engine's searches (0 = every core).
     pub threads: usize,
+    /// Where each collection's delta lives (`DIR/NAME/`): the
+    /// collections take writes.
+    pub data: Option<std::path::PathBuf>,
+    /// A POST to an unknown collection is refused rather than creating it.
+    pub no_create: bool,
 }
 
 /// What every request handler shares.
 struct Shared {
     catalog: RwLock<Arc<Catalog>>,
     quiet: bool,
+    /// `--data`: the deltas, when the server takes writes.
+    writes: Option<live::Writes>,
 }
 
 impl Shared {
@@ -76,10 +85,20 @@ impl Shared {
 
 /// Runs the server until SIGTERM or SIGINT.
 pub fn run(opts: Options) -> anyhow::Result<()> {
-    let catalog = Catalog::open(
-        &all_specs(&opts.specs, opts.config.as_deref())?,
-        opts.no_mmap,
-    )?;
+    let specs = all_specs(&opts.specs, opts.config.as_deref())?;
+    let writes = match &opts.data {
+        Some(dir) => Some(live::Writes::open(
+            dir,
+            opts.no_create,
+            &index_names(&specs),
+        )?),
+        None => None,
+    };
+    let deltas = writes
+        .as_ref()
+        .map(live::Writes::snapshot)
+        .unwrap_or_default();
+    let catalog = Catalog::open(&specs, opts.no_mmap, &deltas, writes.is_some())?;
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -91,10 +110,24 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    rt.block_on(serve(opts, catalog))
+    rt.block_on(serve(opts, catalog, writes))
 }
 
-async fn serve(opts: Options, catalog: Catalog) -> anyhow::Result<()> {
+/// The names of the collections that serve an index (with `--data`,
+/// each gets a delta).
+fn index_names(specs: &[Spec]) -> Vec<&str> {
+    specs
+        .iter()
+        .filter(|s| s.kind == catalog::Kind::Index)
+        .map(|s| s.name.as_str())
+        .collect()
+}
+
+async fn serve(
+    opts: Options,
+    catalog: Catalog,
+    writes: Option<live::Writes>,
+) -> anyhow::Result<()> {
     let listener = TcpListener::bind(opts.bind)
         .await
         .with_context(|| format!("cannot listen on {}", opts.bind))?;
@@ -104,6 +137,7 @@ async fn serve(opts: Options, catalog: Catalog) -> anyhow::Result<()> {
     let shared = Arc::new(Shared {
         catalog: RwLock::new(Arc::new(catalog)),
         quiet: opts.quiet,
+        writes,
     });
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -181,8 +215,17 @@ async fn reload(opts: &Options, shared: &Arc<Shared>) {
     let config = opts.config.clone();
     let specs = opts.specs.clone();
     let no_mmap = opts.no_mmap;
+    let shared2 = shared.clone();
     let opened = tokio::task::spawn_blocking(move || {
-        Catalog::open(&all_specs(&specs, config.as_deref())?, no_mmap)
+        let specs = all_specs(&specs, config.as_deref())?;
+        let deltas = match &shared2.writes {
+            Some(w) => {
+                w.ensure(&index_names(&specs))?;
+                w.snapshot()
+            }
+            None => Default::default(),
+        };
+        Catalog::open(&specs, no_mmap, &deltas, shared2.writes.is_some())
     })
     .await;
     match opened {
@@ -207,11 +250,16 @@ async fn handle(
         || req.uri().path().to_string(),
         |pq| pq.as_str().to_string(),
     );
-    let res = route(shared, &req).await;
+    let method = req.method().clone();
+    let res = if method == hyper::Method::POST {
+        live::post(shared, req).await
+    } else {
+        route(shared, &req).await
+    };
     if !shared.quiet {
         ukvs::report!(
             "{peer} {} {target} {} {:.3}ms",
-            req.method(),
+            method,
             res.status().as_u16(),
             started.elapsed().as_secs_f64() * 1e3
         );
@@ -224,7 +272,7 @@ async fn route(
     req: &hyper::Request<hyper::body::Incoming>,
 ) -> http::Response {
     if req.method() != hyper::Method::GET && req.method() != hyper::Method::HEAD {
-        return http::text(405, "only GET and HEAD are served\n");
+        return http::text(405, "only GET, HEAD and POST are served\n");
     }
     let path = req.uri().path();
     let query = req.uri().query().unwrap_or("");

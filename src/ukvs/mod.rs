@@ -17,6 +17,7 @@
 //! | [`Validator`], [`Problem`], [`Summary`] | everything `ukvs validate` checks |
 //! | [`LineReader`] | lines out of any `Read` with one reused buffer |
 //! | [`convert`] | classic CDX and CDXJ lines -> capture-index records |
+//! | [`post`] | lines POSTed to a live collection: checked, re-keyed, given capture ids |
 //! | [`frequency`] | MementoMap frequency and datetime-key syntax |
 //!
 //! Reading is forgiving (runs of spaces, JSON5 in header values and the
@@ -29,6 +30,7 @@ pub mod frequency;
 mod header;
 mod json;
 mod line;
+pub mod post;
 mod reader;
 mod validate;
 mod writer;

@@ -29,7 +29,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target, &str); 12] = [
+const TARGETS: [(&str, Target, &str); 13] = [
     ("warc_stream", harness::warc_stream, "warc"),
     ("arc_stream", harness::arc_stream, "arc"),
     ("surt", harness::surt, "surt"),
@@ -46,6 +46,7 @@ const TARGETS: [(&str, Target, &str); 12] = [
     ("nedlib_meta", harness::nedlib_meta, "nedlib"),
     ("stats_lines", harness::stats_lines, "cdxj"),
     ("generate_lines", harness::generate_lines, "cdxj"),
+    ("post_body", harness::post_body, "cdx"),
 ];
 
 #[test]

@@ -8,6 +8,7 @@ mod dialects;
 mod fuzz;
 mod index;
 mod kulturarw3;
+mod live;
 mod mementomap;
 mod nedlib;
 mod output;

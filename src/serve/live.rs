@@ -1,0 +1,451 @@
+//! Writes to live collections (OutbackCDX's API): `POST /NAME` adds
+//! lines, `POST /NAME/delete` deletes them.
+//!
+//! ```text
+//! body ─► lines (at most ukvs::post::MAX_LINE bytes each) ─► ukvs::post:
+//!   checked, re-keyed, capture id ─► pywb's reader must read it too
+//!   ─► spooled to an unnamed file in --data (the body's size is the
+//!   disk's business, not memory's)
+//! whole body read, no bad line (or ?badLines=skip) ─► spawn_blocking:
+//!   the spool replayed into ONE durable transaction (engine::live)
+//!   ─► `Added N records` / `Deleted N records`
+//! ```
+//!
+//! A bad line answers 400 naming it and why, and nothing of the body is
+//! written; the rest of the body is still read (and dropped) so that the
+//! client, still sending, gets the answer. The answer is sent after the
+//! commit is durable.
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use http_body_util::BodyExt;
+use ukvs::engine::live::{Delta, Op, STORE_FILE};
+use ukvs::ukvs::post::{Body, MAX_LINE};
+
+use super::catalog::{check_name, Coll};
+use super::http;
+use super::pywb::Obj;
+use super::Shared;
+
+/// Bad lines named in an answer at most.
+const NAMED: usize = 10;
+
+/// The writable side of the server: `--data DIR` and its open deltas.
+pub struct Writes {
+    pub dir: PathBuf,
+    pub no_create: bool,
+    /// Every open delta by collection name (a store opens once per
+    /// process, and outlives catalog reloads).
+    pub deltas: Mutex<BTreeMap<String, Arc<Delta>>>,
+}
+
+impl Writes {
+    /// Opens the deltas under `dir` (each subdirectory holding a store)
+    /// and those of `names`, creating them.
+    pub fn open(dir: &Path, no_create: bool, names: &[&str]) -> anyhow::Result<Writes> {
+        use anyhow::Context;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+        let mut deltas = BTreeMap::new();
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot list the data directory {}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if check_name(&name).is_ok() && entry.path().join(STORE_FILE).is_file() {
+                deltas.insert(name, Arc::new(Delta::open(&entry.path())?));
+            }
+        }
+        let writes = Writes {
+            dir: dir.to_path_buf(),
+            no_create,
+            deltas: Mutex::new(deltas),
+        };
+        writes.ensure(names)?;
+        Ok(writes)
+    }
+
+    /// Opens (creating) the deltas of `names` not open yet.
+    pub fn ensure(&self, names: &[&str]) -> anyhow::Result<()> {
+        let mut deltas = self.deltas.lock().unwrap_or_else(|e| e.into_inner());
+        for name in names {
+            if !deltas.contains_key(*name) {
+                let delta = Delta::open(&self.dir.join(name))?;
+                deltas.insert(name.to_string(), Arc::new(delta));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn snapshot(&self) -> BTreeMap<String, Arc<Delta>> {
+        self.deltas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// `POST /NAME` or `POST /NAME/delete`.
+pub async fn post(
+    shared: &Arc<Shared>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> http::Response {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let rest = path.strip_prefix('/').unwrap_or(&path);
+    let (name, delete) = match rest.split_once('/') {
+        None => (rest, false),
+        Some((n, "delete")) => (n, true),
+        Some((n, _)) => {
+            return http::text(
+                405,
+                &format!("POST is taken at /{n} and /{n}/delete only\n"),
+            )
+        }
+    };
+    let skip = match form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "badLines")
+        .last()
+        .map(|(_, v)| v.into_owned())
+        .as_deref()
+    {
+        None | Some("error") => false,
+        Some("skip") => true,
+        Some(other) => {
+            return http::text(
+                400,
+                &format!("badLines={other} is not taken: use badLines=skip or badLines=error\n"),
+            )
+        }
+    };
+    let coll = match writable(shared, name).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let Some(delta) = coll.live.clone() else {
+        return http::text(405, &format!("collection {name:?} takes no writes\n"));
+    };
+    let Some(writes) = &shared.writes else {
+        return http::text(405, "this server takes no writes: serve with --data DIR\n");
+    };
+    let spool = match Spool::new(&writes.dir) {
+        Ok(s) => s,
+        Err(e) => {
+            ukvs::report!("ukvs serve: {name}: cannot spool a POST: {e}");
+            return http::text(503, "cannot take writes now (the data directory fails)\n");
+        }
+    };
+    let read = match read_body(req.into_body(), &coll, delete, skip, spool).await {
+        Ok(r) => r,
+        Err(res) => return res,
+    };
+    let BodyRead {
+        spool,
+        ops,
+        skipped,
+        named,
+    } = read;
+    let applied = tokio::task::spawn_blocking(move || {
+        let records = spool.replay()?;
+        delta.apply(records).map_err(|e| e.to_string())
+    })
+    .await;
+    let n = match applied {
+        Ok(Ok(n)) => n,
+        Ok(Err(e)) => {
+            ukvs::report!("ukvs serve: {name}: write failed: {e}");
+            return http::text(503, "the write failed; nothing of it was kept\n");
+        }
+        Err(e) => {
+            ukvs::report!("ukvs serve: {name}: write failed: {e}");
+            return http::text(503, "the write failed; nothing of it was kept\n");
+        }
+    };
+    debug_assert_eq!(n, ops);
+    let mut answer = format!("{} {n} records\n", if delete { "Deleted" } else { "Added" });
+    if skipped > 0 {
+        answer.push_str(&format!("Skipped {skipped} bad lines\n"));
+        for line in named {
+            answer.push_str(&line);
+            answer.push('\n');
+        }
+    }
+    http::text(200, &answer)
+}
+
+/// The collection `name`, created (delta only) when it does not exist and
+/// the server may create it.
+async fn writable(shared: &Arc<Shared>, name: &str) -> Result<Arc<Coll>, http::Response> {
+    if let Some(c) = shared.catalog().get(name) {
+        return Ok(c);
+    }
+    let Some(writes) = &shared.writes else {
+        return Err(http::text(
+            404,
+            &format!("no collection named {name:?} (and this server takes no writes)\n"),
+        ));
+    };
+    if writes.no_create {
+        return Err(http::text(
+            404,
+            &format!("no collection named {name:?} (and --no-create is given)\n"),
+        ));
+    }
+    if let Err(e) = check_name(name) {
+        return Err(http::text(400, &format!("{e}\n")));
+    }
+    let shared2 = shared.clone();
+    let name2 = name.to_string();
+    let made = tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<Coll>> {
+        // One creator at a time: the catalog is re-read under the lock.
+        let mut deltas = writes_of(&shared2)
+            .deltas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let catalog = shared2.catalog();
+        if let Some(c) = catalog.get(&name2) {
+            return Ok(c);
+        }
+        let dir = writes_of(&shared2).dir.join(&name2);
+        let delta = match deltas.get(&name2) {
+            Some(d) => d.clone(),
+            None => Arc::new(Delta::open(&dir)?),
+        };
+        deltas.insert(name2.clone(), delta.clone());
+        let grown = catalog.with_delta(&name2, delta);
+        let coll = grown.get(&name2).expect("just added");
+        *shared2.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(grown);
+        ukvs::report!(
+            "ukvs serve: created the collection {name2} in {}",
+            dir.display()
+        );
+        Ok(coll)
+    })
+    .await;
+    match made {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => {
+            ukvs::report!("ukvs serve: cannot create {name}: {e:#}");
+            Err(http::text(
+                503,
+                &format!("cannot create the collection {name:?}\n"),
+            ))
+        }
+        Err(e) => {
+            ukvs::report!("ukvs serve: cannot create {name}: {e}");
+            Err(http::text(
+                503,
+                &format!("cannot create the collection {name:?}\n"),
+            ))
+        }
+    }
+}
+
+fn writes_of(shared: &Shared) -> &Writes {
+    shared.writes.as_ref().expect("checked by the caller")
+}
+
+/// A body read through.
+struct BodyRead {
+    spool: Spool,
+    ops: u64,
+    skipped: u64,
+    named: Vec<String>,
+}
+
+/// Reads the body line by line into the spool.
+async fn read_body(
+    mut body: hyper::body::Incoming,
+    coll: &Coll,
+    delete: bool,
+    skip: bool,
+    mut spool: Spool,
+) -> Result<BodyRead, http::Response> {
+    let mut lines = Body::new(&coll.surt, &coll.value_names);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut too_long: Option<usize> = None;
+    let mut line_no = 0u64;
+    let mut ops = 0u64;
+    let mut skipped = 0u64;
+    let mut named = Vec::new();
+    let mut refused: Option<String> = None;
+    let mut spool_failed: Option<std::io::Error> = None;
+    let mut take =
+        |line: &[u8], long: Option<usize>, line_no: u64, refused: &mut Option<String>| {
+            if refused.is_some() || spool_failed.is_some() {
+                return;
+            }
+            let got = match long {
+                Some(n) => Err(format!(
+                    "{n} bytes long, longer than the {MAX_LINE} bytes a line may have"
+                )),
+                None => lines.line(line).and_then(|r| match r {
+                    Some(r) => match Obj::parse(&r.line, &coll.value_names) {
+                        Ok(_) => Ok(Some(r)),
+                        Err(e) => Err(format!("pywb's reader cannot read it: {e}")),
+                    },
+                    None => Ok(None),
+                }),
+            };
+            match got {
+                Ok(None) => {}
+                Ok(Some(r)) => {
+                    let op = if delete {
+                        Op::Delete { id: r.id }
+                    } else {
+                        Op::Put {
+                            id: r.id,
+                            line: r.line,
+                        }
+                    };
+                    if let Err(e) = spool.push(&op) {
+                        spool_failed = Some(e);
+                    }
+                    ops += 1;
+                }
+                Err(why) => {
+                    let said = format!("line {line_no}: {why}");
+                    if skip {
+                        skipped += 1;
+                        if named.len() < NAMED {
+                            named.push(said);
+                        }
+                    } else {
+                        *refused = Some(said);
+                    }
+                }
+            }
+        };
+    loop {
+        let frame = match body.frame().await {
+            None => break,
+            Some(Ok(f)) => f,
+            Some(Err(e)) => {
+                return Err(http::text(
+                    400,
+                    &format!("the body could not be read: {e}\n"),
+                ));
+            }
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let mut rest: &[u8] = &data;
+        while !rest.is_empty() {
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    line_no += 1;
+                    let long = too_long.take().map(|n| n + i);
+                    if long.is_none() {
+                        buf.extend_from_slice(&rest[..i]);
+                    }
+                    take(&buf, long, line_no, &mut refused);
+                    buf.clear();
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    match &mut too_long {
+                        Some(n) => *n += rest.len(),
+                        None => {
+                            buf.extend_from_slice(rest);
+                            if buf.len() > MAX_LINE + 1 {
+                                too_long = Some(buf.len());
+                                buf = Vec::new();
+                            }
+                        }
+                    }
+                    rest = &[];
+                }
+            }
+        }
+    }
+    if !buf.is_empty() || too_long.is_some() {
+        line_no += 1;
+        take(&buf, too_long, line_no, &mut refused);
+    }
+    if let Some(said) = refused {
+        return Err(http::text(
+            400,
+            &format!("{said}\nnothing of this POST was written\n"),
+        ));
+    }
+    if let Some(e) = spool_failed {
+        ukvs::report!("ukvs serve: {}: cannot spool a POST: {e}", coll.name);
+        return Err(http::text(
+            503,
+            "cannot take writes now (the data directory fails)\n",
+        ));
+    }
+    Ok(BodyRead {
+        spool,
+        ops,
+        skipped,
+        named,
+    })
+}
+
+/// A body's ops on disk until they are committed: an unnamed file
+/// (gone when closed, whatever happens), records `len id tag [len line]`.
+struct Spool {
+    out: BufWriter<std::fs::File>,
+}
+
+impl Spool {
+    fn new(dir: &Path) -> std::io::Result<Spool> {
+        Ok(Spool {
+            out: BufWriter::with_capacity(1 << 16, tempfile::tempfile_in(dir)?),
+        })
+    }
+
+    fn push(&mut self, op: &Op) -> std::io::Result<()> {
+        let (id, line) = match op {
+            Op::Put { id, line } => (id, Some(line)),
+            Op::Delete { id } => (id, None),
+        };
+        let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+        self.out.write_all(&len(id.len()))?;
+        self.out.write_all(id)?;
+        match line {
+            Some(l) => {
+                self.out.write_all(&[0])?;
+                self.out.write_all(&len(l.len()))?;
+                self.out.write_all(l)?;
+            }
+            None => self.out.write_all(&[1])?,
+        }
+        Ok(())
+    }
+
+    /// The ops in the order pushed.
+    fn replay(self) -> Result<impl Iterator<Item = std::io::Result<Op>>, String> {
+        let mut file = self.out.into_inner().map_err(|e| e.to_string())?;
+        file.rewind().map_err(|e| e.to_string())?;
+        let mut r = BufReader::with_capacity(1 << 16, file);
+        Ok(std::iter::from_fn(move || {
+            let mut n = [0u8; 4];
+            match r.read_exact(&mut n) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+                Err(e) => return Some(Err(e)),
+            }
+            let mut next = || -> std::io::Result<Op> {
+                let mut id = vec![0; u32::from_le_bytes(n) as usize];
+                r.read_exact(&mut id)?;
+                let mut tag = [0u8];
+                r.read_exact(&mut tag)?;
+                if tag[0] == 1 {
+                    return Ok(Op::Delete { id });
+                }
+                let mut m = [0u8; 4];
+                r.read_exact(&mut m)?;
+                let mut line = vec![0; u32::from_le_bytes(m) as usize];
+                r.read_exact(&mut line)?;
+                Ok(Op::Put { id, line })
+            };
+            Some(next())
+        }))
+    }
+}

@@ -1,0 +1,863 @@
+//! Live collections (`ukvs serve --data DIR`): POSTed and deleted lines
+//! answered as a static file of the same lines would be, crash safety
+//! under SIGKILL, hostile bodies, and OutbackCDX's own integration data.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::util::{self, bin, KillOnDrop};
+
+/// A running `ukvs serve` whose process the test may kill.
+struct Server {
+    proc: KillOnDrop,
+    addr: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(bin())
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0", "--quiet"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ukvs serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let first = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("http://"))
+            .expect("ukvs serve says where it listens");
+        let addr = first
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_string();
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            proc: KillOnDrop(child),
+            addr,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    fn kill(mut self) {
+        let _ = self.proc.0.kill();
+        let _ = self.proc.0.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// Status and body of a GET.
+fn get(agent: &ureq::Agent, url: &str) -> (u16, String) {
+    let mut res = agent
+        .get(url)
+        .call()
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let status = res.status().as_u16();
+    (status, res.body_mut().read_to_string().unwrap_or_default())
+}
+
+/// Status and body of a POST, or the transport error.
+fn try_post(agent: &ureq::Agent, url: &str, body: &[u8]) -> Result<(u16, String), ureq::Error> {
+    let mut res = agent.post(url).send(body)?;
+    let status = res.status().as_u16();
+    Ok((status, res.body_mut().read_to_string().unwrap_or_default()))
+}
+
+fn post(agent: &ureq::Agent, url: &str, body: &[u8]) -> (u16, String) {
+    try_post(agent, url, body).unwrap_or_else(|e| panic!("POST {url}: {e}"))
+}
+
+/// A small seeded generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One capture: its id (key, datetime, filename, offset) and its line in
+/// CDXJ and in CDX11, keyed as the server keys it.
+#[derive(Clone)]
+struct Capture {
+    host: u64,
+    path: u64,
+    datetime: String,
+    filename: String,
+    offset: u64,
+    status: u64,
+    digest: String,
+}
+
+impl Capture {
+    fn random(rng: &mut Rng) -> Capture {
+        Capture {
+            host: rng.below(5),
+            path: rng.below(12),
+            datetime: format!(
+                "20{:02}{:02}{:02}{:02}0000",
+                10 + rng.below(10),
+                1 + rng.below(12),
+                1 + rng.below(28),
+                rng.below(24)
+            ),
+            filename: format!("crawl-{}.warc.gz", rng.below(3)),
+            offset: rng.below(40) * 1000,
+            status: [200, 301, 404][rng.below(3) as usize],
+            digest: format!("SHA{}", rng.below(1_000_000)),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://host{}.example/p{}", self.host, self.path)
+    }
+
+    fn key(&self) -> String {
+        format!("example,host{})/p{}", self.host, self.path)
+    }
+
+    fn id(&self) -> (String, String, String, u64) {
+        (
+            self.key(),
+            self.datetime.clone(),
+            self.filename.clone(),
+            self.offset,
+        )
+    }
+
+    fn cdxj(&self) -> String {
+        format!(
+            "{} {} {{\"url\": \"{}\", \"mime\": \"text/html\", \"status\": \"{}\", \"digest\": \"{}\", \"length\": \"500\", \"offset\": \"{}\", \"filename\": \"{}\"}}",
+            self.key(),
+            self.datetime,
+            self.url(),
+            self.status,
+            self.digest,
+            self.offset,
+            self.filename
+        )
+    }
+
+    /// As posted: the key is recomputed by the server, so a wrong one
+    /// must not matter.
+    fn cdxj_posted(&self) -> String {
+        self.cdxj().replacen(&self.key(), "wrong,key)/", 1)
+    }
+
+    fn cdx11(&self) -> String {
+        format!(
+            "{} {} {} text/html {} {} - - 500 {} {}",
+            self.key(),
+            self.datetime,
+            self.url(),
+            self.status,
+            self.digest,
+            self.offset,
+            self.filename
+        )
+    }
+}
+
+type Model = BTreeMap<(String, String, String, u64), String>;
+
+fn sorted_file(path: &Path, model: &Model) {
+    let mut lines: Vec<&String> = model.values().collect();
+    lines.sort();
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_live_collection_answers_as_the_static_file_of_its_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let mut model = Model::new();
+    for _ in 0..150 {
+        let c = Capture::random(&mut rng);
+        model.insert(c.id(), c.cdxj());
+    }
+    let base = dir.path().join("base.cdxj");
+    sorted_file(&base, &model);
+    let data = dir.path().join("data");
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", base.display()),
+    ]);
+    let agent = agent();
+    let mut known: Vec<Capture> = Vec::new();
+    let mut added = 0;
+    let mut deleted = 0;
+    for round in 0..300 {
+        let n = 1 + rng.below(5) as usize;
+        let mut batch = Vec::new();
+        for _ in 0..n {
+            // New captures, new lines for known ones, or known lines again.
+            let c = match (rng.below(4), known.is_empty()) {
+                (0, false) => {
+                    let mut c = known[rng.below(known.len() as u64) as usize].clone();
+                    c.status = 404;
+                    c.digest = format!("NEW{round}");
+                    c
+                }
+                (1, false) => known[rng.below(known.len() as u64) as usize].clone(),
+                _ => Capture::random(&mut rng),
+            };
+            batch.push(c);
+        }
+        if rng.below(4) == 0 && !model.is_empty() {
+            // Delete: lines of the base or the delta, and one that is
+            // nowhere.
+            let keys: Vec<_> = model.keys().cloned().collect();
+            // One body per shape: a body's lines share one.
+            let (mut cdxj, mut cdx) = (String::new(), String::new());
+            let (mut cdxj_n, mut cdx_n) = (0, 0);
+            for _ in 0..n {
+                let k = &keys[rng.below(keys.len() as u64) as usize];
+                if let Some(line) = model.remove(k) {
+                    let (body, count) = if line.ends_with('}') {
+                        (&mut cdxj, &mut cdxj_n)
+                    } else {
+                        (&mut cdx, &mut cdx_n)
+                    };
+                    body.push_str(&line.replacen(&k.0, "any)/", 1));
+                    body.push('\n');
+                    *count += 1;
+                }
+            }
+            let mut missing = Capture::random(&mut Rng(round + 7));
+            missing.filename = "nowhere.warc.gz".into();
+            cdxj.push_str(&missing.cdxj());
+            cdxj.push('\n');
+            cdxj_n += 1;
+            for (body, count) in [(cdxj, cdxj_n), (cdx, cdx_n)] {
+                if count == 0 {
+                    continue;
+                }
+                let (s, answer) = post(&agent, &live.url("/web/delete"), body.as_bytes());
+                assert_eq!((s, answer), (200, format!("Deleted {count} records\n")));
+            }
+            deleted += cdxj_n + cdx_n - 1;
+            continue;
+        }
+        let cdx = rng.below(3) == 0;
+        let mut body = String::new();
+        if cdx && rng.below(2) == 0 {
+            body.push_str(" CDX N b a m s k r M S V g\n");
+        }
+        for c in &batch {
+            let line = if cdx { c.cdx11() } else { c.cdxj() };
+            model.insert(c.id(), line);
+            body.push_str(&if cdx {
+                c.cdx11().replacen(&c.key(), "-", 1)
+            } else {
+                c.cdxj_posted()
+            });
+            body.push_str(if rng.below(2) == 0 { "\n" } else { "\r\n" });
+            known.push(c.clone());
+        }
+        let (s, answer) = post(&agent, &live.url("/web"), body.as_bytes());
+        assert_eq!((s, answer), (200, format!("Added {n} records\n")));
+        added += n;
+    }
+    assert!(
+        added > 500 && deleted > 100,
+        "{added} added, {deleted} deleted"
+    );
+    let expected = dir.path().join("expected.cdxj");
+    sorted_file(&expected, &model);
+    let fixed = Server::start(&[&format!("web={}", expected.display())]);
+    let mut queries = Vec::new();
+    for h in 0..6 {
+        queries.push(format!("url=host{h}.example/&matchType=host"));
+        queries.push(format!("url=host{h}.example/&matchType=host&output=json"));
+        queries.push(format!("url=host{h}.example/p1*"));
+        queries.push(format!(
+            "url=host{h}.example/p1&output=json&fl=urlkey,timestamp,status,source"
+        ));
+        for p in 0..12 {
+            queries.push(format!("url=http://host{h}.example/p{p}"));
+        }
+        queries.push(format!("url=host{h}.example/p3&from=2012&to=2016"));
+        queries.push(format!(
+            "url=host{h}.example/&matchType=host&limit=3&reverse=1"
+        ));
+        queries.push(format!(
+            "url=host{h}.example/p2&closest=20150101000000&limit=2"
+        ));
+        queries.push(format!(
+            "url=host{h}.example/&matchType=host&output=text&filter=status:404"
+        ));
+    }
+    queries.push("url=example&matchType=domain&limit=40".into());
+    queries.push("url=host1.example&matchType=domain&output=json".into());
+    queries.push("url=*.example&sort=reverse&limit=25".into());
+    let mut nonempty = 0;
+    for q in &queries {
+        let want = get(&agent, &fixed.url(&format!("/web/cdx?{q}")));
+        let got = get(&agent, &live.url(&format!("/web/cdx?{q}")));
+        assert_eq!(got, want, "/web/cdx?{q}");
+        nonempty += usize::from(!want.1.is_empty());
+    }
+    assert!(
+        nonempty > queries.len() / 2,
+        "{nonempty} of {}",
+        queries.len()
+    );
+    // TimeMaps read the same lines.
+    for p in 0..12 {
+        let path = format!("/web/timemap/link/http://host2.example/p{p}");
+        let want = get(&agent, &fixed.url(&path))
+            .1
+            .replace(&fixed.addr, "HOST");
+        let got = get(&agent, &live.url(&path)).1.replace(&live.addr, "HOST");
+        assert_eq!(got, want, "{path}");
+    }
+    // Restarted on the same data, it answers the same.
+    live.kill();
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", base.display()),
+    ]);
+    for q in queries.iter().take(20) {
+        let want = get(&agent, &fixed.url(&format!("/web/cdx?{q}")));
+        assert_eq!(
+            get(&agent, &live.url(&format!("/web/cdx?{q}"))),
+            want,
+            "{q}"
+        );
+    }
+}
+
+/// The CDXJ body of batch `b` of writer `w`: `n` captures under the host
+/// `wWbB.example`, so that a host query counts them.
+fn batch_body(w: usize, b: usize, n: usize) -> String {
+    let mut body = String::new();
+    for i in 0..n {
+        body.push_str(&format!(
+            "- 20200101{:06} {{\"url\": \"http://w{w}b{b}.example/{i}\", \"offset\": \"{i}\", \"filename\": \"w{w}.warc.gz\"}}\n",
+            i
+        ));
+    }
+    body
+}
+
+/// What became of a batch when the server was killed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fate {
+    /// Its POST got no answer: all there or none.
+    Unanswered,
+    /// Added (answered 200): all there.
+    Added,
+    /// Added, then its delete got no answer: all there or none.
+    DeleteUnanswered,
+    /// Added, then deleted (answered 200): none there.
+    Deleted,
+}
+
+#[test]
+fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap().to_string();
+    const WRITERS: usize = 3;
+    const LINES: usize = 40;
+    let sent: Arc<Mutex<BTreeMap<(usize, usize), Fate>>> = Arc::default();
+    let mut next_batch = [0usize; WRITERS];
+    let mut rng = Rng(42);
+    for round in 0..4 {
+        let server = Server::start(&["--data", &data_arg]);
+        let base_url = server.url("/crash");
+        let mut threads = Vec::new();
+        for (w, next) in next_batch.iter_mut().enumerate() {
+            let sent = sent.clone();
+            let url = base_url.clone();
+            let first = *next;
+            // Each writer sends up to 1000 batches; the kill stops it.
+            *next += 1000;
+            threads.push(std::thread::spawn(move || {
+                let agent = agent();
+                let set = |b, fate| sent.lock().unwrap().insert((w, b), fate);
+                for b in first..first + 1000 {
+                    set(b, Fate::Unanswered);
+                    let body = batch_body(w, b, LINES);
+                    match try_post(&agent, &url, body.as_bytes()) {
+                        Ok((200, answer)) => {
+                            assert_eq!(answer, format!("Added {LINES} records\n"));
+                            set(b, Fate::Added);
+                        }
+                        Ok((s, answer)) => panic!("POST answered {s}: {answer}"),
+                        Err(_) => return,
+                    }
+                    // A retry of an answered POST: replaced, not doubled.
+                    if b % 7 == 0 && try_post(&agent, &url, body.as_bytes()).is_err() {
+                        return;
+                    }
+                    // The last writer deletes every third of its batches.
+                    if w == WRITERS - 1 && b % 3 == 0 {
+                        set(b, Fate::DeleteUnanswered);
+                        match try_post(&agent, &format!("{url}/delete"), body.as_bytes()) {
+                            Ok((200, answer)) => {
+                                assert_eq!(answer, format!("Deleted {LINES} records\n"));
+                                set(b, Fate::Deleted);
+                            }
+                            Ok((s, answer)) => panic!("delete answered {s}: {answer}"),
+                            Err(_) => return,
+                        }
+                    }
+                }
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(300 + rng.below(700)));
+        server.kill();
+        for t in threads {
+            t.join().expect("a writer failed");
+        }
+        let answered = sent
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|&&f| f == Fate::Added)
+            .count();
+        assert!(
+            answered > round,
+            "round {round}: only {answered} POSTs answered"
+        );
+    }
+    let server = Server::start(&["--data", &data_arg]);
+    let agent = agent();
+    let sent = sent.lock().unwrap();
+    let (mut must, mut may) = (0, 0);
+    let mut deleted = 0;
+    for (&(w, b), &fate) in sent.iter() {
+        let (s, body) = get(
+            &agent,
+            &server.url(&format!(
+                "/crash/cdx?url=w{w}b{b}.example/&matchType=host&output=text"
+            )),
+        );
+        assert_eq!(s, 200);
+        let n = body.lines().count();
+        match fate {
+            Fate::Added => {
+                assert_eq!(n, LINES, "batch {w}/{b} was answered 200 but has {n} lines");
+                must += 1;
+            }
+            Fate::Deleted => {
+                assert_eq!(n, 0, "batch {w}/{b} was deleted (200) but has {n} lines");
+                deleted += 1;
+            }
+            Fate::Unanswered | Fate::DeleteUnanswered => {
+                assert!(n == 0 || n == LINES, "batch {w}/{b}: {n} of {LINES} lines");
+                may += usize::from(n == LINES);
+            }
+        }
+    }
+    assert!(deleted > 0, "no delete was answered");
+    // Everything the collection holds came from a batch sent, once.
+    let (_, all) = get(
+        &agent,
+        &server.url("/crash/cdx?url=example&matchType=domain&output=text&limit=0"),
+    );
+    let total = all.lines().count();
+    assert_eq!(total, (must + may) * LINES, "{total} lines");
+}
+
+#[test]
+fn hostile_bodies_get_4xx_nothing_is_half_written_and_the_server_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let base = dir.path().join("base.cdxj");
+    std::fs::write(
+        &base,
+        format!(
+            "{}\n",
+            batch_body(0, 0, 1)
+                .trim_end()
+                .replacen('-', "example,w0b0)/0", 1)
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--no-create",
+        &format!("web={}", base.display()),
+    ]);
+    let agent = agent();
+    let count = |agent: &ureq::Agent| {
+        let (s, body) = get(
+            agent,
+            &server.url("/web/cdx?url=example&matchType=domain&output=text&limit=0"),
+        );
+        assert_eq!(s, 200);
+        body.lines().count()
+    };
+    assert_eq!(count(&agent), 1);
+    let good = batch_body(1, 1, 3);
+    // A bad line among good ones: 400 naming it, nothing added.
+    let mixed = format!("{good}this is not a capture\n{good}");
+    let (s, answer) = post(&agent, &server.url("/web"), mixed.as_bytes());
+    assert_eq!(s, 400, "{answer}");
+    assert!(answer.starts_with("line 4: "), "{answer}");
+    assert_eq!(count(&agent), 1);
+    // Binary garbage.
+    let garbage: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let (s, answer) = post(&agent, &server.url("/web"), &garbage);
+    assert_eq!(s, 400, "{answer}");
+    // A line of megabytes, between good lines.
+    let long = format!(
+        "{good}- 20200101000000 {{\"url\": \"http://a.example/{}\"}}\n{good}",
+        "x".repeat(3 << 20)
+    );
+    let (s, answer) = post(&agent, &server.url("/web"), long.as_bytes());
+    assert_eq!(s, 400, "{answer}");
+    assert!(
+        answer.contains("line 4: ") && answer.contains("longer than"),
+        "{answer}"
+    );
+    assert_eq!(count(&agent), 1);
+    // Skipped instead: the good lines go in (the same captures twice:
+    // once).
+    let (s, answer) = post(&agent, &server.url("/web?badLines=skip"), long.as_bytes());
+    assert_eq!(s, 200, "{answer}");
+    assert!(
+        answer.starts_with("Added 6 records\nSkipped 1 bad lines\nline 4: "),
+        "{answer}"
+    );
+    assert_eq!(count(&agent), 4);
+    // Unknown collection with --no-create; unknown routes; bad options.
+    let (s, answer) = post(&agent, &server.url("/other"), good.as_bytes());
+    assert_eq!(s, 404, "{answer}");
+    assert!(answer.contains("--no-create"), "{answer}");
+    let (s, _) = post(&agent, &server.url("/web/cdx"), good.as_bytes());
+    assert_eq!(s, 405);
+    let (s, answer) = post(&agent, &server.url("/web?badLines=maybe"), good.as_bytes());
+    assert_eq!(s, 400, "{answer}");
+    // A legend that is not taken, and a body mixing shapes.
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web"),
+        b" CDX A b e a m s c k r V v D d g M n\n",
+    );
+    assert_eq!(s, 400, "{answer}");
+    let cdx = "example,a)/ 20200101000000 http://a.example/ text/html 200 D - - 1 2 f.warc.gz\n";
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web"),
+        format!("{good}{cdx}").as_bytes(),
+    );
+    assert_eq!(s, 400, "{answer}");
+    assert!(answer.contains("line 4: "), "{answer}");
+    // Deleting what is not there is no error; the base line is hidden.
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web/delete"),
+        std::fs::read(&base).unwrap().as_slice(),
+    );
+    assert_eq!((s, answer.as_str()), (200, "Deleted 1 records\n"));
+    let (s, answer) = post(
+        &agent,
+        &server.url("/web/delete"),
+        std::fs::read(&base).unwrap().as_slice(),
+    );
+    assert_eq!((s, answer.as_str()), (200, "Deleted 1 records\n"));
+    assert_eq!(count(&agent), 3);
+    // Bad queries stay 4xx.
+    let (s, _) = get(&agent, &server.url("/web/cdx?url=a&limit=abc"));
+    assert_eq!(s, 400);
+    assert_eq!(count(&agent), 3);
+}
+
+#[test]
+fn outbackcdx_integration_data_posted_answers_as_its_sorted_lines() {
+    let Some(corpus) = util::shared_corpus("outbackcdx_integration_data_posted") else {
+        return;
+    };
+    let dir = corpus.join("nla__outbackcdx/test-integration");
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let data = dir_tmp.path().join("data");
+    let live = Server::start(&["--data", data.to_str().unwrap()]);
+    let agent = agent();
+    let mut lines = Vec::new();
+    for f in ["test1.cdx", "test2.cdx"] {
+        let body = std::fs::read(dir.join(f)).unwrap();
+        let (s, answer) = post(&agent, &live.url("/outback"), &body);
+        assert_eq!((s, answer.as_str()), (200, "Added 3 records\n"), "{f}");
+        let text = String::from_utf8(body).unwrap();
+        lines.extend(text.lines().skip(1).map(str::to_string));
+    }
+    // The same lines, sorted, as a static CDX file: their keys are the
+    // SURTs the server computes from their URLs.
+    lines.sort();
+    let expected = dir_tmp.path().join("expected.cdx");
+    std::fs::write(
+        &expected,
+        format!(" CDX N b a m s k r M S V g\n{}\n", lines.join("\n")),
+    )
+    .unwrap();
+    let fixed = Server::start(&[&format!("outback={}", expected.display())]);
+    for q in [
+        "url=http://data.webarchive.org.uk/crawl-test-site/",
+        "url=data.webarchive.org.uk/&matchType=host&output=json",
+        "url=metadata://gnu.org/software/wget/warc/MANIFEST.txt",
+        "url=org,gnu)/&matchType=prefix",
+        "url=uk&matchType=domain&output=text",
+    ] {
+        let want = get(&agent, &fixed.url(&format!("/outback/cdx?{q}")));
+        let got = get(&agent, &live.url(&format!("/outback/cdx?{q}")));
+        assert_eq!(got, want, "{q}");
+    }
+    let (_, two) = get(
+        &agent,
+        &live.url("/outback/cdx?url=http://data.webarchive.org.uk/crawl-test-site/&output=text"),
+    );
+    assert_eq!(two.lines().count(), 2, "{two}");
+}
+
+#[test]
+fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(7);
+    let caps: Vec<Capture> = (0..60).map(|_| Capture::random(&mut rng)).collect();
+    let write_dir = |path: &Path, skip: &str| {
+        std::fs::create_dir_all(path).unwrap();
+        for (i, part) in caps.chunks(30).enumerate() {
+            let mut m = Model::new();
+            for c in part {
+                if c.cdxj() != skip {
+                    m.insert(c.id(), c.cdxj());
+                }
+            }
+            sorted_file(&path.join(format!("part{i}.cdxj")), &m);
+        }
+    };
+    let base = dir.path().join("base");
+    write_dir(&base, "");
+    let data = dir.path().join("data");
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", base.display()),
+    ]);
+    let agent = agent();
+    let mut added = Model::new();
+    let mut body = String::new();
+    for _ in 0..40 {
+        let c = Capture::random(&mut rng);
+        added.insert(c.id(), c.cdxj());
+        body.push_str(&c.cdxj_posted());
+        body.push('\n');
+    }
+    let (s, _) = post(&agent, &live.url("/web"), body.as_bytes());
+    assert_eq!(s, 200);
+    // A line of the second file deleted.
+    let gone = caps[45].cdxj();
+    let (s, answer) = post(
+        &agent,
+        &live.url("/web/delete"),
+        format!("{gone}\n").as_bytes(),
+    );
+    assert_eq!((s, answer.as_str()), (200, "Deleted 1 records\n"));
+    // A line of the base posted again is the delta's now: the same
+    // capture in the static files is in the extra file only.
+    let again = caps[3].clone();
+    let (s, _) = post(
+        &agent,
+        &live.url("/web"),
+        format!("{}\n", again.cdxj()).as_bytes(),
+    );
+    assert_eq!(s, 200);
+    added.insert(again.id(), again.cdxj());
+    let expected = dir.path().join("expected");
+    let mut keep = caps.clone();
+    keep.retain(|c| c.cdxj() != gone && c.id() != again.id());
+    std::fs::create_dir_all(&expected).unwrap();
+    for (i, part) in caps.chunks(30).enumerate() {
+        let mut m = Model::new();
+        for c in part
+            .iter()
+            .filter(|c| keep.iter().any(|k| k.cdxj() == c.cdxj()))
+        {
+            m.insert(c.id(), c.cdxj());
+        }
+        sorted_file(&expected.join(format!("part{i}.cdxj")), &m);
+    }
+    let extra = dir.path().join("extra.cdxj");
+    sorted_file(&extra, &added);
+    let fixed = Server::start(&[
+        &format!("web={}", expected.display()),
+        &format!("web={}", extra.display()),
+    ]);
+    // A server without --data takes no writes.
+    let (s, answer) = post(&agent, &fixed.url("/web"), body.as_bytes());
+    assert_eq!(s, 405, "{answer}");
+    let mut nonempty = 0;
+    for h in 0..5 {
+        for q in [
+            format!("url=host{h}.example/&matchType=host&output=json"),
+            format!("url=host{h}.example/p1*"),
+            format!("url=host{h}.example/&matchType=host&reverse=1&limit=4"),
+        ] {
+            let want = get(&agent, &fixed.url(&format!("/web/cdx?{q}")));
+            assert_eq!(
+                get(&agent, &live.url(&format!("/web/cdx?{q}"))),
+                want,
+                "{q}"
+            );
+            nonempty += usize::from(!want.1.is_empty());
+        }
+    }
+    assert!(nonempty > 8, "{nonempty}");
+    let (_, all) = get(
+        &agent,
+        &live.url("/web/cdx?url=example&matchType=domain&output=json&limit=0"),
+    );
+    assert!(all.contains("\"source\": \"web:part0.cdxj\""), "{all}");
+    assert!(all.contains("\"source\": \"web\""), "{all}");
+    assert!(
+        !all.contains(&format!("\"digest\": \"{}\"", caps[45].digest))
+            || caps.iter().filter(|c| c.digest == caps[45].digest).count() > 1
+    );
+}
+
+/// The anonymous memory of a process (heap, not the page cache).
+fn rss_anon(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[test]
+fn a_large_post_is_taken_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&["--data", data.to_str().unwrap()]);
+    let pid = server.proc.0.id();
+    let mut body = String::new();
+    let mut n = 0;
+    while body.len() < 24 << 20 {
+        body.push_str(&format!(
+            "- 2020{n:08} {{\"url\": \"http://host{}.example/page/{n}\", \"mime\": \"text/html\", \"status\": \"200\", \"digest\": \"SHA1ABCDEFGHIJKLMNOPQRSTUVWXYZ2345\", \"length\": \"1234\", \"offset\": \"{n}\", \"filename\": \"crawl.warc.gz\"}}\n",
+            n * 7919 % 5000
+        ));
+        n += 1;
+    }
+    let before = rss_anon(pid);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let peak = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_anon(pid));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            peak
+        })
+    };
+    let (s, answer) = post(&agent(), &server.url("/big"), body.as_bytes());
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = peak.join().unwrap();
+    assert_eq!((s, answer), (200, format!("Added {n} records\n")));
+    // The body (24 MB) is never held: the server grew by far less.
+    assert!(
+        peak < before + (16 << 20),
+        "{} MB before, {} MB at the peak",
+        before >> 20,
+        peak >> 20
+    );
+    let (_, found) = get(
+        &agent(),
+        &server.url("/big/cdx?url=host7.example/&matchType=host&output=text&limit=0"),
+    );
+    assert!(found.lines().count() > 10, "{found}");
+}
+
+#[test]
+fn over_a_cluster_the_delta_comes_with_the_first_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(11);
+    let mut model = Model::new();
+    for _ in 0..40 {
+        let c = Capture::random(&mut rng);
+        model.insert(c.id(), c.cdxj());
+    }
+    let sorted = dir.path().join("base.cdxj");
+    sorted_file(&sorted, &model);
+    let cluster = dir.path().join("cluster");
+    util::assert_ok(&util::run(
+        &[
+            "zipnum",
+            "build",
+            "--lines-per-block",
+            "2",
+            "-o",
+            cluster.to_str().unwrap(),
+            sorted.to_str().unwrap(),
+        ],
+        b"",
+    ));
+    let data = dir.path().join("data");
+    let live = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", cluster.display()),
+    ]);
+    let agent = agent();
+    let body = "- 20300101000000 {\"url\": \"http://host1.example/new\", \"offset\": \"1\", \"filename\": \"n.warc.gz\"}\n";
+    let (s, _) = post(&agent, &live.url("/web"), body.as_bytes());
+    assert_eq!(s, 200);
+    let q = "/web/cdx?url=example&matchType=domain&output=text&pageSize=1";
+    let (s, pages) = get(&agent, &live.url(&format!("{q}&showNumPages=true")));
+    assert_eq!(s, 200);
+    let pages: serde_json::Value = serde_json::from_str(&pages).unwrap();
+    let pages = pages["pages"].as_u64().unwrap();
+    assert!(pages > 3, "{pages}");
+    let mut lines = Vec::new();
+    for page in 0..pages {
+        let (s, text) = get(&agent, &live.url(&format!("{q}&page={page}")));
+        assert_eq!(s, 200);
+        let news = text.lines().filter(|l| l.contains("/new ")).count();
+        assert_eq!(news, usize::from(page == 0), "page {page}: {text}");
+        lines.extend(text.lines().map(str::to_string));
+    }
+    assert_eq!(lines.len(), model.len() + 1);
+}
