@@ -3,59 +3,16 @@
 //! under SIGKILL, hostile bodies, and OutbackCDX's own integration data.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::util::{self, bin, KillOnDrop};
+use crate::serve::Server;
+use crate::util;
 
-/// A running `ukvs serve` whose process the test may kill.
-struct Server {
-    proc: KillOnDrop,
-    addr: String,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(bin())
-            .arg("serve")
-            .args(["--bind", "127.0.0.1:0", "--quiet"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start ukvs serve");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let first = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find(|l| l.contains("http://"))
-            .expect("ukvs serve says where it listens");
-        let addr = first
-            .split("http://")
-            .nth(1)
-            .and_then(|r| r.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {first:?}"))
-            .to_string();
-        std::thread::spawn(move || for _ in lines {});
-        Server {
-            proc: KillOnDrop(child),
-            addr,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// SIGKILL, and waits for the process to be gone.
-    fn kill(mut self) {
-        let _ = self.proc.0.kill();
-        let _ = self.proc.0.wait();
-    }
+/// `ukvs serve --quiet ARGS`, which the test may kill.
+fn start(args: &[&str]) -> Server {
+    Server::start(&[&["--quiet"], args].concat())
 }
 
 fn agent() -> ureq::Agent {
@@ -210,7 +167,7 @@ fn a_live_collection_answers_as_the_static_file_of_its_lines() {
     let base = dir.path().join("base.cdxj");
     sorted_file(&base, &model);
     let data = dir.path().join("data");
-    let live = Server::start(&[
+    let live = start(&[
         "--data",
         data.to_str().unwrap(),
         &format!("web={}", base.display()),
@@ -297,7 +254,7 @@ fn a_live_collection_answers_as_the_static_file_of_its_lines() {
     );
     let expected = dir.path().join("expected.cdxj");
     sorted_file(&expected, &model);
-    let fixed = Server::start(&[&format!("web={}", expected.display())]);
+    let fixed = start(&[&format!("web={}", expected.display())]);
     let mut queries = Vec::new();
     for h in 0..6 {
         queries.push(format!("url=host{h}.example/&matchType=host"));
@@ -346,7 +303,7 @@ fn a_live_collection_answers_as_the_static_file_of_its_lines() {
     }
     // Restarted on the same data, it answers the same.
     live.kill();
-    let live = Server::start(&[
+    let live = start(&[
         "--data",
         data.to_str().unwrap(),
         &format!("web={}", base.display()),
@@ -398,7 +355,7 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
     let mut next_batch = [0usize; WRITERS];
     let mut rng = Rng(42);
     for round in 0..4 {
-        let server = Server::start(&["--data", &data_arg]);
+        let server = start(&["--data", &data_arg]);
         let base_url = server.url("/crash");
         let mut threads = Vec::new();
         for (w, next) in next_batch.iter_mut().enumerate() {
@@ -456,7 +413,7 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
             "round {round}: only {answered} POSTs answered"
         );
     }
-    let server = Server::start(&["--data", &data_arg]);
+    let server = start(&["--data", &data_arg]);
     let agent = agent();
     let sent = sent.lock().unwrap();
     let (mut must, mut may) = (0, 0);
@@ -510,7 +467,7 @@ fn hostile_bodies_get_4xx_nothing_is_half_written_and_the_server_serves_on() {
         ),
     )
     .unwrap();
-    let server = Server::start(&[
+    let server = start(&[
         "--data",
         data.to_str().unwrap(),
         "--no-create",
@@ -611,7 +568,7 @@ fn outbackcdx_integration_data_posted_answers_as_its_sorted_lines() {
     let dir = corpus.join("nla__outbackcdx/test-integration");
     let dir_tmp = tempfile::tempdir().unwrap();
     let data = dir_tmp.path().join("data");
-    let live = Server::start(&["--data", data.to_str().unwrap()]);
+    let live = start(&["--data", data.to_str().unwrap()]);
     let agent = agent();
     let mut lines = Vec::new();
     for f in ["test1.cdx", "test2.cdx"] {
@@ -630,7 +587,7 @@ fn outbackcdx_integration_data_posted_answers_as_its_sorted_lines() {
         format!(" CDX N b a m s k r M S V g\n{}\n", lines.join("\n")),
     )
     .unwrap();
-    let fixed = Server::start(&[&format!("outback={}", expected.display())]);
+    let fixed = start(&[&format!("outback={}", expected.display())]);
     for q in [
         "url=http://data.webarchive.org.uk/crawl-test-site/",
         "url=data.webarchive.org.uk/&matchType=host&output=json",
@@ -669,7 +626,7 @@ fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
     let base = dir.path().join("base");
     write_dir(&base, "");
     let data = dir.path().join("data");
-    let live = Server::start(&[
+    let live = start(&[
         "--data",
         data.to_str().unwrap(),
         &format!("web={}", base.display()),
@@ -719,7 +676,7 @@ fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
     }
     let extra = dir.path().join("extra.cdxj");
     sorted_file(&extra, &added);
-    let fixed = Server::start(&[
+    let fixed = start(&[
         &format!("web={}", expected.display()),
         &format!("web={}", extra.display()),
     ]);
@@ -769,8 +726,8 @@ fn rss_anon(pid: u32) -> u64 {
 fn a_large_post_is_taken_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let server = Server::start(&["--data", data.to_str().unwrap()]);
-    let pid = server.proc.0.id();
+    let server = start(&["--data", data.to_str().unwrap()]);
+    let pid = server.pid();
     let mut body = String::new();
     let mut n = 0;
     while body.len() < 24 << 20 {
@@ -836,7 +793,7 @@ fn over_a_cluster_the_delta_comes_with_the_first_page() {
         b"",
     ));
     let data = dir.path().join("data");
-    let live = Server::start(&[
+    let live = start(&[
         "--data",
         data.to_str().unwrap(),
         &format!("web={}", cluster.display()),

@@ -13,12 +13,12 @@ use crate::util::{self, assert_ok, bin, data_dir, KillOnDrop};
 /// A running `ukvs serve`.
 pub(crate) struct Server {
     proc: KillOnDrop,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl Server {
     /// Starts `ukvs serve` on a free port with these arguments.
-    pub(crate) fn start(args: &[String]) -> Server {
+    pub(crate) fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
         let mut child = Command::new(bin())
             .arg("serve")
             .args(["--bind", "127.0.0.1:0"])
@@ -53,8 +53,14 @@ impl Server {
         format!("http://{}{path}", self.addr)
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.proc.0.id()
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    pub(crate) fn kill(mut self) {
+        let _ = self.proc.0.kill();
+        let _ = self.proc.0.wait();
     }
 }
 
