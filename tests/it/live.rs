@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::serve::Server;
+use crate::serve::{rss_anon, Server};
 use crate::util;
 
 /// `ukvs serve --quiet ARGS`, which the test may kill.
@@ -710,16 +710,6 @@ fn over_a_directory_the_delta_is_one_more_source_merged_as_pywb_merges() {
         !all.contains(&format!("\"digest\": \"{}\"", caps[45].digest))
             || caps.iter().filter(|c| c.digest == caps[45].digest).count() > 1
     );
-}
-
-/// The anonymous memory of a process (heap, not the page cache).
-fn rss_anon(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 #[test]

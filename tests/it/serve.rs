@@ -799,7 +799,7 @@ fn hostile_requests_get_4xx_and_the_server_keeps_serving() {
 }
 
 /// The anonymous memory of a process (not its mapped files), in bytes.
-fn rss_anon(pid: u32) -> u64 {
+pub(crate) fn rss_anon(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
