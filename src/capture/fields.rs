@@ -339,10 +339,7 @@ impl Request {
 /// The HTTP head warcio reads in a request record.
 fn request_head(rec: &crate::warc::Record) -> Option<http::Head<'_>> {
     let uri = super::warc::target_uri(rec);
-    if !super::warc::cdxj_parses_http(rec, crate::warc::RecordType::Request, uri.as_deref()) {
-        return None;
-    }
-    http::Head::parse(rec.block()).filter(http::Head::is_present)
+    super::warc::cdxj_head(rec, crate::warc::RecordType::Request, uri.as_deref())
 }
 
 /// Whether two adjacent WARC records are a request and its response as
@@ -509,23 +506,16 @@ impl Indexer {
         let t = rec.record_type();
         let rec_type = rec.header("WARC-Type").unwrap_or_default();
         let uri = super::warc::target_uri(rec);
-        let head = if super::warc::cdxj_parses_http(rec, t, uri.as_deref()) {
-            http::Head::parse(rec.block()).filter(http::Head::is_present)
-        } else {
-            None
-        };
+        let head = super::warc::cdxj_head(rec, t, uri.as_deref());
         let post = self.post.take();
         let keyed = post
             .as_ref()
             .map(|p| Cow::Borrowed(&p.key_url[..]))
             .or_else(|| uri.clone());
-        let (key, key_error) = match &keyed {
+        let (key, key_error) = match ukvs_start {
             // The `ukvs` line has its key.
-            _ if ukvs_start.is_some() => (Vec::new(), None),
-            Some(u) if !u.is_empty() => {
-                super::cdxj_key(u, std::str::from_utf8(u).is_ok(), &self.opts.surt)
-            }
-            _ => (b"-".to_vec(), None),
+            Some(_) => (Vec::new(), None),
+            None => self.cdxj_line_key(keyed.as_deref()),
         };
         if ukvs_start.is_none() {
             self.key_error = key_error;

@@ -195,6 +195,19 @@ pub(super) fn cdxj_parses_http(rec: &Record, t: RecordType, uri: Option<&[u8]>) 
         && uri.is_some_and(|u| u.starts_with(b"http:") || u.starts_with(b"https:"))
 }
 
+/// The HTTP head warcio reads in `rec`: none where [`cdxj_parses_http`]
+/// says it reads none, or where it finds no head there.
+pub(super) fn cdxj_head<'r>(
+    rec: &'r Record,
+    t: RecordType,
+    uri: Option<&[u8]>,
+) -> Option<http::Head<'r>> {
+    if !cdxj_parses_http(rec, t, uri) {
+        return None;
+    }
+    http::Head::parse(rec.block()).filter(http::Head::is_present)
+}
+
 /// Which records cdxj-indexer (and the `ukvs` profile) index by default:
 /// the type name as written, case included.
 fn cdxj_default_record(rec: &Record) -> bool {
@@ -326,6 +339,18 @@ fn cdx11_http_mime(block: &[u8]) -> &[u8] {
 }
 
 impl Indexer {
+    /// The key of a cdxj line keyed by `keyed` (the target URI, or the
+    /// URL a POST body was appended to): its SURT, `-` without one.
+    pub(super) fn cdxj_line_key(&self, keyed: Option<&[u8]>) -> (Vec<u8>, Option<surt::Error>) {
+        match keyed {
+            // warcio decodes header values as UTF-8, else Latin-1.
+            Some(u) if !u.is_empty() => {
+                cdxj_key(u, std::str::from_utf8(u).is_ok(), &self.opts.surt)
+            }
+            _ => (b"-".to_vec(), None),
+        }
+    }
+
     /// Where the bytes whose SHA-1 is `rec`'s digest in this profile start
     /// in its block (they run to its end), or `None` when its line needs
     /// none (the header carries it, or the record makes no line).
@@ -526,23 +551,13 @@ impl Indexer {
         let t = rec.record_type();
         let typed = |name: &[u8]| rec.header("WARC-Type") == Some(name);
         let uri = target_uri(rec);
-        let head = if cdxj_parses_http(rec, t, uri.as_deref()) {
-            http::Head::parse(rec.block()).filter(http::Head::is_present)
-        } else {
-            None
-        };
+        let head = cdxj_head(rec, t, uri.as_deref());
         let post = self.post.take();
         let keyed = post
             .as_ref()
             .map(|p| Cow::Borrowed(&p.key_url[..]))
             .or_else(|| uri.clone());
-        let (key, key_error) = match &keyed {
-            // warcio decodes header values as UTF-8, else Latin-1.
-            Some(u) if !u.is_empty() => {
-                cdxj_key(u, std::str::from_utf8(u).is_ok(), &self.opts.surt)
-            }
-            _ => (b"-".to_vec(), None),
-        };
+        let (key, key_error) = self.cdxj_line_key(keyed.as_deref());
         self.key_error = key_error;
         out.extend_from_slice(&key);
         out.push(b' ');
@@ -789,11 +804,7 @@ impl<'a> Capture<'a> {
             Cow::Owned(v) => Cow::Owned(safe_url(&v).into_owned()),
         });
         let url = uri.unwrap_or(Cow::Borrowed(&b""[..]));
-        let head = if cdxj_parses_http(rec, t, Some(&url)) {
-            http::Head::parse(rec.block()).filter(http::Head::is_present)
-        } else {
-            None
-        };
+        let head = cdxj_head(rec, t, Some(&url));
         let digest = match rec.header("WARC-Payload-Digest").and_then(well_formed_sha1) {
             Some(d) => Digest::Declared(d),
             None => Digest::Sha1(computed()),
