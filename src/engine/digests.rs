@@ -290,21 +290,48 @@ impl Originals<'_> {
     }
 }
 
-/// pywb's `resolveRevisits` over the lines of one answer, in order: a
-/// revisit gets the `orig.length`, `orig.offset` and `orig.filename` of
-/// the first capture before it in the answer with the same digest, else
-/// of the original [`Originals`] finds; other lines get `-`.
+/// pywb's `resolveRevisits` for a lookup: a revisit gets the
+/// `orig.length`, `orig.offset` and `orig.filename` of the first capture
+/// with the same digest that is no revisit and comes before it in index
+/// order within the query's range (pywb resolves before it filters,
+/// orders or limits, so [`Resolver::scan`] reads the whole range first),
+/// else of the original [`Originals`] finds; other lines get `-`.
 pub struct Resolver<'a> {
     pub originals: Originals<'a>,
-    seen: HashMap<String, IndexRecord>,
+    /// Per digest as written, the first capture of the range that is no
+    /// revisit: its line and what it says.
+    first: HashMap<String, (Vec<u8>, IndexRecord)>,
 }
 
 impl<'a> Resolver<'a> {
     pub fn new(originals: Originals<'a>) -> Resolver<'a> {
         Resolver {
             originals,
-            seen: HashMap::new(),
+            first: HashMap::new(),
         }
+    }
+
+    /// Reads the query's range in index order (memory: one capture per
+    /// distinct digest, as pywb holds).
+    pub fn scan<'l>(
+        &mut self,
+        lines: impl Iterator<Item = Result<super::lookup::Hit<'l>, super::lookup::Error>>,
+    ) -> anyhow::Result<()> {
+        for hit in lines {
+            let line = hit?.line;
+            let Some(rec) = IndexRecord::parse(&line, &self.originals.value_names) else {
+                continue;
+            };
+            if rec.is_revisit() || rec.filename.is_none() {
+                continue;
+            }
+            if let Some(d) = &rec.digest {
+                if !self.first.contains_key(d) {
+                    self.first.insert(d.clone(), (line.to_vec(), rec));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `line` with the three `orig.*` members added to its JSON block (or
@@ -313,24 +340,25 @@ impl<'a> Resolver<'a> {
         let Some(rec) = IndexRecord::parse(line, &self.originals.value_names) else {
             return Ok(line.to_vec());
         };
-        let revisit = rec.is_revisit() || rec.filename.is_none();
         let mut original = None;
-        if let Some(d) = &rec.digest {
-            original = self.seen.get(d).cloned();
-            if original.is_none() && !revisit {
-                self.seen.insert(d.clone(), rec.clone());
+        if rec.is_revisit() || rec.filename.is_none() {
+            original = rec
+                .digest
+                .as_ref()
+                .and_then(|d| self.first.get(d))
+                .filter(|(first, _)| first.as_slice() < line)
+                .map(|(_, r)| r.clone());
+            if original.is_none() && rec.is_revisit() {
+                original = self.originals.find(&rec)?;
             }
         }
-        if original.is_none() && rec.is_revisit() {
-            original = self.originals.find(&rec)?;
-        }
-        let members: Vec<(&str, String)> = match (&original, revisit) {
-            (Some(o), true) => vec![
+        let members: Vec<(&str, String)> = match &original {
+            Some(o) => vec![
                 ("orig.length", or_dash(&o.length).into_owned()),
                 ("orig.offset", or_dash(&o.offset).into_owned()),
                 ("orig.filename", or_dash(&o.filename).into_owned()),
             ],
-            _ => ["orig.length", "orig.offset", "orig.filename"]
+            None => ["orig.length", "orig.offset", "orig.filename"]
                 .into_iter()
                 .map(|n| (n, "-".to_string()))
                 .collect(),
