@@ -546,4 +546,32 @@ mod tests {
         assert_eq!(bad.digest_lines(&mut out), 1);
         assert!(out.is_empty());
     }
+
+    proptest::proptest! {
+        /// Every spelling of random digests reads to the digest; any text
+        /// reads without panic, and what reads has a canonical form that
+        /// reads back to it.
+        #[test]
+        fn spellings_of_random_digests_agree(
+            sha1 in proptest::collection::vec(proptest::num::u8::ANY, 20),
+            sha256 in proptest::collection::vec(proptest::num::u8::ANY, 32),
+            junk in ".{0,80}",
+        ) {
+            let b32 = BASE32_NOPAD.encode(&sha1);
+            let hex = HEXLOWER_PERMISSIVE.encode(&sha1);
+            let want = Digest { algo: Algo::Sha1, bytes: sha1 };
+            for s in [format!("sha1:{b32}"), b32.to_lowercase(), hex.clone(), format!("SHA1:{}", hex.to_uppercase())] {
+                proptest::prop_assert_eq!(Digest::parse(&s), Ok(want.clone()));
+            }
+            let b32 = BASE32_NOPAD.encode(&sha256);
+            let hex = HEXLOWER_PERMISSIVE.encode(&sha256);
+            let want = Digest { algo: Algo::Sha256, bytes: sha256 };
+            for s in [format!("sha256:{hex}"), format!("sha256:{b32}"), format!("sha-256:{}====", b32.to_lowercase()), hex] {
+                proptest::prop_assert_eq!(Digest::parse(&s), Ok(want.clone()));
+            }
+            if let Ok(d) = Digest::parse(&junk) {
+                proptest::prop_assert_eq!(Digest::parse(&d.canonical()), Ok(d));
+            }
+        }
+    }
 }
