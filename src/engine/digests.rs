@@ -56,10 +56,23 @@ pub struct Builder {
     summary: Summary,
 }
 
-/// The value fields of an index whose headers name none: the `ukvs`
-/// profile's.
-fn default_names() -> Vec<String> {
-    vec!["offset".into(), "digest".into()]
+/// The value fields of a line whose index names none, judged as pywb
+/// judges a line: a JSON block after the datetime is CDXJ; 11 and 9
+/// columns are its CDX formats (`N b a m s k r M S V g`, `N b a m s k r V
+/// g`); anything else is read as the `ukvs` profile's (`offset digest`).
+pub fn guessed_names(line: &[u8]) -> Vec<String> {
+    let fields = || line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+    let json = fields().nth(2).is_some_and(|f| f.starts_with(b"{"));
+    let letters: &[u8] = match fields().count() {
+        _ if json => b"",
+        11 => b"amskrMSVg",
+        9 => b"amskrVg",
+        _ => return vec!["offset".into(), "digest".into()],
+    };
+    letters
+        .iter()
+        .map(|&c| crate::ukvs::convert::cdx_column_name(c))
+        .collect()
 }
 
 impl Builder {
@@ -74,9 +87,19 @@ impl Builder {
         }
     }
 
-    /// Takes one data line of an index whose value fields are `names`.
-    pub fn push(&mut self, line: &[u8], names: &[String]) -> anyhow::Result<()> {
+    /// Takes one data line of an index whose value fields are `names`
+    /// (`None`: its headers name none, as a ZipNum cluster's, so the line
+    /// says: see [`guessed_names`]).
+    pub fn push(&mut self, line: &[u8], names: Option<&[String]>) -> anyhow::Result<()> {
         self.summary.captures += 1;
+        let guessed;
+        let names = match names {
+            Some(n) => n,
+            None => {
+                guessed = guessed_names(line);
+                &guessed
+            }
+        };
         let Some(rec) = IndexRecord::parse(line, names) else {
             self.summary.without += 1;
             return Ok(());
@@ -122,14 +145,14 @@ pub fn from_chunks(
     headers: &[Vec<u8>],
     chunks: impl Iterator<Item = Arc<Vec<u8>>>,
 ) -> anyhow::Result<Summary> {
-    let names = value_names_in(headers.iter().map(Vec::as_slice)).unwrap_or_else(default_names);
+    let names = value_names_in(headers.iter().map(Vec::as_slice));
     let mut b = Builder::new(out);
     for chunk in chunks {
         if chunk.is_empty() {
             return b.finish(&out.path);
         }
         for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            b.push(line, &names)?;
+            b.push(line, names.as_deref())?;
         }
     }
     anyhow::bail!("the index was not finished: no digest file written")
@@ -147,10 +170,10 @@ pub struct ConvertJob {
 impl ConvertJob {
     pub fn run(&self) -> anyhow::Result<Summary> {
         let coll = Collection::open(&self.inputs, self.no_mmap)?;
-        let names: Vec<Vec<String>> = coll
+        let names: Vec<Option<Vec<String>>> = coll
             .sources()
             .iter()
-            .map(|s| value_names_in(s.headers()).unwrap_or_else(default_names))
+            .map(|s| value_names_in(s.headers()))
             .collect();
         let all = KeyRange {
             start: Vec::new(),
@@ -159,7 +182,7 @@ impl ConvertJob {
         let mut b = Builder::new(&self.output);
         for hit in coll.lines(&all, |_| None)? {
             let hit = hit?;
-            b.push(&hit.line, &names[hit.source])?;
+            b.push(&hit.line, names[hit.source].as_deref())?;
         }
         b.finish(&self.output.path)
     }
@@ -239,6 +262,18 @@ fn nearest(
 }
 
 impl Originals<'_> {
+    /// Whether the revisit names its own URL as the one it refers to (its
+    /// original is then resolved as pywb resolves it, from the answer
+    /// alone).
+    pub fn refers_to_itself(&self, rev: &IndexRecord) -> bool {
+        match (&rev.refers_to_uri, &rev.surt) {
+            (Some(uri), Some(key)) => {
+                crate::surt::key(uri.as_bytes(), &self.surt).0 == key.as_bytes()
+            }
+            _ => false,
+        }
+    }
+
     /// The original capture of the revisit `rev`, if one is found: a
     /// capture that is no revisit, with the same payload digest (when
     /// the revisit gives one), at the refers-to URL nearest the
@@ -348,7 +383,7 @@ impl<'a> Resolver<'a> {
                 .and_then(|d| self.first.get(d))
                 .filter(|(first, _)| first.as_slice() < line)
                 .map(|(_, r)| r.clone());
-            if original.is_none() && rec.is_revisit() {
+            if original.is_none() && rec.is_revisit() && !self.originals.refers_to_itself(&rec) {
                 original = self.originals.find(&rec)?;
             }
         }

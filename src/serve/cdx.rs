@@ -702,6 +702,7 @@ fn resolve_revisits<'a>(
         if original.is_none()
             && o.str_field("mime") == Some("warc/revisit")
             && (coll.digests.is_some() || o.get("refers_to_uri").is_some())
+            && !refers_to_itself(coll, &o)
         {
             original = other_url_original(&finder, &o)?;
         }
@@ -727,6 +728,14 @@ fn resolve_revisits<'a>(
             }
         }
         Ok(o)
+    })
+}
+
+/// Whether a revisit names its own URL as the one it refers to: its
+/// original is then resolved as pywb resolves it, from the answer alone.
+fn refers_to_itself(coll: &Coll, o: &Obj) -> bool {
+    o.str_field("refers_to_uri").is_some_and(|uri| {
+        ukvs::surt::key(uri.as_bytes(), &coll.surt).0 == o.get_str("urlkey").as_bytes()
     })
 }
 
