@@ -280,7 +280,14 @@ impl Originals<'_> {
     /// refers-to date; else, through the digest files, the capture of that
     /// digest nearest the revisit's own datetime.
     pub fn find(&self, rev: &IndexRecord) -> anyhow::Result<Option<IndexRecord>> {
-        let digest = rev.digest.as_deref().and_then(|d| Digest::parse(d).ok());
+        // A stated digest of another algorithm is the payload's own; the
+        // `digest` field of such a revisit (the `ukvs` profile's) is the
+        // SHA-1 of its empty payload.
+        let digest = rev
+            .payload_digest
+            .as_deref()
+            .or(rev.digest.as_deref())
+            .and_then(|d| Digest::parse(d).ok());
         if let (Some(index), Some(uri)) = (self.index, rev.refers_to_uri.as_deref()) {
             let key = crate::surt::key(uri.as_bytes(), &self.surt).0;
             let range = KeyRange::new(&key, MatchType::Exact);
@@ -290,10 +297,9 @@ impl Originals<'_> {
                 let Some(rec) = IndexRecord::parse(&hit.line, &self.value_names) else {
                     continue;
                 };
-                let same = match (&digest, rec.digest.as_deref()) {
-                    (Some(want), Some(d)) => Digest::parse(d).ok().as_ref() == Some(want),
-                    (Some(_), None) => false,
-                    (None, _) => true,
+                let same = match &digest {
+                    Some(want) => rec.digests().0.contains(want),
+                    None => true,
                 };
                 if same && !rec.is_revisit() && rec.filename.is_some() {
                     found.push(rec);

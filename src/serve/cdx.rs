@@ -756,6 +756,7 @@ fn other_url_original(
         filename: text("filename"),
         refers_to_uri: text("refers_to_uri"),
         refers_to_date: text("refers_to_date"),
+        payload_digest: text("payload_digest"),
         ..Default::default()
     };
     let Some(found) = finder

@@ -311,6 +311,29 @@ fn digest_lookups_equal_a_scan_of_the_index_in_every_spelling() {
     }
     assert!(checked > 100, "only {checked} lookups");
 
+    // The `ukvs` profile digests the payload with SHA-1 and keeps a stated
+    // `sha256:` digest beside it: its digest file finds those captures by
+    // it too.
+    let (uidx, udig) = (p(dir, "idx.ukvs"), p(dir, "u.dig"));
+    index(dir, "ukvs", &uidx, &["--digests", &udig]);
+    let mut sha256 = 0;
+    for (digest, want) in scan.iter().filter(|(d, _)| d.starts_with("sha256:")) {
+        for spelling in spellings(digest) {
+            let out = util::run(
+                &["lookup", &udig, "--digest", &spelling, "--output", "json"],
+                b"",
+            );
+            assert_ok(&out);
+            same_as_scan(
+                &format!("ukvs: {spelling}"),
+                &caps_of_json(&out.stdout),
+                want,
+            );
+            sha256 += 1;
+        }
+    }
+    assert!(sha256 >= 20, "only {sha256} sha256 lookups");
+
     // A payload nobody captured: nothing, exit 1 / an empty answer.
     let none = "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
     let out = util::run(&["lookup", &dig, "--digest", none], b"");
