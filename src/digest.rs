@@ -52,7 +52,7 @@ impl Algo {
     }
 
     /// Bytes of a digest.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             Algo::Sha1 => 20,
             Algo::Sha256 => 32,
@@ -75,7 +75,7 @@ impl Algo {
 
     /// Characters of the base32 spelling without padding.
     fn base32_len(self) -> usize {
-        (self.len() * 8).div_ceil(5)
+        (self.digest_len() * 8).div_ceil(5)
     }
 }
 
@@ -126,7 +126,7 @@ impl Digest {
                     given: text.to_string(),
                     algo: algo.name(),
                     b32: algo.base32_len(),
-                    hex: algo.len() * 2,
+                    hex: algo.digest_len() * 2,
                 })
             }
             None => {
@@ -182,7 +182,7 @@ impl fmt::Display for Digest {
 /// unused trailing bits zero).
 fn decode(algo: Algo, value: &str) -> Option<Digest> {
     let v = value.as_bytes();
-    let bytes = if v.len() == algo.len() * 2 {
+    let bytes = if v.len() == algo.digest_len() * 2 {
         HEXLOWER_PERMISSIVE.decode(v).ok()?
     } else {
         let unpadded = value.trim_end_matches('=');
@@ -196,7 +196,7 @@ fn decode(algo: Algo, value: &str) -> Option<Digest> {
             .decode(unpadded.to_ascii_uppercase().as_bytes())
             .ok()?
     };
-    (bytes.len() == algo.len()).then_some(Digest { algo, bytes })
+    (bytes.len() == algo.digest_len()).then_some(Digest { algo, bytes })
 }
 
 /// The header lines of a digest file, in written order.

@@ -373,7 +373,7 @@ pub fn digest_spellings(data: &[u8]) {
                 Ok(&d),
                 "{canon:?} (of {text:?}) does not read back"
             );
-            assert_eq!(d.bytes().len(), d.algo().len());
+            assert_eq!(d.bytes().len(), d.algo().digest_len());
         }
         if let Some(rec) = IndexRecord::parse(line, &names) {
             let mut out = Vec::new();
