@@ -57,14 +57,19 @@ pub struct Builder {
 }
 
 /// The value fields of a line whose index names none, judged as pywb
-/// judges a line: a JSON block after the datetime is CDXJ; 11 and 9
-/// columns are its CDX formats (`N b a m s k r M S V g`, `N b a m s k r V
-/// g`); anything else is read as the `ukvs` profile's (`offset digest`).
+/// judges a line: a JSON block after the datetime is CDXJ; a JSON block
+/// further on is the `ukvs` profile's (`offset digest`); 11 and 9
+/// columns are pywb's CDX formats (`N b a m s k r M S V g`, `N b a m s k
+/// r V g`); anything else is read as the `ukvs` profile's.
 pub fn guessed_names(line: &[u8]) -> Vec<String> {
     let fields = || line.split(|&b| b == b' ').filter(|f| !f.is_empty());
-    let json = fields().nth(2).is_some_and(|f| f.starts_with(b"{"));
+    let cdxj = fields().nth(2).is_some_and(|f| f.starts_with(b"{"));
+    // A JSON block later on is a UKVS line's (whose JSON may hold spaces,
+    // so its fields are not counted).
+    let ukvs = memchr::memmem::find(line, b" {").is_some();
     let letters: &[u8] = match fields().count() {
-        _ if json => b"",
+        _ if cdxj => b"",
+        _ if ukvs => return vec!["offset".into(), "digest".into()],
         11 => b"amskrMSVg",
         9 => b"amskrVg",
         _ => return vec!["offset".into(), "digest".into()],
@@ -466,6 +471,16 @@ mod tests {
             with_members(b"a)/ 2020 {}", &m),
             b"a)/ 2020 {\"orig.offset\":\"12\"}"
         );
+    }
+
+    #[test]
+    fn lines_without_headers_are_read_by_their_shape() {
+        assert!(guessed_names(b"a)/ 2020 {\"url\": \"x y z a b c d e f\"}").is_empty());
+        let ukvs = b"a)/ 2020 12 sha1:X {\"url\":\"x\",\"redirect\":\"a b c d e f g h\"}";
+        assert_eq!(guessed_names(ukvs), ["offset", "digest"]);
+        let cdx = b"a)/ 2020 http://a/ text/html 200 X - - 10 12 f.warc.gz";
+        assert_eq!(guessed_names(cdx)[3], "digest");
+        assert_eq!(guessed_names(cdx).len(), 9);
     }
 
     #[test]
