@@ -1576,7 +1576,8 @@ impl Sink {
     }
 
     /// Writes the sorted lines (or, with `--no-sort`, what is left), and
-    /// hands them to the MementoMap and statistics the job asks for.
+    /// hands them to the MementoMap, statistics and digest file the job
+    /// asks for.
     fn finish(
         &mut self,
         out: &mut Output,
@@ -1602,8 +1603,8 @@ impl Sink {
     }
 }
 
-/// A MementoMap and statistics made from the index's lines as they are
-/// written, each on a thread of its own: the lines go to them in chunks,
+/// A MementoMap, statistics and a digest file made from the index's lines
+/// as they are written, each on a thread of its own: the lines go to them in chunks,
 /// so the writer only copies them once more.
 struct Taps {
     chunk: Vec<u8>,
