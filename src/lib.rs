@@ -30,6 +30,7 @@
 //! | [`kulturarw3`] | Kulturarw3 objects (MIME multipart, concatenated) and the `archive/XX/HOST/SNAPSHOT` tree, with damage recovery |
 //! | [`nedlib`] | Nedlib harvests: `.meta` files, their data files, the day tree and `accessK.data` lists |
 //! | [`capture`] | ARC and WARC record -> capture record in the `ukvs`, `cdxj` and `cdx11` profiles |
+//! | [`digest`] | payload digests in every spelling users have; the digest file's lines (captures keyed by payload digest) |
 //! | [`sorted`] | line helpers, binary search, k-way merge, external sort |
 //! | [`mementomap`] | MementoMaps: generate, compact, merge, look up, evaluate |
 //! | [`acl`] | pywb's access rules (`.aclj`) and the decision they give for a key |
@@ -44,6 +45,7 @@
 pub mod acl;
 pub mod arc;
 pub mod capture;
+pub mod digest;
 pub mod engine;
 mod input;
 pub mod kulturarw3;

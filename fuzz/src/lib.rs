@@ -356,3 +356,38 @@ pub fn stats_lines(data: &[u8]) {
         let _ = serde_json::from_str::<Report>(&report.to_json());
     }
 }
+
+/// Digest spellings, one per line: a spelling read gives a canonical
+/// form that reads back to the same digest and is its own canonical
+/// form; each line read as an index line gives digest-file lines that
+/// read back keyed by that form.
+pub fn digest_spellings(data: &[u8]) {
+    use ukvs::digest::{Digest, Entry, IndexRecord};
+    let names = vec!["offset".to_string(), "digest".to_string()];
+    for line in data.split(|&b| b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        if let Ok(d) = Digest::parse(&text) {
+            let canon = d.canonical();
+            assert_eq!(
+                Digest::parse(&canon).as_ref(),
+                Ok(&d),
+                "{canon:?} (of {text:?}) does not read back"
+            );
+            assert_eq!(d.bytes().len(), d.algo().digest_len());
+        }
+        if let Some(rec) = IndexRecord::parse(line, &names) {
+            let mut out = Vec::new();
+            rec.digest_lines(&mut out);
+            for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let e = Entry::parse(l).unwrap_or_else(|| {
+                    panic!(
+                        "a digest line that does not read back: {:?}",
+                        String::from_utf8_lossy(l)
+                    )
+                });
+                let d = Digest::parse(&e.digest).expect("a digest line's key reads");
+                assert_eq!(d.canonical(), e.digest);
+            }
+        }
+    }
+}

@@ -862,6 +862,14 @@ impl<'a> Capture<'a> {
                 }
             }
         }
+        // A stated digest the `digest` field does not give (browsertrix
+        // states `sha256:` in hex): kept, so that lookups by it find the
+        // capture.
+        if let Some(stated) = rec.header("WARC-Payload-Digest") {
+            if well_formed_sha1(stated).is_none() {
+                extra.push(("payload_digest", Cow::Borrowed(stated)));
+            }
+        }
         if rec.truncated || rec.header("WARC-Truncated").is_some() {
             let why = rec.header("WARC-Truncated").unwrap_or(b"length");
             extra.push(("truncated", Cow::Borrowed(why)));

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use ukvs::capture::fields::{Custom, Records, Shape};
 use ukvs::capture::Profile;
+use ukvs::engine::digests::DigestOutput;
 use ukvs::engine::index::{self as job, IndexJob, Progress, StatsOutput};
 use ukvs::engine::mementomap::{GenerateJob, Layout, MapOutput, Rollup};
 use ukvs::engine::stats::ReportFormat;
@@ -125,6 +126,14 @@ pub struct Args {
     /// sorted output.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
+    /// Also write the digest file of the index to FILE, from the same scan:
+    /// every capture keyed by its payload digest (`digest surt datetime
+    /// {url, mime, status, length, offset, filename}`), sorted, the file
+    /// `ukvs digests INDEX -o FILE` makes, for `ukvs lookup --digest` and
+    /// `ukvs serve`'s `/NAME/digest`. Its sort takes up to --mem more
+    /// memory, spilling to --tmp-dir. Needs sorted output.
+    #[arg(long, value_name = "FILE")]
+    digests: Option<PathBuf>,
     /// How many of the largest hosts and domains --stats lists (0 = all).
     #[arg(long, default_value_t = 10, value_name = "N", requires = "stats")]
     stats_top: usize,
@@ -238,6 +247,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         format: ReportFormat::for_path(path, &format!("ukvs stats: {}", index_name.display())),
         top: args.stats_top,
     });
+    let digests = args.digests.clone().map(|path| DigestOutput {
+        path,
+        mem: args.mem,
+        tmp_dir: args.tmp_dir.clone(),
+    });
     let job = IndexJob {
         inputs: args.inputs,
         output: args.output,
@@ -261,6 +275,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         surt: args.surt.options(),
         mementomap,
         stats,
+        digests,
     };
     let bar = progress_bar(args.quiet);
     job::run(&job, bar.as_ref().map(|b| b as &dyn Progress))

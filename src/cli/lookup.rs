@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use ukvs::acl::Rules;
+use ukvs::digest::{Digest, Entry};
+use ukvs::engine::digests::{captures, Originals, Resolver};
 use ukvs::engine::format::{self, write_line, write_timemap, TimeMapLinks};
 use ukvs::engine::fs::open_queries;
 use ukvs::engine::lookup::{url_range, Collection, Filters, Order};
@@ -29,6 +31,15 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 ///
 /// Batch: `--keys -` or `--urls -` read one query per line and print, for
 /// each query in input order, its exact matches in index order.
+///
+/// By digest: `--digest D` reads the INDEX arguments as digest files
+/// (`ukvs index --digests`, `ukvs digests`) and prints every capture of
+/// that payload, at any URL, oldest first (D in any spelling: `sha1:` and
+/// base32, base32 alone or in lower case, 40 hex digits, `sha256:` and hex
+/// or base32). `--resolve-revisits` adds pywb's `orig.length`,
+/// `orig.offset` and `orig.filename` to each line: for a revisit, the
+/// original's, found in the answer as pywb finds it, else at the URL and
+/// date the revisit refers to, else by digest in the `--digests` files.
 ///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error
 /// (including an index found out of order on the search path, or in the
@@ -95,6 +106,20 @@ pub struct Args {
     /// Read index files into memory instead of mapping them.
     #[arg(long)]
     no_mmap: bool,
+    /// Look up this payload digest in digest files (the INDEX arguments)
+    /// instead of a URL: every capture of the payload, oldest first.
+    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["key", "keys", "urls", "closest", "reverse", "acl", "resolve_revisits"])]
+    digest: Option<String>,
+    /// Add `orig.length`, `orig.offset` and `orig.filename` to each line,
+    /// the original capture's for a revisit (pywb's resolveRevisits, and
+    /// revisits of another URL: by their refers-to URL and date, else by
+    /// digest through --digests).
+    #[arg(long, conflicts_with_all = ["keys", "urls"])]
+    resolve_revisits: bool,
+    /// Digest files where --resolve-revisits looks up by digest the
+    /// originals it finds no other way.
+    #[arg(long, value_name = "FILE", requires = "resolve_revisits")]
+    digests: Vec<PathBuf>,
     /// Threads for batch lookups (0 = all cores).
     #[arg(short = 'j', long, default_value_t = 0)]
     threads: usize,
@@ -182,6 +207,9 @@ fn check_order(coll: &Collection) -> anyhow::Result<()> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(digest) = &args.digest {
+        return by_digest(&args, digest);
+    }
     let batch = args.keys.is_some() || args.urls.is_some();
     let mut paths = args.positional.clone();
     let url = if args.key.is_some() || batch || (args.check && paths.len() == 1) {
@@ -282,7 +310,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("nothing to look up"),
     };
     let mut any = false;
-    if args.output == Format::Link {
+    if args.resolve_revisits {
+        if args.output == Format::Link {
+            bail!("--resolve-revisits adds fields to lines: a TimeMap has none");
+        }
+        let digests = if args.digests.is_empty() {
+            None
+        } else {
+            Some(Collection::open(&args.digests, args.no_mmap)?)
+        };
+        let mut resolver = Resolver::new(Originals {
+            index: Some(&coll),
+            value_names: fields.clone(),
+            surt: surt.clone(),
+            digests: digests.as_ref(),
+        });
+        resolver.scan(coll.lines(&range, |_| None)?)?;
+        for found in coll.answer(&range, |_| None, &filters)? {
+            let line = resolver.line(&found?.line)?;
+            write_line(&mut out, &line, format, &fields)?;
+            any = true;
+        }
+    } else if args.output == Format::Link {
         let links = TimeMapLinks {
             prefix: &args.archive_prefix,
             timemap: args.timemap_url.as_deref(),
@@ -307,6 +356,62 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(if skipped > 0 {
         ExitCode::from(2)
     } else if !any {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--digest`: every capture of one payload in the digest files given as
+/// INDEX, oldest first.
+fn by_digest(args: &Args, digest: &str) -> anyhow::Result<ExitCode> {
+    let digest = Digest::parse(digest).with_context(|| format!("--digest {digest}"))?;
+    if args.output == Format::Link {
+        bail!("--digest lists captures of many URLs: a TimeMap is of one URL");
+    }
+    let coll = Collection::open(&args.positional, args.no_mmap)?;
+    let time = TimeFilter::new(
+        args.from.as_deref().map(str::as_bytes),
+        args.to.as_deref().map(str::as_bytes),
+    );
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut n = 0;
+    for line in captures(&coll, &digest)? {
+        if args.limit.is_some_and(|l| n >= l) {
+            break;
+        }
+        let line = line?;
+        let Some(entry) = Entry::parse(&line) else {
+            continue;
+        };
+        let datetime = entry.record.datetime.as_deref().unwrap_or("-");
+        if time.is_active() && !time.accepts(datetime.as_bytes()) {
+            continue;
+        }
+        match args.output {
+            Format::Ukvs => out.write_all(&line)?,
+            Format::Cdxj => out.write_all(entry.to_cdxj().as_bytes())?,
+            Format::Json => {
+                let cdxj = entry.to_cdxj();
+                let json = cdxj.splitn(3, ' ').nth(2).unwrap_or("{}");
+                let mut obj: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(json)?;
+                let mut all = serde_json::Map::new();
+                all.insert("urlkey".into(), entry.record.surt.clone().into());
+                all.insert("timestamp".into(), entry.record.datetime.clone().into());
+                all.append(&mut obj);
+                serde_json::to_writer(&mut out, &all)?;
+            }
+            Format::Link => unreachable!("refused above"),
+        }
+        out.write_all(b"\n")?;
+        n += 1;
+    }
+    out.flush()?;
+    let skipped: u64 = coll.sources().iter().map(|s| s.skipped()).sum();
+    Ok(if skipped > 0 {
+        ExitCode::from(2)
+    } else if n == 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cat;
+mod digests;
 mod index;
 mod lookup;
 mod mementomap;
@@ -47,6 +48,7 @@ enum Command {
     Mementomap(mementomap::Args),
     Serve(serve::Args),
     Stats(stats::Args),
+    Digests(digests::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -64,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Mementomap(args) => mementomap::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Digests(args) => digests::run(args),
     };
     match result {
         Ok(code) => code,

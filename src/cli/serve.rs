@@ -14,12 +14,16 @@ use crate::serve::{self, Spec};
 /// CDXJ or CDX file, a directory of them (`*.cdx`, `*.cdxj`, `*.ukvs`), or
 /// a ZipNum cluster (its directory or its `.idx`). Several PATHs under one
 /// NAME are merged. `NAME=map:PATH` adds a MementoMap, `NAME=acl:PATH`
-/// pywb access rules (`.aclj`).
+/// pywb access rules (`.aclj`), `NAME=digests:PATH` a digest file (`ukvs
+/// index --digests`) or a directory of them.
 ///
 /// Endpoints: `GET /NAME/cdx?url=...` (pywb 2.10's CDX API: matchType,
 /// from, to, closest, sort, limit, filter, fl, output, showNumPages, page,
 /// pageSize, ...), `GET /NAME/timemap/link/URL` (an RFC 7089 TimeMap),
-/// `GET /NAME/mementomap?url=...` and `GET /health`. Files are memory-mapped
+/// `GET /NAME/mementomap?url=...`, `GET /NAME/digest?digest=...` (every
+/// capture of a payload at any URL, oldest first: output, fl, limit) and
+/// `GET /health`; with a digest file, `resolveRevisits=true` also
+/// resolves revisits of another URL. Files are memory-mapped
 /// and searched in place (a wget CDX file, keyed by URLs, is keyed by SURTs
 /// and sorted in memory when opened). A file out of byte order is answered
 /// from as pywb answers from it, and said so once on stderr, with where
@@ -39,7 +43,7 @@ use crate::serve::{self, Spec};
 /// dropping a request.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// NAME=PATH, NAME=map:PATH or NAME=acl:PATH.
+    /// NAME=PATH, NAME=map:PATH, NAME=acl:PATH or NAME=digests:PATH.
     #[arg(value_name = "NAME=PATH", value_parser = clap::value_parser!(Spec))]
     specs: Vec<Spec>,
     /// Address and port to listen on.

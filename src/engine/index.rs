@@ -72,6 +72,8 @@ pub struct IndexJob {
     pub mementomap: Option<super::mementomap::GenerateJob>,
     /// Also the statistics of the index, made the same way.
     pub stats: Option<StatsOutput>,
+    /// Also the digest file of the index, made the same way.
+    pub digests: Option<super::digests::DigestOutput>,
 }
 
 /// Where the statistics of an index go when it is written.
@@ -137,8 +139,10 @@ const KEY_WARNINGS: u64 = 5;
 const CHUNK: usize = 256 * 1024;
 
 pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<ExitCode> {
-    if job.no_sort && (job.mementomap.is_some() || job.stats.is_some()) {
-        anyhow::bail!("a MementoMap and statistics are made of a sorted index: drop --no-sort");
+    if job.no_sort && (job.mementomap.is_some() || job.stats.is_some() || job.digests.is_some()) {
+        anyhow::bail!(
+            "a MementoMap, statistics and a digest file are made of a sorted index: drop --no-sort"
+        );
     }
     let profile = job.profile;
     let opts = capture::Options {
@@ -1572,7 +1576,8 @@ impl Sink {
     }
 
     /// Writes the sorted lines (or, with `--no-sort`, what is left), and
-    /// hands them to the MementoMap and statistics the job asks for.
+    /// hands them to the MementoMap, statistics and digest file the job
+    /// asks for.
     fn finish(
         &mut self,
         out: &mut Output,
@@ -1598,8 +1603,8 @@ impl Sink {
     }
 }
 
-/// A MementoMap and statistics made from the index's lines as they are
-/// written, each on a thread of its own: the lines go to them in chunks,
+/// A MementoMap, statistics and a digest file made from the index's lines
+/// as they are written, each on a thread of its own: the lines go to them in chunks,
 /// so the writer only copies them once more.
 struct Taps {
     chunk: Vec<u8>,
@@ -1609,6 +1614,7 @@ struct Taps {
         std::thread::JoinHandle<anyhow::Result<crate::stats::Report>>,
         StatsOutput,
     )>,
+    digests: Option<std::thread::JoinHandle<anyhow::Result<super::digests::Summary>>>,
 }
 
 /// Lines go to the taps in chunks of about this many bytes.
@@ -1616,7 +1622,7 @@ const TAP_CHUNK: usize = 256 * 1024;
 
 impl Taps {
     fn start(job: &IndexJob, headers: &[Vec<u8>]) -> anyhow::Result<Option<Taps>> {
-        if job.mementomap.is_none() && job.stats.is_none() {
+        if job.mementomap.is_none() && job.stats.is_none() && job.digests.is_none() {
             return Ok(None);
         }
         let mut taps = Taps {
@@ -1624,7 +1630,19 @@ impl Taps {
             senders: Vec::new(),
             map: None,
             stats: None,
+            digests: None,
         };
+        if let Some(out) = &job.digests {
+            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
+            let (out, headers) = (out.clone(), headers.to_vec());
+            taps.senders.push(tx);
+            taps.digests = Some(
+                std::thread::Builder::new()
+                    .name("digests".into())
+                    .spawn(move || super::digests::from_chunks(&out, &headers, rx.into_iter()))
+                    .context("cannot start a thread")?,
+            );
+        }
         if let Some(map) = &job.mementomap {
             let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
             let (map, headers) = (map.clone(), headers.to_vec());
@@ -1697,6 +1715,9 @@ impl Taps {
         if let Some((stats, out)) = self.stats.take() {
             let report = joined(stats.join()).context("cannot make the statistics")?;
             super::stats::write_report(&report, &out.format, &out.path)?;
+        }
+        if let Some(digests) = self.digests.take() {
+            joined(digests.join()).context("cannot make the digest file")?;
         }
         Ok(())
     }

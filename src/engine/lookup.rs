@@ -708,23 +708,10 @@ impl Collection {
     /// first sorted file that has one, else the default UKVS capture
     /// profile's (`offset`, `digest`).
     pub fn value_names(&self) -> Vec<String> {
-        for s in &self.sources {
-            for h in s.headers() {
-                if let Some(names) = h.strip_prefix(b"!fields ").and_then(parse_values) {
-                    return names;
-                }
-                // A CDX legend names its columns after key and datetime.
-                if let Some(Ok(legend)) = crate::ukvs::convert::CdxLegend::parse(h) {
-                    if legend.letters.get(1) == Some(&b'b') {
-                        return legend.letters[2..]
-                            .iter()
-                            .map(|&c| crate::ukvs::convert::cdx_column_name(c))
-                            .collect();
-                    }
-                }
-            }
-        }
-        vec!["offset".into(), "digest".into()]
+        self.sources
+            .iter()
+            .find_map(|s| value_names_in(s.headers()))
+            .unwrap_or_else(|| vec!["offset".into(), "digest".into()])
     }
 
     /// Every source's lines in `range`, merged in byte order (ties in
@@ -1039,6 +1026,30 @@ pub fn parse_values(body: &[u8]) -> Option<Vec<String>> {
         .filter(|s| !s.is_empty())
         .collect();
     Some(names)
+}
+
+/// Names of the value fields between the datetime and the JSON block that
+/// the header lines of one file give: its `!fields` values, or the
+/// columns of a CDX legend after key and datetime; `None` when they give
+/// none.
+pub fn value_names_in<'h>(headers: impl IntoIterator<Item = &'h [u8]>) -> Option<Vec<String>> {
+    for h in headers {
+        if let Some(names) = h.strip_prefix(b"!fields ").and_then(parse_values) {
+            return Some(names);
+        }
+        // A CDX legend names its columns after key and datetime.
+        if let Some(Ok(legend)) = crate::ukvs::convert::CdxLegend::parse(h) {
+            if legend.letters.get(1) == Some(&b'b') {
+                return Some(
+                    legend.letters[2..]
+                        .iter()
+                        .map(|&c| crate::ukvs::convert::cdx_column_name(c))
+                        .collect(),
+                );
+            }
+        }
+    }
+    None
 }
 
 /// Key and datetime of a line (its first two fields).

@@ -21,6 +21,7 @@
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`live`] | the delta of a live collection: added lines and tombstones in an embedded crash-safe store (redb) |
+//! | [`digests`] | digest files: captures keyed by payload digest, made from an index or as it is written; lookups by digest and of revisits' originals |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
@@ -38,6 +39,7 @@ macro_rules! report {
 
 pub mod batch;
 pub mod cat;
+pub mod digests;
 pub mod format;
 pub mod fs;
 pub mod index;

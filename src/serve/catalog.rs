@@ -11,7 +11,8 @@ use ukvs::engine::live::Delta;
 use ukvs::engine::lookup::Collection;
 use ukvs::engine::maps::MapFile;
 
-/// One `NAME=PATH`, `NAME=map:PATH` or `NAME=acl:PATH`.
+/// One `NAME=PATH`, `NAME=map:PATH`, `NAME=acl:PATH` or
+/// `NAME=digests:PATH`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
     pub name: String,
@@ -27,6 +28,9 @@ pub enum Kind {
     Map,
     /// pywb access rules (`.aclj`).
     Acl,
+    /// A digest file (or a directory of them) for `/NAME/digest` and
+    /// `resolveRevisits`.
+    Digests,
 }
 
 impl std::str::FromStr for Spec {
@@ -42,6 +46,8 @@ impl std::str::FromStr for Spec {
             (Kind::Map, p)
         } else if let Some(p) = rest.strip_prefix("acl:") {
             (Kind::Acl, p)
+        } else if let Some(p) = rest.strip_prefix("digests:") {
+            (Kind::Digests, p)
         } else {
             (Kind::Index, rest)
         };
@@ -104,6 +110,8 @@ pub struct Coll {
     pub value_names: Vec<String>,
     pub map: Option<MapFile>,
     pub acl: Option<ukvs::acl::Rules>,
+    /// Digest files, searched as one.
+    pub digests: Option<Collection>,
     /// The delta that takes writes (`--data`), merged with the bases.
     pub live: Option<Arc<Delta>>,
 }
@@ -170,9 +178,14 @@ fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll>
         .collect();
     let mut map = None;
     let mut acl = None;
+    let digest_paths: Vec<&Path> = specs
+        .iter()
+        .filter(|s| s.kind == Kind::Digests)
+        .map(|s| s.path.as_path())
+        .collect();
     for s in specs {
         match s.kind {
-            Kind::Index => {}
+            Kind::Index | Kind::Digests => {}
             Kind::Map if map.is_some() => bail!("more than one map"),
             Kind::Map => map = Some(MapFile::open(&s.path, no_mmap, false)?),
             Kind::Acl if acl.is_some() => bail!("more than one access-rules file"),
@@ -203,6 +216,10 @@ fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll>
         value_names,
         map,
         acl,
+        digests: match digest_paths.is_empty() {
+            true => None,
+            false => Some(Collection::open(&digest_paths, no_mmap)?),
+        },
         live: None,
     })
 }

@@ -52,7 +52,7 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    fn head(&self) -> Head {
+    pub(super) fn head(&self) -> Head {
         let (status, msg) = match self {
             ApiError::Bad(m) => (400, m.clone()),
             ApiError::Internal(m) => (500, format!("Internal Error: {m}")),
@@ -416,7 +416,7 @@ fn query_objs<'a>(
     }
     let mut objs = merged;
     if p.flag("resolveRevisits") {
-        objs = Box::new(resolve_revisits(objs));
+        objs = Box::new(resolve_revisits(coll, objs));
     }
     if !filters.is_empty() {
         objs = Box::new(objs.filter(move |o| match o {
@@ -670,9 +670,23 @@ fn regex_message(e: &regex::Error) -> String {
     format!("Invalid value for filter= param: invalid regular expression: {last}")
 }
 
-/// pywb's `cdx_resolve_revisits`.
-fn resolve_revisits<'a>(objs: Objs<'a>) -> impl Iterator<Item = Result<Obj, ApiError>> + 'a {
+/// pywb's `cdx_resolve_revisits`; a revisit whose original is not in the
+/// answer (a revisit of another URL) gets the original found at the URL
+/// and date it refers to (`refers_to_uri`, `refers_to_date` of the `ukvs`
+/// profile), else by digest in the collection's digest files, with its
+/// mime and status as pywb gives a resolved revisit. Without either (a
+/// CDXJ index, no digest file) the answer is pywb's.
+fn resolve_revisits<'a>(
+    coll: &'a Coll,
+    objs: Objs<'a>,
+) -> impl Iterator<Item = Result<Obj, ApiError>> + 'a {
     let mut originals: HashMap<String, Obj> = HashMap::new();
+    let finder = ukvs::engine::digests::Originals {
+        index: coll.index.as_ref(),
+        value_names: coll.value_names.clone(),
+        surt: coll.surt.clone(),
+        digests: coll.digests.as_ref(),
+    };
     objs.map(move |o| {
         let mut o = o?;
         let is_revisit =
@@ -684,6 +698,13 @@ fn resolve_revisits<'a>(objs: Objs<'a>) -> impl Iterator<Item = Result<Obj, ApiE
             if original.is_none() && !is_revisit {
                 originals.insert(digest, o.clone());
             }
+        }
+        if original.is_none()
+            && o.str_field("mime") == Some("warc/revisit")
+            && (coll.digests.is_some() || o.get("refers_to_uri").is_some())
+            && !refers_to_itself(coll, &o)
+        {
+            original = other_url_original(&finder, &o)?;
         }
         match (original, is_revisit) {
             (Some(orig), true) => {
@@ -708,6 +729,49 @@ fn resolve_revisits<'a>(objs: Objs<'a>) -> impl Iterator<Item = Result<Obj, ApiE
         }
         Ok(o)
     })
+}
+
+/// Whether a revisit names its own URL as the one it refers to: its
+/// original is then resolved as pywb resolves it, from the answer alone.
+fn refers_to_itself(coll: &Coll, o: &Obj) -> bool {
+    o.str_field("refers_to_uri").is_some_and(|uri| {
+        ukvs::surt::key(uri.as_bytes(), &coll.surt).0 == o.get_str("urlkey").as_bytes()
+    })
+}
+
+/// The original of a revisit that the answer does not hold, as an object
+/// with pywb's field names (`mime`, `status`, `length`, `offset`,
+/// `filename`; strings).
+fn other_url_original(
+    finder: &ukvs::engine::digests::Originals<'_>,
+    o: &Obj,
+) -> Result<Option<Obj>, ApiError> {
+    let text = |name: &str| o.get(name).map(super::pywb::py_str).filter(|v| v != "-");
+    let rev = ukvs::digest::IndexRecord {
+        surt: text("urlkey"),
+        datetime: text("timestamp"),
+        url: text("url"),
+        mime: text("mime"),
+        digest: text("digest"),
+        filename: text("filename"),
+        refers_to_uri: text("refers_to_uri"),
+        refers_to_date: text("refers_to_date"),
+        payload_digest: text("payload_digest"),
+        ..Default::default()
+    };
+    let Some(found) = finder
+        .find(&rev)
+        .map_err(|e| ApiError::Internal(format!("{e:#}")))?
+    else {
+        return Ok(None);
+    };
+    let entry = ukvs::digest::Entry {
+        digest: found.digest.clone().unwrap_or_default(),
+        record: found,
+    };
+    Obj::parse(entry.to_cdxj().as_bytes(), &[])
+        .map(Some)
+        .map_err(ApiError::Internal)
 }
 
 /// The ZipNum blocks of the page asked for (pywb's `compute_page_range`):

@@ -10,6 +10,7 @@
 //!             ─► /NAME/cdx?...              cdx::answer      (pywb's API)
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
+//!             ─► /NAME/digest?digest=...    digest::answer   (by payload)
 //!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
 //!        │
 //!        ▼ spawn_blocking: the engine searches the maps and sends the
@@ -24,6 +25,7 @@
 
 mod catalog;
 mod cdx;
+mod digest;
 mod http;
 mod live;
 mod maps;
@@ -294,6 +296,7 @@ async fn route(
     match what {
         "cdx" => cdx::answer(coll, query).await,
         "mementomap" => maps::answer(coll, query).await,
+        "digest" => digest::answer(coll, query).await,
         _ => match what.strip_prefix("timemap/link/") {
             Some(_) => {
                 // The URL may hold its own `?`: take it whole from the
@@ -314,7 +317,7 @@ async fn route(
                 404,
                 &format!(
                     "not found: collection {name:?} serves /{name}/cdx, \
-                     /{name}/timemap/link/URL and /{name}/mementomap\n"
+                     /{name}/timemap/link/URL, /{name}/mementomap and /{name}/digest\n"
                 ),
             ),
         },

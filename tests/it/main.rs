@@ -5,6 +5,7 @@ mod arc_real;
 mod arc_rev3;
 mod cdxj_options;
 mod dialects;
+mod digest;
 mod fuzz;
 mod index;
 mod kulturarw3;

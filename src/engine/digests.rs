@@ -1,0 +1,510 @@
+//! Digest files (`ukvs index --digests`, `ukvs digests`): every capture of
+//! an index keyed by its payload digest, and the lookups that read them
+//! (captures of a payload at any URL, the original of a revisit).
+//!
+//! | type / function | role |
+//! |---|---|
+//! | [`Builder`] | index lines in (any profile: UKVS, CDXJ, CDX), digest lines out, sorted by `sorted::ExternalSorter` and written whole through `ukvs::Writer` |
+//! | [`from_chunks`] | the digest file of an index as it is written (`ukvs index --digests`, one of the index's taps) |
+//! | [`ConvertJob`] | the digest file of existing indexes (`ukvs digests`): the same lines, so the same bytes |
+//! | [`captures`] | one digest's captures, oldest first, in bounded memory |
+//! | [`Originals`] | the original of a revisit: by its `WARC-Refers-To-Target-URI` and date in the index, else by digest in a digest file |
+//! | [`Resolver`] | pywb's `resolveRevisits` over a lookup's lines, with [`Originals`] for revisits whose original is not among them |
+//!
+//! A digest file is sorted by digest, then SURT and datetime (its
+//! `!fields`); the captures of one digest are few next to the file, so
+//! [`captures`] reorders them by datetime, spilling past 8 MiB.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::lookup::{value_names_in, Collection};
+use super::output::Output;
+use crate::digest::{or_dash, Digest, Entry, IndexRecord};
+use crate::sorted::{datetime_to_secs, ExternalSorter, KeyRange, MatchType, Upper};
+
+/// Where a digest file goes, and the sort's budget.
+#[derive(Clone, Debug)]
+pub struct DigestOutput {
+    pub path: PathBuf,
+    /// Memory for sorting before runs spill to `tmp_dir`, in bytes.
+    pub mem: u64,
+    pub tmp_dir: Option<PathBuf>,
+}
+
+/// What a digest file was made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Index lines read.
+    pub captures: u64,
+    /// Digest-file lines written (a capture with a second, stated digest
+    /// gives two).
+    pub lines: u64,
+    /// Index lines without a digest (`-`), or whose line could not be read.
+    pub without: u64,
+    /// Digests in no spelling [`Digest::parse`] reads.
+    pub unreadable: u64,
+}
+
+/// Index lines in, a sorted digest file out.
+pub struct Builder {
+    sorter: ExternalSorter,
+    buf: Vec<u8>,
+    summary: Summary,
+}
+
+/// The value fields of a line whose index names none, judged as pywb
+/// judges a line: a JSON block after the datetime is CDXJ; a JSON block
+/// further on is the `ukvs` profile's (`offset digest`); 11 and 9
+/// columns are pywb's CDX formats (`N b a m s k r M S V g`, `N b a m s k
+/// r V g`); anything else is read as the `ukvs` profile's.
+pub fn guessed_names(line: &[u8]) -> Vec<String> {
+    let fields = || line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+    let cdxj = fields().nth(2).is_some_and(|f| f.starts_with(b"{"));
+    // A JSON block later on is a UKVS line's (whose JSON may hold spaces,
+    // so its fields are not counted).
+    let ukvs = memchr::memmem::find(line, b" {").is_some();
+    let letters: &[u8] = match fields().count() {
+        _ if cdxj => b"",
+        _ if ukvs => return vec!["offset".into(), "digest".into()],
+        11 => b"amskrMSVg",
+        9 => b"amskrVg",
+        _ => return vec!["offset".into(), "digest".into()],
+    };
+    letters
+        .iter()
+        .map(|&c| crate::ukvs::convert::cdx_column_name(c))
+        .collect()
+}
+
+impl Builder {
+    pub fn new(out: &DigestOutput) -> Builder {
+        Builder {
+            sorter: ExternalSorter::new(
+                usize::try_from(out.mem).unwrap_or(usize::MAX),
+                out.tmp_dir.clone(),
+            ),
+            buf: Vec::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// Takes one data line of an index whose value fields are `names`
+    /// (`None`: its headers name none, as a ZipNum cluster's, so the line
+    /// says: see [`guessed_names`]).
+    pub fn push(&mut self, line: &[u8], names: Option<&[String]>) -> anyhow::Result<()> {
+        self.summary.captures += 1;
+        let guessed;
+        let names = match names {
+            Some(n) => n,
+            None => {
+                guessed = guessed_names(line);
+                &guessed
+            }
+        };
+        let Some(rec) = IndexRecord::parse(line, names) else {
+            self.summary.without += 1;
+            return Ok(());
+        };
+        self.buf.clear();
+        self.summary.unreadable += rec.digest_lines(&mut self.buf) as u64;
+        if self.buf.is_empty() {
+            self.summary.without += 1;
+        }
+        for l in self.buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            self.summary.lines += 1;
+            self.sorter.push(l).context("cannot sort digest lines")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the file whole (under a temporary name, renamed at the end).
+    pub fn finish(self, path: &Path) -> anyhow::Result<Summary> {
+        let dest = Output::create(path)?.durable();
+        let mut wtr = crate::ukvs::Writer::new(dest);
+        for h in crate::digest::header_lines() {
+            wtr.raw_header(&h)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        for line in self.sorter.finish().context("cannot sort digest lines")? {
+            let line = line.context("cannot read back sorted digest lines")?;
+            wtr.write_line(&line)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        wtr.finish()
+            .with_context(|| format!("cannot write {}", path.display()))?
+            .commit()?;
+        Ok(self.summary)
+    }
+}
+
+/// The digest file of an index made from its lines as they are written:
+/// `headers` are the index's header lines (they name its value fields),
+/// then chunks of lines each ending in `\n`; an empty chunk says the index
+/// is complete, and only then is the file written.
+pub fn from_chunks(
+    out: &DigestOutput,
+    headers: &[Vec<u8>],
+    chunks: impl Iterator<Item = Arc<Vec<u8>>>,
+) -> anyhow::Result<Summary> {
+    let names = value_names_in(headers.iter().map(Vec::as_slice));
+    let mut b = Builder::new(out);
+    for chunk in chunks {
+        if chunk.is_empty() {
+            return b.finish(&out.path);
+        }
+        for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            b.push(line, names.as_deref())?;
+        }
+    }
+    anyhow::bail!("the index was not finished: no digest file written")
+}
+
+/// `ukvs digests`: the digest file of existing indexes.
+#[derive(Clone, Debug)]
+pub struct ConvertJob {
+    /// Sorted index files, directories of them, ZipNum clusters.
+    pub inputs: Vec<PathBuf>,
+    pub output: DigestOutput,
+    pub no_mmap: bool,
+}
+
+impl ConvertJob {
+    pub fn run(&self) -> anyhow::Result<Summary> {
+        let coll = Collection::open(&self.inputs, self.no_mmap)?;
+        let names: Vec<Option<Vec<String>>> = coll
+            .sources()
+            .iter()
+            .map(|s| value_names_in(s.headers()))
+            .collect();
+        let all = KeyRange {
+            start: Vec::new(),
+            upper: Upper::Unbounded,
+        };
+        let mut b = Builder::new(&self.output);
+        for hit in coll.lines(&all, |_| None)? {
+            let hit = hit?;
+            b.push(&hit.line, names[hit.source].as_deref())?;
+        }
+        b.finish(&self.output.path)
+    }
+}
+
+/// Memory one digest's captures are reordered in before they spill.
+const ORDER_MEM: usize = 8 << 20;
+
+/// Every capture of `digest` in the digest files `digests`, oldest first
+/// (equal datetimes in byte order), as digest-file lines. Holds at most
+/// 8 MiB; more goes to temporary files.
+pub fn captures(
+    digests: &Collection,
+    digest: &Digest,
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+    let key = digest.canonical();
+    let range = KeyRange::new(key.as_bytes(), MatchType::Exact);
+    let mut sorter = ExternalSorter::new(ORDER_MEM, None);
+    let mut keyed = Vec::new();
+    for hit in digests.lines(&range, |_| None)? {
+        let hit = hit?;
+        // `digest surt datetime ...`: the datetime first, then the line.
+        let datetime = hit.line.split(|&b| b == b' ').nth(2).unwrap_or(b"-");
+        keyed.clear();
+        keyed.extend_from_slice(datetime);
+        keyed.push(b' ');
+        keyed.extend_from_slice(&hit.line);
+        sorter.push(&keyed).context("cannot order captures")?;
+    }
+    let sorted = sorter.finish().context("cannot order captures")?;
+    Ok(sorted.map(|line| {
+        let line = line.context("cannot read back ordered captures")?;
+        let at = memchr::memchr(b' ', &line).map_or(0, |i| i + 1);
+        Ok(line[at..].to_vec())
+    }))
+}
+
+/// Finds the originals of revisits: by the URL and date a revisit refers
+/// to, in the index; else by its digest, in a digest file.
+pub struct Originals<'a> {
+    /// The index, searched by URL (none: only by digest).
+    pub index: Option<&'a Collection>,
+    pub value_names: Vec<String>,
+    pub surt: crate::surt::Options,
+    /// Digest files, searched by digest.
+    pub digests: Option<&'a Collection>,
+}
+
+/// 14 digits of a `WARC-Refers-To-Date` (or a datetime already so).
+fn datetime_14(date: &str) -> Option<String> {
+    let b = date.as_bytes();
+    if b.len() == 14 && b.iter().all(u8::is_ascii_digit) {
+        return Some(date.to_string());
+    }
+    crate::capture::datetime::warc_date(b).map(|(d, _)| String::from_utf8_lossy(&d).into_owned())
+}
+
+/// Of `candidates` (datetime, record), the nearest in time to `target`,
+/// the earlier of two as near.
+fn nearest(
+    candidates: impl Iterator<Item = IndexRecord>,
+    target: Option<&str>,
+) -> Option<IndexRecord> {
+    let target = target.map(|t| datetime_to_secs(t.as_bytes()));
+    let mut best: Option<(i64, i64, IndexRecord)> = None;
+    for rec in candidates {
+        let at = datetime_to_secs(rec.datetime.as_deref().unwrap_or("").as_bytes());
+        let d = target.map_or(0, |t| (at - t).abs());
+        if best
+            .as_ref()
+            .map_or(true, |(bd, bat, _)| (d, at) < (*bd, *bat))
+        {
+            best = Some((d, at, rec));
+        }
+    }
+    best.map(|(_, _, r)| r)
+}
+
+impl Originals<'_> {
+    /// Whether the revisit names its own URL as the one it refers to (its
+    /// original is then resolved as pywb resolves it, from the answer
+    /// alone).
+    pub fn refers_to_itself(&self, rev: &IndexRecord) -> bool {
+        match (&rev.refers_to_uri, &rev.surt) {
+            (Some(uri), Some(key)) => {
+                crate::surt::key(uri.as_bytes(), &self.surt).0 == key.as_bytes()
+            }
+            _ => false,
+        }
+    }
+
+    /// The original capture of the revisit `rev`, if one is found: a
+    /// capture that is no revisit, with the same payload digest (when
+    /// the revisit gives one), at the refers-to URL nearest the
+    /// refers-to date; else, through the digest files, the capture of that
+    /// digest nearest the revisit's own datetime.
+    pub fn find(&self, rev: &IndexRecord) -> anyhow::Result<Option<IndexRecord>> {
+        // A stated digest of another algorithm is the payload's own; the
+        // `digest` field of such a revisit (the `ukvs` profile's) is the
+        // SHA-1 of its empty payload.
+        let digest = rev
+            .payload_digest
+            .as_deref()
+            .or(rev.digest.as_deref())
+            .and_then(|d| Digest::parse(d).ok());
+        if let (Some(index), Some(uri)) = (self.index, rev.refers_to_uri.as_deref()) {
+            let key = crate::surt::key(uri.as_bytes(), &self.surt).0;
+            let range = KeyRange::new(&key, MatchType::Exact);
+            let mut found = Vec::new();
+            for hit in index.lines(&range, |_| None)? {
+                let hit = hit?;
+                let Some(rec) = IndexRecord::parse(&hit.line, &self.value_names) else {
+                    continue;
+                };
+                let same = match &digest {
+                    Some(want) => rec.digests().0.contains(want),
+                    None => true,
+                };
+                if same && !rec.is_revisit() && rec.filename.is_some() {
+                    found.push(rec);
+                }
+            }
+            let when = rev
+                .refers_to_date
+                .as_deref()
+                .and_then(datetime_14)
+                .or_else(|| rev.datetime.clone());
+            if let Some(rec) = nearest(found.into_iter(), when.as_deref()) {
+                return Ok(Some(rec));
+            }
+        }
+        let (Some(digests), Some(digest)) = (self.digests, digest) else {
+            return Ok(None);
+        };
+        let range = KeyRange::new(digest.canonical().as_bytes(), MatchType::Exact);
+        let mut found = Vec::new();
+        for hit in digests.lines(&range, |_| None)? {
+            let hit = hit?;
+            if let Some(e) = Entry::parse(&hit.line) {
+                if !e.record.is_revisit() && e.record.filename.is_some() {
+                    found.push(e.record);
+                }
+            }
+        }
+        Ok(nearest(found.into_iter(), rev.datetime.as_deref()))
+    }
+}
+
+/// pywb's `resolveRevisits` for a lookup: a revisit gets the
+/// `orig.length`, `orig.offset` and `orig.filename` of the first capture
+/// with the same digest that is no revisit and comes before it in index
+/// order within the query's range (pywb resolves before it filters,
+/// orders or limits, so [`Resolver::scan`] reads the whole range first),
+/// else of the original [`Originals`] finds; other lines get `-`.
+pub struct Resolver<'a> {
+    pub originals: Originals<'a>,
+    /// Per digest as written, the first capture of the range that is no
+    /// revisit: its line and what it says.
+    first: HashMap<String, (Vec<u8>, IndexRecord)>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(originals: Originals<'a>) -> Resolver<'a> {
+        Resolver {
+            originals,
+            first: HashMap::new(),
+        }
+    }
+
+    /// Reads the query's range in index order (memory: one capture per
+    /// distinct digest, as pywb holds).
+    pub fn scan<'l>(
+        &mut self,
+        lines: impl Iterator<Item = Result<super::lookup::Hit<'l>, super::lookup::Error>>,
+    ) -> anyhow::Result<()> {
+        for hit in lines {
+            let line = hit?.line;
+            let Some(rec) = IndexRecord::parse(&line, &self.originals.value_names) else {
+                continue;
+            };
+            if rec.is_revisit() || rec.filename.is_none() {
+                continue;
+            }
+            if let Some(d) = &rec.digest {
+                if !self.first.contains_key(d) {
+                    self.first.insert(d.clone(), (line.to_vec(), rec));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `line` with the three `orig.*` members added to its JSON block (or
+    /// a JSON block of them appended).
+    pub fn line(&mut self, line: &[u8]) -> anyhow::Result<Vec<u8>> {
+        let Some(rec) = IndexRecord::parse(line, &self.originals.value_names) else {
+            return Ok(line.to_vec());
+        };
+        let mut original = None;
+        if rec.is_revisit() || rec.filename.is_none() {
+            original = rec
+                .digest
+                .as_ref()
+                .and_then(|d| self.first.get(d))
+                .filter(|(first, _)| first.as_slice() < line)
+                .map(|(_, r)| r.clone());
+            if original.is_none() && rec.is_revisit() && !self.originals.refers_to_itself(&rec) {
+                original = self.originals.find(&rec)?;
+            }
+        }
+        let members: Vec<(&str, String)> = match &original {
+            Some(o) => vec![
+                ("orig.length", or_dash(&o.length).into_owned()),
+                ("orig.offset", or_dash(&o.offset).into_owned()),
+                ("orig.filename", or_dash(&o.filename).into_owned()),
+            ],
+            None => ["orig.length", "orig.offset", "orig.filename"]
+                .into_iter()
+                .map(|n| (n, "-".to_string()))
+                .collect(),
+        };
+        Ok(with_members(line, &members))
+    }
+}
+
+/// `line` with string members added at the end of its JSON block, in the
+/// block's own spacing (cdxj-indexer's `", "` or compact), or a JSON
+/// block of them appended when it has none.
+fn with_members(line: &[u8], members: &[(&str, String)]) -> Vec<u8> {
+    let spaced = line.windows(3).any(|w| w == b"\": ");
+    let (comma, colon) = if spaced { (", ", ": ") } else { (",", ":") };
+    let mut add = String::new();
+    for (name, value) in members {
+        if !add.is_empty() {
+            add.push_str(comma);
+        }
+        add.push_str(&serde_json::Value::from(*name).to_string());
+        add.push_str(colon);
+        add.push_str(&serde_json::Value::from(value.as_str()).to_string());
+    }
+    let trimmed = line.trim_ascii_end();
+    let has_block = trimmed.ends_with(b"}") && memchr::memmem::find(trimmed, b" {").is_some();
+    let mut out = Vec::with_capacity(line.len() + add.len() + 4);
+    if has_block {
+        let body = &trimmed[..trimmed.len() - 1];
+        out.extend_from_slice(body);
+        if !body.trim_ascii_end().ends_with(b"{") {
+            out.extend_from_slice(comma.as_bytes());
+        }
+        out.extend_from_slice(add.as_bytes());
+        out.push(b'}');
+    } else {
+        out.extend_from_slice(trimmed);
+        out.extend_from_slice(b" {");
+        out.extend_from_slice(add.as_bytes());
+        out.push(b'}');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_go_into_the_json_block_in_its_spacing() {
+        let m = [("orig.offset", "12".to_string())];
+        assert_eq!(
+            with_members(b"a)/ 2020 {\"url\": \"x\"}", &m),
+            b"a)/ 2020 {\"url\": \"x\", \"orig.offset\": \"12\"}"
+        );
+        assert_eq!(
+            with_members(b"a)/ 2020 1 sha1:X {\"url\":\"x\"}", &m),
+            b"a)/ 2020 1 sha1:X {\"url\":\"x\",\"orig.offset\":\"12\"}"
+        );
+        assert_eq!(
+            with_members(b"a)/ 2020 1 sha1:X", &m),
+            b"a)/ 2020 1 sha1:X {\"orig.offset\":\"12\"}"
+        );
+        assert_eq!(
+            with_members(b"a)/ 2020 {}", &m),
+            b"a)/ 2020 {\"orig.offset\":\"12\"}"
+        );
+    }
+
+    #[test]
+    fn lines_without_headers_are_read_by_their_shape() {
+        assert!(guessed_names(b"a)/ 2020 {\"url\": \"x y z a b c d e f\"}").is_empty());
+        let ukvs = b"a)/ 2020 12 sha1:X {\"url\":\"x\",\"redirect\":\"a b c d e f g h\"}";
+        assert_eq!(guessed_names(ukvs), ["offset", "digest"]);
+        let cdx = b"a)/ 2020 http://a/ text/html 200 X - - 10 12 f.warc.gz";
+        assert_eq!(guessed_names(cdx)[3], "digest");
+        assert_eq!(guessed_names(cdx).len(), 9);
+    }
+
+    #[test]
+    fn nearest_prefers_the_earlier_of_two_as_near() {
+        let rec = |dt: &str| IndexRecord {
+            datetime: Some(dt.into()),
+            ..IndexRecord::default()
+        };
+        let got = nearest(
+            [
+                rec("20200101000010"),
+                rec("20200101000000"),
+                rec("20200101000005"),
+            ]
+            .into_iter(),
+            Some("20200101000003"),
+        )
+        .unwrap();
+        assert_eq!(got.datetime.as_deref(), Some("20200101000005"));
+        let got = nearest(
+            [rec("20200101000006"), rec("20200101000000")].into_iter(),
+            Some("20200101000003"),
+        )
+        .unwrap();
+        assert_eq!(got.datetime.as_deref(), Some("20200101000000"));
+    }
+}
