@@ -21,6 +21,7 @@
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`live`] | the delta of a live collection: added lines and tombstones in an embedded crash-safe store (redb) |
+//! | [`merged`] | a collection read as one: bases + delta - tombstones, for the server and the offline tools |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
@@ -45,6 +46,7 @@ pub mod live;
 pub mod lookup;
 pub mod maps;
 pub mod mementomap;
+pub mod merged;
 pub mod output;
 pub mod parts;
 pub mod seeds;

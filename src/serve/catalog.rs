@@ -108,6 +108,19 @@ pub struct Coll {
     pub live: Option<Arc<Delta>>,
 }
 
+impl Coll {
+    /// The collection read as one: bases + delta - tombstones. A single
+    /// file served alone takes the delta's lines among its own.
+    pub fn merged(&self) -> ukvs::engine::merged::Merged<'_> {
+        ukvs::engine::merged::Merged::new(
+            self.index.as_ref(),
+            self.live.as_deref(),
+            &self.value_names,
+            self.labels.first() == Some(&self.name),
+        )
+    }
+}
+
 /// Every served collection by name.
 pub struct Catalog {
     colls: BTreeMap<String, Arc<Coll>>,

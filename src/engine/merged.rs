@@ -1,0 +1,274 @@
+//! What a live collection holds: its bases (sorted files, directories,
+//! ZipNum clusters) plus its delta, less the captures the delta hides.
+//! The server and the offline tools read a collection through here, so
+//! that they see the same lines.
+//!
+//! ```text
+//! base lines (each source) ─► less the tombstones of the range (Hider)
+//!            │                           ┐
+//!            ▼                           │ one sorted file given alone:
+//! delta lines (Delta::lines) ────────────┘ merged into its lines in byte
+//!                                          order; otherwise one more source
+//! ```
+//!
+//! A tombstone names a capture (`key datetime\0filename\0offset`, see
+//! [`crate::ukvs::post::line_id`]); a base line whose capture it names is
+//! left out, whatever the line's other fields. The delta's own lines are
+//! never hidden: a delete removes them from the store itself.
+//!
+//! [`Merged`] is a borrowed view (the server keeps its bases and delta
+//! behind `Arc`s); [`Live`] owns both, for a command that opens a
+//! collection for one run.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::live::{Delta, Hider};
+use super::lookup::{Collection, MergeBy, Source, SourceLines};
+use crate::sorted::KeyRange;
+
+/// A line of a merged read that could not be had: a base's search, or
+/// the delta's store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A base could not be opened or searched (the file is named).
+    #[error(transparent)]
+    Index(#[from] super::lookup::Error),
+    /// A base's lines broke off (damage found while reading on).
+    #[error(transparent)]
+    Read(#[from] crate::sorted::Error),
+    /// The delta's store failed (the store's file is named).
+    #[error(transparent)]
+    Delta(#[from] super::live::Error),
+}
+
+/// Lines of one source, or of a base and the delta merged, in byte order.
+pub type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + Send + 'a>;
+
+/// A collection's bases and delta, read as one.
+#[derive(Clone, Copy)]
+pub struct Merged<'a> {
+    bases: Option<&'a Collection>,
+    delta: Option<&'a Delta>,
+    value_names: &'a [String],
+    /// The delta's lines go into the lone base's (see [`Merged::new`]).
+    within: bool,
+}
+
+impl<'a> Merged<'a> {
+    /// A view of `bases` and `delta`. `lone_file` says the bases are one
+    /// sorted file given by itself (not a file of a directory): the
+    /// delta's lines are then merged into that file's lines in byte
+    /// order, so that the collection answers byte for byte as the file
+    /// would with the lines added and deleted. Otherwise the delta is one
+    /// more source beside the others. `value_names` names the value
+    /// columns of the bases' lines (to find a line's capture id).
+    pub fn new(
+        bases: Option<&'a Collection>,
+        delta: Option<&'a Delta>,
+        value_names: &'a [String],
+        lone_file: bool,
+    ) -> Merged<'a> {
+        let sources = bases.map_or(&[][..], |b| b.sources());
+        let within =
+            delta.is_some() && lone_file && sources.len() == 1 && !sources[0].is_cluster();
+        Merged {
+            bases,
+            delta,
+            value_names,
+            within,
+        }
+    }
+
+    /// The bases' sources (none for a delta alone).
+    pub fn sources(&self) -> &'a [Source] {
+        self.bases.map_or(&[], |b| b.sources())
+    }
+
+    /// Whether there is anything to read at all.
+    pub fn is_empty(&self) -> bool {
+        self.bases.is_none() && self.delta.is_none()
+    }
+
+    /// Whether a delta is part of the read.
+    pub fn is_live(&self) -> bool {
+        self.delta.is_some()
+    }
+
+    /// Whether the delta's lines merge into the lone base's lines
+    /// ([`Merged::source_lines`]) rather than being a source of their own.
+    pub fn delta_within(&self) -> bool {
+        self.within
+    }
+
+    /// The tombstones of `range`, `None` when nothing there is hidden.
+    pub fn hider(&self, range: &KeyRange) -> Result<Option<Arc<Hider>>, Error> {
+        match self.delta {
+            Some(d) => {
+                let h = d.hider(range)?;
+                Ok((!h.is_empty()).then(|| Arc::new(h)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// A base's lines less those whose capture `hider` hides.
+    pub fn unhidden<E>(
+        &self,
+        lines: impl Iterator<Item = Result<Cow<'a, [u8]>, E>> + Send + 'a,
+        hider: Option<Arc<Hider>>,
+    ) -> Lines<'a>
+    where
+        Error: From<E>,
+    {
+        let lines = lines.map(|l| l.map_err(Error::from));
+        let Some(hider) = hider else {
+            return Box::new(lines);
+        };
+        let names = self.value_names;
+        Box::new(lines.filter_map(move |l| match l {
+            Ok(line) => match crate::ukvs::post::line_id(&line, names).map(|id| hider.hides(&id)) {
+                None | Some(Ok(false)) => Some(Ok(line)),
+                Some(Ok(true)) => None,
+                Some(Err(e)) => Some(Err(e.into())),
+            },
+            Err(e) => Some(Err(e)),
+        }))
+    }
+
+    /// The delta's lines within `range` (none without a delta).
+    pub fn delta_lines(&self, range: &KeyRange) -> Result<Lines<'a>, Error> {
+        let Some(delta) = self.delta else {
+            return Ok(Box::new(std::iter::empty()));
+        };
+        let lines = delta.lines(range)?;
+        Ok(Box::new(
+            lines.map(|l| l.map(Cow::Owned).map_err(Error::from)),
+        ))
+    }
+
+    /// One base's lines of `range` as the collection holds them: less
+    /// what the delta hides, and with the delta's lines merged in when
+    /// they belong within ([`Merged::delta_within`]).
+    pub fn source_lines(
+        &self,
+        lines: SourceLines<'a>,
+        hider: Option<Arc<Hider>>,
+        range: &KeyRange,
+    ) -> Result<Lines<'a>, Error> {
+        let lines = self.unhidden(lines, hider);
+        if !self.within {
+            return Ok(lines);
+        }
+        Ok(Box::new(
+            MergeBy::new(vec![lines, self.delta_lines(range)?], |a: &Cow<[u8]>, b| {
+                a < b
+            })
+            .map(|r| r.map(|(line, _)| line)),
+        ))
+    }
+
+    /// Every line of `range`, bases and delta, in byte order (ties: the
+    /// bases' first, in source order). Each plain file is read as pywb's
+    /// server reads it ([`Source::lines_as_pywb`]), a cluster in full.
+    pub fn lines(&self, range: &'a KeyRange) -> Result<Lines<'a>, Error> {
+        let hider = self.hider(range)?;
+        let bases: Lines<'a> = match self.bases {
+            Some(b) => {
+                let found = b
+                    .lines_as_pywb(range)?
+                    .map(|h| h.map(|h| h.line).map_err(Error::from));
+                self.unhidden(found, hider)
+            }
+            None => Box::new(std::iter::empty()),
+        };
+        if self.delta.is_none() {
+            return Ok(bases);
+        }
+        Ok(Box::new(
+            MergeBy::new(vec![bases, self.delta_lines(range)?], |a: &Cow<[u8]>, b| {
+                a < b
+            })
+            .map(|r| r.map(|(line, _)| line)),
+        ))
+    }
+}
+
+/// A collection opened for one run: its bases and its delta, owned.
+pub struct Live {
+    pub bases: Option<Collection>,
+    pub delta: Option<Delta>,
+    pub value_names: Vec<String>,
+    lone_file: bool,
+}
+
+impl Live {
+    /// Opens the bases at `paths` (any kind [`Collection::open`] takes;
+    /// none for a delta alone) and the delta in `data` (a collection's
+    /// directory of a server's `--data`, which must hold a store). A
+    /// store a running server holds cannot be opened: the error says so.
+    pub fn open<P: AsRef<Path>>(
+        paths: &[P],
+        data: Option<&Path>,
+        no_mmap: bool,
+    ) -> anyhow::Result<Live> {
+        use anyhow::Context;
+        let bases = if paths.is_empty() {
+            None
+        } else {
+            Some(Collection::open(paths, no_mmap)?)
+        };
+        let delta = match data {
+            None => None,
+            Some(dir) => {
+                if !dir.join(super::live::STORE_FILE).is_file() {
+                    anyhow::bail!(
+                        "{} holds no live collection (no {}): give the directory of one \
+                         collection under a server's --data (DIR/NAME)",
+                        dir.display(),
+                        super::live::STORE_FILE
+                    );
+                }
+                Some(Delta::open(dir).with_context(|| {
+                    format!(
+                        "cannot open the live collection {} (is a server running on it? \
+                         stop it, or ask the server)",
+                        dir.display()
+                    )
+                })?)
+            }
+        };
+        let value_names = match &bases {
+            Some(b) => b.value_names(),
+            None => vec!["offset".into(), "digest".into()],
+        };
+        let lone_file = paths.len() == 1 && !paths[0].as_ref().is_dir();
+        Ok(Live {
+            bases,
+            delta,
+            value_names,
+            lone_file,
+        })
+    }
+
+    /// The view to read through.
+    pub fn merged(&self) -> Merged<'_> {
+        Merged::new(
+            self.bases.as_ref(),
+            self.delta.as_ref(),
+            &self.value_names,
+            self.lone_file,
+        )
+    }
+
+    /// The SURT profile queries are keyed with (the bases'; the default
+    /// for a delta alone).
+    pub fn surt_options(&self) -> Result<crate::surt::Options, super::lookup::Error> {
+        match &self.bases {
+            Some(b) => b.surt_options(),
+            None => Ok(crate::surt::Options::default()),
+        }
+    }
+}
