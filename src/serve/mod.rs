@@ -7,6 +7,7 @@
 //!        │ semaphore: at most --max-connections at once
 //!        ▼
 //! route(path) ─► /health
+//!             ─► /NAME?url=... | ?q=...     outback::answer  (OutbackCDX's form)
 //!             ─► /NAME/cdx?...              cdx::answer      (pywb's API)
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
@@ -27,6 +28,7 @@ mod cdx;
 mod http;
 mod live;
 mod maps;
+mod outback;
 mod pywb;
 
 use std::net::SocketAddr;
@@ -292,6 +294,7 @@ async fn route(
         );
     };
     match what {
+        "" => outback::answer(coll, query).await,
         "cdx" => cdx::answer(coll, query).await,
         "mementomap" => maps::answer(coll, query).await,
         _ => match what.strip_prefix("timemap/link/") {
@@ -313,7 +316,7 @@ async fn route(
             None => http::text(
                 404,
                 &format!(
-                    "not found: collection {name:?} serves /{name}/cdx, \
+                    "not found: collection {name:?} serves /{name}?url=URL, /{name}/cdx, \
                      /{name}/timemap/link/URL and /{name}/mementomap\n"
                 ),
             ),
