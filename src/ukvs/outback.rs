@@ -454,10 +454,9 @@ impl Query {
         match self.match_type {
             MatchType::Exact => KeyRange::new(key, crate::sorted::MatchType::Exact),
             MatchType::Prefix => KeyRange::new(key, crate::sorted::MatchType::Prefix),
-            MatchType::Host => KeyRange::new(
-                &[host, b")/"].concat(),
-                crate::sorted::MatchType::Prefix,
-            ),
+            MatchType::Host => {
+                KeyRange::new(&[host, b")/"].concat(), crate::sorted::MatchType::Prefix)
+            }
             // Keys from the host up to `host-`: its subdomains and paths.
             MatchType::Domain => KeyRange {
                 start: host.to_vec(),
@@ -634,8 +633,12 @@ fn cdx_columns(n: usize) -> Option<&'static [&'static str]> {
         9 => &["k", "t", "a", "m", "s", "d", "r", "V", "g"],
         10 => &["k", "t", "a", "m", "s", "d", "r", "M", "V", "g"],
         11 => &["k", "t", "a", "m", "s", "d", "r", "M", "S", "V", "g"],
-        12 => &["k", "t", "a", "m", "s", "d", "r", "V", "g", "oS", "oV", "og"],
-        13 => &["k", "t", "a", "m", "s", "d", "r", "M", "V", "g", "oS", "oV", "og"],
+        12 => &[
+            "k", "t", "a", "m", "s", "d", "r", "V", "g", "oS", "oV", "og",
+        ],
+        13 => &[
+            "k", "t", "a", "m", "s", "d", "r", "M", "V", "g", "oS", "oV", "og",
+        ],
         14 => &[
             "k", "t", "a", "m", "s", "d", "r", "M", "S", "V", "g", "oS", "oV", "og",
         ],
@@ -785,7 +788,7 @@ impl Capture {
         match field {
             Field::Urlkey => Value::Str(self.urlkey.as_str().into()),
             Field::Timestamp => match self.timestamp.bytes().all(|b| b.is_ascii_digit()) {
-                true if !self.timestamp.is_empty() && self.timestamp.len() <= 18 => {
+                true if !self.timestamp.is_empty() && self.timestamp.len() <= 14 => {
                     Value::Num(self.timestamp_u64() as i64)
                 }
                 _ => Value::Str(self.timestamp.as_str().into()),
@@ -1154,9 +1157,16 @@ mod tests {
         assert_eq!((f.from, f.to), (20190000000000, 20199999999999));
         assert!(q("url=a&limit=ten").unwrap_err().contains("limit"));
         assert!(q("url=a&fl=urlkey,nope").unwrap_err().contains("nope"));
-        assert!(q("url=a&filter=!~status:2").unwrap_err().contains("Invalid filter"));
+        assert!(q("url=a&filter=!~status:2")
+            .unwrap_err()
+            .contains("Invalid filter"));
         assert!(q("url=a&filter=status:(").unwrap_err().contains("regular"));
-        assert_eq!(q("url=a&collapse=timestamp:x").unwrap_err().contains("collapse"), true);
+        assert_eq!(
+            q("url=a&collapse=timestamp:x")
+                .unwrap_err()
+                .contains("collapse"),
+            true
+        );
     }
 
     #[test]
@@ -1225,8 +1235,14 @@ mod tests {
         )
         .unwrap();
         assert!(Filter::parse("status:2..").unwrap().accepts(&c));
-        assert!(!Filter::parse("status:2").unwrap().accepts(&c), "regex: whole value");
-        assert!(Filter::parse("~status:2").unwrap().accepts(&c), "~: substring");
+        assert!(
+            !Filter::parse("status:2").unwrap().accepts(&c),
+            "regex: whole value"
+        );
+        assert!(
+            Filter::parse("~status:2").unwrap().accepts(&c),
+            "~: substring"
+        );
         assert!(!Filter::parse("~!mimetype:html").unwrap().accepts(&c));
         let col = Collapse::parse("timestamp:4", false).unwrap();
         assert_eq!(col.token(&c), "2020");
@@ -1242,7 +1258,12 @@ mod tests {
         let got = closest_order(sorted, "20200101000000", |t| *t);
         assert_eq!(
             got,
-            vec![20200101000000, 20191231235959, 20200101000100, 20191231235900]
+            vec![
+                20200101000000,
+                20191231235959,
+                20200101000100,
+                20191231235900
+            ]
         );
         assert_eq!(epoch_seconds("19700101000001"), Some(1));
         assert_eq!(epoch_seconds("20000301000000"), Some(951868800));
@@ -1251,7 +1272,9 @@ mod tests {
 
     #[test]
     fn xml_queries_read_q_count_and_start_page() {
-        let p = Params::parse("q=type:urlquery+url:http%253A%252F%252Fexample.org%252F&count=5&start_page=3");
+        let p = Params::parse(
+            "q=type:urlquery+url:http%253A%252F%252Fexample.org%252F&count=5&start_page=3",
+        );
         let x = XmlQuery::parse(&p).unwrap();
         assert_eq!(
             x,

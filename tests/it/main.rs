@@ -11,6 +11,7 @@ mod kulturarw3;
 mod live;
 mod mementomap;
 mod nedlib;
+mod outback;
 mod output;
 mod seed_index;
 mod serve;
