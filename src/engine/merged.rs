@@ -72,8 +72,7 @@ impl<'a> Merged<'a> {
         lone_file: bool,
     ) -> Merged<'a> {
         let sources = bases.map_or(&[][..], |b| b.sources());
-        let within =
-            delta.is_some() && lone_file && sources.len() == 1 && !sources[0].is_cluster();
+        let within = delta.is_some() && lone_file && sources.len() == 1 && !sources[0].is_cluster();
         Merged {
             bases,
             delta,

@@ -66,6 +66,10 @@ pub struct Options {
     pub data: Option<std::path::PathBuf>,
     /// A POST to an unknown collection is refused rather than creating it.
     pub no_create: bool,
+    /// A file holding the bearer token writes must send.
+    pub write_token: Option<std::path::PathBuf>,
+    /// Collections that take no writes.
+    pub read_only: Vec<String>,
 }
 
 /// What every request handler shares.
@@ -74,6 +78,8 @@ struct Shared {
     quiet: bool,
     /// `--data`: the deltas, when the server takes writes.
     writes: Option<live::Writes>,
+    /// Who may write.
+    access: live::Access,
 }
 
 impl Shared {
@@ -87,6 +93,9 @@ impl Shared {
 
 /// Runs the server until SIGTERM or SIGINT.
 pub fn run(opts: Options) -> anyhow::Result<()> {
+    for name in &opts.read_only {
+        catalog::check_name(name).map_err(|e| anyhow::anyhow!("--read-only: {e}"))?;
+    }
     let specs = all_specs(&opts.specs, opts.config.as_deref())?;
     let writes = match &opts.data {
         Some(dir) => Some(live::Writes::open(
@@ -130,6 +139,7 @@ async fn serve(
     catalog: Catalog,
     writes: Option<live::Writes>,
 ) -> anyhow::Result<()> {
+    let access = live::Access::new(opts.write_token.as_deref(), &opts.read_only)?;
     let listener = TcpListener::bind(opts.bind)
         .await
         .with_context(|| format!("cannot listen on {}", opts.bind))?;
@@ -140,6 +150,7 @@ async fn serve(
         catalog: RwLock::new(Arc::new(catalog)),
         quiet: opts.quiet,
         writes,
+        access,
     });
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -254,7 +265,7 @@ async fn handle(
     );
     let method = req.method().clone();
     let res = if method == hyper::Method::POST {
-        live::post(shared, req).await
+        live::post(shared, req, peer).await
     } else {
         route(shared, &req).await
     };

@@ -33,10 +33,7 @@ use super::http::{self, Head, Sink};
 pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
     let params = Params::parse(query);
     if coll.index.is_none() && coll.live.is_none() {
-        return http::text(
-            400,
-            &format!("collection {} serves no index\n", coll.name),
-        );
+        return http::text(400, &format!("collection {} serves no index\n", coll.name));
     }
     if params.has("q") {
         return match XmlQuery::parse(&params) {

@@ -708,3 +708,196 @@ fn bad_parameters_get_400_with_a_message() {
     assert_eq!(s, 200);
     assert!(body.contains("collection a"), "{body}");
 }
+
+/// A server started here, on every address, its log kept in a file.
+struct Logged {
+    child: std::process::Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_logged(dir: &Path, args: &[&str]) -> Logged {
+    let port = util::free_port();
+    let log = dir.join(format!("serve-{port}.log"));
+    let child = std::process::Command::new(util::bin())
+        .arg("serve")
+        .args(["--bind", &format!("0.0.0.0:{port}")])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = agent();
+    for _ in 0..200 {
+        if agent
+            .get(&format!("http://127.0.0.1:{port}/health"))
+            .call()
+            .is_ok()
+        {
+            return Logged { child, port, log };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!(
+        "the server did not start: {:?}",
+        std::fs::read_to_string(&log)
+    );
+}
+
+/// This machine's address on its default route, if it has one that is
+/// not loopback (no packet is sent).
+fn outside_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.77:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+fn post_with(agent: &ureq::Agent, url: &str, auth: Option<&str>, body: &str) -> (u16, String) {
+    let mut req = agent.post(url);
+    if let Some(a) = auth {
+        req = req.header("Authorization", a);
+    }
+    let mut res = req
+        .send(body.as_bytes())
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let status = res.status().as_u16();
+    let www = res
+        .headers()
+        .get("WWW-Authenticate")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    let body = res.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        format!("{}{body}", www.map_or(String::new(), |w| format!("[{w}] "))),
+    )
+}
+
+#[test]
+fn writes_need_the_token_or_loopback_and_read_only_collections_refuse_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "s3cr3t-Token_value";
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{secret}\n")).unwrap();
+    let config = dir.path().join("config");
+    std::fs::write(&config, "# no writes here\nfrozen=writes:off\n").unwrap();
+    let line = generated(&mut Rng(9), 1)[0].line() + "\n";
+    let agent = agent();
+    let with_token = start_logged(
+        dir.path(),
+        &[
+            "--data",
+            dir.path().join("d1").to_str().unwrap(),
+            "--write-token",
+            token.to_str().unwrap(),
+            "--read-only",
+            "ro",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let url = |path: &str| format!("http://127.0.0.1:{}{path}", with_token.port);
+    let count = |name: &str| {
+        let (s, t) = get(
+            &agent,
+            &url(&format!("/{name}?url=example&matchType=domain")),
+        );
+        assert_eq!(s, 200, "{t}");
+        t.lines().count()
+    };
+    // No token: 401 and the scheme to use; loopback is not enough.
+    let (s, said) = post_with(&agent, &url("/web"), None, &line);
+    assert_eq!(s, 401, "{said}");
+    assert!(said.starts_with("[Bearer] "), "{said}");
+    for wrong in [
+        "Bearer s3cr3t-Token_valuf",
+        "Bearer s3cr3t",
+        "Bearer s3cr3t-Token_value-and-more",
+        "Basic czNjcjN0",
+        "Bearer",
+    ] {
+        let (s, said) = post_with(&agent, &url("/web"), Some(wrong), &line);
+        assert!(s == 401 || s == 403, "{wrong}: {s} {said}");
+        let (s, said) = post_with(&agent, &url("/web/delete"), Some(wrong), &line);
+        assert!(s == 401 || s == 403, "{wrong}: {s} {said}");
+    }
+    assert_eq!(
+        get(&agent, &url("/web")).0,
+        404,
+        "a refused POST created nothing"
+    );
+    let right = format!("Bearer {secret}");
+    let (s, said) = post_with(&agent, &url("/web"), Some(&right), &line);
+    assert_eq!((s, said.as_str()), (200, "Added 1 records\n"));
+    let (s, _) = post_with(
+        &agent,
+        &url("/web"),
+        Some(&format!("bearer  {secret} ")),
+        &line,
+    );
+    assert_eq!(s, 200);
+    assert_eq!(count("web"), 1);
+    // Read-only collections refuse even the token: by --read-only and by
+    // the config.
+    for name in ["ro", "frozen"] {
+        for path in [format!("/{name}"), format!("/{name}/delete")] {
+            let (s, said) = post_with(&agent, &url(&path), Some(&right), &line);
+            assert_eq!(s, 403, "{path}: {said}");
+            assert!(said.contains("read-only"), "{said}");
+        }
+    }
+    let (s, said) = post_with(&agent, &url("/web/delete"), Some(&right), &line);
+    assert_eq!((s, said.as_str()), (200, "Deleted 1 records\n"));
+    assert_eq!(count("web"), 0);
+    let log = with_token.log.clone();
+    drop(with_token);
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("POST /web"), "{log}");
+    assert!(!log.contains("s3cr3t"), "the token is in the log: {log}");
+
+    // No token: loopback writes, other addresses are refused.
+    let open = start_logged(
+        dir.path(),
+        &["--data", dir.path().join("d2").to_str().unwrap()],
+    );
+    let (s, said) = post_with(
+        &agent,
+        &format!("http://127.0.0.1:{}/web", open.port),
+        None,
+        &line,
+    );
+    assert_eq!((s, said.as_str()), (200, "Added 1 records\n"));
+    match outside_address() {
+        None => eprintln!("SKIPPED the non-loopback part: no address but loopback here"),
+        Some(ip) => {
+            let host = match ip {
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+                v4 => v4.to_string(),
+            };
+            let (s, said) = post_with(
+                &agent,
+                &format!("http://{host}:{}/web/delete", open.port),
+                None,
+                &line,
+            );
+            assert_eq!(s, 403, "{said}");
+            assert!(said.contains("loopback"), "{said}");
+            // Reads stay open to everyone.
+            let (s, _) = get(
+                &agent,
+                &format!(
+                    "http://{host}:{}/web?url=example&matchType=domain",
+                    open.port
+                ),
+            );
+            assert_eq!(s, 200);
+        }
+    }
+}
