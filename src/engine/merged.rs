@@ -195,6 +195,47 @@ impl<'a> Merged<'a> {
     }
 }
 
+impl<'a> Merged<'a> {
+    /// The answer to one query, as [`Collection::answer`] gives it for
+    /// files: every line of `range` ([`Merged::lines`]) kept by the time
+    /// filter and the access rules, then ordered and cut as asked.
+    pub fn answer(
+        &self,
+        range: &'a KeyRange,
+        filters: &'a super::lookup::Filters,
+    ) -> Result<Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + 'a>, Error> {
+        let found = self.lines(range)?.filter(move |l| match l {
+            Ok(line) => {
+                let (key, datetime) = crate::sorted::lines::key_datetime(line);
+                (!filters.time.is_active() || filters.time.accepts(datetime))
+                    && filters.acl.as_ref().map_or(true, |rules| {
+                        rules.access(key, datetime) != crate::acl::Access::Exclude
+                    })
+            }
+            Err(_) => true,
+        });
+        Ok(crate::sorted::ordered(
+            found,
+            &filters.order,
+            filters.limit,
+            |l| crate::sorted::lines::key_datetime(l).1,
+        ))
+    }
+}
+
+/// The shape of a data line, to tell whether a collection's lines can
+/// be written as one file: CDXJ, UKVS (values then JSON), or CDX by its
+/// number of columns.
+fn shape(line: &[u8]) -> usize {
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let (_, _, rest) = (parts.next(), parts.next(), parts.next());
+    match rest {
+        Some(r) if r.first() == Some(&b'{') => 0,
+        _ if memchr::memmem::find(line, b" {").is_some() => 1,
+        _ => 2 + line.iter().filter(|&&b| b == b' ').count(),
+    }
+}
+
 /// A collection opened for one run: its bases and its delta, owned.
 pub struct Live {
     pub bases: Option<Collection>,
@@ -262,6 +303,60 @@ impl Live {
         )
     }
 
+    /// Writes every line of the collection (bases + delta - tombstones, in
+    /// byte order) to a temporary file, for the tools that read index
+    /// files front to back (`cat`, `stats`, `mementomap generate`): the
+    /// first base's header lines, then the lines as they are when they
+    /// share one shape (a file of the same lines answers the same); when
+    /// CDX and CDXJ lines mix (a CDXJ base and CDX11 posts), every line
+    /// converted into a UKVS capture record instead. Disk O(collection),
+    /// memory O(line).
+    pub fn spill(&self, tmp_dir: Option<&Path>) -> anyhow::Result<tempfile::NamedTempFile> {
+        use anyhow::Context;
+        use std::io::Write;
+        let made = |convert: bool| -> anyhow::Result<Option<tempfile::NamedTempFile>> {
+            let file = match tmp_dir {
+                Some(d) => tempfile::NamedTempFile::new_in(d),
+                None => tempfile::NamedTempFile::new(),
+            }
+            .context("cannot make a temporary file for the collection's lines")?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+            let merged = self.merged();
+            if !convert {
+                if let Some(first) = merged.sources().first() {
+                    for h in first.headers() {
+                        out.write_all(h)?;
+                        out.write_all(b"\n")?;
+                    }
+                }
+            }
+            let all = KeyRange::all();
+            let mut first_shape = None;
+            let mut buf = Vec::new();
+            for (n, line) in merged.lines(&all)?.enumerate() {
+                let line = line?;
+                if convert {
+                    buf.clear();
+                    to_record(&line, n as u64 + 1, &mut buf)?;
+                    out.write_all(&buf)?;
+                } else {
+                    let s = shape(&line);
+                    if *first_shape.get_or_insert(s) != s {
+                        return Ok(None);
+                    }
+                    out.write_all(&line)?;
+                }
+                out.write_all(b"\n")?;
+            }
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            Ok(Some(file))
+        };
+        match made(false)? {
+            Some(f) => Ok(f),
+            None => Ok(made(true)?.expect("a converted spill is whole")),
+        }
+    }
+
     /// The SURT profile queries are keyed with (the bases'; the default
     /// for a delta alone).
     pub fn surt_options(&self) -> Result<crate::surt::Options, super::lookup::Error> {
@@ -270,4 +365,26 @@ impl Live {
             None => Ok(crate::surt::Options::default()),
         }
     }
+}
+
+/// A CDX (by its column count) or CDXJ line as a UKVS capture record; a
+/// UKVS line as it is.
+fn to_record(line: &[u8], n: u64, buf: &mut Vec<u8>) -> anyhow::Result<()> {
+    use crate::ukvs::convert;
+    let capture = match shape(line) {
+        0 => convert::from_cdxj(line, n)?,
+        1 => {
+            buf.extend_from_slice(line);
+            return Ok(());
+        }
+        _ => match convert::legend_by_count(line) {
+            Some(legend) => convert::from_cdx(&legend, line, n)?,
+            None => anyhow::bail!(
+                "line {n}: {:?} is neither CDX, CDXJ nor UKVS",
+                String::from_utf8_lossy(line)
+            ),
+        },
+    };
+    capture.format(buf);
+    Ok(())
 }

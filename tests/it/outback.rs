@@ -901,3 +901,193 @@ fn writes_need_the_token_or_loopback_and_read_only_collections_refuse_them() {
         }
     }
 }
+
+/// stdout of a `ukvs` run that must succeed.
+fn ukvs_ok(args: &[&str]) -> String {
+    let out = util::run(args, b"");
+    util::assert_ok(&out);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn offline_tools_read_a_live_collection_as_the_server_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = generated(&mut Rng(0x7001), 260);
+    let base = dir.path().join("base.cdx");
+    write_cdx(&base, &caps[..200]);
+    let data = dir.path().join("data");
+    let coll = data.join("web");
+    let (b, c) = (base.to_str().unwrap(), coll.to_str().unwrap());
+    let server = start(&["--data", data.to_str().unwrap(), &format!("web={b}")]);
+    let agent = agent();
+    let body = |cs: &[Cap]| -> String { cs.iter().map(|c| c.line() + "\n").collect() };
+    assert_eq!(
+        post(&agent, &server.url("/web"), &body(&caps[200..])).0,
+        200
+    );
+    let gone: Vec<Cap> = caps.iter().skip(3).step_by(11).cloned().collect();
+    assert_eq!(
+        post(&agent, &server.url("/web/delete"), &body(&gone)).0,
+        200
+    );
+    let kept: Vec<Cap> = caps.iter().filter(|c| !gone.contains(c)).cloned().collect();
+    // What the server answers, and the lookups that ask the same.
+    let queries: Vec<(String, Vec<&str>)> = vec![
+        (
+            "url=http://host1.example/p3".into(),
+            vec!["http://host1.example/p3"],
+        ),
+        (
+            "url=host2.example&matchType=host".into(),
+            vec!["--match", "host", "host2.example"],
+        ),
+        (
+            "url=example&matchType=domain&from=2012&to=2016".into(),
+            vec![
+                "--match", "domain", "--from", "2012", "--to", "2016", "example",
+            ],
+        ),
+        (
+            "url=http://host4.example/p1&reverse=true&limit=3".into(),
+            vec!["--reverse", "--limit", "3", "http://host4.example/p1"],
+        ),
+    ];
+    let served: Vec<String> = queries
+        .iter()
+        .map(|(q, _)| {
+            let (s, t) = get(
+                &agent,
+                &server.url(&format!("/web/cdx?{q}&output=text&nosource=true")),
+            );
+            assert_eq!(s, 200, "{q}");
+            t
+        })
+        .collect();
+    assert!(served.iter().map(|s| s.lines().count()).sum::<usize>() > 40);
+    // While the server holds the store, the tools say so.
+    let held = util::run(&["lookup", "--data", c, b, "http://host1.example/p3"], b"");
+    assert_eq!(held.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&held.stderr);
+    assert!(said.contains("server running"), "{said}");
+    server.kill();
+
+    for ((q, args), want) in queries.iter().zip(&served) {
+        let mut all = vec!["lookup", "--data", c, b];
+        all.extend(args);
+        assert_eq!(&ukvs_ok(&all), want, "{q}");
+    }
+    // A batch of URLs, one exact answer after another.
+    let urls = dir.path().join("urls");
+    std::fs::write(&urls, "http://host0.example/p1\nhttp://host3.example/p6\n").unwrap();
+    let batch = ukvs_ok(&["lookup", "--data", c, "--urls", urls.to_str().unwrap(), b]);
+    let want: String = ["example,host0)/p1 ", "example,host3)/p6 "]
+        .iter()
+        .flat_map(|k| {
+            let mut l: Vec<String> = kept
+                .iter()
+                .map(Cap::line)
+                .filter(|l| l.starts_with(k))
+                .collect();
+            l.sort();
+            l
+        })
+        .map(|l| l + "\n")
+        .collect();
+    assert_eq!(batch, want);
+
+    // cat, stats and mementomap generate: as on a file of the same lines.
+    let fixed = dir.path().join("fixed.cdx");
+    write_cdx(&fixed, &kept);
+    let f = fixed.to_str().unwrap();
+    assert_eq!(ukvs_ok(&["cat", "--data", c, b]), ukvs_ok(&["cat", f]));
+    assert_eq!(
+        ukvs_ok(&["cat", "--json", "--data", c, b]),
+        ukvs_ok(&["cat", "--json", f])
+    );
+    let stats = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["stats", "--json", "--quiet"];
+        all.extend(args);
+        serde_json::from_str(&ukvs_ok(&all)).unwrap()
+    };
+    let (live_stats, file_stats) = (stats(&["--data", c, b]), stats(&[f]));
+    assert_eq!(live_stats["captures"], file_stats["captures"]);
+    assert_eq!(live_stats, file_stats);
+    let map = |args: &[&str]| {
+        let mut all = vec![
+            "mementomap",
+            "generate",
+            "--quiet",
+            "--source",
+            "web",
+            "-o",
+            "-",
+        ];
+        all.extend(args);
+        let text = ukvs_ok(&all);
+        // `!meta` says when it was made.
+        text.lines()
+            .filter(|l| !l.starts_with("!meta"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let live_map = map(&["--data", c, b]);
+    assert!(live_map.lines().count() > 5, "{live_map}");
+    assert_eq!(live_map, map(&[f]));
+
+    // A collection made by POSTs alone: no bases to give.
+    let alone = ukvs_ok(&["lookup", "--data", c, "--match", "domain", "example"]);
+    assert!(alone.lines().all(|l| !gone.iter().any(|g| g.line() == l)));
+    assert_eq!(
+        alone.lines().count(),
+        kept.len() - caps[..200].iter().filter(|c| !gone.contains(c)).count()
+    );
+    // Not a collection's directory: said so.
+    let wrong = util::run(&["lookup", "--data", data.to_str().unwrap(), "x"], b"");
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("DIR/NAME"));
+}
+
+#[test]
+fn offline_cat_converts_a_collection_of_mixed_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = generated(&mut Rng(0x7002), 30);
+    // A UKVS capture-index base (as `ukvs cat` makes one), CDX11 lines
+    // posted.
+    let cdx = dir.path().join("first.cdx");
+    write_cdx(&cdx, &caps[..20]);
+    let cdxj = dir.path().join("base.ukvs");
+    let json = ukvs_ok(&["cat", cdx.to_str().unwrap()]);
+    std::fs::write(&cdxj, &json).unwrap();
+    let data = dir.path().join("data");
+    let server = start(&[
+        "--data",
+        data.to_str().unwrap(),
+        &format!("web={}", cdxj.display()),
+    ]);
+    let agent = agent();
+    let body: String = caps[20..].iter().map(|c| c.line() + "\n").collect();
+    assert_eq!(post(&agent, &server.url("/web"), &body).0, 200);
+    server.kill();
+    let c = data.join("web");
+    let all = dir.path().join("all.cdx");
+    write_cdx(&all, &caps);
+    // Every capture once, as `cat` gives the same captures from CDX.
+    let records = |text: &str| -> Vec<String> {
+        let mut r: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('!'))
+            .map(str::to_string)
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(
+        records(&ukvs_ok(&[
+            "cat",
+            "--data",
+            c.to_str().unwrap(),
+            cdxj.to_str().unwrap()
+        ])),
+        records(&ukvs_ok(&["cat", all.to_str().unwrap()]))
+    );
+}
