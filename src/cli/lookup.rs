@@ -329,7 +329,7 @@ fn query_range(
             None,
         ),
         (None, Some(url)) => {
-            let (range, url, err) = url_range(url, &surt, match_type);
+            let (range, url, err) = url_range(url, surt, match_type);
             if let Some(err) = err {
                 ukvs::report!("ukvs: lookup: {url}: {err}; looking it up as given");
             }

@@ -47,6 +47,9 @@ pub enum Error {
 /// Lines of one source, or of a base and the delta merged, in byte order.
 pub type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + Send + 'a>;
 
+/// The lines of an answer, ordered as asked ([`Merged::answer`]).
+pub type Answer<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + 'a>;
+
 /// A collection's bases and delta, read as one.
 #[derive(Clone, Copy)]
 pub struct Merged<'a> {
@@ -203,7 +206,7 @@ impl<'a> Merged<'a> {
         &self,
         range: &'a KeyRange,
         filters: &'a super::lookup::Filters,
-    ) -> Result<Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + 'a>, Error> {
+    ) -> Result<Answer<'a>, Error> {
         let found = self.lines(range)?.filter(move |l| match l {
             Ok(line) => {
                 let (key, datetime) = crate::sorted::lines::key_datetime(line);

@@ -101,13 +101,13 @@ pub fn check_write(
     name: &str,
     peer: std::net::SocketAddr,
     headers: &hyper::HeaderMap,
-) -> Result<(), http::Response> {
+) -> Result<(), Box<http::Response>> {
     let access = &shared.access;
     if access.read_only.contains(name) || shared.catalog().is_read_only(name) {
-        return Err(http::text(
+        return Err(Box::new(http::text(
             403,
             &format!("collection {name:?} is read-only: it takes no writes\n"),
-        ));
+        )));
     }
     match &access.token {
         Some(token) => {
@@ -120,17 +120,17 @@ pub fn check_write(
                         .map(|_| v[7..].trim_ascii())
                 });
             match sent {
-                None => Err(http::whole(
+                None => Err(Box::new(http::whole(
                     401,
                     "text/plain; charset=utf-8",
                     b"writes need the server's token: send Authorization: Bearer TOKEN\n".to_vec(),
                     &[("WWW-Authenticate", "Bearer")],
-                )),
+                ))),
                 Some(t) if same_secret(t, token) => Ok(()),
-                Some(_) => Err(http::text(
+                Some(_) => Err(Box::new(http::text(
                     403,
                     "the bearer token sent is not the server's: nothing was written\n",
-                )),
+                ))),
             }
         }
         None => {
@@ -143,11 +143,11 @@ pub fn check_write(
             if ip.is_loopback() {
                 Ok(())
             } else {
-                Err(http::text(
+                Err(Box::new(http::text(
                     403,
                     "writes are taken from this machine only (loopback); \
                      start the server with --write-token FILE to take them from elsewhere\n",
-                ))
+                )))
             }
         }
     }
@@ -228,7 +228,7 @@ pub async fn post(
         }
     };
     if let Err(refused) = check_write(shared, name, peer, req.headers()) {
-        return refused;
+        return *refused;
     }
     let skip = match form_urlencoded::parse(query.as_bytes())
         .filter(|(k, _)| k == "badLines")

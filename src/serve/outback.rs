@@ -182,7 +182,6 @@ fn captures(coll: &Coll, q: &Query, sink: &mut Sink) -> Result<(), Error> {
             write(sink, &p);
         }
     }
-    drop(write);
     if q.output != Output::Text {
         let _ = sink.write_all(json.finish().as_bytes());
     }
@@ -341,7 +340,6 @@ fn prefix_query(coll: &Coll, q: &XmlQuery, key: &str, sink: &mut Sink) -> Result
     if let Some(r) = current {
         give(r, sink);
     }
-    drop(give);
     finish_results(q, key, "resultstypeurl", &pager, sink);
     Ok(())
 }

@@ -415,7 +415,7 @@ fn check(server: &Server, name: &str, caps: &[Cap], asks: &[(String, Ask)], pywb
             && ask.filters.is_empty()
             && ask.fl.is_none()
             && ask.match_type != "range"
-            && !(ask.match_type == "domain" && !ask.key.contains(','))
+            && (ask.match_type != "domain" || ask.key.contains(','))
             && ask.limit.map_or(true, |l| l >= 0);
         if pywb && same {
             let mut pq = qs.replace("sort=reverse", "reverse=true");
@@ -430,7 +430,7 @@ fn check(server: &Server, name: &str, caps: &[Cap], asks: &[(String, Ask)], pywb
 #[test]
 fn every_kind_of_collection_answers_outbackcdx_queries_as_outbackcdx() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x0b_ac_cd_c0_ffee);
+    let mut rng = Rng(0x0bac_cdc0_ffee);
     let caps = generated(&mut rng, 400);
     // A sorted file; a directory of two; a ZipNum cluster.
     let file = dir.path().join("all.cdx");
@@ -711,29 +711,24 @@ fn bad_parameters_get_400_with_a_message() {
 
 /// A server started here, on every address, its log kept in a file.
 struct Logged {
-    child: std::process::Child,
+    _child: util::KillOnDrop,
     port: u16,
     log: std::path::PathBuf,
-}
-
-impl Drop for Logged {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start_logged(dir: &Path, args: &[&str]) -> Logged {
     let port = util::free_port();
     let log = dir.join(format!("serve-{port}.log"));
-    let child = std::process::Command::new(util::bin())
-        .arg("serve")
-        .args(["--bind", &format!("0.0.0.0:{port}")])
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let child = util::KillOnDrop(
+        std::process::Command::new(util::bin())
+            .arg("serve")
+            .args(["--bind", &format!("0.0.0.0:{port}")])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     let agent = agent();
     for _ in 0..200 {
         if agent
@@ -741,7 +736,11 @@ fn start_logged(dir: &Path, args: &[&str]) -> Logged {
             .call()
             .is_ok()
         {
-            return Logged { child, port, log };
+            return Logged {
+                _child: child,
+                port,
+                log,
+            };
         }
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
