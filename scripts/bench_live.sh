@@ -16,7 +16,9 @@
 # WARC after another: each batch of BATCH lines is one WARC file
 # (crawl-NNNNN.warc.gz, offsets ascending, its captures in time order),
 # URLs drawn from HOSTS hosts of 1-80 paths (pages, ?id= queries, images,
-# scripts) with the repeats a recrawl gives, real-looking MIME types,
+# scripts; the lower-numbered hosts more often) with the repeats a
+# recrawl gives (about 1.8 captures per URL, up to a few hundred for a
+# busy home page), real-looking MIME types,
 # status codes, base32 SHA-1 digests and lengths; keys are the SURTs of
 # the URLs. Lines are posted in crawl order (not sorted), as OutbackCDX
 # clients post them.
@@ -138,7 +140,9 @@ while n < LINES:
     offset = 0
     out = [" CDX N b a m s k r M S V g\n"]
     for i in range(size):
-        h = int(rng.paretovariate(1.2) * 7) % HOSTS
+        # Busy hosts are crawled more, but no host takes over the crawl:
+        # a URL has a few captures, as across recrawls.
+        h = int(HOSTS * rng.random() ** 1.5)
         p = rng.randrange(paths[h])
         url, mime = url_of(h, p)
         status = "200"
