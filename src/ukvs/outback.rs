@@ -810,9 +810,9 @@ impl Capture {
             Field::OriginalOffset => num_or_null(&self.orig_offset),
             Field::OriginalFilename => Value::Str(self.orig_filename.as_str().into()),
             Field::Range => match (num_or_null(&self.offset), num_or_null(&self.length)) {
-                (Value::Num(o), Value::Num(l)) => {
-                    Value::Str(format!("bytes={o}-{}", o.saturating_add(l) - 1).into())
-                }
+                (Value::Num(o), Value::Num(l)) => Value::Str(
+                    format!("bytes={o}-{}", o.saturating_add(l).saturating_sub(1)).into(),
+                ),
                 (Value::Num(o), _) => Value::Str(format!("bytes={o}-").into()),
                 _ => Value::Null,
             },
@@ -1287,5 +1287,73 @@ mod tests {
         assert_eq!((x.kind.as_str(), x.limit, x.offset), ("prefixquery", 7, 2));
         assert!(XmlQuery::parse(&Params::parse("q=type:urlquery")).is_err());
         assert!(XmlQuery::parse(&Params::parse("q=urlquery")).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Query strings made of the form's pieces, and lines of every
+        /// shape with odd bytes: no panic; every JSON row is JSON, every
+        /// text row one line, closest keeps every capture.
+        #[test]
+        fn any_query_and_line_answers_without_panic(
+            pieces in proptest::collection::vec(0usize..24, 0..8),
+            values in proptest::collection::vec("[a-z0-9:~!.*,<>&='\\\"()\\[\\]{}%+ -]{0,12}", 8),
+            lines in proptest::collection::vec(
+                proptest::collection::vec("[a-z0-9,)/.:<>&=\\\\-]{0,9}", 2..15), 0..6),
+            json in proptest::collection::vec("[a-z0-9 .:<>&=-]{0,9}", 3),
+        ) {
+            const NAMES: [&str; 24] = [
+                "url", "urlkey", "matchType", "sort", "closest", "from", "to", "filter",
+                "collapse", "collapseToLast", "fl", "limit", "output", "q", "count",
+                "start_page", "matchType", "sort", "filter", "fl", "output", "limit",
+                "url", "collapseToFirst",
+            ];
+            let query: Vec<String> = pieces
+                .iter()
+                .zip(values.iter().cycle())
+                .map(|(&i, v)| {
+                    let v: String = form_urlencoded::byte_serialize(v.as_bytes()).collect();
+                    format!("{}={v}", NAMES[i])
+                })
+                .collect();
+            let params = Params::parse(&query.join("&"));
+            let _ = XmlQuery::parse(&params);
+            let names = vec!["offset".to_string(), "digest".to_string()];
+            if let Ok(q) = Query::parse(&params) {
+                let key = q.key(&crate::surt::Options::default());
+                let range = q.range(&key);
+                let mut rows = JsonRows::default();
+                let mut kept = Vec::new();
+                // Column lines of every count, and a CDXJ line.
+                let mut lines: Vec<String> = lines.iter().map(|t| t.join(" ")).collect();
+                lines.push(format!(
+                    "{} 2020 {{\"url\": \"{}\", \"length\": \"{}\", \"status\": 7}}",
+                    json[0], json[1], json[2]
+                ));
+                for l in &lines {
+                    let _ = range.contains(l.as_bytes());
+                    let Ok(c) = Capture::from_line(l.as_bytes(), &names) else { continue };
+                    let _ = q.accepts(&c);
+                    if let Some(col) = &q.collapse {
+                        let _ = col.token(&c);
+                    }
+                    proptest::prop_assert!(!c.text(&q.fields).contains('\n'));
+                    let row = rows.row(&c, &q.fields, Some(&q.field_names));
+                    let row = row.trim_start_matches(',');
+                    proptest::prop_assert!(
+                        serde_json::from_str::<serde_json::Value>(row).is_ok(),
+                        "not JSON: {}", row
+                    );
+                    let _ = xml_capture(&c);
+                    kept.push(c);
+                }
+                if let Some(at) = &q.closest {
+                    let n = kept.len();
+                    kept.sort_by_key(Capture::timestamp_u64);
+                    proptest::prop_assert_eq!(closest_order(kept, at, Capture::timestamp_u64).len(), n);
+                }
+            }
+        }
     }
 }
