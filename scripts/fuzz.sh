@@ -20,7 +20,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FUZZ=$ROOT/fuzz
 SHARED=$ROOT/../shared/corpus
 export RUSTC_BOOTSTRAP=1
-ALL="warc_stream arc_stream surt ukvs_lines cdx_convert mementomap_lines zipnum_idx pywb_lines kulturarw3_objects nedlib_meta stats_lines generate_lines digest_spellings"
+ALL="warc_stream arc_stream surt ukvs_lines cdx_convert mementomap_lines zipnum_idx pywb_lines kulturarw3_objects nedlib_meta stats_lines generate_lines digest_spellings outback_query"
 TARGETS=${TARGETS:-$ALL}
 
 command -v cargo-fuzz > /dev/null || { echo "needs cargo-fuzz: cargo install cargo-fuzz" >&2; exit 2; }
@@ -50,6 +50,7 @@ seed pywb_lines "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs" "$SHARED/webreco
 seed kulturarw3_objects "$ROOT/tests/data/kulturarw3"
 seed nedlib_meta "$ROOT/tests/data/nedlib"
 seed stats_lines "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs" "$SHARED/internetarchive__CDX-Writer/_expected_from_tests/default"
+seed outback_query "$ROOT/tests/data/fuzz/outback_query" "$ROOT/tests/data/outbackcdx"
 seed generate_lines "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs" "$ROOT/samples/expected.ukvs" "$SHARED/internetarchive__CDX-Writer/_expected_from_tests/default"
 seed digest_spellings "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs"
 # The SURT vectors file is one URL per line: split it into seeds.

@@ -391,3 +391,51 @@ pub fn digest_spellings(data: &[u8]) {
         }
     }
 }
+
+/// OutbackCDX's query form: the first line is a query string (the CDX
+/// form and the XML `q=`), the others index lines answered through it.
+/// Every JSON row written must be JSON, every text row one line.
+pub fn outback_query(data: &[u8]) {
+    use ukvs::ukvs::outback::{
+        closest_order, xml_capture, Capture, JsonRows, Params, Query, XmlQuery,
+    };
+    let mut lines = data.split(|&b| b == b'\n');
+    let first = String::from_utf8_lossy(lines.next().unwrap_or_default()).into_owned();
+    let params = Params::parse(&first);
+    let _ = XmlQuery::parse(&params);
+    let Ok(q) = Query::parse(&params) else {
+        return;
+    };
+    let key = q.key(&ukvs::surt::Options::default());
+    let range = q.range(&key);
+    let names = vec!["offset".to_string(), "digest".to_string()];
+    let mut rows = JsonRows::default();
+    let mut kept = Vec::new();
+    for line in lines {
+        let Ok(c) = Capture::from_line(line, &names) else {
+            continue;
+        };
+        let _ = range.contains(line);
+        if !q.accepts(&c) {
+            continue;
+        }
+        if let Some(col) = &q.collapse {
+            let _ = col.token(&c);
+        }
+        let text = c.text(&q.fields);
+        assert!(!text.contains('\n'), "a text row of two lines: {text:?}");
+        let row = rows.row(&c, &q.fields, Some(&q.field_names));
+        let row = row.trim_start_matches(',');
+        assert!(
+            serde_json::from_str::<serde_json::Value>(row).is_ok(),
+            "not JSON: {row}"
+        );
+        let _ = xml_capture(&c);
+        kept.push(c);
+    }
+    if let Some(at) = &q.closest {
+        let n = kept.len();
+        kept.sort_by_key(Capture::timestamp_u64);
+        assert_eq!(closest_order(kept, at, Capture::timestamp_u64).len(), n);
+    }
+}

@@ -24,14 +24,25 @@ use ukvs::engine::output::Output;
 /// datetime are re-sorted, so sorted CDX/CDXJ input gives a sorted index.
 /// Bad lines are reported as `file:line: what` and skipped; exit status 2
 /// if any. Memory O(longest line), plus the captures of one tie.
+///
+/// `--data DIR/NAME` reads a live collection of `ukvs serve --data DIR`
+/// as the server serves it: FILES are its bases (as given to the server;
+/// none for a collection made by POSTs alone), less the deleted lines,
+/// with the posted ones merged in, in byte order (written to a temporary
+/// file first; CDX and CDXJ lines mixed are converted to capture records
+/// there).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files to read (`-` for stdin; gzip and zstd content is decompressed),
     /// ZipNum clusters (a cluster's directory or its `.idx`), whose lines
     /// are read block after block, or directories of index files (`*.cdx`,
     /// `*.cdxj`, `*.ukvs`), read in name order.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "data")]
     files: Vec<PathBuf>,
+    /// A live collection's directory (`DIR/NAME` of `ukvs serve --data
+    /// DIR`), read with FILES as its bases.
+    #[arg(long, value_name = "DIR/NAME")]
+    data: Option<PathBuf>,
     /// Expand every record to one JSON object per line (NDJSON).
     #[arg(long)]
     json: bool,
@@ -52,8 +63,20 @@ enum From {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // A live collection is read as one file of its lines.
+    let spill = match &args.data {
+        Some(data) => {
+            let live = ukvs::engine::merged::Live::open(&args.files, Some(data), false)?;
+            Some(live.spill(None)?)
+        }
+        None => None,
+    };
+    let files = match &spill {
+        Some(f) => vec![f.path().to_path_buf()],
+        None => args.files,
+    };
     let job = CatJob {
-        files: args.files,
+        files,
         json: args.json,
         from: match args.from {
             From::Auto => InputFormat::Auto,

@@ -41,6 +41,12 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// original's, found in the answer as pywb finds it, else at the URL and
 /// date the revisit refers to, else by digest in the `--digests` files.
 ///
+/// A live collection of `ukvs serve --data DIR` is read as the server
+/// reads it with `--data DIR/NAME` (its delta), its files given as INDEX
+/// as they are given to the server (none for a collection made by POSTs
+/// alone): the files' lines less the deleted ones, with the posted ones
+/// merged in. The store cannot be opened while the server runs.
+///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error
 /// (including an index found out of order on the search path, or in the
 /// first or last 64 KiB of a file, checked when it is opened: a file
@@ -108,13 +114,13 @@ pub struct Args {
     no_mmap: bool,
     /// Look up this payload digest in digest files (the INDEX arguments)
     /// instead of a URL: every capture of the payload, oldest first.
-    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["key", "keys", "urls", "closest", "reverse", "acl", "resolve_revisits"])]
+    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["key", "keys", "urls", "closest", "reverse", "acl", "resolve_revisits", "data"])]
     digest: Option<String>,
     /// Add `orig.length`, `orig.offset` and `orig.filename` to each line,
     /// the original capture's for a revisit (pywb's resolveRevisits, and
     /// revisits of another URL: by their refers-to URL and date, else by
     /// digest through --digests).
-    #[arg(long, conflicts_with_all = ["keys", "urls"])]
+    #[arg(long, conflicts_with_all = ["keys", "urls", "data"])]
     resolve_revisits: bool,
     /// Digest files where --resolve-revisits looks up by digest the
     /// originals it finds no other way.
@@ -123,6 +129,10 @@ pub struct Args {
     /// Threads for batch lookups (0 = all cores).
     #[arg(short = 'j', long, default_value_t = 0)]
     threads: usize,
+    /// A live collection's directory (`DIR/NAME` of `ukvs serve --data
+    /// DIR`): its delta is read with the INDEX files as its bases.
+    #[arg(long, value_name = "DIR/NAME")]
+    data: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -215,7 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let url = if args.key.is_some() || batch || (args.check && paths.len() == 1) {
         None
     } else {
-        if paths.len() < 2 {
+        if paths.len() < 2 && !(args.data.is_some() && paths.len() == 1) {
             bail!("give INDEX... and a URL (or --key K, --keys FILE, --urls FILE)");
         }
         paths.pop()
@@ -235,6 +245,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("--output link prints the TimeMap of one URL: it needs an exact match");
         }
     }
+    if let Some(data) = &args.data {
+        return run_live(&args, &paths, data, url);
+    }
     let mut coll = Collection::open(&paths, args.no_mmap)?;
     if args.check {
         check_order(&coll)?;
@@ -245,31 +258,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let fields = coll.value_names();
     let surt = coll.surt_options()?;
     let format = format::Format::from(args.output);
-    let time = TimeFilter::new(
-        args.from.as_deref().map(str::as_bytes),
-        args.to.as_deref().map(str::as_bytes),
-    );
-    let acl = match &args.acl {
-        Some(path) => {
-            let text =
-                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            Some(Rules::parse(&text).with_context(|| format!("{}", path.display()))?)
-        }
-        None => None,
-    };
-    let match_type = args.match_type.map(MatchType::from);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-
-    let filters = Filters {
-        time,
-        acl,
-        order: match (&args.closest, args.reverse) {
-            (Some(c), _) => Order::Closest(c.as_bytes().to_vec()),
-            (None, true) => Order::Reverse,
-            (None, false) => Order::Index,
-        },
-        limit: args.limit,
-    };
+    let filters = filters(&args)?;
     if batch {
         let (path, as_url) = match (&args.keys, &args.urls) {
             (Some(p), _) => (p, false),
@@ -295,20 +285,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
 
-    let (range, url) = match (&args.key, &url) {
-        (Some(key), _) => (
-            KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
-            None,
-        ),
-        (None, Some(url)) => {
-            let (range, url, err) = url_range(url, &surt, match_type);
-            if let Some(err) = err {
-                ukvs::report!("ukvs: lookup: {url}: {err}; looking it up as given");
-            }
-            (range, Some(url))
-        }
-        (None, None) => bail!("nothing to look up"),
-    };
+    let (range, url) = query_range(&args, url.as_deref(), &surt)?;
     let mut any = false;
     if args.resolve_revisits {
         if args.output == Format::Link {
@@ -353,6 +330,131 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Lines an index could not give (each reported when it was opened)
     // make the answer incomplete.
     let skipped: u64 = coll.sources().iter().map(|s| s.skipped()).sum();
+    Ok(if skipped > 0 {
+        ExitCode::from(2)
+    } else if !any {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// What the lookup keeps and in which order.
+fn filters(args: &Args) -> anyhow::Result<Filters> {
+    let time = TimeFilter::new(
+        args.from.as_deref().map(str::as_bytes),
+        args.to.as_deref().map(str::as_bytes),
+    );
+    let acl = match &args.acl {
+        Some(path) => {
+            let text =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Some(Rules::parse(&text).with_context(|| format!("{}", path.display()))?)
+        }
+        None => None,
+    };
+    Ok(Filters {
+        time,
+        acl,
+        order: match (&args.closest, args.reverse) {
+            (Some(c), _) => Order::Closest(c.as_bytes().to_vec()),
+            (None, true) => Order::Reverse,
+            (None, false) => Order::Index,
+        },
+        limit: args.limit,
+    })
+}
+
+/// The key range of the one query (`--key` or the URL), and the URL.
+fn query_range(
+    args: &Args,
+    url: Option<&str>,
+    surt: &ukvs::surt::Options,
+) -> anyhow::Result<(KeyRange, Option<String>)> {
+    let match_type = args.match_type.map(MatchType::from);
+    Ok(match (&args.key, url) {
+        (Some(key), _) => (
+            KeyRange::new(key.as_bytes(), match_type.unwrap_or(MatchType::Exact)),
+            None,
+        ),
+        (None, Some(url)) => {
+            let (range, url, err) = url_range(url, surt, match_type);
+            if let Some(err) = err {
+                ukvs::report!("ukvs: lookup: {url}: {err}; looking it up as given");
+            }
+            (range, Some(url))
+        }
+        (None, None) => bail!("nothing to look up"),
+    })
+}
+
+/// A lookup over a live collection (`--data`): its bases and its delta
+/// read as the server reads them. Batches are answered one query after
+/// another.
+fn run_live(
+    args: &Args,
+    paths: &[String],
+    data: &std::path::Path,
+    url: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let live = ukvs::engine::merged::Live::open(paths, Some(data), args.no_mmap)?;
+    if args.check {
+        if let Some(bases) = &live.bases {
+            check_order(bases)?;
+        }
+    }
+    let fields = live.value_names.clone();
+    let surt = live.surt_options()?;
+    let format = format::Format::from(args.output);
+    let filters = filters(args)?;
+    let merged = live.merged();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut any = false;
+    let batch = match (&args.keys, &args.urls) {
+        (Some(p), _) => Some((p, false)),
+        (None, Some(p)) => Some((p, true)),
+        (None, None) => None,
+    };
+    if let Some((path, as_url)) = batch {
+        use std::io::BufRead;
+        let rdr = open_queries(path)?;
+        for q in rdr.lines() {
+            let q = q.context("reading queries")?;
+            let q = q.trim_end_matches('\r');
+            if q.is_empty() {
+                continue;
+            }
+            let range = match as_url {
+                true => url_range(q, &surt, Some(MatchType::Exact)).0,
+                false => KeyRange::new(q.as_bytes(), MatchType::Exact),
+            };
+            for found in merged.answer(&range, &filters)? {
+                write_line(&mut out, &found?, format, &fields)?;
+                any = true;
+            }
+        }
+    } else {
+        let (range, url) = query_range(args, url.as_deref(), &surt)?;
+        if args.output == Format::Link {
+            let links = TimeMapLinks {
+                prefix: &args.archive_prefix,
+                timemap: args.timemap_url.as_deref(),
+                timegate: args.timegate_url.as_deref(),
+            };
+            let found = merged
+                .answer(&range, &filters)?
+                .collect::<Result<Vec<_>, _>>()?;
+            any = !found.is_empty();
+            write_timemap(&mut out, &found, url.as_deref(), &links, &fields)?;
+        } else {
+            for found in merged.answer(&range, &filters)? {
+                write_line(&mut out, &found?, format, &fields)?;
+                any = true;
+            }
+        }
+    }
+    out.flush()?;
+    let skipped: u64 = merged.sources().iter().map(|s| s.skipped()).sum();
     Ok(if skipped > 0 {
         ExitCode::from(2)
     } else if !any {

@@ -99,11 +99,20 @@ struct OutputArgs {
 /// Without rollup options every URI key gets its own line (the
 /// reference's `generate`); with --hcf/--pcf or a quota the power-law
 /// rollup of `compact` is applied on the way.
+///
+/// `--data DIR/NAME` summarises a live collection of `ukvs serve --data
+/// DIR` as the server serves it: the inputs are its bases, less the
+/// deleted lines, with the posted ones merged in (written to a temporary
+/// file first).
 #[derive(Debug, clap::Args)]
 struct GenerateArgs {
     /// Sorted capture indexes ("-" = stdin).
     #[arg(default_value = "-")]
     inputs: Vec<PathBuf>,
+    /// A live collection's directory (`DIR/NAME` of `ukvs serve --data
+    /// DIR`), read with the inputs as its bases.
+    #[arg(long, value_name = "DIR/NAME")]
+    data: Option<PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -252,7 +261,26 @@ fn parse_dimension(s: &str) -> Result<Dimension, String> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        Sub::Generate(a) => job::generate(a.into_job()),
+        Sub::Generate(a) => match a.data.clone() {
+            None => job::generate(a.into_job()),
+            Some(data) => {
+                // The bases given, or none: `-` is the default of inputs.
+                let bases: Vec<PathBuf> = a
+                    .inputs
+                    .iter()
+                    .filter(|p| p.as_os_str() != "-")
+                    .cloned()
+                    .collect();
+                let live = ukvs::engine::merged::Live::open(&bases, Some(&data), a.no_mmap)?;
+                let spill = live.spill(a.out.tmp_dir.as_deref())?;
+                let mut job = a.into_job();
+                job.inputs = vec![spill.path().to_path_buf()];
+                if job.out.source.is_empty() {
+                    job.out.source = vec![data.display().to_string()];
+                }
+                job::generate(job)
+            }
+        },
         Sub::Compact(a) => job::compact(a.into_job()),
         Sub::Merge(a) => job::merge(a.into_job()),
         Sub::Lookup(a) => job::lookup(a.into_job()),

@@ -38,6 +38,17 @@ use crate::serve::{self, Spec};
 /// (`?badLines=skip` takes the others). Each collection's delta is kept
 /// in DIR/NAME/ and served merged with its files.
 ///
+/// Writes are taken from loopback clients only, unless `--write-token
+/// FILE` gives a bearer token: then from any client that sends it
+/// (`Authorization: Bearer TOKEN`), loopback included. `--read-only NAME`
+/// (or a `NAME=writes:off` line in --config) refuses writes to NAME.
+/// Refusals are 401 (no token sent) or 403 with a message.
+///
+/// `GET /NAME?url=...` answers OutbackCDX's own query form (CDX11 text,
+/// `output=json`, matchType exact|prefix|host|domain|range, sort=reverse
+/// or closest, from, to, filter, collapse, fl, limit) and `GET
+/// /NAME?q=type:urlquery+url:...` OpenWayback's XML query.
+///
 /// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight
 /// and exit 0; SIGHUP re-reads `--config` and re-opens every index without
 /// dropping a request.
@@ -81,6 +92,14 @@ pub struct Args {
     /// instead of creating it.
     #[arg(long, requires = "data")]
     no_create: bool,
+    /// With --data: a file holding the bearer token writes must send
+    /// (`Authorization: Bearer TOKEN`); without it, writes are taken from
+    /// loopback clients only. The token is never printed.
+    #[arg(long, value_name = "FILE", requires = "data")]
+    write_token: Option<PathBuf>,
+    /// Refuse writes to the collection NAME (repeatable).
+    #[arg(long, value_name = "NAME")]
+    read_only: Vec<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -96,6 +115,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         threads: args.threads,
         data: args.data,
         no_create: args.no_create,
+        write_token: args.write_token,
+        read_only: args.read_only,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -37,8 +37,14 @@ use super::sort::parse_size;
 pub struct Args {
     /// Index files, ZipNum clusters or directories (`-` = stdin); with
     /// --merge, JSON reports of `ukvs stats --json`.
-    #[arg(required = true, value_name = "INDEX")]
+    #[arg(required_unless_present = "data", value_name = "INDEX")]
     inputs: Vec<PathBuf>,
+    /// A live collection's directory (`DIR/NAME` of `ukvs serve --data
+    /// DIR`): its lines as the server serves them (the INDEX files are
+    /// its bases, less the deleted lines, with the posted ones merged in;
+    /// written to a temporary file first).
+    #[arg(long, value_name = "DIR/NAME", conflicts_with = "merge")]
+    data: Option<PathBuf>,
     /// Write the report as JSON.
     #[arg(long, conflicts_with = "csv")]
     json: bool,
@@ -92,13 +98,24 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let spill = match &args.data {
+        Some(data) => {
+            let live = ukvs::engine::merged::Live::open(&args.inputs, Some(data), args.no_mmap)?;
+            Some(live.spill(args.tmp_dir.as_deref())?)
+        }
+        None => None,
+    };
+    let inputs = match &spill {
+        Some(f) => vec![f.path().to_path_buf()],
+        None => args.inputs.clone(),
+    };
     let (report, skipped) = if args.merge {
         (merge_reports(&args)?, 0)
     } else {
         let bar = super::index::progress_bar(args.quiet);
         let outcome = job::run(
             &StatsJob {
-                inputs: args.inputs.clone(),
+                inputs,
                 top: args.top,
                 threads: args.threads,
                 mem: args.mem,
@@ -124,6 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let names: Vec<String> = args
                 .inputs
                 .iter()
+                .chain(args.data.as_ref())
                 .map(|p| p.display().to_string())
                 .collect();
             format!("ukvs stats: {}", names.join(", "))

@@ -827,7 +827,7 @@ where
 type ByteOrder = fn(&Cow<[u8]>, &Cow<[u8]>) -> bool;
 
 /// One source's lines, its errors naming it.
-type NamedLines<'s> = Box<dyn Iterator<Item = Result<Cow<'s, [u8]>, Error>> + 's>;
+type NamedLines<'s> = Box<dyn Iterator<Item = Result<Cow<'s, [u8]>, Error>> + Send + 's>;
 
 /// Every source's lines of a range, merged in byte order (see
 /// [`Collection::lines`]).

@@ -22,6 +22,7 @@
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`live`] | the delta of a live collection: added lines and tombstones in an embedded crash-safe store (redb) |
 //! | [`digests`] | digest files: captures keyed by payload digest, made from an index or as it is written; lookups by digest and of revisits' originals |
+//! | [`merged`] | a collection read as one: bases + delta - tombstones, for the server and the offline tools |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
@@ -47,6 +48,7 @@ pub mod live;
 pub mod lookup;
 pub mod maps;
 pub mod mementomap;
+pub mod merged;
 pub mod output;
 pub mod parts;
 pub mod seeds;

@@ -31,6 +31,8 @@ pub enum Kind {
     /// A digest file (or a directory of them) for `/NAME/digest` and
     /// `resolveRevisits`.
     Digests,
+    /// `NAME=writes:off`: the collection takes no writes.
+    ReadOnly,
 }
 
 impl std::str::FromStr for Spec {
@@ -42,6 +44,13 @@ impl std::str::FromStr for Spec {
             .ok_or_else(|| format!("{s:?} is not NAME=PATH"))?;
         let name = name.trim();
         check_name(name)?;
+        if rest == "writes:off" {
+            return Ok(Spec {
+                name: name.to_string(),
+                kind: Kind::ReadOnly,
+                path: PathBuf::new(),
+            });
+        }
         let (kind, path) = if let Some(p) = rest.strip_prefix("map:") {
             (Kind::Map, p)
         } else if let Some(p) = rest.strip_prefix("acl:") {
@@ -116,9 +125,24 @@ pub struct Coll {
     pub live: Option<Arc<Delta>>,
 }
 
+impl Coll {
+    /// The collection read as one: bases + delta - tombstones. A single
+    /// file served alone takes the delta's lines among its own.
+    pub fn merged(&self) -> ukvs::engine::merged::Merged<'_> {
+        ukvs::engine::merged::Merged::new(
+            self.index.as_ref(),
+            self.live.as_deref(),
+            &self.value_names,
+            self.labels.first() == Some(&self.name),
+        )
+    }
+}
+
 /// Every served collection by name.
 pub struct Catalog {
     colls: BTreeMap<String, Arc<Coll>>,
+    /// Names whose writes are refused (`NAME=writes:off` specs).
+    read_only: std::collections::BTreeSet<String>,
 }
 
 impl Catalog {
@@ -133,8 +157,13 @@ impl Catalog {
         live: bool,
     ) -> anyhow::Result<Catalog> {
         let mut by_name: BTreeMap<&str, Vec<&Spec>> = BTreeMap::new();
+        let mut read_only = std::collections::BTreeSet::new();
         for s in specs {
-            by_name.entry(&s.name).or_default().push(s);
+            if s.kind == Kind::ReadOnly {
+                read_only.insert(s.name.clone());
+            } else {
+                by_name.entry(&s.name).or_default().push(s);
+            }
         }
         for name in deltas.keys() {
             by_name.entry(name).or_default();
@@ -149,7 +178,7 @@ impl Catalog {
             coll.live = deltas.get(name).cloned();
             colls.insert(name.to_string(), Arc::new(coll));
         }
-        Ok(Catalog { colls })
+        Ok(Catalog { colls, read_only })
     }
 
     /// This catalog and a new collection served from `delta` alone.
@@ -158,7 +187,15 @@ impl Catalog {
         let mut coll = open_coll(name, &[], false).expect("a collection without files opens");
         coll.live = Some(delta);
         colls.insert(name.to_string(), Arc::new(coll));
-        Catalog { colls }
+        Catalog {
+            colls,
+            read_only: self.read_only.clone(),
+        }
+    }
+
+    /// Whether the config refuses writes to `name`.
+    pub fn is_read_only(&self, name: &str) -> bool {
+        self.read_only.contains(name)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Coll>> {
@@ -185,7 +222,7 @@ fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll>
         .collect();
     for s in specs {
         match s.kind {
-            Kind::Index | Kind::Digests => {}
+            Kind::Index | Kind::Digests | Kind::ReadOnly => {}
             Kind::Map if map.is_some() => bail!("more than one map"),
             Kind::Map => map = Some(MapFile::open(&s.path, no_mmap, false)?),
             Kind::Acl if acl.is_some() => bail!("more than one access-rules file"),

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use ukvs::engine::lookup::{ordered, MergeBy, Order, SourceLines};
+use ukvs::engine::lookup::{ordered, MergeBy, Order};
 use ukvs::sorted::{prefix_key_for_url, url_shortcut, KeyRange, MatchType};
 
 use super::catalog::Coll;
@@ -346,17 +346,12 @@ fn query_objs<'a>(
 
     let mut each: Vec<Objs<'a>> = Vec::new();
     let paged_index = p.flag("showPagedIndex");
-    let sources = base_sources(coll);
+    let read = coll.merged();
+    let sources = read.sources();
+    let internal = |e: ukvs::engine::merged::Error| ApiError::Internal(e.to_string());
     // A live collection: the captures its delta hides, and where its
-    // lines go (see `delta_lines`).
-    let hidden = match &coll.live {
-        Some(d) => Some(Arc::new(
-            d.hider(&q.range)
-                .map_err(|e| ApiError::Internal(e.to_string()))?,
-        )),
-        None => None,
-    };
-    let delta_within = delta_within(coll);
+    // lines go (`Merged::delta_within`).
+    let hidden = read.hider(&q.range).map_err(internal)?;
     for (i, source) in sources.iter().enumerate() {
         let lines = if source.is_cluster() {
             let blocks = source
@@ -376,27 +371,20 @@ fn query_objs<'a>(
                 .lines_as_pywb(&q.range)
                 .map_err(|e| ApiError::Internal(e.to_string()))?
         };
-        let mut lines = unhidden(coll, lines, hidden.clone());
-        if delta_within {
-            lines = Box::new(
-                MergeBy::new(
-                    vec![lines, delta_lines(coll, &q.range)?],
-                    |a: &Cow<[u8]>, b| a < b,
-                )
-                .map(|r| r.map(|(line, _)| line)),
-            );
-        }
+        let lines = read
+            .source_lines(lines, hidden.clone(), &q.range)
+            .map_err(internal)?;
         each.push(source_objs(coll, i, lines, with_source));
     }
     // Over a cluster, pages count the cluster's blocks: the delta's lines
     // come with the first page, and not with the blocks themselves.
     let paged = sources.iter().any(|s| s.is_cluster());
     let first_page = page.as_deref().map_or(true, |n| n.trim() == "0");
-    if coll.live.is_some() && !delta_within && !(paged && (paged_index || !first_page)) {
+    if read.is_live() && !read.delta_within() && !(paged && (paged_index || !first_page)) {
         each.push(source_objs(
             coll,
             sources.len(),
-            delta_lines(coll, &q.range)?,
+            read.delta_lines(&q.range).map_err(internal)?,
             with_source,
         ));
     }
@@ -517,58 +505,11 @@ fn pad(v: &str, with: &[u8]) -> Vec<u8> {
 }
 
 /// Lines of one source, or of a base and the delta merged.
-type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + Send + 'a>;
+type Lines<'a> = ukvs::engine::merged::Lines<'a>;
 
 /// The collection's bases (none for a delta alone).
 fn base_sources(coll: &Coll) -> &[ukvs::engine::lookup::Source] {
     coll.index.as_ref().map_or(&[], |i| i.sources())
-}
-
-/// Whether a live collection's delta lines merge into its one base's
-/// lines in byte order (a single sorted file: the collection then answers
-/// byte for byte as that file would with the lines added and deleted),
-/// rather than being a source of their own, merged as pywb merges
-/// several sources (a directory, a cluster, several files).
-fn delta_within(coll: &Coll) -> bool {
-    let sources = base_sources(coll);
-    coll.live.is_some()
-        && sources.len() == 1
-        && !sources[0].is_cluster()
-        && coll.labels.first() == Some(&coll.name)
-}
-
-/// The delta's lines within `range`.
-fn delta_lines<'a>(coll: &'a Coll, range: &KeyRange) -> Result<Lines<'a>, ApiError> {
-    let Some(delta) = &coll.live else {
-        return Ok(Box::new(std::iter::empty()));
-    };
-    let lines = delta
-        .lines(range)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(Box::new(
-        lines.map(|l| l.map(Cow::Owned).map_err(|e| e.to_string())),
-    ))
-}
-
-/// A base's lines less those whose capture the delta hides.
-fn unhidden<'a>(
-    coll: &'a Coll,
-    lines: SourceLines<'a>,
-    hidden: Option<Arc<ukvs::engine::live::Hider>>,
-) -> Lines<'a> {
-    let lines = lines.map(|l| l.map_err(|e| e.to_string()));
-    let Some(hidden) = hidden.filter(|h| !h.is_empty()) else {
-        return Box::new(lines);
-    };
-    let names = &coll.value_names;
-    Box::new(lines.filter_map(move |l| match l {
-        Ok(line) => match ukvs::ukvs::post::line_id(&line, names).map(|id| hidden.hides(&id)) {
-            None | Some(Ok(false)) => Some(Ok(line)),
-            Some(Ok(true)) => None,
-            Some(Err(e)) => Some(Err(e.to_string())),
-        },
-        Err(e) => Some(Err(e)),
-    }))
 }
 
 /// One source's lines as objects with pywb's `source` fields.
@@ -580,7 +521,7 @@ fn source_objs<'a>(coll: &'a Coll, i: usize, lines: Lines<'a>, with_source: bool
         .unwrap_or_else(|| coll.name.clone());
     let names = &coll.value_names;
     Box::new(lines.map(move |line| {
-        let line = line.map_err(ApiError::Internal)?;
+        let line = line.map_err(|e| ApiError::Internal(e.to_string()))?;
         let mut o = Obj::parse(&line, names).map_err(ApiError::Bad)?;
         if with_source && o.get("url").is_some() {
             let source = match o.str_field("source") {
@@ -1090,32 +1031,20 @@ fn normalize(key: &str, rule: usize) -> String {
 /// live collection those the delta does not hide with the delta's merged
 /// in.
 fn timemap_lines(coll: &Coll, range: &KeyRange) -> Result<Vec<Vec<u8>>, ApiError> {
-    let internal = |e: &dyn std::fmt::Display| ApiError::Internal(e.to_string());
-    let mut found: Vec<Vec<u8>> = match &coll.index {
-        Some(index) => index
-            .lines_as_pywb(range)
-            .and_then(|l| l.map(|h| h.map(|h| h.line.into_owned())).collect())
-            .map_err(|e| internal(&e))?,
-        None => Vec::new(),
-    };
-    if let Some(delta) = &coll.live {
-        let hider = delta.hider(range).map_err(|e| internal(&e))?;
-        if !hider.is_empty() {
-            let mut kept = Vec::with_capacity(found.len());
-            for l in found {
-                let hidden = match ukvs::ukvs::post::line_id(&l, &coll.value_names) {
-                    Some(id) => hider.hides(&id).map_err(|e| internal(&e))?,
-                    None => false,
-                };
-                if !hidden {
-                    kept.push(l);
-                }
-            }
-            found = kept;
-        }
-        for line in delta.lines(range).map_err(|e| internal(&e))? {
-            found.push(line.map_err(|e| internal(&e))?);
-        }
+    let read = coll.merged();
+    let mut found = Vec::new();
+    for line in read
+        .lines(range)
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+    {
+        found.push(
+            line.map_err(|e| ApiError::Internal(e.to_string()))?
+                .into_owned(),
+        );
+    }
+    if read.is_live() {
+        // A file out of order gives its lines as pywb finds them: the
+        // answer is put in order once the delta's are among them.
         found.sort();
     }
     Ok(found)

@@ -11,6 +11,12 @@
 //!   ─► `Added N records` / `Deleted N records`
 //! ```
 //!
+//! Every write route calls [`check_write`] first: a collection made
+//! read-only refuses (403); with `--write-token` the request must carry
+//! the token (`Authorization: Bearer`, compared in constant time: 401
+//! without it, 403 with another); without one, only loopback clients
+//! write (403 from elsewhere).
+//!
 //! A bad line answers 400 naming it and why, and nothing of the body is
 //! written; the rest of the body is still read (and dropped) so that the
 //! client, still sending, gets the answer. The answer is sent after the
@@ -32,6 +38,120 @@ use super::Shared;
 
 /// Bad lines named in an answer at most.
 const NAMED: usize = 10;
+
+/// Who may write: the bearer token (when one is configured) and the
+/// collections that take no writes. The token is never printed.
+pub struct Access {
+    token: Option<Vec<u8>>,
+    read_only: std::collections::BTreeSet<String>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+impl Access {
+    /// Reads the token from `token_file` (surrounding white space
+    /// dropped; an empty file is refused).
+    pub fn new(token_file: Option<&Path>, read_only: &[String]) -> anyhow::Result<Access> {
+        let token = match token_file {
+            None => None,
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| {
+                    anyhow::anyhow!("cannot read the write token file {}: {e}", path.display())
+                })?;
+                let token = bytes.trim_ascii().to_vec();
+                if token.is_empty() || token.iter().any(|&b| b.is_ascii_control() || b == b' ') {
+                    anyhow::bail!(
+                        "the write token file {} must hold one token (no spaces or control \
+                         characters), and holds none",
+                        path.display()
+                    );
+                }
+                Some(token)
+            }
+        };
+        Ok(Access {
+            token,
+            read_only: read_only.iter().cloned().collect(),
+        })
+    }
+}
+
+/// Whether `a` and `b` are the same bytes, in time that depends on their
+/// lengths only (not on where they first differ).
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Whether a write to the collection `name` from `peer` with `headers`
+/// may go on; the refusal to answer otherwise. Every write route calls it
+/// before it reads the body or creates anything.
+pub fn check_write(
+    shared: &Shared,
+    name: &str,
+    peer: std::net::SocketAddr,
+    headers: &hyper::HeaderMap,
+) -> Result<(), Box<http::Response>> {
+    let access = &shared.access;
+    if access.read_only.contains(name) || shared.catalog().is_read_only(name) {
+        return Err(Box::new(http::text(
+            403,
+            &format!("collection {name:?} is read-only: it takes no writes\n"),
+        )));
+    }
+    match &access.token {
+        Some(token) => {
+            let sent = headers
+                .get(hyper::header::AUTHORIZATION)
+                .map(|v| v.as_bytes())
+                .and_then(|v| {
+                    v.get(..7)
+                        .filter(|p| p.eq_ignore_ascii_case(b"bearer "))
+                        .map(|_| v[7..].trim_ascii())
+                });
+            match sent {
+                None => Err(Box::new(http::whole(
+                    401,
+                    "text/plain; charset=utf-8",
+                    b"writes need the server's token: send Authorization: Bearer TOKEN\n".to_vec(),
+                    &[("WWW-Authenticate", "Bearer")],
+                ))),
+                Some(t) if same_secret(t, token) => Ok(()),
+                Some(_) => Err(Box::new(http::text(
+                    403,
+                    "the bearer token sent is not the server's: nothing was written\n",
+                ))),
+            }
+        }
+        None => {
+            let ip = match peer.ip() {
+                std::net::IpAddr::V6(v6) => v6
+                    .to_ipv4_mapped()
+                    .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+                v4 => v4,
+            };
+            if ip.is_loopback() {
+                Ok(())
+            } else {
+                Err(Box::new(http::text(
+                    403,
+                    "writes are taken from this machine only (loopback); \
+                     start the server with --write-token FILE to take them from elsewhere\n",
+                )))
+            }
+        }
+    }
+}
 
 /// The writable side of the server: `--data DIR` and its open deltas.
 pub struct Writes {
@@ -92,6 +212,7 @@ impl Writes {
 pub async fn post(
     shared: &Arc<Shared>,
     req: hyper::Request<hyper::body::Incoming>,
+    peer: std::net::SocketAddr,
 ) -> http::Response {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
@@ -106,6 +227,9 @@ pub async fn post(
             )
         }
     };
+    if let Err(refused) = check_write(shared, name, peer, req.headers()) {
+        return *refused;
+    }
     let skip = match form_urlencoded::parse(query.as_bytes())
         .filter(|(k, _)| k == "badLines")
         .last()

@@ -7,6 +7,7 @@
 //!        │ semaphore: at most --max-connections at once
 //!        ▼
 //! route(path) ─► /health
+//!             ─► /NAME?url=... | ?q=...     outback::answer  (OutbackCDX's form)
 //!             ─► /NAME/cdx?...              cdx::answer      (pywb's API)
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
@@ -29,6 +30,7 @@ mod digest;
 mod http;
 mod live;
 mod maps;
+mod outback;
 mod pywb;
 
 use std::net::SocketAddr;
@@ -66,6 +68,10 @@ pub struct Options {
     pub data: Option<std::path::PathBuf>,
     /// A POST to an unknown collection is refused rather than creating it.
     pub no_create: bool,
+    /// A file holding the bearer token writes must send.
+    pub write_token: Option<std::path::PathBuf>,
+    /// Collections that take no writes.
+    pub read_only: Vec<String>,
 }
 
 /// What every request handler shares.
@@ -74,6 +80,8 @@ struct Shared {
     quiet: bool,
     /// `--data`: the deltas, when the server takes writes.
     writes: Option<live::Writes>,
+    /// Who may write.
+    access: live::Access,
 }
 
 impl Shared {
@@ -87,6 +95,9 @@ impl Shared {
 
 /// Runs the server until SIGTERM or SIGINT.
 pub fn run(opts: Options) -> anyhow::Result<()> {
+    for name in &opts.read_only {
+        catalog::check_name(name).map_err(|e| anyhow::anyhow!("--read-only: {e}"))?;
+    }
     let specs = all_specs(&opts.specs, opts.config.as_deref())?;
     let writes = match &opts.data {
         Some(dir) => Some(live::Writes::open(
@@ -130,6 +141,7 @@ async fn serve(
     catalog: Catalog,
     writes: Option<live::Writes>,
 ) -> anyhow::Result<()> {
+    let access = live::Access::new(opts.write_token.as_deref(), &opts.read_only)?;
     let listener = TcpListener::bind(opts.bind)
         .await
         .with_context(|| format!("cannot listen on {}", opts.bind))?;
@@ -140,6 +152,7 @@ async fn serve(
         catalog: RwLock::new(Arc::new(catalog)),
         quiet: opts.quiet,
         writes,
+        access,
     });
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -254,7 +267,7 @@ async fn handle(
     );
     let method = req.method().clone();
     let res = if method == hyper::Method::POST {
-        live::post(shared, req).await
+        live::post(shared, req, peer).await
     } else {
         route(shared, &req).await
     };
@@ -294,6 +307,7 @@ async fn route(
         );
     };
     match what {
+        "" => outback::answer(coll, query).await,
         "cdx" => cdx::answer(coll, query).await,
         "mementomap" => maps::answer(coll, query).await,
         "digest" => digest::answer(coll, query).await,
@@ -316,7 +330,7 @@ async fn route(
             None => http::text(
                 404,
                 &format!(
-                    "not found: collection {name:?} serves /{name}/cdx, \
+                    "not found: collection {name:?} serves /{name}?url=URL, /{name}/cdx, \
                      /{name}/timemap/link/URL, /{name}/mementomap and /{name}/digest\n"
                 ),
             ),

@@ -17,6 +17,7 @@
 //! | [`Validator`], [`Problem`], [`Summary`] | everything `ukvs validate` checks |
 //! | [`LineReader`] | lines out of any `Read` with one reused buffer |
 //! | [`convert`] | classic CDX and CDXJ lines -> capture-index records |
+//! | [`outback`] | OutbackCDX's query form: parameters, key ranges, its capture fields and answer shapes |
 //! | [`post`] | lines POSTed to a live collection: checked, re-keyed, given capture ids |
 //! | [`frequency`] | MementoMap frequency and datetime-key syntax |
 //!
@@ -30,6 +31,7 @@ pub mod frequency;
 mod header;
 mod json;
 mod line;
+pub mod outback;
 pub mod post;
 mod reader;
 mod validate;

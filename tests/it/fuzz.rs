@@ -29,7 +29,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target, &str); 14] = [
+const TARGETS: [(&str, Target, &str); 15] = [
     ("warc_stream", harness::warc_stream, "warc"),
     ("arc_stream", harness::arc_stream, "arc"),
     ("surt", harness::surt, "surt"),
@@ -48,6 +48,7 @@ const TARGETS: [(&str, Target, &str); 14] = [
     ("generate_lines", harness::generate_lines, "cdxj"),
     ("post_body", harness::post_body, "cdx"),
     ("digest_spellings", harness::digest_spellings, "cdxj"),
+    ("outback_query", harness::outback_query, "outbackcdx"),
 ];
 
 #[test]

@@ -12,6 +12,7 @@ mod kulturarw3;
 mod live;
 mod mementomap;
 mod nedlib;
+mod outback;
 mod output;
 mod seed_index;
 mod serve;

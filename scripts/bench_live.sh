@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Ingest benchmark of live collections (`ukvs serve --data`), loopback
+# only, one run: POST the CDX11 lines of an index in batches of BATCH
+# lines (one WARC's worth) from several posters at once, every POST
+# answered only once durable (fsync'd), while wrk sends exact lookups;
+# then report the ingest rate, lookup latency idle and during ingest, and
+# the delta's disk space per line against the CDX text.
+# Targets: >= 200,000 lines/s ingested; lookup p99 < 10 ms during ingest;
+# OutbackCDX claims 1/4 to 1/5 of the CDX text on disk.
+#
+#   scripts/bench_live.sh                        # 1,000,000 lines
+#   LINES=10000000 scripts/bench_live.sh         # the 10M-line run
+#   LINES=100000 DURATION=3 scripts/bench_live.sh  # quick smoke test
+#
+# The index is synthesized CDX11 as a crawler's indexer writes it, one
+# WARC after another: each batch of BATCH lines is one WARC file
+# (crawl-NNNNN.warc.gz, offsets ascending, its captures in time order),
+# URLs drawn from HOSTS hosts of 1-80 paths (pages, ?id= queries, images,
+# scripts; the lower-numbered hosts more often) with the repeats a
+# recrawl gives (about 1.8 captures per URL, up to a few hundred for a
+# busy home page), real-looking MIME types,
+# status codes, base32 SHA-1 digests and lengths; keys are the SURTs of
+# the URLs. Lines are posted in crawl order (not sorted), as OutbackCDX
+# clients post them.
+#
+# Steps: a first tenth of the batches is posted alone (the collection is
+# created, and lookups find something); wrk runs DURATION s idle; then
+# the other batches are posted by POSTERS parallel curl processes while
+# wrk runs until the last POST is answered (lookups of URLs of the whole
+# index, found or not yet); then wrk runs DURATION s idle again.
+#
+# Env: LINES (default 1000000), BATCH (lines per POST, default 5000),
+# POSTERS (parallel posters, default 4), HOSTS (default LINES/40),
+# QUERIES (distinct lookup URLs, default 50000), SEED (default 1),
+# DURATION (seconds of each idle wrk run, default 10), WRK_THREADS
+# (default 1), CONNS (wrk connections, default 16), KEEP (1: keep the work
+# dir), UKVS (the binary, default target/release/ukvs). The work dir is
+# made under ${TMPDIR:-/tmp}; it needs about 3x the CDX text on disk.
+#
+# Needs python3 (the generator), wrk (`apt-get install -y wrk`), curl and
+# GNU xargs. wrk, the posters and the server share the machine's cores.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LINES=${LINES:-1000000}
+BATCH=${BATCH:-5000}
+POSTERS=${POSTERS:-4}
+HOSTS=${HOSTS:-$((LINES / 40 + 1))}
+QUERIES=${QUERIES:-50000}
+SEED=${SEED:-1}
+DURATION=${DURATION:-10}
+WRK_THREADS=${WRK_THREADS:-1}
+CONNS=${CONNS:-16}
+KEEP=${KEEP:-0}
+UKVS=${UKVS:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ukvs}
+COLL=bench
+
+missing=()
+command -v python3 > /dev/null || missing+=("python3")
+command -v wrk > /dev/null || missing+=("wrk (apt-get install -y wrk)")
+command -v curl > /dev/null || missing+=("curl (apt-get install -y curl)")
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bench_live.sh: missing:" >&2
+    printf '  %s\n' "${missing[@]}" >&2
+    exit 1
+fi
+if [ ! -x "$UKVS" ]; then
+    (cd "$ROOT" && cargo build --release --quiet) || {
+        echo "cargo build --release failed (retry, or set UKVS=path/to/ukvs)" >&2
+        exit 1
+    }
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ukvs-bench-live.XXXXXX")
+SERVER_PID=
+WRK_PID=
+cleanup() {
+    [ -n "$WRK_PID" ] && kill -INT "$WRK_PID" 2> /dev/null || true
+    if [ -n "$SERVER_PID" ]; then
+        kill -TERM "$SERVER_PID" 2> /dev/null || true
+        wait "$SERVER_PID" 2> /dev/null || true
+    fi
+    if [ "$KEEP" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cp "$UKVS" "$WORK/ukvs"
+UKVS=$WORK/ukvs
+
+# ------------------------------------------------------------ the index
+# One file per batch (batches/b00000.cdx ...), each with the CDX legend
+# first, as cdx-indexer writes a WARC's file; and QUERIES URLs of the
+# index in random order (urls.txt).
+echo "generating $LINES CDX11 lines in batches of $BATCH (seed $SEED) in $WORK ..." >&2
+mkdir "$WORK/batches"
+python3 - "$LINES" "$BATCH" "$HOSTS" "$QUERIES" "$SEED" "$WORK" << 'EOF'
+import base64, os, random, sys
+
+LINES, BATCH, HOSTS, QUERIES, SEED = (int(a) for a in sys.argv[1:6])
+WORK = sys.argv[6]
+rng = random.Random(SEED)
+TLDS = ["com", "org", "net", "de", "fr", "uk", "au", "io", "jp", "gov"]
+WORDS = ["example", "archive", "news", "shop", "blog", "wiki", "media", "data", "forum", "museum",
+         "library", "city", "school", "travel", "sport", "music", "health", "tech", "food", "film"]
+PAGES = [("text/html", "200")] * 10 + [("text/html", "301"), ("text/html", "302"), ("text/html", "404"),
+                                       ("warc/revisit", "-")]
+ASSETS = [("image/jpeg", "/img/%d.jpg"), ("image/png", "/img/%d.png"), ("text/css", "/css/site%d.css"),
+          ("application/javascript", "/js/app%d.js")]
+
+def host(h):
+    tld, word = TLDS[h % len(TLDS)], WORDS[(h // len(TLDS)) % len(WORDS)]
+    sub = "www" if h % 3 == 0 else "h%d" % h
+    return "%s.%s%d.%s" % (sub, word, h // 200, tld)
+
+def surt(url):
+    rest = url.split("://", 1)[1]
+    hostname, _, path = rest.partition("/")
+    parts = hostname.split(".")
+    if parts[0] == "www":
+        parts = parts[1:]
+    return ",".join(reversed(parts)) + ")/" + path.lower()
+
+def url_of(h, p):
+    base = "http://" + host(h)
+    if p == 0:
+        return base + "/", "text/html"
+    if p % 6 == 0:
+        mime, pat = ASSETS[p % len(ASSETS)]
+        return base + pat % p, mime
+    if p % 5 == 0:
+        return base + "/s%d/article?id=%d&lang=en" % (p % 7, p * 37), "text/html"
+    return base + "/s%d/page-%d.html" % (p % 7, p), "text/html"
+
+paths = [rng.randint(1, 80) for _ in range(HOSTS)]
+picked = []
+n, warc, t = 0, 0, 1262304000  # 2010-01-01
+import time as _t
+while n < LINES:
+    size = min(BATCH, LINES - n)
+    offset = 0
+    out = [" CDX N b a m s k r M S V g\n"]
+    for i in range(size):
+        # Busy hosts are crawled more, but no host takes over the crawl:
+        # a URL has a few captures, as across recrawls.
+        h = int(HOSTS * rng.random() ** 1.5)
+        p = rng.randrange(paths[h])
+        url, mime = url_of(h, p)
+        status = "200"
+        if mime == "text/html":
+            mime, status = PAGES[rng.randrange(len(PAGES))]
+        t += rng.randint(0, 3)
+        ts = _t.strftime("%Y%m%d%H%M%S", _t.gmtime(t))
+        digest = base64.b32encode(rng.getrandbits(160).to_bytes(20, "big")).decode()
+        length = rng.randint(300, 60000)
+        redirect = "-" if status not in ("301", "302") else url + "/"
+        out.append("%s %s %s %s %s %s %s - %d %d crawl-%05d.warc.gz\n" % (
+            surt(url), ts, url, mime, status, digest, redirect, length, offset, warc))
+        offset += length
+        if rng.random() < 2.0 * QUERIES / LINES:
+            picked.append(url)
+    with open(os.path.join(WORK, "batches", "b%05d.cdx" % warc), "w") as f:
+        f.write("".join(out))
+    n += size
+    warc += 1
+rng.shuffle(picked)
+with open(os.path.join(WORK, "urls.txt"), "w") as f:
+    f.write("".join(u + "\n" for u in picked[:QUERIES]))
+print("%d lines in %d batches, %d hosts, %d query URLs" % (n, warc, HOSTS, min(QUERIES, len(picked))),
+      file=sys.stderr)
+EOF
+cdx_bytes=$(cat "$WORK"/batches/*.cdx | grep -v '^ CDX' | wc -c)
+nbatches=$(ls "$WORK/batches" | wc -l)
+
+# wrk: exact lookups (`/NAME/cdx?url=`) of URLs picked at random; done()
+# prints one RESULT line: requests, duration (us), p50, p99, max (us),
+# and the errors (connect, read, write, status >= 400, timeout).
+cat > "$WORK/lookup.lua" << 'EOF'
+local paths, n, id = {}, 0, 0
+function setup(thread)
+  id = id + 1
+  thread:set("id", id)
+end
+local function encode(s)
+  return (s:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", string.byte(c)) end))
+end
+function init(args)
+  for line in io.lines(args[2]) do
+    n = n + 1
+    paths[n] = "/" .. args[1] .. "/cdx?url=" .. encode(line)
+  end
+  math.randomseed(tonumber(args[3]) * 1000 + id)
+end
+function request()
+  return wrk.format(nil, paths[math.random(n)])
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), latency.max,
+    e.connect, e.read, e.write, e.status, e.timeout))
+end
+EOF
+
+# ------------------------------------------------------------ the server
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$UKVS" serve --quiet --bind "127.0.0.1:$port" --data "$WORK/data" 2> "$WORK/serve.log" &
+SERVER_PID=$!
+for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
+    sleep 0.1
+done
+URL="http://127.0.0.1:$port/$COLL"
+WRK=(wrk -t"$WRK_THREADS" -c"$CONNS" --latency --timeout 10s -s "$WORK/lookup.lua" "http://127.0.0.1:$port")
+
+# Posts every batch file named on stdin, POSTERS at once; fails on any
+# answer but 200 "Added N records".
+post_all() {
+    xargs -P "$POSTERS" -I{} sh -c '
+        out=$(curl -s -w "\n%{http_code}" --data-binary @"$1" "$2") || { echo "POST $1: curl failed" >&2; exit 255; }
+        code=$(printf "%s" "$out" | tail -n 1)
+        [ "$code" = 200 ] || { echo "POST $1: $code $out" >&2; exit 255; }
+    ' _ {} "$URL"
+}
+
+first=$(( (nbatches + 9) / 10 ))
+ls "$WORK"/batches/*.cdx | head -n "$first" | post_all
+pre_lines=$(( first * BATCH < LINES ? first * BATCH : LINES ))
+
+wrk_result() { grep '^RESULT ' "$1" | tail -n 1; }
+echo "idle lookups ($DURATION s) over $pre_lines lines ..." >&2
+"${WRK[@]}" -d"${DURATION}s" -- "$COLL" "$WORK/urls.txt" "$SEED" > "$WORK/idle1.wrk"
+
+echo "posting $((nbatches - first)) batches with $POSTERS posters while wrk runs ..." >&2
+"${WRK[@]}" -d3600s -- "$COLL" "$WORK/urls.txt" "$((SEED + 1))" > "$WORK/busy.wrk" &
+WRK_PID=$!
+sleep 0.5
+t0=$EPOCHREALTIME
+ls "$WORK"/batches/*.cdx | tail -n +"$((first + 1))" | post_all
+t1=$EPOCHREALTIME
+kill -INT "$WRK_PID"
+wait "$WRK_PID" || true
+WRK_PID=
+ingested=$((LINES - pre_lines))
+
+echo "idle lookups ($DURATION s) over $LINES lines ..." >&2
+"${WRK[@]}" -d"${DURATION}s" -- "$COLL" "$WORK/urls.txt" "$((SEED + 2))" > "$WORK/idle2.wrk"
+
+stored=$(curl -s "$URL" | sed -n 's/.*live: \([0-9]*\) line.*/\1/p')
+delta_bytes=$(du -sb "$WORK/data/$COLL" | cut -f1)
+
+# ------------------------------------------------------------ report
+row() {
+    read -r _ r d p50 p99 max ec er ew es et < <(wrk_result "$2")
+    awk -v name="$1" -v r="$r" -v d="$d" -v p50="$p50" -v p99="$p99" -v max="$max" \
+        -v err="$((ec + er + ew + es + et))" \
+        'BEGIN { printf "%-26s %10.0f %9.2f %9.2f %9.1f %7d\n", name, r / (d / 1e6), p50 / 1000, p99 / 1000, max / 1000, err }'
+}
+rate=$(awk -v n="$ingested" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+busy_p99=$(awk '{ printf "%.2f", $5 / 1000 }' < <(wrk_result "$WORK/busy.wrk"))
+echo
+echo "ukvs $("$UKVS" --version | cut -d' ' -f2), $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$LINES CDX11 lines in $nbatches POSTs of $BATCH; $POSTERS posters; wrk -t$WRK_THREADS -c$CONNS; exact lookups of $(wc -l < "$WORK/urls.txt") URLs"
+echo
+printf '%-26s %10s %9s %9s %9s %7s\n' "lookups" "req/s" "p50 ms" "p99 ms" "max ms" "errors"
+row "idle, first tenth in" "$WORK/idle1.wrk"
+row "during ingest" "$WORK/busy.wrk"
+row "idle, all in" "$WORK/idle2.wrk"
+echo
+printf '%-34s %s\n' "ingest (every POST durable)" "$ingested lines in $secs s: $rate lines/s (target >= 200000: $(awk -v r="$rate" 'BEGIN { print (r >= 200000 ? "met" : "MISSED") }'))"
+printf '%-34s %s\n' "lookup p99 during ingest" "$busy_p99 ms (target < 10 ms: $(awk -v p="$busy_p99" 'BEGIN { print (p < 10 ? "met" : "MISSED") }'))"
+printf '%-34s %s\n' "lines in the delta" "$stored (of $LINES posted)"
+printf '%-34s %s\n' "CDX text" "$cdx_bytes bytes, $(awk -v b="$cdx_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line"
+printf '%-34s %s\n' "delta on disk" "$delta_bytes bytes, $(awk -v b="$delta_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line, $(awk -v a="$delta_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }') x the CDX text (OutbackCDX: 0.20-0.25)"
+[ "$stored" = "$LINES" ] || { echo "bench_live.sh: the delta holds $stored lines, not $LINES" >&2; exit 1; }
