@@ -19,7 +19,13 @@ use crate::serve::{self, Spec};
 /// Endpoints: `GET /NAME/cdx?url=...` (pywb 2.10's CDX API: matchType,
 /// from, to, closest, sort, limit, filter, fl, output, showNumPages, page,
 /// pageSize, ...), `GET /NAME/timemap/link/URL` (an RFC 7089 TimeMap),
-/// `GET /NAME/mementomap?url=...` and `GET /health`. Files are memory-mapped
+/// `GET /NAME/mementomap?url=...`, `GET /NAME/cdx/search/cdx?url=...`
+/// (the Wayback Machine's CDX server API: fl, output=json, matchType,
+/// from, to, filter, collapse, limit, offset, showResumeKey/resumeKey,
+/// page, pageSize, showNumPages, showPagedIndex, showDupeCount,
+/// showSkipCount; `/cdx/search/cdx` for the collection named by
+/// `--default`) and `GET /health`. Answers are gzip-compressed when the
+/// client accepts it. Files are memory-mapped
 /// and searched in place (a wget CDX file, keyed by URLs, is keyed by SURTs
 /// and sorted in memory when opened). A file out of byte order is answered
 /// from as pywb answers from it, and said so once on stderr, with where
@@ -77,6 +83,10 @@ pub struct Args {
     /// instead of creating it.
     #[arg(long, requires = "data")]
     no_create: bool,
+    /// The collection that `/cdx/search/cdx` (the Wayback Machine's CDX
+    /// path, no collection name in it) answers from.
+    #[arg(long, value_name = "NAME")]
+    default: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -92,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         threads: args.threads,
         data: args.data,
         no_create: args.no_create,
+        default: args.default,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -517,10 +517,10 @@ fn pad(v: &str, with: &[u8]) -> Vec<u8> {
 }
 
 /// Lines of one source, or of a base and the delta merged.
-type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + Send + 'a>;
+pub(super) type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + Send + 'a>;
 
 /// The collection's bases (none for a delta alone).
-fn base_sources(coll: &Coll) -> &[ukvs::engine::lookup::Source] {
+pub(super) fn base_sources(coll: &Coll) -> &[ukvs::engine::lookup::Source] {
     coll.index.as_ref().map_or(&[], |i| i.sources())
 }
 
@@ -538,7 +538,7 @@ fn delta_within(coll: &Coll) -> bool {
 }
 
 /// The delta's lines within `range`.
-fn delta_lines<'a>(coll: &'a Coll, range: &KeyRange) -> Result<Lines<'a>, ApiError> {
+pub(super) fn delta_lines<'a>(coll: &'a Coll, range: &KeyRange) -> Result<Lines<'a>, ApiError> {
     let Some(delta) = &coll.live else {
         return Ok(Box::new(std::iter::empty()));
     };
@@ -551,7 +551,7 @@ fn delta_lines<'a>(coll: &'a Coll, range: &KeyRange) -> Result<Lines<'a>, ApiErr
 }
 
 /// A base's lines less those whose capture the delta hides.
-fn unhidden<'a>(
+pub(super) fn unhidden<'a>(
     coll: &'a Coll,
     lines: SourceLines<'a>,
     hidden: Option<Arc<ukvs::engine::live::Hider>>,
