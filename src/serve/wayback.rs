@@ -159,6 +159,17 @@ fn resumed(range: &KeyRange, at: &[u8]) -> KeyRange {
     }
 }
 
+/// `range` with its start cut to `key datetime`, the part of a line a
+/// ZipNum block's first key holds: the range to find blocks by.
+fn block_range(range: &KeyRange) -> KeyRange {
+    let mut r = range.clone();
+    let mut spaces = r.start.iter().enumerate().filter(|(_, &b)| b == b' ');
+    if let Some((i, _)) = spaces.nth(1) {
+        r.start.truncate(i);
+    }
+    r
+}
+
 /// Where a page starts: lines from `start` on, the first `skip` of them
 /// equal to `start` left out (read already).
 struct Position {
@@ -241,6 +252,14 @@ fn run(coll: &Coll, p: &Params, sink: &mut Sink) -> Result<(), Fail> {
         return Ok(());
     }
     let page = usize::try_from(p.page).ok();
+    if let Some(n) = page {
+        // Past the last page: an empty answer, whatever the output (the
+        // end of the pages for clients that read them in turn).
+        if n >= num_pages(sources, &range, page_size)? {
+            start(sink, p.json);
+            return Ok(());
+        }
+    }
     if p.show_paged_index {
         return paged_index(sources, &range, page.unwrap_or(0), page_size, sink);
     }
@@ -279,9 +298,16 @@ fn run(coll: &Coll, p: &Params, sink: &mut Sink) -> Result<(), Fail> {
                         .map_err(|e| Fail::Internal(e.to_string()))?;
                     source.page_lines(page_of(blocks, n, page_size), &read)
                 }
-                None => source
-                    .lines(&read, None)
-                    .map_err(|e| Fail::Internal(e.to_string()))?,
+                None => {
+                    // The blocks that may hold `read.start`'s copies: a
+                    // block's first key is `key datetime`, and copies of
+                    // one line may fill blocks before the one whose first
+                    // key the whole line passes.
+                    let blocks = source
+                        .blocks(&block_range(&read))
+                        .map_err(|e| Fail::Internal(e.to_string()))?;
+                    source.page_lines(blocks, &read)
+                }
             }
         } else if first_page {
             source

@@ -23,3 +23,4 @@ mod ukvs;
 mod util;
 mod warc;
 mod warc_real;
+mod wayback;
