@@ -29,7 +29,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target, &str); 13] = [
+const TARGETS: [(&str, Target, &str); 14] = [
     ("warc_stream", harness::warc_stream, "warc"),
     ("arc_stream", harness::arc_stream, "arc"),
     ("surt", harness::surt, "surt"),
@@ -47,6 +47,7 @@ const TARGETS: [(&str, Target, &str); 13] = [
     ("stats_lines", harness::stats_lines, "cdxj"),
     ("generate_lines", harness::generate_lines, "cdxj"),
     ("post_body", harness::post_body, "cdx"),
+    ("wayback_params", harness::wayback_params, "wayback"),
 ];
 
 #[test]

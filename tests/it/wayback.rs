@@ -5,7 +5,6 @@
 //! captures they list; resume-key paging as a property; bad parameters;
 //! gzip on every endpoint.
 
-use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -145,7 +144,7 @@ fn lookup(index: &Path, url: &str, m: &str) -> Vec<Vec<String>> {
 fn collapsed(lines: &[Vec<String>], i: usize) -> Vec<Vec<String>> {
     let mut out: Vec<Vec<String>> = Vec::new();
     for l in lines {
-        if out.last().is_none_or(|p| p[i] != l[i]) {
+        if out.last().map_or(true, |p| p[i] != l[i]) {
             out.push(l.clone());
         }
     }
@@ -506,7 +505,7 @@ fn wayback_recorded_ia_answers_replay_from_their_captures() {
         }
         let lines: Vec<String> = most
             .into_iter()
-            .flat_map(|(l, n)| std::iter::repeat_n(l, n))
+            .flat_map(|(l, n)| std::iter::repeat(l).take(n))
             .collect();
         let path = tmp.path().join(format!("g{i}.cdx"));
         write_cdx(&path, &lines);
@@ -640,7 +639,8 @@ fn wayback_resume_key_pages_make_the_whole_answer() {
 }
 
 /// The parameter parser, as the fuzz target `wayback_params` runs it.
-#[allow(dead_code)]
+// The fuzz harness (tests/it/fuzz.rs) includes it too.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../src/serve/wayback/params.rs"]
 mod params;
 
