@@ -829,3 +829,122 @@ fn wayback_params_read_the_readme_examples() {
     }
     assert!(n >= 5);
 }
+
+/// POSTs CDX11 lines to a live collection (`/NAME` or `/NAME/delete`).
+fn post(http: &ureq::Agent, url: &str, lines: &[String]) {
+    let mut body = format!("{LEGEND}\n");
+    for l in lines {
+        body.push_str(l);
+        body.push('\n');
+    }
+    let mut res = http.post(url).send(body.as_bytes()).unwrap();
+    let text = res.body_mut().read_to_string().unwrap();
+    assert_eq!(res.status().as_u16(), 200, "{url}: {text}");
+}
+
+/// A live collection (a base file, lines added and deleted): resume-key
+/// pages concatenate to the whole answer when nothing is written between
+/// them; with writes between pages, every capture there before and after
+/// comes exactly once, and nothing that was never there comes.
+#[test]
+fn wayback_resume_keys_on_a_live_collection_with_writes_between_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = generated_lines(0x11fe, 900);
+    let (base, rest): (Vec<String>, Vec<String>) =
+        lines.iter().cloned().partition(|l| l.len() % 2 == 0);
+    let file = tmp.path().join("base.cdx");
+    write_cdx(&file, &base);
+    let data = tmp.path().join("data");
+    let server = Server::start(&[
+        format!("l={}", file.display()),
+        "--data".into(),
+        data.display().to_string(),
+        "-q".into(),
+    ]);
+    let http = agent();
+    let coll = server.url("/l");
+    post(&http, &coll, &rest[..rest.len() / 2]);
+    post(&http, &format!("{coll}/delete"), &base[..base.len() / 5]);
+    let base_url = server.url("/l/cdx/search/cdx");
+    // Fields that tell captures apart.
+    let fl = "&fl=urlkey,timestamp,original,digest,length,offset,filename";
+
+    // Nothing written between pages: the whole answer.
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 16,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(&(query_strategy(), 1usize..30), |(query, size)| {
+            let (whole, _) = get_text(&http, &format!("{base_url}?{query}"));
+            let paged = all_pages(&http, &base_url, &query, size);
+            prop_assert!(paged == whole, "{}?{} by {}", base_url, query, size);
+            Ok(())
+        })
+        .unwrap();
+
+    // Writes between pages.
+    let mut rng = Rng(7);
+    let mut later = rest[rest.len() / 2..].to_vec();
+    let mut gone = base[base.len() / 5..].to_vec();
+    for query in [
+        "url=example.com&matchType=domain",
+        "url=example.com/a&matchType=prefix&filter=!mimetype:warc/revisit",
+        "url=other.org&matchType=host",
+    ] {
+        let query = format!("{query}{fl}");
+        let before = get_text(&http, &format!("{base_url}?{query}")).0;
+        let mut paged = Vec::new();
+        let mut key: Option<String> = None;
+        loop {
+            let mut url = format!("{base_url}?{query}&limit=7&showResumeKey=true");
+            if let Some(k) = &key {
+                let k: String = form_urlencoded::byte_serialize(k.as_bytes()).collect();
+                url.push_str(&format!("&resumeKey={k}"));
+            }
+            let (lines, next) = get_text(&http, &url);
+            paged.extend(lines);
+            let Some(k) = next else { break };
+            key = Some(k);
+            // Add a few captures and delete a few, anywhere in the range.
+            let n = (rng.below(4) + 1) as usize;
+            if later.len() >= n {
+                post(&http, &coll, &later.drain(..n).collect::<Vec<_>>());
+            }
+            if gone.len() >= 2 {
+                let at = rng.below(gone.len() as u64 - 1) as usize;
+                post(
+                    &http,
+                    &format!("{coll}/delete"),
+                    &gone.drain(at..at + 2).collect::<Vec<_>>(),
+                );
+            }
+        }
+        let after = get_text(&http, &format!("{base_url}?{query}")).0;
+        let count = |v: &[String]| {
+            let mut m = std::collections::BTreeMap::<String, usize>::new();
+            for l in v {
+                *m.entry(l.clone()).or_default() += 1;
+            }
+            m
+        };
+        let (b, a, p) = (count(&before), count(&after), count(&paged));
+        for (line, n) in &b {
+            if let Some(m) = a.get(line) {
+                assert_eq!(p.get(line), Some(&(*n).min(*m)), "{query}: {line}");
+            }
+        }
+        for (line, n) in &p {
+            let most = b
+                .get(line)
+                .copied()
+                .unwrap_or(0)
+                .max(a.get(line).copied().unwrap_or(0));
+            assert!(
+                *n <= most,
+                "{query}: {line} {n} times, never there as often"
+            );
+        }
+        assert!(paged.len() > 20, "{query}: {} lines", paged.len());
+    }
+}
