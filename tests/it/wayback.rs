@@ -948,3 +948,174 @@ fn wayback_resume_keys_on_a_live_collection_with_writes_between_pages() {
         assert!(paged.len() > 20, "{query}: {} lines", paged.len());
     }
 }
+
+/// Every line of `lookup`, all eleven fields.
+fn lookup11(index: &Path, url: &str, m: &str) -> Vec<Vec<String>> {
+    let out = Command::new(util::bin())
+        .arg("lookup")
+        .arg(index)
+        .arg(url)
+        .args(["--match", m])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.is_empty())
+        .map(|l| l.split(' ').map(str::to_string).collect())
+        .collect()
+}
+
+/// A naive reading of IA's steps (FORMATS.md 5.6) over a whole range:
+/// from/to, filters (field, regex as a predicate, invert), collapses
+/// (field, first N characters), counters; rows of `fl` fields (CDX11
+/// numbers, 11-13 for dupecount, skipcount, endtimestamp).
+#[allow(clippy::type_complexity)]
+fn oracle(
+    lines: &[Vec<String>],
+    from: Option<&str>,
+    to: Option<&str>,
+    filters: &[(usize, &dyn Fn(&str) -> bool)],
+    collapses: &[(usize, Option<usize>)],
+    fl: &[usize],
+) -> Vec<String> {
+    let mut kept: Vec<(Vec<String>, u64, u64, String)> = Vec::new();
+    let mut prev: Vec<Option<String>> = vec![None; collapses.len()];
+    let mut digests = std::collections::HashMap::<String, u64>::new();
+    for l in lines {
+        let ts = l[1].as_str();
+        if from.is_some_and(|f| ts < f) || to.is_some_and(|t| ts > t && !ts.starts_with(t)) {
+            continue;
+        }
+        let mut pass = filters.iter().all(|(i, f)| f(&l[*i]));
+        if pass {
+            for (j, (i, n)) in collapses.iter().enumerate() {
+                let v: String = match n {
+                    Some(n) => l[*i].chars().take(*n).collect(),
+                    None => l[*i].clone(),
+                };
+                if prev[j].as_deref() == Some(v.as_str()) {
+                    pass = false;
+                    break;
+                }
+                prev[j] = Some(v);
+            }
+        }
+        if !pass {
+            if let Some(k) = kept.last_mut() {
+                k.2 += 1;
+                k.3 = ts.to_string();
+            }
+            continue;
+        }
+        let d = digests.entry(l[5].clone()).or_insert(0);
+        kept.push((l.clone(), *d, 0, ts.to_string()));
+        *d += 1;
+    }
+    kept.iter()
+        .map(|(l, dupes, skipped, end)| {
+            fl.iter()
+                .map(|&i| match i {
+                    11 => dupes.to_string(),
+                    12 => skipped.to_string(),
+                    13 => end.clone(),
+                    i => l[i].clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn wayback_steps_answer_as_a_naive_reading_of_ia() {
+    let f = fixture();
+    let http = agent();
+    let lines = lookup11(&f.file, "example.com", "domain");
+    assert!(lines.len() > 300);
+    let ok = |v: &str| v == "200";
+    let not_revisit = |v: &str| v != "warc/revisit";
+    let html = |v: &str| v.starts_with("text/");
+    let counters = "&showDupeCount=true&showSkipCount=true&lastSkipTimestamp=true";
+    let fl = "&fl=urlkey,timestamp,offset,digest,dupecount,skipcount,endtimestamp";
+    let cols = [0, 1, 9, 5, 11, 12, 13];
+    let cases: Vec<(String, Vec<String>)> = vec![
+        (
+            format!("url=*.example.com&collapse=timestamp:4{counters}{fl}"),
+            oracle(&lines, None, None, &[], &[(1, Some(4))], &cols),
+        ),
+        (
+            format!("url=*.example.com&filter=statuscode:200&collapse=urlkey&collapse=digest{counters}{fl}"),
+            oracle(&lines, None, None, &[(4, &ok)], &[(0, None), (5, None)], &cols),
+        ),
+        (
+            format!("url=*.example.com&from=2011&to=201203&filter=!mimetype:warc/revisit&filter=mimetype:text/.*{counters}{fl}"),
+            oracle(&lines, Some("2011"), Some("201203"), &[(3, &not_revisit), (3, &html)], &[], &cols),
+        ),
+    ];
+    for (q, want) in &cases {
+        let (got, _) = get_text(&http, &f.server.url(&format!("/f/cdx/search/cdx?{q}")));
+        assert!(want.len() > 5, "{q}");
+        assert_eq!(&got, want, "{q}");
+        // The same answer, limited: the first N, the last N, after an offset.
+        let (first, _) = get_text(
+            &http,
+            &f.server.url(&format!("/f/cdx/search/cdx?{q}&limit=4")),
+        );
+        let (last, _) = get_text(
+            &http,
+            &f.server.url(&format!("/f/cdx/search/cdx?{q}&limit=-3")),
+        );
+        let (after, _) = get_text(
+            &http,
+            &f.server
+                .url(&format!("/f/cdx/search/cdx?{q}&offset=0&limit=2")),
+        );
+        assert_eq!(first, want[..4].to_vec(), "{q}");
+        assert_eq!(last, want[want.len() - 3..].to_vec(), "{q}");
+        assert_eq!(after, want[..2].to_vec(), "{q}");
+    }
+    // offset skips lines read, before any step; reverse and closest.
+    let all: Vec<String> = lines.iter().map(|l| ia7(&l.join(" ")).join(" ")).collect();
+    let (got, _) = get_text(
+        &http,
+        &f.server
+            .url("/f/cdx/search/cdx?url=*.example.com&offset=10&limit=5"),
+    );
+    assert_eq!(got, all[10..15].to_vec());
+    let (got, _) = get_text(
+        &http,
+        &f.server
+            .url("/f/cdx/search/cdx?url=*.example.com&sort=reverse&limit=6"),
+    );
+    let mut tail: Vec<String> = all[all.len() - 6..].to_vec();
+    tail.reverse();
+    assert_eq!(got, tail);
+    let exact = lookup(&f.file, "http://example.com/a", "exact");
+    let (got, _) = get_text(
+        &http,
+        &f.server
+            .url("/f/cdx/search/cdx?url=example.com/a&sort=closest&closest=20110615&limit=3"),
+    );
+    let target = ukvs_secs("20110615000000");
+    let mut by_distance: Vec<(u64, usize, String)> = exact
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (ukvs_secs(&l[1]).abs_diff(target), i, l.join(" ")))
+        .collect();
+    by_distance.sort();
+    let want: Vec<String> = by_distance.into_iter().take(3).map(|(_, _, l)| l).collect();
+    assert_eq!(got, want);
+}
+
+/// Seconds since 1970 of a 14-digit datetime.
+fn ukvs_secs(dt: &str) -> i64 {
+    let n = |r: std::ops::Range<usize>| dt[r].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0..4), n(4..6), n(6..8));
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    days * 86_400 + n(8..10) * 3600 + n(10..12) * 60 + n(12..14)
+}
