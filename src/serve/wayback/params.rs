@@ -214,6 +214,7 @@ impl Params {
             let v = v.as_ref();
             match k.as_ref() {
                 "url" => url = Some(v.to_string()),
+                "matchType" if v.is_empty() => {}
                 "matchType" => {
                     p.match_type = Some(match v {
                         "exact" => Match::Exact,
@@ -359,8 +360,8 @@ fn unknown_field(param: &str, name: &str) -> String {
 /// strictly: a value it would take as false by accident is refused.
 fn flag(name: &str, v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" | "" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" | "" => Ok(false),
         _ => Err(bad(name, v, "true or false")),
     }
 }
