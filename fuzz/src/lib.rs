@@ -439,3 +439,24 @@ pub fn outback_query(data: &[u8]) {
         assert_eq!(closest_order(kept, at, Capture::timestamp_u64).len(), n);
     }
 }
+
+/// The Wayback CDX API's query-string parser (in the binary, so included
+/// by path).
+#[allow(dead_code)]
+#[path = "../../src/serve/wayback/params.rs"]
+mod wayback_params;
+
+/// A query string: read or refused with a message; what is read is used
+/// (fields, each filter on the input itself).
+pub fn wayback_params(data: &[u8]) {
+    let q = String::from_utf8_lossy(data);
+    match wayback_params::Params::parse(&q) {
+        Ok(p) => {
+            let _ = p.fields();
+            for f in &p.filters {
+                let _ = f.accepts(&q);
+            }
+        }
+        Err(msg) => assert!(!msg.is_empty()),
+    }
+}

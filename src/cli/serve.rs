@@ -21,9 +21,16 @@ use crate::serve::{self, Spec};
 /// from, to, closest, sort, limit, filter, fl, output, showNumPages, page,
 /// pageSize, ...), `GET /NAME/timemap/link/URL` (an RFC 7089 TimeMap),
 /// `GET /NAME/mementomap?url=...`, `GET /NAME/digest?digest=...` (every
-/// capture of a payload at any URL, oldest first: output, fl, limit) and
-/// `GET /health`; with a digest file, `resolveRevisits=true` also
-/// resolves revisits of another URL. Files are memory-mapped
+/// capture of a payload at any URL, oldest first: output, fl, limit),
+/// `GET /NAME?url=...` (OutbackCDX's query form, and its XML `?q=`),
+/// `GET /NAME/cdx/search/cdx?url=...`
+/// (the Wayback Machine's CDX server API: fl, output=json, matchType,
+/// from, to, filter, collapse, limit, offset, showResumeKey/resumeKey,
+/// page, pageSize, showNumPages, showPagedIndex, showDupeCount,
+/// showSkipCount; `/cdx/search/cdx` for the collection named by
+/// `--default`) and `GET /health`; with a digest file,
+/// `resolveRevisits=true` also resolves revisits of another URL. Answers
+/// are gzip-compressed when the client accepts it. Files are memory-mapped
 /// and searched in place (a wget CDX file, keyed by URLs, is keyed by SURTs
 /// and sorted in memory when opened). A file out of byte order is answered
 /// from as pywb answers from it, and said so once on stderr, with where
@@ -100,6 +107,10 @@ pub struct Args {
     /// Refuse writes to the collection NAME (repeatable).
     #[arg(long, value_name = "NAME")]
     read_only: Vec<String>,
+    /// The collection that `/cdx/search/cdx` (the Wayback Machine's CDX
+    /// path, no collection name in it) answers from.
+    #[arg(long, value_name = "NAME")]
+    default: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -117,6 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         no_create: args.no_create,
         write_token: args.write_token,
         read_only: args.read_only,
+        default: args.default,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -505,10 +505,10 @@ fn pad(v: &str, with: &[u8]) -> Vec<u8> {
 }
 
 /// Lines of one source, or of a base and the delta merged.
-type Lines<'a> = ukvs::engine::merged::Lines<'a>;
+pub(super) type Lines<'a> = ukvs::engine::merged::Lines<'a>;
 
 /// The collection's bases (none for a delta alone).
-fn base_sources(coll: &Coll) -> &[ukvs::engine::lookup::Source] {
+pub(super) fn base_sources(coll: &Coll) -> &[ukvs::engine::lookup::Source] {
     coll.index.as_ref().map_or(&[], |i| i.sources())
 }
 

@@ -177,3 +177,125 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
         }
     }
 }
+
+/// Marks a response sent as it is whatever the client accepts (the
+/// Wayback API's `gzip=false`).
+#[derive(Clone, Copy, Debug)]
+pub struct Identity;
+
+/// Sends `res` uncompressed.
+pub fn identity(res: &mut Response) {
+    res.extensions_mut().insert(Identity);
+}
+
+/// Whether a request's `Accept-Encoding` takes gzip (`gzip`, `x-gzip` or
+/// `*`, with a q-value above 0).
+pub fn accepts_gzip(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get_all(hyper::header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                let p = p.trim();
+                p.strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            matches!(name.as_str(), "gzip" | "x-gzip" | "*") && !refused
+        })
+}
+
+/// Gzip level of compressed answers: the fastest, so that compressing
+/// keeps up with a search (a level-6 stream costs several times more CPU
+/// for a few percent of size on index lines).
+const GZIP_LEVEL: u32 = 1;
+
+/// `res` gzip-compressed as it streams (each chunk compressed and flushed
+/// as it comes, so memory stays that of one chunk and the compressor's
+/// window), unless it is marked [`Identity`], has no body to compress or
+/// is encoded already.
+pub fn gzip(res: Response) -> Response {
+    let status = res.status().as_u16();
+    if res.extensions().get::<Identity>().is_some()
+        || res.headers().contains_key(hyper::header::CONTENT_ENCODING)
+        || status == 204
+        || status == 304
+    {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    parts.headers.insert(
+        hyper::header::CONTENT_ENCODING,
+        hyper::header::HeaderValue::from_static("gzip"),
+    );
+    parts.headers.append(
+        hyper::header::VARY,
+        hyper::header::HeaderValue::from_static("Accept-Encoding"),
+    );
+    let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(GZIP_LEVEL));
+    let body = GzBody {
+        inner: body,
+        enc: Some(enc),
+    };
+    hyper::Response::from_parts(parts, BodyExt::boxed(body))
+}
+
+/// A body compressed on its way out.
+struct GzBody {
+    inner: BoxBody<Bytes, Infallible>,
+    /// `None` once the gzip trailer is sent.
+    enc: Option<flate2::write::GzEncoder<Vec<u8>>>,
+}
+
+impl hyper::body::Body for GzBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        use std::io::Write;
+        use std::task::Poll;
+        let this = &mut *self;
+        loop {
+            let Some(enc) = this.enc.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(frame))) => {
+                    // Trailers are not sent: an answer has none.
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    // Writes into a Vec cannot fail.
+                    let _ = enc.write_all(&data);
+                    let _ = enc.flush();
+                    let out = std::mem::take(enc.get_mut());
+                    if !out.is_empty() {
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => match e {},
+                Poll::Ready(None) => {
+                    let out = this
+                        .enc
+                        .take()
+                        .map(|e| e.finish().unwrap_or_default())
+                        .unwrap_or_default();
+                    return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.enc.is_none()
+    }
+}

@@ -9,6 +9,8 @@
 //! route(path) ─► /health
 //!             ─► /NAME?url=... | ?q=...     outback::answer  (OutbackCDX's form)
 //!             ─► /NAME/cdx?...              cdx::answer      (pywb's API)
+//!             ─► /NAME/cdx/search/cdx?...   wayback::answer  (IA's API;
+//!                /cdx/search/cdx with --default NAME)
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
 //!             ─► /NAME/digest?digest=...    digest::answer   (by payload)
@@ -21,7 +23,8 @@
 //!
 //! The catalog of collections sits behind a lock as an `Arc`; a request
 //! takes its own reference, so SIGHUP can swap in re-opened files while
-//! answers from the old ones finish. SIGTERM stops accepting, lets the
+//! answers from the old ones finish. Every answer is gzip-compressed as it
+//! streams when the client accepts it (`http::gzip`). SIGTERM stops accepting, lets the
 //! answers in flight finish (for a bounded time) and exits 0.
 
 mod catalog;
@@ -32,6 +35,7 @@ mod live;
 mod maps;
 mod outback;
 mod pywb;
+mod wayback;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -72,6 +76,9 @@ pub struct Options {
     pub write_token: Option<std::path::PathBuf>,
     /// Collections that take no writes.
     pub read_only: Vec<String>,
+    /// The collection `/cdx/search/cdx` answers from (the Wayback
+    /// Machine's path, without a collection name).
+    pub default: Option<String>,
 }
 
 /// What every request handler shares.
@@ -82,6 +89,8 @@ struct Shared {
     writes: Option<live::Writes>,
     /// Who may write.
     access: live::Access,
+    /// `--default`.
+    default: Option<String>,
 }
 
 impl Shared {
@@ -112,6 +121,15 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         .map(live::Writes::snapshot)
         .unwrap_or_default();
     let catalog = Catalog::open(&specs, opts.no_mmap, &deltas, writes.is_some())?;
+    if let Some(name) = &opts.default {
+        // With --data, a POST may create it later.
+        if catalog.get(name).is_none() && writes.is_none() {
+            anyhow::bail!(
+                "--default {name}: no collection of that name (this server has: {})",
+                catalog.names().join(", ")
+            );
+        }
+    }
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -153,6 +171,7 @@ async fn serve(
         quiet: opts.quiet,
         writes,
         access,
+        default: opts.default.clone(),
     });
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -266,11 +285,13 @@ async fn handle(
         |pq| pq.as_str().to_string(),
     );
     let method = req.method().clone();
+    let gzip = http::accepts_gzip(req.headers());
     let res = if method == hyper::Method::POST {
         live::post(shared, req, peer).await
     } else {
         route(shared, &req).await
     };
+    let res = if gzip { http::gzip(res) } else { res };
     if !shared.quiet {
         ukvs::report!(
             "{peer} {} {target} {} {:.3}ms",
@@ -297,7 +318,17 @@ async fn route(
     let Some(rest) = path.strip_prefix('/') else {
         return http::text(404, "not found\n");
     };
-    let (name, what) = rest.split_once('/').unwrap_or((rest, ""));
+    let (name, what) = match (rest, &shared.default) {
+        ("cdx/search/cdx", Some(default)) => (default.as_str(), "cdx/search/cdx"),
+        ("cdx/search/cdx", None) => {
+            return http::text(
+                404,
+                "/cdx/search/cdx answers from the collection named by --default NAME; \
+                 without it, ask /NAME/cdx/search/cdx\n",
+            )
+        }
+        _ => rest.split_once('/').unwrap_or((rest, "")),
+    };
     let catalog = shared.catalog();
     let Some(coll) = catalog.get(name) else {
         let known = catalog.names().join(", ");
@@ -309,6 +340,7 @@ async fn route(
     match what {
         "" => outback::answer(coll, query).await,
         "cdx" => cdx::answer(coll, query).await,
+        "cdx/search/cdx" => wayback::answer(coll, query).await,
         "mementomap" => maps::answer(coll, query).await,
         "digest" => digest::answer(coll, query).await,
         _ => match what.strip_prefix("timemap/link/") {
@@ -331,7 +363,8 @@ async fn route(
                 404,
                 &format!(
                     "not found: collection {name:?} serves /{name}?url=URL, /{name}/cdx, \
-                     /{name}/timemap/link/URL, /{name}/mementomap and /{name}/digest\n"
+                     /{name}/cdx/search/cdx, /{name}/timemap/link/URL, \
+                     /{name}/mementomap and /{name}/digest\n"
                 ),
             ),
         },

@@ -25,3 +25,4 @@ mod ukvs;
 mod util;
 mod warc;
 mod warc_real;
+mod wayback;
