@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
-use ukvs::engine::live::{Delta, Op, STORE_FILE};
+use ukvs::engine::live::{is_delta_dir, Delta, Op};
 use ukvs::ukvs::post::{Body, MAX_LINE};
 
 use super::catalog::{check_name, Coll};
@@ -55,7 +55,7 @@ impl Writes {
         for entry in entries {
             let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if check_name(&name).is_ok() && entry.path().join(STORE_FILE).is_file() {
+            if check_name(&name).is_ok() && is_delta_dir(&entry.path()) {
                 deltas.insert(name, Arc::new(Delta::open(&entry.path())?));
             }
         }
