@@ -77,11 +77,18 @@ const LOCK_FILE: &str = "LOCK";
 const LAYOUT: &[u8] = b"ukvs-live 2";
 
 /// Bytes of ops a batch holds in memory before it rolls forward through
-/// a journal file.
-pub const BATCH_BYTES: usize = 32 << 20;
+/// a journal file (a POST of 5,000 CDX lines is about 1 MiB).
+pub const BATCH_BYTES: usize = 8 << 20;
 
 /// Memory the store may use for its block cache.
-const CACHE_BYTES: u64 = 32 << 20;
+const CACHE_BYTES: u64 = 16 << 20;
+
+/// Memory the store's memtables may hold before they are written out
+/// (a generation's memtable up to 8 MiB).
+const WRITE_BUFFER_BYTES: u64 = 16 << 20;
+
+/// Journal on disk before memtables are written out to free it.
+const JOURNAL_BYTES: u64 = 128 << 20;
 
 /// A delta that cannot be opened, read or written: the store's
 /// directory, what failed and the store's message (a full disk, a
@@ -165,10 +172,16 @@ fn gen_name(n: u64) -> String {
     format!("gen_{n}")
 }
 
+/// A generation's tables: lz4, compacted size-tiered (a generation
+/// takes writes and is folded away; leveled compaction rewrote more and
+/// took about 60% of the rate in `scripts/bench_store.sh`).
 fn partition_options() -> PartitionCreateOptions {
     PartitionCreateOptions::default()
         .compression(fjall::CompressionType::Lz4)
-        .max_memtable_size(16 << 20)
+        .max_memtable_size(8 << 20)
+        .compaction_strategy(fjall::compaction::Strategy::SizeTiered(
+            fjall::compaction::SizeTiered::default(),
+        ))
 }
 
 fn get_u64(v: Option<fjall::Slice>) -> u64 {
@@ -268,6 +281,8 @@ impl Store {
         )?;
         let keyspace = fjall::Config::new(dir.join(STORE_DIR))
             .cache_size(CACHE_BYTES)
+            .max_write_buffer_size(WRITE_BUFFER_BYTES)
+            .max_journaling_size(JOURNAL_BYTES)
             .open()
             .map_err(|e| fail("cannot open the store", &e))?;
         let meta = keyspace
@@ -636,6 +651,7 @@ impl Delta {
             .keyspace
             .batch()
             .durability(Some(PersistMode::SyncAll));
+        // Each op freed as the batch takes its copy.
         for op in held {
             put_into(&mut batch, &gen, op);
         }
@@ -852,6 +868,19 @@ impl Frozen<'_> {
             merged: Merged::new(&self.gens, &all),
             path: self.delta.store.dir.clone(),
         }
+    }
+
+    /// Whether the frozen generations hold the capture `id` (which
+    /// hides its bases' line).
+    pub fn hides(&self, id: &[u8]) -> Result<bool, Error> {
+        for g in &self.gens {
+            if g.contains_key(id)
+                .map_err(|e| self.delta.fail("cannot read", e))?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Where a fold writes its base: `DIR/NAME/base-N` and `ext`.

@@ -20,7 +20,8 @@
 //! | [`validate`] | checking UKVS files, mapped or streamed |
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
-//! | [`live`] | the delta of a live collection: added lines and tombstones in an embedded crash-safe store (redb) |
+//! | [`live`] | the delta of a live collection: added lines and tombstones in generations of an embedded crash-safe store (fjall) |
+//! | [`fold`] | a live collection's bases and delta folded into a new base, swapped in atomically |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
@@ -38,6 +39,7 @@ macro_rules! report {
 
 pub mod batch;
 pub mod cat;
+pub mod fold;
 pub mod format;
 pub mod fs;
 pub mod index;

@@ -11,6 +11,7 @@
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
 //!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
+//!             ─► POST /NAME/fold            live::post       (delta folded into a base)
 //!        │
 //!        ▼ spawn_blocking: the engine searches the maps and sends the
 //!          answer in chunks through a bounded channel (the client's pace
@@ -72,6 +73,7 @@ struct Shared {
     quiet: bool,
     /// `--data`: the deltas, when the server takes writes.
     writes: Option<live::Writes>,
+    no_mmap: bool,
 }
 
 impl Shared {
@@ -138,6 +140,7 @@ async fn serve(
         catalog: RwLock::new(Arc::new(catalog)),
         quiet: opts.quiet,
         writes,
+        no_mmap: opts.no_mmap,
     });
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -719,8 +719,8 @@ fn a_large_post_is_taken_in_bounded_memory() {
     let server = start(&["--data", data.to_str().unwrap()]);
     let pid = server.pid();
     let mut body = String::new();
-    let mut n = 0;
-    while body.len() < 24 << 20 {
+    let mut n = 0u64;
+    while body.len() < 56 << 20 {
         body.push_str(&format!(
             "- 2020{n:08} {{\"url\": \"http://host{}.example/page/{n}\", \"mime\": \"text/html\", \"status\": \"200\", \"digest\": \"SHA1ABCDEFGHIJKLMNOPQRSTUVWXYZ2345\", \"length\": \"1234\", \"offset\": \"{n}\", \"filename\": \"crawl.warc.gz\"}}\n",
             n * 7919 % 5000
@@ -744,9 +744,11 @@ fn a_large_post_is_taken_in_bounded_memory() {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let peak = peak.join().unwrap();
     assert_eq!((s, answer), (200, format!("Added {n} records\n")));
-    // The body (24 MB) is never held: the server grew by far less.
+    // The body (56 MB) is never held: the server grew by far less (a
+    // batch is held up to 8 MiB before it rolls forward through a
+    // journal, and the store's memtables up to 16 MiB).
     assert!(
-        peak < before + (16 << 20),
+        peak < before + (40 << 20),
         "{} MB before, {} MB at the peak",
         before >> 20,
         peak >> 20
