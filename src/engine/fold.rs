@@ -57,7 +57,11 @@ const LINES_PER_BLOCK: usize = 3000;
 /// now. Gives what it did and a view of the delta that reads what is left
 /// (to serve with the new base); `None` when a fold of this collection is
 /// running already.
-pub fn fold(delta: &Delta, bases: &[PathBuf], no_mmap: bool) -> anyhow::Result<Option<(Report, Delta)>> {
+pub fn fold(
+    delta: &Delta,
+    bases: &[PathBuf],
+    no_mmap: bool,
+) -> anyhow::Result<Option<(Report, Delta)>> {
     let Some(frozen) = delta.freeze()? else {
         return Ok(None);
     };
@@ -76,7 +80,10 @@ pub fn fold(delta: &Delta, bases: &[PathBuf], no_mmap: bool) -> anyhow::Result<O
         .iter()
         .filter(|s| !s.is_cluster())
         .find_map(|s| s.path().extension())
-        .map_or_else(|| ".cdxj".to_string(), |e| format!(".{}", e.to_string_lossy()));
+        .map_or_else(
+            || ".cdxj".to_string(),
+            |e| format!(".{}", e.to_string_lossy()),
+        );
     let target = frozen.base_path(if cluster { "" } else { &ext });
     let mut headers = Vec::new();
     for s in sources {
@@ -95,7 +102,9 @@ pub fn fold(delta: &Delta, bases: &[PathBuf], no_mmap: bool) -> anyhow::Result<O
         let mut join = Join::new(&frozen);
         let names = &names;
         let hidden = &hidden;
-        let lines = s.every_line().with_context(|| format!("cannot read {}", s.name()))?;
+        let lines = s
+            .every_line()
+            .with_context(|| format!("cannot read {}", s.name()))?;
         let name = s.name().to_string();
         each.push(Box::new(lines.filter_map(move |l| {
             let line = match l {

@@ -189,6 +189,11 @@ fn get_u64(v: Option<fjall::Slice>) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// `p` absolute and its links resolved, or as it is when it cannot be.
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 fn encode_paths(paths: &[PathBuf]) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
@@ -249,12 +254,18 @@ impl Store {
     }
 
     fn open(dir: &Path) -> Result<Store, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error {
+            path: dir.to_path_buf(),
+            what: "cannot create the directory",
+            message: e.to_string(),
+        })?;
+        // Absolute: folds record paths in it.
+        let dir = &canonical(dir);
         let fail = |what, e: &dyn std::fmt::Display| Error {
             path: dir.to_path_buf(),
             what,
             message: e.to_string(),
         };
-        std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the directory", &e))?;
         if dir.join(OLD_STORE_FILE).exists() {
             return Err(fail(
                 "holds a delta of an older layout",
@@ -279,6 +290,7 @@ impl Store {
                 )
             },
         )?;
+        sweep_unfinished_partitions(&dir.join(STORE_DIR));
         let keyspace = fjall::Config::new(dir.join(STORE_DIR))
             .cache_size(CACHE_BYTES)
             .max_write_buffer_size(WRITE_BUFFER_BYTES)
@@ -288,13 +300,20 @@ impl Store {
         let meta = keyspace
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
-        let read = |k: &str| meta.get(k).map_err(|e| fail("cannot read the store's meta", &e));
+        let read = |k: &str| {
+            meta.get(k)
+                .map_err(|e| fail("cannot read the store's meta", &e))
+        };
         match read("layout")? {
             Some(l) if &l[..] == LAYOUT => {}
             Some(l) => {
                 return Err(fail(
                     "holds a store of another layout",
-                    &format!("{:?}, not {:?}", String::from_utf8_lossy(&l), String::from_utf8_lossy(LAYOUT)),
+                    &format!(
+                        "{:?}, not {:?}",
+                        String::from_utf8_lossy(&l),
+                        String::from_utf8_lossy(LAYOUT)
+                    ),
                 ))
             }
             None => {
@@ -302,19 +321,28 @@ impl Store {
                 b.insert(&meta, "layout", LAYOUT);
                 b.insert(&meta, "current", 0u64.to_le_bytes());
                 b.insert(&meta, "floor", 0u64.to_le_bytes());
-                b.commit().map_err(|e| fail("cannot write the store's meta", &e))?;
+                b.commit()
+                    .map_err(|e| fail("cannot write the store's meta", &e))?;
             }
         }
         let current = get_u64(read("current")?);
         let floor = get_u64(read("floor")?);
         let folded = Folded {
             given: read("given")?.map(|v| decode_paths(&v)).unwrap_or_default(),
-            bases: read("bases")?.map(|v| decode_paths(&v)).unwrap_or_default(),
+            // Recorded by name: the directory may move.
+            bases: read("bases")?
+                .map(|v| decode_paths(&v))
+                .unwrap_or_default()
+                .iter()
+                .map(|name| dir.join(name))
+                .collect(),
         };
         // Generations outside floor..=current are what a fold left
         // (folded ones, or a new one it did not record): dropped.
         for name in keyspace.list_partitions() {
-            let n = name.strip_prefix("gen_").and_then(|n| n.parse::<u64>().ok());
+            let n = name
+                .strip_prefix("gen_")
+                .and_then(|n| n.parse::<u64>().ok());
             if n.is_some_and(|n| n < floor || n > current) {
                 let h = keyspace
                     .open_partition(&name, partition_options())
@@ -403,7 +431,10 @@ impl Store {
             if let Some(h) = st.gens.remove(&n) {
                 // The partition's files go when its last handle does.
                 if let Err(e) = self.keyspace.delete_partition(h) {
-                    crate::report!("ukvs: {}: cannot drop a folded generation: {e}", self.dir.display());
+                    crate::report!(
+                        "ukvs: {}: cannot drop a folded generation: {e}",
+                        self.dir.display()
+                    );
                 }
             }
         }
@@ -422,7 +453,11 @@ impl Store {
     /// The generations from `floor` on, newest first.
     fn gens_from(&self, floor: u64) -> Vec<PartitionHandle> {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
-        st.gens.range(floor..).rev().map(|(_, h)| h.clone()).collect()
+        st.gens
+            .range(floor..)
+            .rev()
+            .map(|(_, h)| h.clone())
+            .collect()
     }
 
     fn current(&self) -> PartitionHandle {
@@ -446,9 +481,7 @@ impl Store {
             bytes += put_into(&mut batch, gen, op);
             n += 1;
             if bytes >= BATCH_BYTES {
-                batch
-                    .commit()
-                    .map_err(|e| self.fail("cannot write", e))?;
+                batch.commit().map_err(|e| self.fail("cannot write", e))?;
                 batch = self.keyspace.batch();
                 bytes = 0;
             }
@@ -487,6 +520,23 @@ impl Store {
             let _ = std::fs::remove_file(&path);
         }
         Ok(())
+    }
+}
+
+/// Removes the partitions a crash left half made, which fjall 2.11
+/// would fail to open: one is made by writing its `manifest`, then its
+/// `levels` (which fjall's own check for an unfinished partition, the
+/// manifest alone, misses). A partition without `levels` never held
+/// data: a generation being started (or dropped).
+fn sweep_unfinished_partitions(store: &Path) {
+    let Ok(entries) = std::fs::read_dir(store.join("partitions")) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.join("levels").exists() {
+            let _ = std::fs::remove_dir_all(&p);
+        }
     }
 }
 
@@ -586,14 +636,13 @@ impl Delta {
     /// process at a time: another process gets an error, and the same
     /// process a view of the store it has open.
     pub fn open(dir: &Path) -> Result<Delta, Error> {
-        let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let key = canonical(dir);
         let mut open = registry().lock().unwrap_or_else(|e| e.into_inner());
         let store = match open.get(&key).and_then(Weak::upgrade) {
             Some(s) => s,
             None => {
                 let s = Arc::new(Store::open(dir)?);
-                let key = std::fs::canonicalize(dir).unwrap_or(key);
-                open.insert(key, Arc::downgrade(&s));
+                open.insert(s.dir.clone(), Arc::downgrade(&s));
                 s
             }
         };
@@ -709,9 +758,11 @@ impl Delta {
         // From here the batch is there after a crash: it is replayed at
         // open if its last chunk did not clear the intent.
         let file = std::fs::File::open(&path).map_err(|e| self.fail("cannot read a journal", e))?;
-        let n = self.store.apply_chunks(gen, read_journal(&path, file), |b| {
-            b.remove(&self.store.meta, key.as_str())
-        })?;
+        let n = self
+            .store
+            .apply_chunks(gen, read_journal(&path, file), |b| {
+                b.remove(&self.store.meta, key.as_str())
+            })?;
         let _ = std::fs::remove_file(&path);
         Ok(n)
     }
@@ -790,7 +841,8 @@ impl Delta {
         let folded = self.folded();
         let mut out = folded.bases.clone();
         for p in given {
-            if !folded.given.contains(p) && !out.contains(p) {
+            let c = canonical(p);
+            if !folded.given.contains(&c) && !out.contains(&c) {
                 out.push(p.clone());
             }
         }
@@ -833,7 +885,12 @@ impl Delta {
         let mut st = self.store.state.write().unwrap_or_else(|e| e.into_inner());
         st.gens.insert(next, gen);
         st.current = next;
-        let gens: Vec<PartitionHandle> = st.gens.range(floor..next).rev().map(|(_, h)| h.clone()).collect();
+        let gens: Vec<PartitionHandle> = st
+            .gens
+            .range(floor..next)
+            .rev()
+            .map(|(_, h)| h.clone())
+            .collect();
         Ok(Some(Frozen {
             delta: self,
             gens,
@@ -885,7 +942,10 @@ impl Frozen<'_> {
 
     /// Where a fold writes its base: `DIR/NAME/base-N` and `ext`.
     pub fn base_path(&self, ext: &str) -> PathBuf {
-        self.delta.store.dir.join(format!("base-{}{ext}", self.upto))
+        self.delta
+            .store
+            .dir
+            .join(format!("base-{}{ext}", self.upto))
     }
 
     /// Ends the fold: in one durable write, records `base` as the
@@ -898,16 +958,25 @@ impl Frozen<'_> {
         let floor = self.upto + 1;
         let old = self.delta.folded();
         let mut given = old.given.clone();
-        for p in folded {
-            if !old.bases.contains(p) && !given.contains(p) {
-                given.push(p.clone());
+        for p in folded.iter().map(|p| canonical(p)) {
+            if !old.bases.contains(&p) && !given.contains(&p) {
+                given.push(p);
             }
         }
-        let bases = vec![base.to_path_buf()];
-        let mut b = store.keyspace.batch().durability(Some(PersistMode::SyncAll));
+        let base = &store.dir.join(base.file_name().unwrap_or_default());
+        let bases = vec![base.clone()];
+        let names: Vec<PathBuf> = bases
+            .iter()
+            .filter_map(|b| b.file_name())
+            .map(PathBuf::from)
+            .collect();
+        let mut b = store
+            .keyspace
+            .batch()
+            .durability(Some(PersistMode::SyncAll));
         b.insert(&store.meta, "floor", floor.to_le_bytes());
         b.insert(&store.meta, "given", encode_paths(&given));
-        b.insert(&store.meta, "bases", encode_paths(&bases));
+        b.insert(&store.meta, "bases", encode_paths(&names));
         b.commit()
             .map_err(|e| store.fail("cannot record the folded base", e))?;
         {
@@ -915,7 +984,7 @@ impl Frozen<'_> {
             st.floor = floor;
             st.folded = Folded { given, bases };
             for p in old.bases {
-                if p != base {
+                if &p != base {
                     st.retired.push((floor, p));
                 }
             }
@@ -1290,7 +1359,8 @@ mod tests {
             id: capture_id(b"com,a)/", b"2021", b"b.warc", b"1"),
             line: b"a line that does not start with its key".to_vec(),
         };
-        d.apply::<String>(vec![Ok(c), Ok(a), Ok(b), Ok(odd)]).unwrap();
+        d.apply::<String>(vec![Ok(c), Ok(a), Ok(b), Ok(odd)])
+            .unwrap();
         let got = all(&d, "com,a)/", MatchType::Exact);
         assert_eq!(
             got,
@@ -1322,10 +1392,7 @@ mod tests {
             }),
         ])
         .unwrap();
-        assert_eq!(
-            all(&d, "com,", MatchType::Prefix),
-            vec!["com,a)/ 2020 new"]
-        );
+        assert_eq!(all(&d, "com,", MatchType::Prefix), vec!["com,a)/ 2020 new"]);
         let frozen_lines: Vec<_> = frozen
             .lines(&KeyRange::new(b"com,", MatchType::Prefix))
             .map(|l| String::from_utf8(l.unwrap()).unwrap())
@@ -1339,15 +1406,19 @@ mod tests {
         assert_eq!(view.generations(), vec![1]);
         // The old view still reads what it read.
         assert_eq!(d.generations(), vec![0, 1]);
-        assert_eq!(view.bases(&given), vec![base.clone()]);
+        assert_eq!(view.bases(&given), vec![canonical(&base)]);
         drop(d);
+        // No view reads generation 0 now: dropped.
+        let parts = dir.path().join("store/partitions");
+        assert!(!parts.join("gen_0").exists());
+        assert!(parts.join("gen_1").exists());
         drop(view);
         let d = Delta::open(dir.path()).unwrap();
         assert_eq!(d.generations(), vec![1]);
         assert_eq!(d.counts().unwrap(), (1, 2));
         assert_eq!(
             d.bases(&[given[0].clone(), PathBuf::from("/other")]),
-            vec![base, PathBuf::from("/other")]
+            vec![canonical(&base), PathBuf::from("/other")]
         );
     }
 

@@ -158,7 +158,12 @@ impl Catalog {
 
     /// This catalog with the collection `name` opened again from its
     /// specs over `delta` (a view made by a fold, whose bases it serves).
-    pub fn refolded(&self, name: &str, delta: Arc<Delta>, no_mmap: bool) -> anyhow::Result<Catalog> {
+    pub fn refolded(
+        &self,
+        name: &str,
+        delta: Arc<Delta>,
+        no_mmap: bool,
+    ) -> anyhow::Result<Catalog> {
         let mut colls = self.colls.clone();
         let specs = colls.get(name).map(|c| c.specs.clone()).unwrap_or_default();
         let specs: Vec<&Spec> = specs.iter().collect();

@@ -5,6 +5,7 @@ mod arc_real;
 mod arc_rev3;
 mod cdxj_options;
 mod dialects;
+mod fold;
 mod fuzz;
 mod index;
 mod kulturarw3;
