@@ -5,10 +5,10 @@
 //! Delta::freeze      one durable write: a new generation takes writes
 //!        │           from here; the older ones are frozen
 //!        ▼
-//! each base's lines ─ the frozen generations' ids (a merge join: both
-//!        │            come in key-datetime order) ─► unhidden lines
-//!        ▼
-//! k-way merge (byte order) with the frozen generations' lines
+//! the bases' lines (k-way merge, byte order) and the frozen
+//!        │ generations' captures (id order), read side by side: both
+//!        │ come in key-datetime order; a base line whose capture a
+//!        │ frozen one has is left out, the rest merged in byte order
 //!        ▼
 //! DIR/NAME/base-N.EXT, temporary file + fsync + rename (a cluster: the
 //!        │            plain file cut by the zipnum writer, built
@@ -22,18 +22,16 @@
 //! Killed at any point, the store still lists the frozen generations and
 //! the old bases: the collection answers as before, and what the fold
 //! wrote is removed when the store next opens. Memory: one line per base
-//! and generation, and the ids of one key and datetime.
+//! and generation, and the captures of one key and datetime.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 
-use super::live::{Delta, Frozen, FrozenIds};
+use super::live::{Delta, FrozenEntries};
 use super::lookup::{Collection, MergeBy};
 use super::output::Output;
-use crate::sorted::{KeyRange, MatchType};
 
 /// What a fold did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,40 +91,19 @@ pub fn fold(
     }
     let headers = super::sort::combine_headers(headers)?;
 
-    let all = KeyRange::new(b"", MatchType::Prefix);
     type Lines<'a> = Box<dyn Iterator<Item = anyhow::Result<Cow<'a, [u8]>>> + 'a>;
-    let hidden = std::cell::Cell::new(0u64);
-    let from_delta = std::cell::Cell::new(0u64);
     let mut each: Vec<Lines> = Vec::new();
     for s in sources {
-        let mut join = Join::new(&frozen);
-        let names = &names;
-        let hidden = &hidden;
         let lines = s
             .every_line()
             .with_context(|| format!("cannot read {}", s.name()))?;
         let name = s.name().to_string();
-        each.push(Box::new(lines.filter_map(move |l| {
-            let line = match l {
-                Ok(l) => l,
-                Err(e) => return Some(Err(anyhow::anyhow!("{name}: {e}"))),
-            };
-            match crate::ukvs::post::line_id(&line, names).map(|id| join.hides(&id)) {
-                None | Some(Ok(false)) => Some(Ok(line)),
-                Some(Ok(true)) => {
-                    hidden.set(hidden.get() + 1);
-                    None
-                }
-                Some(Err(e)) => Some(Err(e.into())),
-            }
-        })));
+        each.push(Box::new(
+            lines.map(move |l| l.map_err(|e| anyhow::anyhow!("{name}: {e}"))),
+        ));
     }
-    let fd = &from_delta;
-    each.push(Box::new(frozen.lines(&all).map(move |l| {
-        fd.set(fd.get() + 1);
-        l.map(Cow::Owned).map_err(Into::into)
-    })));
-    let merged = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a < b);
+    let base = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a < b);
+    let base = base.map(|r| r.map(|(line, _)| line));
 
     // A cluster is cut from a plain file beside it.
     let plain = if cluster {
@@ -138,12 +115,7 @@ pub fn fold(
     for h in &headers {
         out.write_all_line(h)?;
     }
-    let mut lines = 0u64;
-    for line in merged {
-        let (line, _) = line?;
-        out.write_all_line(&line)?;
-        lines += 1;
-    }
+    let counts = write_merged(base, frozen.entries(), &names, &mut out)?;
     out.commit()?;
     if cluster {
         let built = super::zipnum::build(&super::zipnum::BuildJob {
@@ -159,9 +131,9 @@ pub fn fold(
     sync_dir(delta.path())?;
     let report = Report {
         base: target.clone(),
-        lines,
-        from_delta: from_delta.get(),
-        hidden: hidden.get(),
+        lines: counts.lines,
+        from_delta: counts.from_delta,
+        hidden: counts.hidden,
     };
     let view = frozen
         .commit(bases, &target)
@@ -175,61 +147,128 @@ fn sync_dir(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot flush the directory {}", dir.display()))
 }
 
-/// The frozen ids that hide a base's lines, read along with them: base
-/// lines come in byte order, ids in id order, and both order by `key
-/// datetime` first; the ids of the current `key datetime` are held.
-struct Join<'f> {
-    frozen: &'f Frozen<'f>,
-    ids: std::iter::Peekable<FrozenIds>,
+/// What [`write_merged`] wrote.
+struct Counts {
+    lines: u64,
+    from_delta: u64,
+    hidden: u64,
+}
+
+/// The captures of one `key datetime` of the frozen generations: their
+/// ids, and their lines in byte order.
+struct Group {
     head: Vec<u8>,
-    group: HashSet<Vec<u8>>,
+    ids: Vec<Vec<u8>>,
+    lines: std::collections::VecDeque<Vec<u8>>,
 }
 
-fn head_of(id: &[u8]) -> &[u8] {
-    &id[..memchr::memchr(0, id).unwrap_or(id.len())]
-}
-
-impl<'f> Join<'f> {
-    fn new(frozen: &'f Frozen<'f>) -> Join<'f> {
-        Join {
-            frozen,
-            ids: frozen.ids().peekable(),
-            head: Vec::new(),
-            group: HashSet::new(),
-        }
-    }
-
-    fn hides(&mut self, id: &[u8]) -> anyhow::Result<bool> {
-        let head = head_of(id);
-        if head < self.head.as_slice() {
-            // Out of the order the join reads in: asked of the store.
-            return Ok(self.frozen.hides(id)?);
-        }
-        if head != self.head.as_slice() {
-            self.head = head.to_vec();
-            self.group.clear();
-            loop {
-                let next = match self.ids.peek() {
-                    None => break,
-                    Some(Err(_)) => match self.ids.next() {
-                        Some(Err(e)) => return Err(e.into()),
-                        _ => bail!("the delta's ids could not be read"),
-                    },
-                    Some(Ok(i)) => head_of(i).cmp(head),
-                };
-                match next {
-                    std::cmp::Ordering::Less => {
-                        self.ids.next();
-                    }
-                    std::cmp::Ordering::Equal => {
-                        if let Some(Ok(i)) = self.ids.next() {
-                            self.group.insert(i);
-                        }
-                    }
-                    std::cmp::Ordering::Greater => break,
+/// Writes the base lines not hidden and the frozen lines, in byte order,
+/// in one pass over each: both come in `key datetime` order (ids sort
+/// as their lines do but within one key and datetime), so the frozen
+/// captures of one key and datetime are held while the base lines of
+/// that key and datetime go by; a base line is hidden when a frozen
+/// capture has its id.
+fn write_merged<'a>(
+    base: impl Iterator<Item = anyhow::Result<Cow<'a, [u8]>>>,
+    entries: FrozenEntries,
+    names: &[String],
+    out: &mut Output,
+) -> anyhow::Result<Counts> {
+    let mut counts = Counts {
+        lines: 0,
+        from_delta: 0,
+        hidden: 0,
+    };
+    let mut entries = entries.peekable();
+    let next_group =
+        |entries: &mut std::iter::Peekable<FrozenEntries>| -> anyhow::Result<Option<Group>> {
+            let Some(first) = entries.next().transpose()? else {
+                return Ok(None);
+            };
+            let mut g = Group {
+                head: first.head().to_vec(),
+                ids: vec![first.id().to_vec()],
+                lines: first.line().into_iter().collect(),
+            };
+            while let Some(Ok(e)) = entries.peek() {
+                if e.head() != g.head.as_slice() {
+                    break;
                 }
+                let e = entries.next().transpose()?.expect("peeked");
+                g.ids.push(e.id().to_vec());
+                g.lines.extend(e.line());
+            }
+            if let Some(Err(_)) = entries.peek() {
+                entries.next().transpose()?;
+            }
+            g.lines.make_contiguous().sort_unstable();
+            Ok(Some(g))
+        };
+    let mut group = next_group(&mut entries)?;
+    let mut write = |line: &[u8], delta: bool, counts: &mut Counts| -> anyhow::Result<()> {
+        out.write_all_line(line)?;
+        counts.lines += 1;
+        counts.from_delta += u64::from(delta);
+        Ok(())
+    };
+    let mut base = base.peekable();
+    loop {
+        let Some(g) = &mut group else {
+            // The frozen captures are done: the rest of the bases.
+            for line in base.by_ref() {
+                write(&line?, false, &mut counts)?;
+            }
+            break;
+        };
+        let line = match base.peek() {
+            None => None,
+            Some(Ok(l)) => Some(l),
+            Some(Err(_)) => {
+                base.next().transpose()?;
+                unreachable!("an error was peeked");
+            }
+        };
+        let Some(line) = line else {
+            for l in g.lines.drain(..) {
+                write(&l, true, &mut counts)?;
+            }
+            group = next_group(&mut entries)?;
+            continue;
+        };
+        let head = line_head(line).unwrap_or(line);
+        match g.head.as_slice().cmp(head) {
+            std::cmp::Ordering::Less => {
+                for l in g.lines.drain(..) {
+                    write(&l, true, &mut counts)?;
+                }
+                group = next_group(&mut entries)?;
+            }
+            std::cmp::Ordering::Greater => {
+                let line = base.next().expect("peeked")?;
+                write(&line, false, &mut counts)?;
+            }
+            std::cmp::Ordering::Equal => {
+                let line = base.next().expect("peeked")?;
+                let hidden = crate::ukvs::post::line_id(&line, names)
+                    .is_some_and(|id| g.ids.iter().any(|i| *i == id));
+                if hidden {
+                    counts.hidden += 1;
+                    continue;
+                }
+                while g.lines.front().is_some_and(|l| l.as_slice() < &line[..]) {
+                    let l = g.lines.pop_front().expect("checked");
+                    write(&l, true, &mut counts)?;
+                }
+                write(&line, false, &mut counts)?;
             }
         }
-        Ok(self.group.contains(id))
     }
+    Ok(counts)
+}
+
+/// A line's `key datetime`: up to its second space (`None` without one).
+fn line_head(line: &[u8]) -> Option<&[u8]> {
+    let first = memchr::memchr(b' ', line)?;
+    let second = memchr::memchr(b' ', &line[first + 1..])?;
+    Some(&line[..first + 1 + second])
 }

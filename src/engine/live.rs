@@ -31,7 +31,7 @@
 //! read merges every live generation, newest winning for an id.
 //!
 //! Writes go to the current generation. A fold ([`Delta::freeze`],
-//! [`Delta::commit_fold`], driven by `engine::fold`) starts a new one in
+//! [`Frozen::commit`], driven by `engine::fold`) starts a new one in
 //! one small durable write, streams the bases and the now frozen
 //! generations into a new base, and in one more durable write records
 //! that base (superseding the bases it was given) and raises the floor
@@ -917,27 +917,14 @@ impl Frozen<'_> {
         DeltaLines::new(&self.gens, range, self.delta.store.dir.clone())
     }
 
-    /// Every capture the frozen generations hold, in id order (each
-    /// hides its bases' line).
-    pub fn ids(&self) -> FrozenIds {
+    /// Every capture the frozen generations hold, in id order, newest
+    /// winning (each hides its bases' line).
+    pub fn entries(&self) -> FrozenEntries {
         let all = KeyRange::new(b"", crate::sorted::MatchType::Prefix);
-        FrozenIds {
+        FrozenEntries {
             merged: Merged::new(&self.gens, &all),
             path: self.delta.store.dir.clone(),
         }
-    }
-
-    /// Whether the frozen generations hold the capture `id` (which
-    /// hides its bases' line).
-    pub fn hides(&self, id: &[u8]) -> Result<bool, Error> {
-        for g in &self.gens {
-            if g.contains_key(id)
-                .map_err(|e| self.delta.fail("cannot read", e))?
-            {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
     /// Where a fold writes its base: `DIR/NAME/base-N` and `ext`.
@@ -1002,18 +989,41 @@ impl Frozen<'_> {
     }
 }
 
-/// The ids of frozen generations, in order ([`Frozen::ids`]).
-pub struct FrozenIds {
+/// A capture of the frozen generations ([`Frozen::entries`]).
+pub struct Entry {
+    id: fjall::Slice,
+    entry: fjall::Slice,
+}
+
+impl Entry {
+    /// Its capture id.
+    pub fn id(&self) -> &[u8] {
+        &self.id
+    }
+
+    /// Its `key datetime`: the id's head, which orders it as its line.
+    pub fn head(&self) -> &[u8] {
+        id_head(&self.id)
+    }
+
+    /// Its line; `None` for a deleted capture.
+    pub fn line(&self) -> Option<Vec<u8>> {
+        line_of(&self.id, &self.entry)
+    }
+}
+
+/// The captures of frozen generations, in id order ([`Frozen::entries`]).
+pub struct FrozenEntries {
     merged: Merged,
     path: PathBuf,
 }
 
-impl Iterator for FrozenIds {
-    type Item = Result<Vec<u8>, Error>;
+impl Iterator for FrozenEntries {
+    type Item = Result<Entry, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         Some(match self.merged.next_entry()? {
-            Ok((id, _)) => Ok(id),
+            Ok((id, entry)) => Ok(Entry { id, entry }),
             Err(e) => Err(Error {
                 path: self.path.clone(),
                 what: "cannot read",
@@ -1128,7 +1138,15 @@ impl Merged {
         }
     }
 
-    fn next_entry(&mut self) -> Option<fjall::Result<(Vec<u8>, fjall::Slice)>> {
+    fn next_entry(&mut self) -> Option<fjall::Result<(fjall::Slice, fjall::Slice)>> {
+        if self.each.len() == 1 {
+            let only = &mut self.each[0];
+            return match only.peek(&self.range) {
+                Err(e) => Some(Err(e)),
+                Ok(None) => None,
+                Ok(Some(_)) => only.buf.pop_front().map(Ok),
+            };
+        }
         let mut best: Option<(usize, fjall::Slice)> = None;
         for i in 0..self.each.len() {
             match self.each[i].peek(&self.range) {
@@ -1150,7 +1168,7 @@ impl Merged {
                 self.each[i].buf.pop_front();
             }
         }
-        Some(Ok((id.to_vec(), entry)))
+        Some(Ok((id, entry)))
     }
 }
 
@@ -1162,7 +1180,7 @@ pub struct DeltaLines {
     /// Lines of one `key datetime`, sorted, given from the back.
     group: Vec<Vec<u8>>,
     /// The first entry past the group.
-    next: Option<(Vec<u8>, fjall::Slice)>,
+    next: Option<(fjall::Slice, fjall::Slice)>,
     path: PathBuf,
     done: bool,
 }
@@ -1398,7 +1416,7 @@ mod tests {
             .map(|l| String::from_utf8(l.unwrap()).unwrap())
             .collect();
         assert_eq!(frozen_lines, vec!["com,a)/ 2020 old", "com,b)/ 2020 b"]);
-        assert_eq!(frozen.ids().count(), 2);
+        assert_eq!(frozen.entries().count(), 2);
         let base = frozen.base_path(".cdxj");
         std::fs::write(&base, "com,a)/ 2020 old\ncom,b)/ 2020 b\n").unwrap();
         let given = vec![PathBuf::from("/elsewhere/base.cdxj")];

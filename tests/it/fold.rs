@@ -269,6 +269,55 @@ fn a_folded_cluster_is_a_cluster_with_the_same_lines() {
     assert_eq!(get(&agent, &live.url(all)), want);
 }
 
+#[test]
+fn a_folded_directory_is_one_base_labelled_with_the_collection() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xf01d_0000_0003);
+    let (mut a, mut b) = (Model::new(), Model::new());
+    for i in 0..200 {
+        let c = Capture::random(&mut rng);
+        let m = if i % 2 == 0 { &mut a } else { &mut b };
+        m.insert(c.id(), c.cdxj());
+    }
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    sorted_file(&files.join("a.cdxj"), &a);
+    sorted_file(&files.join("b.cdxj"), &b);
+    let mut model = a;
+    model.extend(b);
+    let data = dir.path().join("data");
+    let spec = format!("web={}", files.display());
+    let live = start(&["--data", data.to_str().unwrap(), &spec]);
+    churn(&live.url("/web"), &mut rng, &mut model, 60);
+    let agent = agent();
+    let all = "/web/cdx?url=example&matchType=domain&limit=0&output=json";
+    let lines = |body: String| {
+        let mut l: Vec<String> = body
+            .lines()
+            .map(|l| {
+                let mut o: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(l).unwrap();
+                o.remove("source");
+                o.remove("source-coll");
+                serde_json::to_string(&o).unwrap()
+            })
+            .collect();
+        l.sort();
+        l
+    };
+    let before = get(&agent, &live.url(all));
+    let (s, answer) = post(&agent, &live.url("/web/fold"), b"");
+    assert_eq!(s, 200, "{answer}");
+    // The same captures; now one base, labelled as a single file is.
+    let after = get(&agent, &live.url(all));
+    assert_eq!(lines(after.1.clone()), lines(before.1));
+    let expected = dir.path().join("expected.cdxj");
+    sorted_file(&expected, &model);
+    let fixed = start(&[&format!("web={}", expected.display())]);
+    assert_eq!(after, get(&agent, &fixed.url(all)));
+    assert!(after.1.contains("\"source\": \"web\""), "{}", after.1);
+}
+
 /// What became of a batch when the server was killed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fate {
