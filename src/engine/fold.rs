@@ -25,11 +25,12 @@
 //! and generation, and the captures of one key and datetime.
 
 use std::borrow::Cow;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::live::{Delta, FrozenEntries};
+use super::live::{Delta, Entry, FrozenEntries};
 use super::lookup::{Collection, MergeBy};
 use super::output::Output;
 
@@ -154,12 +155,78 @@ struct Counts {
     hidden: u64,
 }
 
-/// The captures of one `key datetime` of the frozen generations: their
-/// ids, and their lines in byte order.
+/// The captures of one `key datetime` of the frozen generations, in
+/// byte order of their lines (deleted ones first), the first `written`
+/// of them written.
+#[derive(Default)]
 struct Group {
     head: Vec<u8>,
-    ids: Vec<Vec<u8>>,
-    lines: std::collections::VecDeque<Vec<u8>>,
+    entries: Vec<Entry>,
+    written: usize,
+}
+
+impl Group {
+    /// Loads the next `key datetime`'s captures; `false` when there are
+    /// no more.
+    fn load(&mut self, from: &mut std::iter::Peekable<FrozenEntries>) -> anyhow::Result<bool> {
+        self.entries.clear();
+        self.written = 0;
+        let Some(first) = from.next().transpose()? else {
+            return Ok(false);
+        };
+        self.head.clear();
+        self.head.extend_from_slice(first.head());
+        self.entries.push(first);
+        loop {
+            match from.peek() {
+                Some(Ok(e)) if e.head() == self.head.as_slice() => {
+                    let e = from.next().transpose()?.expect("peeked");
+                    self.entries.push(e);
+                }
+                Some(Err(_)) => {
+                    from.next().transpose()?;
+                }
+                _ => break,
+            }
+        }
+        if self.entries.len() > 1 {
+            self.entries.sort_by_cached_key(Entry::line);
+        }
+        Ok(true)
+    }
+
+    /// Writes its lines not written yet that sort before `line` (all of
+    /// them without one).
+    fn write_before(
+        &mut self,
+        line: Option<&[u8]>,
+        out: &mut Output,
+        counts: &mut Counts,
+    ) -> anyhow::Result<()> {
+        while let Some(e) = self.entries.get(self.written) {
+            let Some(parts) = e.line_parts() else {
+                self.written += 1;
+                continue;
+            };
+            if let Some(line) = line {
+                if parts.concat().as_slice() >= line {
+                    break;
+                }
+            }
+            for p in parts {
+                out.write_all(p)?;
+            }
+            out.write_all(b"\n")?;
+            counts.lines += 1;
+            counts.from_delta += 1;
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    fn hides(&self, id: &[u8]) -> bool {
+        self.entries.iter().any(|e| e.id() == id)
+    }
 }
 
 /// Writes the base lines not hidden and the frozen lines, in byte order,
@@ -180,86 +247,53 @@ fn write_merged<'a>(
         hidden: 0,
     };
     let mut entries = entries.peekable();
-    let next_group =
-        |entries: &mut std::iter::Peekable<FrozenEntries>| -> anyhow::Result<Option<Group>> {
-            let Some(first) = entries.next().transpose()? else {
-                return Ok(None);
-            };
-            let mut g = Group {
-                head: first.head().to_vec(),
-                ids: vec![first.id().to_vec()],
-                lines: first.line().into_iter().collect(),
-            };
-            while let Some(Ok(e)) = entries.peek() {
-                if e.head() != g.head.as_slice() {
-                    break;
-                }
-                let e = entries.next().transpose()?.expect("peeked");
-                g.ids.push(e.id().to_vec());
-                g.lines.extend(e.line());
-            }
-            if let Some(Err(_)) = entries.peek() {
-                entries.next().transpose()?;
-            }
-            g.lines.make_contiguous().sort_unstable();
-            Ok(Some(g))
-        };
-    let mut group = next_group(&mut entries)?;
-    let mut write = |line: &[u8], delta: bool, counts: &mut Counts| -> anyhow::Result<()> {
-        out.write_all_line(line)?;
-        counts.lines += 1;
-        counts.from_delta += u64::from(delta);
-        Ok(())
-    };
+    let mut group = Group::default();
+    let mut more = group.load(&mut entries)?;
     let mut base = base.peekable();
     loop {
-        let Some(g) = &mut group else {
+        if !more {
             // The frozen captures are done: the rest of the bases.
             for line in base.by_ref() {
-                write(&line?, false, &mut counts)?;
+                out.write_all_line(&line?)?;
+                counts.lines += 1;
             }
             break;
-        };
+        }
         let line = match base.peek() {
             None => None,
             Some(Ok(l)) => Some(l),
             Some(Err(_)) => {
                 base.next().transpose()?;
-                unreachable!("an error was peeked");
+                None
             }
         };
         let Some(line) = line else {
-            for l in g.lines.drain(..) {
-                write(&l, true, &mut counts)?;
-            }
-            group = next_group(&mut entries)?;
+            group.write_before(None, out, &mut counts)?;
+            more = group.load(&mut entries)?;
             continue;
         };
         let head = line_head(line).unwrap_or(line);
-        match g.head.as_slice().cmp(head) {
+        match group.head.as_slice().cmp(head) {
             std::cmp::Ordering::Less => {
-                for l in g.lines.drain(..) {
-                    write(&l, true, &mut counts)?;
-                }
-                group = next_group(&mut entries)?;
+                group.write_before(None, out, &mut counts)?;
+                more = group.load(&mut entries)?;
             }
             std::cmp::Ordering::Greater => {
                 let line = base.next().expect("peeked")?;
-                write(&line, false, &mut counts)?;
+                out.write_all_line(&line)?;
+                counts.lines += 1;
             }
             std::cmp::Ordering::Equal => {
                 let line = base.next().expect("peeked")?;
-                let hidden = crate::ukvs::post::line_id(&line, names)
-                    .is_some_and(|id| g.ids.iter().any(|i| *i == id));
+                let hidden =
+                    crate::ukvs::post::line_id(&line, names).is_some_and(|id| group.hides(&id));
                 if hidden {
                     counts.hidden += 1;
                     continue;
                 }
-                while g.lines.front().is_some_and(|l| l.as_slice() < &line[..]) {
-                    let l = g.lines.pop_front().expect("checked");
-                    write(&l, true, &mut counts)?;
-                }
-                write(&line, false, &mut counts)?;
+                group.write_before(Some(&line), out, &mut counts)?;
+                out.write_all_line(&line)?;
+                counts.lines += 1;
             }
         }
     }
@@ -271,4 +305,84 @@ fn line_head(line: &[u8]) -> Option<&[u8]> {
     let first = memchr::memchr(b' ', line)?;
     let second = memchr::memchr(b' ', &line[first + 1..])?;
     Some(&line[..first + 1 + second])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::live::{capture_id, Op};
+
+    fn cdx(key: &str, dt: &str, digest: &str, file: &str, off: &str) -> String {
+        format!("{key} {dt} http://x/ text/html 200 {digest} - - 10 {off} {file}")
+    }
+
+    fn put(line: &str) -> Result<Op, String> {
+        let f: Vec<&str> = line.split(' ').collect();
+        Ok(Op::Put {
+            id: capture_id(
+                f[0].as_bytes(),
+                f[1].as_bytes(),
+                f[10].as_bytes(),
+                f[9].as_bytes(),
+            ),
+            line: line.as_bytes().to_vec(),
+        })
+    }
+
+    #[test]
+    fn lines_of_one_key_and_datetime_interleave_and_hide_in_byte_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let delta = Delta::open(&dir.path().join("d")).unwrap();
+        let t = "20200101000000";
+        let base = vec![
+            cdx("a)/", t, "B", "f.warc", "1"),
+            cdx("b)/", t, "A", "f.warc", "1"),
+            cdx("b)/", t, "C", "f.warc", "2"),
+            cdx("b)/", t, "E", "f.warc", "3"),
+            cdx("b)/", "2020010100000", "Z", "f.warc", "3"),
+            cdx("c)/", t, "A", "f.warc", "1"),
+        ];
+        let mut base = base;
+        base.sort();
+        delta
+            .apply(vec![
+                // Replaces b)/ ... C (same capture), interleaves with A..E.
+                put(&cdx("b)/", t, "D", "f.warc", "2")),
+                put(&cdx("b)/", t, "B", "g.warc", "9")),
+                put(&cdx("b)/", t, "F", "e.warc", "0")),
+                put(&cdx("d)/", t, "A", "f.warc", "1")),
+                put(&cdx("0)/", t, "A", "f.warc", "1")),
+            ])
+            .unwrap();
+        delta
+            .apply(vec![Ok::<_, String>(Op::Delete {
+                id: capture_id(b"c)/", t.as_bytes(), b"f.warc", b"1"),
+            })])
+            .unwrap();
+        let frozen = delta.freeze().unwrap().unwrap();
+        let path = dir.path().join("out.cdx");
+        let mut out = Output::file(&path).unwrap();
+        let names = vec!["offset".to_string(), "digest".to_string()];
+        let lines = base.iter().map(|l| Ok(Cow::Borrowed(l.as_bytes())));
+        let counts = write_merged(lines, frozen.entries(), &names, &mut out).unwrap();
+        out.commit().unwrap();
+        let mut want: Vec<String> = base
+            .iter()
+            .filter(|l| !l.contains(" C ") && !l.starts_with("c)/"))
+            .cloned()
+            .collect();
+        for (k, d, f, o) in [
+            ("b)/", "D", "f.warc", "2"),
+            ("b)/", "B", "g.warc", "9"),
+            ("b)/", "F", "e.warc", "0"),
+            ("d)/", "A", "f.warc", "1"),
+            ("0)/", "A", "f.warc", "1"),
+        ] {
+            want.push(cdx(k, t, d, f, o));
+        }
+        want.sort();
+        let got = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), want);
+        assert_eq!((counts.lines, counts.from_delta, counts.hidden), (9, 5, 2));
+    }
 }

@@ -813,7 +813,7 @@ impl Delta {
     pub fn counts(&self) -> Result<(u64, u64), Error> {
         let all = KeyRange::new(b"", crate::sorted::MatchType::Prefix);
         let gens = self.store.gens_from(self.floor);
-        let mut merged = Merged::new(&gens, &all);
+        let mut merged = Merged::<Streamed>::new(&gens, &all);
         let (mut lines, mut ids) = (0, 0);
         while let Some(kv) = merged.next_entry() {
             let (_, entry) = kv.map_err(|e| self.fail("cannot read", e))?;
@@ -922,7 +922,7 @@ impl Frozen<'_> {
     pub fn entries(&self) -> FrozenEntries {
         let all = KeyRange::new(b"", crate::sorted::MatchType::Prefix);
         FrozenEntries {
-            merged: Merged::new(&self.gens, &all),
+            merged: Merged::<Streamed>::new(&self.gens, &all),
             path: self.delta.store.dir.clone(),
         }
     }
@@ -1010,11 +1010,21 @@ impl Entry {
     pub fn line(&self) -> Option<Vec<u8>> {
         line_of(&self.id, &self.entry)
     }
+
+    /// Its line in pieces to write one after the other, with no copy
+    /// made; `None` for a deleted capture.
+    pub fn line_parts(&self) -> Option<[&[u8]; 3]> {
+        match self.entry.split_first() {
+            None => None,
+            Some((1, rest)) => Some([self.head(), b" ", rest]),
+            Some((_, line)) => Some([line, b"", b""]),
+        }
+    }
 }
 
 /// The captures of frozen generations, in id order ([`Frozen::entries`]).
 pub struct FrozenEntries {
-    merged: Merged,
+    merged: Merged<Streamed>,
     path: PathBuf,
 }
 
@@ -1122,18 +1132,74 @@ impl Entries {
     }
 }
 
+/// Where [`Merged`] reads one generation's entries from.
+trait Source: Sized {
+    fn open(gen: &PartitionHandle, start: &[u8]) -> Self;
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>>;
+    fn pop(&mut self) -> Option<fjall::KvPair>;
+}
+
+impl Source for Entries {
+    fn open(gen: &PartitionHandle, start: &[u8]) -> Self {
+        Entries::new(gen, start)
+    }
+
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
+        Entries::peek(self, range)
+    }
+
+    fn pop(&mut self) -> Option<fjall::KvPair> {
+        self.buf.pop_front()
+    }
+}
+
+/// One generation's entries through one store iterator, for a reader
+/// that reads them all on one thread (a fold, counts).
+struct Streamed {
+    iter: Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>>>,
+    head: Option<fjall::KvPair>,
+    done: bool,
+    /// Held so that the generation's files stay while it is read.
+    _gen: PartitionHandle,
+}
+
+impl Source for Streamed {
+    fn open(gen: &PartitionHandle, start: &[u8]) -> Self {
+        Streamed {
+            iter: Box::new(gen.range(start.to_vec()..)),
+            head: None,
+            done: false,
+            _gen: gen.clone(),
+        }
+    }
+
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
+        if self.head.is_none() && !self.done {
+            match self.iter.next().transpose()? {
+                Some(kv) if !range.is_past(&kv.0) => self.head = Some(kv),
+                _ => self.done = true,
+            }
+        }
+        Ok(self.head.as_ref())
+    }
+
+    fn pop(&mut self) -> Option<fjall::KvPair> {
+        self.head.take()
+    }
+}
+
 /// The generations' entries within a range merged by id, newest first
 /// for an id (the others of it skipped).
-struct Merged {
+struct Merged<S = Entries> {
     /// Newest first.
-    each: Vec<Entries>,
+    each: Vec<S>,
     range: KeyRange,
 }
 
-impl Merged {
-    fn new(gens: &[PartitionHandle], range: &KeyRange) -> Merged {
+impl<S: Source> Merged<S> {
+    fn new(gens: &[PartitionHandle], range: &KeyRange) -> Merged<S> {
         Merged {
-            each: gens.iter().map(|g| Entries::new(g, &range.start)).collect(),
+            each: gens.iter().map(|g| S::open(g, &range.start)).collect(),
             range: range.clone(),
         }
     }
@@ -1144,7 +1210,7 @@ impl Merged {
             return match only.peek(&self.range) {
                 Err(e) => Some(Err(e)),
                 Ok(None) => None,
-                Ok(Some(_)) => only.buf.pop_front().map(Ok),
+                Ok(Some(_)) => only.pop().map(Ok),
             };
         }
         let mut best: Option<(usize, fjall::Slice)> = None;
@@ -1160,12 +1226,12 @@ impl Merged {
             }
         }
         let (b, id) = best?;
-        let (_, entry) = self.each[b].buf.pop_front().expect("peeked");
+        let (_, entry) = self.each[b].pop().expect("peeked");
         // The same capture in older generations: replaced.
         for i in b + 1..self.each.len() {
             let same = matches!(self.each[i].peek(&self.range), Ok(Some((k, _))) if *k == id);
             if same {
-                self.each[i].buf.pop_front();
+                self.each[i].pop();
             }
         }
         Some(Ok((id, entry)))
