@@ -17,7 +17,7 @@
 //!
 //! fjall's tables are compacted size-tiered (as `engine::live` does;
 //! `COMPACTION=leveled` for its default, which rewrites more and took
-//! a little over half the rate here), 4 KiB blocks (`BLOCK`), 16 MiB
+//! a little over half the rate here), 4 KiB blocks (`BLOCK`), 8 MiB
 //! memtables (`MEMTABLE_MB`). `STORES=redb,fjall2,fjall,plain` picks.
 //!
 //! Usage: bench-store DIR [N] [BATCH]
@@ -191,7 +191,7 @@ fn fjall_run(
     };
     let d = fresh(dir, "fjall");
     let ks = fjall::Config::new(&d).open().expect("fjall");
-    let memtable: u32 = std::env::var("MEMTABLE_MB").map_or(16, |s| s.parse().expect("MEMTABLE_MB"));
+    let memtable: u32 = std::env::var("MEMTABLE_MB").map_or(8, |s| s.parse().expect("MEMTABLE_MB"));
     let opts = || {
         fjall::PartitionCreateOptions::default()
             .compression(compression)
