@@ -497,8 +497,8 @@ fn a_post_past_the_batch_cap_killed_while_applied_comes_back_whole() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data_arg = data.to_str().unwrap().to_string();
-    // About 40 MB: five times the 8 MiB a batch holds.
-    const N: usize = 200_000;
+    // About 50 MB: six times the 8 MiB a batch holds.
+    const N: usize = 250_000;
     let mut body = String::with_capacity(N * 200);
     for i in 0..N {
         body.push_str(&format!(
@@ -508,7 +508,7 @@ fn a_post_past_the_batch_cap_killed_while_applied_comes_back_whole() {
     }
     let body = Arc::new(body);
     let mut seen_partial = false;
-    for attempt in 0..6 {
+    for attempt in 0..10 {
         let server = start(&["--data", &data_arg]);
         let url = server.url("/big");
         // The collection exists before the large POST.
