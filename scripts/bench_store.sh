@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # The embedded stores a live collection's delta could use (ARCHITECTURE.md
-# src/serve, "Live collections"), side by side in one run: redb, which
-# `src/engine/live.rs` uses, and fjall. Durable ingest (each commit
-# fsync'd, as a POST's), a full scan, 10,000 short range scans, space.
+# src/serve, "Live collections"), side by side in one run: redb (the
+# first layout: a lines table and an ids table), the same two tables in
+# fjall, and what `src/engine/live.rs` keeps: fjall, one entry per
+# capture (id -> the line less its key and datetime), lz4, size-tiered
+# compaction; and that without compression. CDX11 lines as pywb's and
+# OpenWayback's indexers write them (~200 bytes). Durable ingest (each
+# commit fsync'd, as a POST's), a full scan, 10,000 short range scans,
+# space.
 #
 #   scripts/bench_store.sh                  # 100,000 lines, 5,000-line commits
 #   N=1000000 BATCH=5000 scripts/bench_store.sh
+#   N=1000000 STORES=fjall scripts/bench_store.sh     # the chosen layout only
 #
-# Needs network or a filled cargo cache the first time (fjall is no
+# Needs network or a filled cargo cache the first time (redb is no
 # dependency of the crate). Env: N, BATCH, DIR (default: a temporary
-# directory on the disk of /tmp).
+# directory on the disk of /tmp), STORES, COMPACTION, BLOCK, MEMTABLE_MB
+# (see scripts/bench_store/src/main.rs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 N=${N:-100000}

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 mod cat;
 mod digests;
+mod fold;
 mod index;
 mod lookup;
 mod mementomap;
@@ -42,6 +43,7 @@ enum Command {
     Cat(cat::Args),
     Sort(sort::Args),
     Merge(merge::Args),
+    Fold(fold::Args),
     Lookup(lookup::Args),
     #[command(subcommand)]
     Zipnum(zipnum::Command),
@@ -61,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Cat(args) => cat::run(args),
         Command::Sort(args) => sort::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Fold(args) => fold::run(args),
         Command::Lookup(args) => lookup::run(args),
         Command::Zipnum(cmd) => zipnum::run(cmd),
         Command::Mementomap(args) => mementomap::run(args),

@@ -40,10 +40,13 @@ use crate::serve::{self, Spec};
 /// `POST /NAME` with CDX (9-11 columns, with or without its legend), CDXJ
 /// or UKVS lines adds them (`Added N records`), `POST /NAME/delete`
 /// deletes them, also from the files (`Deleted N records`). Keys are
-/// recomputed from the URLs; a body is one durable transaction, answered
-/// once fsync'd; a bad line rejects it with 400 naming the line
-/// (`?badLines=skip` takes the others). Each collection's delta is kept
-/// in DIR/NAME/ and served merged with its files.
+/// recomputed from the URLs; a body is atomic, answered once fsync'd; a
+/// bad line rejects it with 400 naming the line (`?badLines=skip` takes
+/// the others). Each collection's delta is kept in DIR/NAME/ and served
+/// merged with its files. `POST /NAME/fold` folds the delta and the
+/// files into one new sorted file in DIR/NAME/, served in their place
+/// from then on (also after a restart with the same arguments); `ukvs
+/// fold` does it with no server running.
 ///
 /// Writes are taken from loopback clients only, unless `--write-token
 /// FILE` gives a bearer token: then from any client that sends it

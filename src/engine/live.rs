@@ -3,55 +3,97 @@
 //! bases (sorted files, ZipNum clusters) that the rest of the engine
 //! reads in place.
 //!
-//! The store is [redb](https://docs.rs/redb) (a copy-on-write B-tree in
-//! one file, ACID, every commit fsync'd with `Durability::Immediate`);
-//! this module is the only one that uses it. One collection's delta is one
-//! directory holding `delta.redb` with three tables:
+//! The store is [fjall](https://docs.rs/fjall) 2.11 (an LSM tree: a
+//! journal fsync'd per commit, sorted tables compressed with lz4); this
+//! module is the only one that names it. One collection's delta is one
+//! directory:
 //!
 //! ```text
-//! lines   line bytes -> ()      the added lines, in byte order (the scan
-//!                               a query merges with its bases)
-//! ids     capture id -> line    which line holds a capture, so that
-//!                               posting it again replaces it
-//! hidden  capture id -> ()      tombstones: captures of the bases that a
-//!                               delete (or a newer line) hides
+//! DIR/NAME/LOCK            held (flock) by the one process that opens it
+//! DIR/NAME/store/          the fjall keyspace:
+//!     meta                   layout, current, floor, bases, intent/*
+//!     gen_F .. gen_C         generations F (floor) to C (current):
+//!                            capture id -> entry
+//! DIR/NAME/base-N.EXT      a base a fold wrote (a cluster: base-N/)
+//! DIR/NAME/journal-*.ops   a large POST being rolled forward
 //! ```
 //!
 //! A capture id is `key datetime\0filename\0offset` ([`capture_id`]):
-//! OutbackCDX's identity of a capture, laid out so that its first bytes
-//! sort as a line does and a query's [`KeyRange`] finds the tombstones of
-//! its range. What a line's fields are is the caller's business: this
-//! module stores lines and ids as bytes.
+//! OutbackCDX's identity of a capture, laid out so that ids sort as their
+//! lines do (up to the order of lines sharing key and datetime, which a
+//! reader restores) and a query's [`KeyRange`] finds them. An entry is
+//! the capture's line (less its `key datetime `, which the id holds), or
+//! empty for a deleted capture. A capture is stored once; posting it
+//! again overwrites its entry, with no read.
 //!
-//! Every batch ([`Delta::apply`]) is one write transaction, committed
-//! durably before `apply` returns: after a crash a batch is all there or
-//! not at all. redb spills a transaction's dirty pages to its file past
-//! its write cache, so a batch of any size takes bounded memory. Reads
-//! ([`Delta::lines`], [`Delta::hider`]) see the last commit and never
-//! wait for a writer.
+//! Every entry of a generation hides the bases' line of its capture and
+//! the older generations' entry of it (a tombstone, or a replacement). A
+//! read merges every live generation, newest winning for an id.
+//!
+//! Writes go to the current generation. A fold ([`Delta::freeze`],
+//! [`Frozen::commit`], driven by `engine::fold`) starts a new one in
+//! one small durable write, streams the bases and the now frozen
+//! generations into a new base, and in one more durable write records
+//! that base (superseding the bases it was given) and raises the floor
+//! past the frozen generations, whose partitions are dropped once no
+//! reader holds a view that reads them.
+//!
+//! A batch ([`Delta::apply`]) is one durable fjall batch, atomic, when
+//! its ops fit in [`BATCH_BYTES`]. Past that it rolls forward: the ops
+//! go to a named journal file (fsync'd), an intent to apply it is
+//! recorded durably, it is applied in chunks, and the last chunk clears
+//! the intent. Opening a store replays every pending intent whole before
+//! anything reads it. So after a crash a batch is all there or absent,
+//! and one `apply` answered is all there; a reader may see a large batch
+//! in part before `apply` returns.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
-use redb::{Database, Durability, TableDefinition};
+use fjall::{PartitionCreateOptions, PartitionHandle, PersistMode};
 
 use crate::sorted::KeyRange;
 pub use crate::ukvs::post::capture_id;
 
-const LINES: TableDefinition<&[u8], ()> = TableDefinition::new("lines");
-const IDS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("ids");
-const HIDDEN: TableDefinition<&[u8], ()> = TableDefinition::new("hidden");
+/// The store's directory in a collection's delta directory.
+pub const STORE_DIR: &str = "store";
 
-/// The store's file in a collection's delta directory.
-pub const STORE_FILE: &str = "delta.redb";
+/// Whether `dir` holds a delta (of this layout or an older one, which
+/// [`Delta::open`] refuses with a clear error).
+pub fn is_delta_dir(dir: &Path) -> bool {
+    dir.join(STORE_DIR).is_dir() || dir.join(OLD_STORE_FILE).is_file()
+}
 
-/// Memory the store may use for its page caches (a tenth of it for the
-/// pages a write transaction has not yet written out).
-const CACHE_BYTES: usize = 64 << 20;
+/// The file a delta of the first layout (redb) was kept in; a directory
+/// holding one is refused.
+const OLD_STORE_FILE: &str = "delta.redb";
 
-/// A delta that cannot be opened, read or written: the store's file, what
-/// failed and the store's message (a full disk, a file another process
-/// holds open, a damaged file to restore from a copy).
+/// The lock file of a delta directory.
+const LOCK_FILE: &str = "LOCK";
+
+/// The layout this module writes, kept in `meta`.
+const LAYOUT: &[u8] = b"ukvs-live 2";
+
+/// Bytes of ops a batch holds in memory before it rolls forward through
+/// a journal file (a POST of 5,000 CDX lines is about 1 MiB).
+pub const BATCH_BYTES: usize = 8 << 20;
+
+/// Memory the store may use for its block cache.
+const CACHE_BYTES: u64 = 16 << 20;
+
+/// Memory the store's memtables may hold before they are written out
+/// (a generation's memtable up to 8 MiB).
+const WRITE_BUFFER_BYTES: u64 = 16 << 20;
+
+/// Journal on disk before memtables are written out to free it.
+const JOURNAL_BYTES: u64 = 128 << 20;
+
+/// A delta that cannot be opened, read or written: the store's
+/// directory, what failed and the store's message (a full disk, a
+/// directory another process holds, a damaged store to restore from a
+/// copy).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 #[error("{}: {what}: {message}", path.display())]
@@ -71,145 +113,670 @@ pub enum Op {
     Delete { id: Vec<u8> },
 }
 
-/// One collection's delta.
+/// What a fold recorded: the bases it wrote, and the paths they
+/// supersede (see [`Delta::bases`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Folded {
+    /// Paths given as bases that the folded bases replace.
+    pub given: Vec<PathBuf>,
+    /// The bases folds wrote, in `DIR/NAME/`.
+    pub bases: Vec<PathBuf>,
+}
+
+/// One collection's delta, as a reader sees it: the store and the oldest
+/// generation this view reads (the floor when it was made). A view made
+/// before a fold keeps reading the folded generations (beside the bases
+/// it was opened with) until it is dropped.
 pub struct Delta {
-    db: Database,
-    path: PathBuf,
+    store: Arc<Store>,
+    floor: u64,
+}
+
+struct Store {
+    dir: PathBuf,
+    keyspace: fjall::Keyspace,
+    meta: PartitionHandle,
+    state: RwLock<State>,
+    /// Writes hold it shared, a fold's switch to a new generation
+    /// exclusively: a generation is frozen once no write holds it.
+    switch: RwLock<()>,
+    /// One fold at a time.
+    folding: Mutex<()>,
+    /// Views by floor: how many are open.
+    pins: Mutex<BTreeMap<u64, usize>>,
+    /// Held for the store's life: the directory's lock.
+    _lock: std::fs::File,
+    journals: std::sync::atomic::AtomicU64,
+}
+
+struct State {
+    /// Every generation not yet dropped (some may be below the floor,
+    /// kept for views made before a fold).
+    gens: BTreeMap<u64, PartitionHandle>,
+    current: u64,
+    floor: u64,
+    folded: Folded,
+    /// Base files superseded by a fold, removed with the generations
+    /// below the floor given.
+    retired: Vec<(u64, PathBuf)>,
+}
+
+/// The stores open in this process, by directory: a store opens once.
+fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Store>>> {
+    static OPEN: std::sync::OnceLock<Mutex<HashMap<PathBuf, Weak<Store>>>> =
+        std::sync::OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
+fn gen_name(n: u64) -> String {
+    format!("gen_{n}")
+}
+
+/// A generation's tables: lz4, compacted size-tiered (a generation
+/// takes writes and is folded away; leveled compaction rewrote more and
+/// took about 60% of the rate in `scripts/bench_store.sh`).
+fn partition_options() -> PartitionCreateOptions {
+    PartitionCreateOptions::default()
+        .compression(fjall::CompressionType::Lz4)
+        .max_memtable_size(8 << 20)
+        .compaction_strategy(fjall::compaction::Strategy::SizeTiered(
+            fjall::compaction::SizeTiered::default(),
+        ))
+}
+
+fn get_u64(v: Option<fjall::Slice>) -> u64 {
+    v.and_then(|v| <[u8; 8]>::try_from(&v[..]).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// `p` absolute and its links resolved, or as it is when it cannot be.
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn encode_paths(paths: &[PathBuf]) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend_from_slice(p.as_os_str().as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+fn decode_paths(v: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    v.split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect()
+}
+
+/// An entry of a generation: the line less its `key datetime ` (the id's
+/// head up to its first NUL), or the line whole when it does not start
+/// so, or nothing for a deleted capture.
+fn entry_of(id: &[u8], line: &[u8]) -> Vec<u8> {
+    let head = &id[..memchr::memchr(0, id).unwrap_or(id.len())];
+    match line.strip_prefix(head).and_then(|r| r.strip_prefix(b" ")) {
+        Some(rest) => [&[1u8][..], rest].concat(),
+        None => [&[0u8][..], line].concat(),
+    }
+}
+
+/// The line of an entry (`None` for a deleted capture).
+fn line_of(id: &[u8], entry: &[u8]) -> Option<Vec<u8>> {
+    match entry.split_first() {
+        None => None,
+        Some((1, rest)) => {
+            let head = &id[..memchr::memchr(0, id).unwrap_or(id.len())];
+            let mut line = Vec::with_capacity(head.len() + 1 + rest.len());
+            line.extend_from_slice(head);
+            line.push(b' ');
+            line.extend_from_slice(rest);
+            Some(line)
+        }
+        Some((_, line)) => Some(line.to_vec()),
+    }
+}
+
+/// The part of an id that orders it as its line: `key datetime`.
+fn id_head(id: &[u8]) -> &[u8] {
+    &id[..memchr::memchr(0, id).unwrap_or(id.len())]
+}
+
+impl Store {
+    fn fail(&self, what: &'static str, e: impl std::fmt::Display) -> Error {
+        Error {
+            path: self.dir.clone(),
+            what,
+            message: e.to_string(),
+        }
+    }
+
+    fn open(dir: &Path) -> Result<Store, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error {
+            path: dir.to_path_buf(),
+            what: "cannot create the directory",
+            message: e.to_string(),
+        })?;
+        // Absolute: folds record paths in it.
+        let dir = &canonical(dir);
+        let fail = |what, e: &dyn std::fmt::Display| Error {
+            path: dir.to_path_buf(),
+            what,
+            message: e.to_string(),
+        };
+        if dir.join(OLD_STORE_FILE).exists() {
+            return Err(fail(
+                "holds a delta of an older layout",
+                &format!(
+                    "{OLD_STORE_FILE} (redb) is not read by this version; \
+                     re-POST its lines to a new collection, or remove it"
+                ),
+            ));
+        }
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_FILE))
+            .map_err(|e| fail("cannot open its lock file", &e))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |_| {
+                fail(
+                    "is held by another process",
+                    &"a running `ukvs serve --data` (or fold) has it open; \
+                      stop it, or fold through the server (POST /NAME/fold)",
+                )
+            },
+        )?;
+        sweep_unfinished_partitions(&dir.join(STORE_DIR));
+        let keyspace = fjall::Config::new(dir.join(STORE_DIR))
+            .cache_size(CACHE_BYTES)
+            .max_write_buffer_size(WRITE_BUFFER_BYTES)
+            .max_journaling_size(JOURNAL_BYTES)
+            .open()
+            .map_err(|e| fail("cannot open the store", &e))?;
+        let meta = keyspace
+            .open_partition("meta", PartitionCreateOptions::default())
+            .map_err(|e| fail("cannot open the store's meta", &e))?;
+        let read = |k: &str| {
+            meta.get(k)
+                .map_err(|e| fail("cannot read the store's meta", &e))
+        };
+        match read("layout")? {
+            Some(l) if &l[..] == LAYOUT => {}
+            Some(l) => {
+                return Err(fail(
+                    "holds a store of another layout",
+                    &format!(
+                        "{:?}, not {:?}",
+                        String::from_utf8_lossy(&l),
+                        String::from_utf8_lossy(LAYOUT)
+                    ),
+                ))
+            }
+            None => {
+                let mut b = keyspace.batch().durability(Some(PersistMode::SyncAll));
+                b.insert(&meta, "layout", LAYOUT);
+                b.insert(&meta, "current", 0u64.to_le_bytes());
+                b.insert(&meta, "floor", 0u64.to_le_bytes());
+                b.commit()
+                    .map_err(|e| fail("cannot write the store's meta", &e))?;
+            }
+        }
+        let current = get_u64(read("current")?);
+        let floor = get_u64(read("floor")?);
+        let folded = Folded {
+            given: read("given")?.map(|v| decode_paths(&v)).unwrap_or_default(),
+            // Recorded by name: the directory may move.
+            bases: read("bases")?
+                .map(|v| decode_paths(&v))
+                .unwrap_or_default()
+                .iter()
+                .map(|name| dir.join(name))
+                .collect(),
+        };
+        // Generations outside floor..=current are what a fold left
+        // (folded ones, or a new one it did not record): dropped.
+        for name in keyspace.list_partitions() {
+            let n = name
+                .strip_prefix("gen_")
+                .and_then(|n| n.parse::<u64>().ok());
+            if n.is_some_and(|n| n < floor || n > current) {
+                let h = keyspace
+                    .open_partition(&name, partition_options())
+                    .map_err(|e| fail("cannot open a generation", &e))?;
+                keyspace
+                    .delete_partition(h)
+                    .map_err(|e| fail("cannot drop a folded generation", &e))?;
+            }
+        }
+        let mut gens = BTreeMap::new();
+        for n in floor..=current {
+            let h = keyspace
+                .open_partition(&gen_name(n), partition_options())
+                .map_err(|e| fail("cannot open a generation", &e))?;
+            gens.insert(n, h);
+        }
+        let store = Store {
+            dir: dir.to_path_buf(),
+            keyspace,
+            meta,
+            state: RwLock::new(State {
+                gens,
+                current,
+                floor,
+                folded,
+                retired: Vec::new(),
+            }),
+            switch: RwLock::new(()),
+            folding: Mutex::new(()),
+            pins: Mutex::new(BTreeMap::new()),
+            _lock: lock,
+            journals: Default::default(),
+        };
+        store.replay_intents()?;
+        store.clean_files()?;
+        Ok(store)
+    }
+
+    /// Removes what a fold or a large batch left behind: bases not
+    /// recorded, journals without an intent, temporary files.
+    fn clean_files(&self) -> Result<(), Error> {
+        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| self.fail("cannot list", e))?;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = e.path();
+            let stale = (name.starts_with("base-") && !st.folded.bases.contains(&path))
+                || name.starts_with("journal-")
+                || name.starts_with(".ukvs-tmp-");
+            if stale {
+                let _ = match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                    _ => std::fs::remove_file(&path),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn pin(&self, floor: u64) {
+        *self
+            .pins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(floor)
+            .or_default() += 1;
+    }
+
+    /// A view is gone: generations (and superseded bases) below every
+    /// open view's floor and the committed floor are dropped.
+    fn unpin(&self, floor: u64) {
+        let lowest = {
+            let mut pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = pins.get_mut(&floor) {
+                *n -= 1;
+                if *n == 0 {
+                    pins.remove(&floor);
+                }
+            }
+            pins.keys().next().copied()
+        };
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let below = lowest.map_or(st.floor, |l| l.min(st.floor));
+        let dropped: Vec<u64> = st.gens.range(..below).map(|(n, _)| *n).collect();
+        for n in dropped {
+            if let Some(h) = st.gens.remove(&n) {
+                // The partition's files go when its last handle does.
+                if let Err(e) = self.keyspace.delete_partition(h) {
+                    crate::report!(
+                        "ukvs: {}: cannot drop a folded generation: {e}",
+                        self.dir.display()
+                    );
+                }
+            }
+        }
+        let (gone, kept): (Vec<_>, Vec<_>) = st.retired.drain(..).partition(|(n, _)| *n <= below);
+        st.retired = kept;
+        drop(st);
+        for (_, path) in gone {
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+
+    /// The generations from `floor` on, newest first.
+    fn gens_from(&self, floor: u64) -> Vec<PartitionHandle> {
+        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        st.gens
+            .range(floor..)
+            .rev()
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+
+    fn current(&self) -> PartitionHandle {
+        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        st.gens[&st.current].clone()
+    }
+
+    /// Applies `ops` to `gen` in batches of up to [`BATCH_BYTES`]; the
+    /// last one durable, with `last` added to it.
+    fn apply_chunks(
+        &self,
+        gen: &PartitionHandle,
+        ops: impl Iterator<Item = Result<Op, Error>>,
+        last: impl FnOnce(&mut fjall::Batch),
+    ) -> Result<u64, Error> {
+        let mut n = 0u64;
+        let mut batch = self.keyspace.batch();
+        let mut bytes = 0usize;
+        for op in ops {
+            let op = op?;
+            bytes += put_into(&mut batch, gen, op);
+            n += 1;
+            if bytes >= BATCH_BYTES {
+                batch.commit().map_err(|e| self.fail("cannot write", e))?;
+                batch = self.keyspace.batch();
+                bytes = 0;
+            }
+        }
+        last(&mut batch);
+        let batch = batch.durability(Some(PersistMode::SyncAll));
+        batch.commit().map_err(|e| self.fail("cannot commit", e))?;
+        Ok(n)
+    }
+
+    /// Replays every journal whose intent was recorded and not cleared.
+    fn replay_intents(&self) -> Result<(), Error> {
+        let pending: Vec<String> = self
+            .meta
+            .prefix("intent/")
+            .map(|kv| kv.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.fail("cannot read the store's meta", e))?;
+        for key in pending {
+            let name = key.trim_start_matches("intent/");
+            let path = self.dir.join(name);
+            let file = std::fs::File::open(&path).map_err(|e| {
+                self.fail(
+                    "cannot replay a batch it recorded",
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            let gen = self.current();
+            let n = self.apply_chunks(&gen, read_journal(&path, file), |b| {
+                b.remove(&self.meta, key.as_str())
+            })?;
+            crate::report!(
+                "ukvs: {}: replayed a batch of {n} ops interrupted before its end",
+                self.dir.display()
+            );
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(())
+    }
+}
+
+/// Removes the partitions a crash left half made, which fjall 2.11
+/// would fail to open: one is made by writing its `manifest`, then its
+/// `levels` (which fjall's own check for an unfinished partition, the
+/// manifest alone, misses). A partition without `levels` never held
+/// data: a generation being started (or dropped).
+fn sweep_unfinished_partitions(store: &Path) {
+    let Ok(entries) = std::fs::read_dir(store.join("partitions")) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.join("levels").exists() {
+            let _ = std::fs::remove_dir_all(&p);
+        }
+    }
+}
+
+/// Adds `op` to `batch`; gives the bytes it holds.
+fn put_into(batch: &mut fjall::Batch, gen: &PartitionHandle, op: Op) -> usize {
+    match op {
+        Op::Put { id, line } => {
+            let entry = entry_of(&id, &line);
+            let n = id.len() + entry.len() + 32;
+            batch.insert(gen, id, entry);
+            n
+        }
+        Op::Delete { id } => {
+            let n = id.len() + 32;
+            batch.insert(gen, id, b"");
+            n
+        }
+    }
+}
+
+/// Writes one op to a journal: `len id tag [len line]`.
+fn write_op(out: &mut impl Write, op: &Op) -> std::io::Result<()> {
+    let (id, line) = match op {
+        Op::Put { id, line } => (id, Some(line)),
+        Op::Delete { id } => (id, None),
+    };
+    let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    out.write_all(&len(id.len()))?;
+    out.write_all(id)?;
+    match line {
+        Some(l) => {
+            out.write_all(&[0])?;
+            out.write_all(&len(l.len()))?;
+            out.write_all(l)
+        }
+        None => out.write_all(&[1]),
+    }
+}
+
+/// The ops of a journal, in order.
+fn read_journal(path: &Path, file: std::fs::File) -> impl Iterator<Item = Result<Op, Error>> {
+    let path = path.to_path_buf();
+    let mut r = BufReader::with_capacity(1 << 16, file);
+    std::iter::from_fn(move || {
+        let mut n = [0u8; 4];
+        match r.read_exact(&mut n) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+            Err(e) => return Some(Err(journal_error(&path, e))),
+        }
+        let mut next = || -> std::io::Result<Op> {
+            let mut id = vec![0; u32::from_le_bytes(n) as usize];
+            r.read_exact(&mut id)?;
+            let mut tag = [0u8];
+            r.read_exact(&mut tag)?;
+            if tag[0] == 1 {
+                return Ok(Op::Delete { id });
+            }
+            let mut m = [0u8; 4];
+            r.read_exact(&mut m)?;
+            let mut line = vec![0; u32::from_le_bytes(m) as usize];
+            r.read_exact(&mut line)?;
+            Ok(Op::Put { id, line })
+        };
+        Some(next().map_err(|e| journal_error(&path, e)))
+    })
+}
+
+fn journal_error(path: &Path, e: std::io::Error) -> Error {
+    Error {
+        path: path.to_path_buf(),
+        what: "cannot read the journal",
+        message: e.to_string(),
+    }
 }
 
 impl std::fmt::Debug for Delta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Delta").field("path", &self.path).finish()
+        f.debug_struct("Delta")
+            .field("path", &self.store.dir)
+            .field("floor", &self.floor)
+            .finish()
+    }
+}
+
+impl Drop for Delta {
+    fn drop(&mut self) {
+        self.store.unpin(self.floor);
     }
 }
 
 impl Delta {
     /// Opens the delta in `dir`, creating the directory and an empty
     /// store when there is none. A store left by a crash opens as of its
-    /// last commit (redb repairs it when opened).
+    /// last commit, with any large batch it recorded replayed whole and
+    /// what an unfinished fold wrote removed. A store opens in one
+    /// process at a time: another process gets an error, and the same
+    /// process a view of the store it has open.
     pub fn open(dir: &Path) -> Result<Delta, Error> {
-        let path = dir.join(STORE_FILE);
-        let fail = |what, e: &dyn std::fmt::Display| Error {
-            path: path.clone(),
-            what,
-            message: e.to_string(),
+        let key = canonical(dir);
+        let mut open = registry().lock().unwrap_or_else(|e| e.into_inner());
+        let store = match open.get(&key).and_then(Weak::upgrade) {
+            Some(s) => s,
+            None => {
+                let s = Arc::new(Store::open(dir)?);
+                open.insert(s.dir.clone(), Arc::downgrade(&s));
+                s
+            }
         };
-        std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the directory", &e))?;
-        let db = Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(&path)
-            .map_err(|e| fail("cannot open the store", &e))?;
-        let delta = Delta { db, path };
-        // The tables exist from the start, so a reader never meets a
-        // store without them.
-        delta.write(|_, _, _| Ok(()))?;
-        Ok(delta)
+        drop(open);
+        let floor = store.state.read().unwrap_or_else(|e| e.into_inner()).floor;
+        store.pin(floor);
+        Ok(Delta { store, floor })
     }
 
-    /// Where the store is.
+    /// The delta's directory.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.store.dir
     }
 
     fn fail(&self, what: &'static str, e: impl std::fmt::Display) -> Error {
-        Error {
-            path: self.path.clone(),
-            what,
-            message: e.to_string(),
-        }
+        self.store.fail(what, e)
     }
 
-    /// Runs `f` in one write transaction over the three tables and
-    /// commits durably.
-    fn write<T>(
-        &self,
-        f: impl FnOnce(
-            &mut redb::Table<&[u8], ()>,
-            &mut redb::Table<&[u8], &[u8]>,
-            &mut redb::Table<&[u8], ()>,
-        ) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut tx = self
-            .db
-            .begin_write()
-            .map_err(|e| self.fail("cannot start a write", e))?;
-        tx.set_durability(Durability::Immediate);
-        let out = {
-            let mut lines = tx
-                .open_table(LINES)
-                .map_err(|e| self.fail("cannot open its lines", e))?;
-            let mut ids = tx
-                .open_table(IDS)
-                .map_err(|e| self.fail("cannot open its ids", e))?;
-            let mut hidden = tx
-                .open_table(HIDDEN)
-                .map_err(|e| self.fail("cannot open its tombstones", e))?;
-            f(&mut lines, &mut ids, &mut hidden)?
-        };
-        tx.commit().map_err(|e| self.fail("cannot commit", e))?;
-        Ok(out)
-    }
-
-    /// Applies a batch in one transaction, durable when this returns `Ok`;
-    /// on an error (of the store, or one `ops` yields) nothing of the
-    /// batch is kept. Gives how many ops were applied.
+    /// Applies a batch to the current generation, durable when this
+    /// returns `Ok`; on an error (of the store, or one `ops` yields)
+    /// nothing of the batch is kept. Gives how many ops were applied.
+    /// A batch past [`BATCH_BYTES`] rolls forward through a journal (see
+    /// the module's notes).
     pub fn apply<E: std::fmt::Display>(
         &self,
         ops: impl IntoIterator<Item = Result<Op, E>>,
     ) -> Result<u64, Error> {
-        self.write(|lines, ids, hidden| {
-            let mut n = 0u64;
-            for op in ops {
-                let op = op.map_err(|e| self.fail("cannot read the batch", e))?;
-                let id = match &op {
-                    Op::Put { id, .. } | Op::Delete { id } => id.as_slice(),
-                };
-                let old = ids
-                    .remove(id)
-                    .map_err(|e| self.fail("cannot write", e))?
-                    .map(|g| g.value().to_vec());
-                if let Some(old) = old {
-                    lines
-                        .remove(old.as_slice())
-                        .map_err(|e| self.fail("cannot write", e))?;
-                }
-                if let Op::Put { line, .. } = &op {
-                    ids.insert(id, line.as_slice())
-                        .map_err(|e| self.fail("cannot write", e))?;
-                    lines
-                        .insert(line.as_slice(), ())
-                        .map_err(|e| self.fail("cannot write", e))?;
-                }
-                hidden
-                    .insert(id, ())
-                    .map_err(|e| self.fail("cannot write", e))?;
-                n += 1;
+        self.apply_capped(ops, BATCH_BYTES)
+    }
+
+    fn apply_capped<E: std::fmt::Display>(
+        &self,
+        ops: impl IntoIterator<Item = Result<Op, E>>,
+        cap: usize,
+    ) -> Result<u64, Error> {
+        let _writing = self.store.switch.read().unwrap_or_else(|e| e.into_inner());
+        let gen = self.store.current();
+        let mut ops = ops.into_iter();
+        let mut held = Vec::new();
+        let mut bytes = 0usize;
+        for op in ops.by_ref() {
+            let op = op.map_err(|e| self.fail("cannot read the batch", e))?;
+            bytes += match &op {
+                Op::Put { id, line } => id.len() + line.len() + 64,
+                Op::Delete { id } => id.len() + 64,
+            };
+            held.push(op);
+            if bytes > cap {
+                return self.roll_forward(&gen, held, ops);
             }
-            Ok(n)
-        })
+        }
+        let n = held.len() as u64;
+        let mut batch = self
+            .store
+            .keyspace
+            .batch()
+            .durability(Some(PersistMode::SyncAll));
+        // Each op freed as the batch takes its copy.
+        for op in held {
+            put_into(&mut batch, &gen, op);
+        }
+        batch.commit().map_err(|e| self.fail("cannot commit", e))?;
+        Ok(n)
     }
 
-    /// The delta's lines within `range`, in byte order, as of the last
-    /// commit.
+    /// A batch too large for memory: journal, intent, chunks.
+    fn roll_forward<E: std::fmt::Display>(
+        &self,
+        gen: &PartitionHandle,
+        held: Vec<Op>,
+        rest: impl Iterator<Item = Result<Op, E>>,
+    ) -> Result<u64, Error> {
+        use std::sync::atomic::Ordering;
+        let name = format!(
+            "journal-{}-{}.ops",
+            std::process::id(),
+            self.store.journals.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = self.store.dir.join(&name);
+        let written = (|| -> Result<(), Error> {
+            let io = |e: std::io::Error| self.fail("cannot write a journal", e);
+            let file = std::fs::File::create(&path).map_err(io)?;
+            let mut out = BufWriter::with_capacity(1 << 16, file);
+            for op in &held {
+                write_op(&mut out, op).map_err(io)?;
+            }
+            drop(held);
+            for op in rest {
+                let op = op.map_err(|e| self.fail("cannot read the batch", e))?;
+                write_op(&mut out, &op).map_err(io)?;
+            }
+            let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+            file.sync_all().map_err(io)?;
+            std::fs::File::open(&self.store.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        let key = format!("intent/{name}");
+        let recorded = self
+            .store
+            .meta
+            .insert(key.as_str(), b"")
+            .and_then(|()| self.store.keyspace.persist(PersistMode::SyncAll));
+        if let Err(e) = recorded {
+            let _ = std::fs::remove_file(&path);
+            return Err(self.fail("cannot record a batch", e));
+        }
+        // From here the batch is there after a crash: it is replayed at
+        // open if its last chunk did not clear the intent.
+        let file = std::fs::File::open(&path).map_err(|e| self.fail("cannot read a journal", e))?;
+        let n = self
+            .store
+            .apply_chunks(gen, read_journal(&path, file), |b| {
+                b.remove(&self.store.meta, key.as_str())
+            })?;
+        let _ = std::fs::remove_file(&path);
+        Ok(n)
+    }
+
+    /// The delta's lines within `range`, in byte order: every
+    /// generation this view reads, newest winning for a capture, deleted
+    /// ones left out.
     pub fn lines(&self, range: &KeyRange) -> Result<DeltaLines, Error> {
-        let tx = self
-            .db
-            .begin_read()
-            .map_err(|e| self.fail("cannot start a read", e))?;
-        let table = tx
-            .open_table(LINES)
-            .map_err(|e| self.fail("cannot open its lines", e))?;
-        let iter = table
-            .range::<&[u8]>(range.start.as_slice()..)
-            .map_err(|e| self.fail("cannot read", e))?;
-        Ok(DeltaLines {
-            iter: Some(iter),
-            range: range.clone(),
-            path: self.path.clone(),
-        })
+        let gens = self.store.gens_from(self.floor);
+        Ok(DeltaLines::new(&gens, range, self.store.dir.clone()))
     }
 
-    /// The captures hidden within `range` (tombstones), to test the
+    /// The captures hidden within `range` (every capture a generation
+    /// holds, deleted or put: its bases' line is hidden), to test the
     /// bases' lines against: the ids themselves when there are at most
     /// [`HIDDEN_HELD`], else the store looked up line by line, so that a
     /// query's memory stays bounded whatever the deletes.
@@ -218,53 +785,261 @@ impl Delta {
     }
 
     fn hider_holding(&self, range: &KeyRange, held: usize) -> Result<Hider, Error> {
-        let tx = self
-            .db
-            .begin_read()
-            .map_err(|e| self.fail("cannot start a read", e))?;
-        let table = tx
-            .open_table(HIDDEN)
-            .map_err(|e| self.fail("cannot open its tombstones", e))?;
+        let gens = self.store.gens_from(self.floor);
         let mut ids = HashSet::new();
-        for entry in table
-            .range::<&[u8]>(range.start.as_slice()..)
-            .map_err(|e| self.fail("cannot read", e))?
-        {
-            let (id, _) = entry.map_err(|e| self.fail("cannot read", e))?;
-            let id = id.value();
-            if range.is_past(id) {
-                break;
+        for gen in &gens {
+            for kv in gen.range(range.start.clone()..) {
+                let (id, _) = kv.map_err(|e| self.fail("cannot read", e))?;
+                if range.is_past(&id) {
+                    break;
+                }
+                if ids.len() == held {
+                    return Ok(Hider {
+                        kind: HiderKind::Store(gens),
+                        path: self.store.dir.clone(),
+                    });
+                }
+                ids.insert(id.to_vec());
             }
-            if ids.len() == held {
-                return Ok(Hider {
-                    kind: HiderKind::Store(table),
-                    path: self.path.clone(),
-                });
-            }
-            ids.insert(id.to_vec());
         }
         Ok(Hider {
             kind: HiderKind::Held(ids),
-            path: self.path.clone(),
+            path: self.store.dir.clone(),
         })
     }
 
-    /// How many lines the delta holds and how many captures it hides.
+    /// How many lines the delta holds and how many captures it hides
+    /// (both read through: a scan of the whole delta).
     pub fn counts(&self) -> Result<(u64, u64), Error> {
-        let tx = self
-            .db
-            .begin_read()
-            .map_err(|e| self.fail("cannot start a read", e))?;
-        let lines = tx
-            .open_table(LINES)
-            .map_err(|e| self.fail("cannot open its lines", e))?;
-        let hidden = tx
-            .open_table(HIDDEN)
-            .map_err(|e| self.fail("cannot open its tombstones", e))?;
-        use redb::ReadableTableMetadata;
-        let n = lines.len().map_err(|e| self.fail("cannot read", e))?;
-        let h = hidden.len().map_err(|e| self.fail("cannot read", e))?;
-        Ok((n, h))
+        let all = KeyRange::new(b"", crate::sorted::MatchType::Prefix);
+        let gens = self.store.gens_from(self.floor);
+        let mut merged = Merged::<Streamed>::new(&gens, &all);
+        let (mut lines, mut ids) = (0, 0);
+        while let Some(kv) = merged.next_entry() {
+            let (_, entry) = kv.map_err(|e| self.fail("cannot read", e))?;
+            ids += 1;
+            lines += u64::from(!entry.is_empty());
+        }
+        Ok((lines, ids))
+    }
+
+    /// What folds recorded (none before the first fold).
+    pub fn folded(&self) -> Folded {
+        self.store
+            .state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .folded
+            .clone()
+    }
+
+    /// The bases a collection given `given` serves: the bases folds
+    /// wrote, then the paths of `given` that they do not supersede (a
+    /// restart with the same command line serves the folded base in
+    /// place of those it folded). No fold recorded: `given`.
+    pub fn bases(&self, given: &[PathBuf]) -> Vec<PathBuf> {
+        let folded = self.folded();
+        let mut out = folded.bases.clone();
+        for p in given {
+            let c = canonical(p);
+            if !folded.given.contains(&c) && !out.contains(&c) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+
+    /// The generation numbers this view reads (oldest first).
+    pub fn generations(&self) -> Vec<u64> {
+        let st = self.store.state.read().unwrap_or_else(|e| e.into_inner());
+        st.gens.range(self.floor..).map(|(n, _)| *n).collect()
+    }
+
+    /// Starts a fold: one at a time per store (`None` when one runs).
+    /// Starts a new generation in one durable write (waiting for the
+    /// writes in flight), so those before it are frozen; gives them.
+    pub fn freeze(&self) -> Result<Option<Frozen<'_>>, Error> {
+        let guard = match self.store.folding.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        };
+        let _switch = self.store.switch.write().unwrap_or_else(|e| e.into_inner());
+        let (floor, next) = {
+            let st = self.store.state.read().unwrap_or_else(|e| e.into_inner());
+            (st.floor, st.current + 1)
+        };
+        let gen = self
+            .store
+            .keyspace
+            .open_partition(&gen_name(next), partition_options())
+            .map_err(|e| self.fail("cannot start a generation", e))?;
+        let mut b = self
+            .store
+            .keyspace
+            .batch()
+            .durability(Some(PersistMode::SyncAll));
+        b.insert(&self.store.meta, "current", next.to_le_bytes());
+        b.commit()
+            .map_err(|e| self.fail("cannot start a generation", e))?;
+        let mut st = self.store.state.write().unwrap_or_else(|e| e.into_inner());
+        st.gens.insert(next, gen);
+        st.current = next;
+        let gens: Vec<PartitionHandle> = st
+            .gens
+            .range(floor..next)
+            .rev()
+            .map(|(_, h)| h.clone())
+            .collect();
+        Ok(Some(Frozen {
+            delta: self,
+            gens,
+            upto: next - 1,
+            _guard: guard,
+        }))
+    }
+}
+
+/// The generations a fold folds ([`Delta::freeze`]): no write reaches
+/// them any more.
+pub struct Frozen<'d> {
+    delta: &'d Delta,
+    /// Newest first.
+    gens: Vec<PartitionHandle>,
+    upto: u64,
+    _guard: std::sync::MutexGuard<'d, ()>,
+}
+
+impl Frozen<'_> {
+    /// The frozen generations' lines within `range`, as [`Delta::lines`]
+    /// reads them.
+    pub fn lines(&self, range: &KeyRange) -> DeltaLines {
+        DeltaLines::new(&self.gens, range, self.delta.store.dir.clone())
+    }
+
+    /// Every capture the frozen generations hold, in id order, newest
+    /// winning (each hides its bases' line).
+    pub fn entries(&self) -> FrozenEntries {
+        let all = KeyRange::new(b"", crate::sorted::MatchType::Prefix);
+        FrozenEntries {
+            merged: Merged::<Streamed>::new(&self.gens, &all),
+            path: self.delta.store.dir.clone(),
+        }
+    }
+
+    /// Where a fold writes its base: `DIR/NAME/base-N` and `ext`.
+    pub fn base_path(&self, ext: &str) -> PathBuf {
+        self.delta
+            .store
+            .dir
+            .join(format!("base-{}{ext}", self.upto))
+    }
+
+    /// Ends the fold: in one durable write, records `base` as the
+    /// collection's base in place of `folded` (the bases it was made
+    /// from) and raises the floor past the frozen generations. Gives a
+    /// view that reads the generations left; the views made before keep
+    /// reading the folded ones (which are dropped when the last goes).
+    pub fn commit(self, folded: &[PathBuf], base: &Path) -> Result<Delta, Error> {
+        let store = &self.delta.store;
+        let floor = self.upto + 1;
+        let old = self.delta.folded();
+        let mut given = old.given.clone();
+        for p in folded.iter().map(|p| canonical(p)) {
+            if !old.bases.contains(&p) && !given.contains(&p) {
+                given.push(p);
+            }
+        }
+        let base = &store.dir.join(base.file_name().unwrap_or_default());
+        let bases = vec![base.clone()];
+        let names: Vec<PathBuf> = bases
+            .iter()
+            .filter_map(|b| b.file_name())
+            .map(PathBuf::from)
+            .collect();
+        let mut b = store
+            .keyspace
+            .batch()
+            .durability(Some(PersistMode::SyncAll));
+        b.insert(&store.meta, "floor", floor.to_le_bytes());
+        b.insert(&store.meta, "given", encode_paths(&given));
+        b.insert(&store.meta, "bases", encode_paths(&names));
+        b.commit()
+            .map_err(|e| store.fail("cannot record the folded base", e))?;
+        {
+            let mut st = store.state.write().unwrap_or_else(|e| e.into_inner());
+            st.floor = floor;
+            st.folded = Folded { given, bases };
+            for p in old.bases {
+                if &p != base {
+                    st.retired.push((floor, p));
+                }
+            }
+        }
+        store.pin(floor);
+        let view = Delta {
+            store: store.clone(),
+            floor,
+        };
+        // Drops what no view reads any more (at once when none is open
+        // below the new floor).
+        store.pin(floor);
+        store.unpin(floor);
+        Ok(view)
+    }
+}
+
+/// A capture of the frozen generations ([`Frozen::entries`]).
+pub struct Entry {
+    id: fjall::Slice,
+    entry: fjall::Slice,
+}
+
+impl Entry {
+    /// Its capture id.
+    pub fn id(&self) -> &[u8] {
+        &self.id
+    }
+
+    /// Its `key datetime`: the id's head, which orders it as its line.
+    pub fn head(&self) -> &[u8] {
+        id_head(&self.id)
+    }
+
+    /// Its line; `None` for a deleted capture.
+    pub fn line(&self) -> Option<Vec<u8>> {
+        line_of(&self.id, &self.entry)
+    }
+
+    /// Its line in pieces to write one after the other, with no copy
+    /// made; `None` for a deleted capture.
+    pub fn line_parts(&self) -> Option<[&[u8]; 3]> {
+        match self.entry.split_first() {
+            None => None,
+            Some((1, rest)) => Some([self.head(), b" ", rest]),
+            Some((_, line)) => Some([line, b"", b""]),
+        }
+    }
+}
+
+/// The captures of frozen generations, in id order ([`Frozen::entries`]).
+pub struct FrozenEntries {
+    merged: Merged<Streamed>,
+    path: PathBuf,
+}
+
+impl Iterator for FrozenEntries {
+    type Item = Result<Entry, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(match self.merged.next_entry()? {
+            Ok((id, entry)) => Ok(Entry { id, entry }),
+            Err(e) => Err(Error {
+                path: self.path.clone(),
+                what: "cannot read",
+                message: e.to_string(),
+            }),
+        })
     }
 }
 
@@ -279,7 +1054,7 @@ pub struct Hider {
 
 enum HiderKind {
     Held(HashSet<Vec<u8>>),
-    Store(redb::ReadOnlyTable<&'static [u8], ()>),
+    Store(Vec<PartitionHandle>),
 }
 
 impl Hider {
@@ -292,44 +1067,252 @@ impl Hider {
     pub fn hides(&self, id: &[u8]) -> Result<bool, Error> {
         match &self.kind {
             HiderKind::Held(ids) => Ok(ids.contains(id)),
-            HiderKind::Store(table) => table.get(id).map(|g| g.is_some()).map_err(|e| Error {
-                path: self.path.clone(),
-                what: "cannot read",
-                message: e.to_string(),
-            }),
+            HiderKind::Store(gens) => {
+                for g in gens {
+                    if g.contains_key(id).map_err(|e| Error {
+                        path: self.path.clone(),
+                        what: "cannot read",
+                        message: e.to_string(),
+                    })? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
         }
     }
 }
 
-/// The lines of a delta within a range ([`Delta::lines`]).
-pub struct DeltaLines {
-    iter: Option<redb::Range<'static, &'static [u8], ()>>,
+/// One generation's entries from a range's start, read a chunk at a
+/// time (each chunk a fresh range read from past the last key), so that
+/// the reader holds no store iterator between chunks.
+struct Entries {
+    gen: PartitionHandle,
+    buf: std::collections::VecDeque<fjall::KvPair>,
+    start: Vec<u8>,
+    after: Option<fjall::Slice>,
+    chunk: usize,
+    done: bool,
+}
+
+impl Entries {
+    fn new(gen: &PartitionHandle, start: &[u8]) -> Entries {
+        Entries {
+            gen: gen.clone(),
+            buf: Default::default(),
+            start: start.to_vec(),
+            after: None,
+            chunk: 32,
+            done: false,
+        }
+    }
+
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
+        if self.buf.is_empty() && !self.done {
+            use std::ops::Bound;
+            let bounds: (Bound<&[u8]>, Bound<&[u8]>) = match &self.after {
+                None => (Bound::Included(&self.start), Bound::Unbounded),
+                Some(k) => (Bound::Excluded(&k[..]), Bound::Unbounded),
+            };
+            for kv in self.gen.range::<&[u8], _>(bounds).take(self.chunk) {
+                let kv = kv?;
+                if range.is_past(&kv.0) {
+                    self.done = true;
+                    break;
+                }
+                self.buf.push_back(kv);
+            }
+            if self.buf.len() < self.chunk {
+                self.done = true;
+            }
+            self.chunk = (self.chunk * 4).min(4096);
+            self.after = self.buf.back().map(|kv| kv.0.clone());
+        }
+        Ok(self.buf.front())
+    }
+}
+
+/// Where [`Merged`] reads one generation's entries from.
+trait Source: Sized {
+    fn open(gen: &PartitionHandle, start: &[u8]) -> Self;
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>>;
+    fn pop(&mut self) -> Option<fjall::KvPair>;
+}
+
+impl Source for Entries {
+    fn open(gen: &PartitionHandle, start: &[u8]) -> Self {
+        Entries::new(gen, start)
+    }
+
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
+        Entries::peek(self, range)
+    }
+
+    fn pop(&mut self) -> Option<fjall::KvPair> {
+        self.buf.pop_front()
+    }
+}
+
+/// One generation's entries through one store iterator, for a reader
+/// that reads them all on one thread (a fold, counts).
+struct Streamed {
+    iter: Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>>>,
+    head: Option<fjall::KvPair>,
+    done: bool,
+    /// Held so that the generation's files stay while it is read.
+    _gen: PartitionHandle,
+}
+
+impl Source for Streamed {
+    fn open(gen: &PartitionHandle, start: &[u8]) -> Self {
+        Streamed {
+            iter: Box::new(gen.range(start.to_vec()..)),
+            head: None,
+            done: false,
+            _gen: gen.clone(),
+        }
+    }
+
+    fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
+        if self.head.is_none() && !self.done {
+            match self.iter.next().transpose()? {
+                Some(kv) if !range.is_past(&kv.0) => self.head = Some(kv),
+                _ => self.done = true,
+            }
+        }
+        Ok(self.head.as_ref())
+    }
+
+    fn pop(&mut self) -> Option<fjall::KvPair> {
+        self.head.take()
+    }
+}
+
+/// The generations' entries within a range merged by id, newest first
+/// for an id (the others of it skipped).
+struct Merged<S = Entries> {
+    /// Newest first.
+    each: Vec<S>,
     range: KeyRange,
+}
+
+impl<S: Source> Merged<S> {
+    fn new(gens: &[PartitionHandle], range: &KeyRange) -> Merged<S> {
+        Merged {
+            each: gens.iter().map(|g| S::open(g, &range.start)).collect(),
+            range: range.clone(),
+        }
+    }
+
+    fn next_entry(&mut self) -> Option<fjall::Result<(fjall::Slice, fjall::Slice)>> {
+        if self.each.len() == 1 {
+            let only = &mut self.each[0];
+            return match only.peek(&self.range) {
+                Err(e) => Some(Err(e)),
+                Ok(None) => None,
+                Ok(Some(_)) => only.pop().map(Ok),
+            };
+        }
+        let mut best: Option<(usize, fjall::Slice)> = None;
+        for i in 0..self.each.len() {
+            match self.each[i].peek(&self.range) {
+                Err(e) => return Some(Err(e)),
+                Ok(None) => {}
+                Ok(Some((k, _))) => {
+                    if best.as_ref().map_or(true, |(_, bk)| k < bk) {
+                        best = Some((i, k.clone()));
+                    }
+                }
+            }
+        }
+        let (b, id) = best?;
+        let (_, entry) = self.each[b].pop().expect("peeked");
+        // The same capture in older generations: replaced.
+        for i in b + 1..self.each.len() {
+            let same = matches!(self.each[i].peek(&self.range), Ok(Some((k, _))) if *k == id);
+            if same {
+                self.each[i].pop();
+            }
+        }
+        Some(Ok((id, entry)))
+    }
+}
+
+/// The lines of a delta within a range ([`Delta::lines`]), in byte
+/// order: ids order lines but for those sharing key and datetime, which
+/// are gathered and sorted.
+pub struct DeltaLines {
+    merged: Merged,
+    /// Lines of one `key datetime`, sorted, given from the back.
+    group: Vec<Vec<u8>>,
+    /// The first entry past the group.
+    next: Option<(fjall::Slice, fjall::Slice)>,
     path: PathBuf,
+    done: bool,
+}
+
+impl DeltaLines {
+    fn new(gens: &[PartitionHandle], range: &KeyRange, path: PathBuf) -> DeltaLines {
+        DeltaLines {
+            merged: Merged::new(gens, range),
+            group: Vec::new(),
+            next: None,
+            path,
+            done: false,
+        }
+    }
+
+    fn error(&mut self, e: fjall::Error) -> Error {
+        self.done = true;
+        Error {
+            path: self.path.clone(),
+            what: "cannot read",
+            message: e.to_string(),
+        }
+    }
 }
 
 impl Iterator for DeltaLines {
     type Item = Result<Vec<u8>, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let iter = self.iter.as_mut()?;
-        match iter.next()? {
-            Ok((line, _)) => {
-                let line = line.value();
-                if self.range.is_past(line) {
-                    self.iter = None;
-                    return None;
+        if let Some(line) = self.group.pop() {
+            return Some(Ok(line));
+        }
+        if self.done {
+            return None;
+        }
+        let mut head: Option<Vec<u8>> = None;
+        loop {
+            let (id, entry) = match self.next.take() {
+                Some(e) => e,
+                None => match self.merged.next_entry() {
+                    None => {
+                        self.done = true;
+                        break;
+                    }
+                    Some(Err(e)) => return Some(Err(self.error(e))),
+                    Some(Ok(e)) => e,
+                },
+            };
+            match &head {
+                Some(h) if h.as_slice() != id_head(&id) => {
+                    self.next = Some((id, entry));
+                    break;
                 }
-                Some(Ok(line.to_vec()))
+                None => head = Some(id_head(&id).to_vec()),
+                Some(_) => {}
             }
-            Err(e) => {
-                self.iter = None;
-                Some(Err(Error {
-                    path: self.path.clone(),
-                    what: "cannot read",
-                    message: e.to_string(),
-                }))
+            if let Some(line) = line_of(&id, &entry) {
+                self.group.push(line);
             }
+        }
+        // Given from the back: largest first in the vector.
+        self.group.sort_unstable_by(|a, b| b.cmp(a));
+        match self.group.pop() {
+            Some(line) => Some(Ok(line)),
+            None if self.done => None,
+            None => self.next(),
         }
     }
 }
@@ -416,9 +1399,154 @@ mod tests {
                 Err("line 2 is bad".to_string()),
             ]);
             assert!(failed.unwrap_err().to_string().contains("line 2 is bad"));
+            // Past the cap: the journal goes too.
+            let failed = d.apply_capped(
+                vec![
+                    Ok(put("com,c)/", "20200101000000", "1", "{}")),
+                    Ok(put("com,c)/", "20200101000000", "2", "{}")),
+                    Err("line 3 is bad".to_string()),
+                ],
+                10,
+            );
+            assert!(failed.unwrap_err().to_string().contains("line 3 is bad"));
         }
         let d = Delta::open(dir.path()).unwrap();
         assert_eq!(d.counts().unwrap(), (1, 1));
         assert!(all(&d, "com,c)/", MatchType::Exact).is_empty());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("journal-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn lines_sharing_key_and_datetime_come_in_byte_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Delta::open(dir.path()).unwrap();
+        // Ids order these by filename ("a" < "b"), lines by what follows
+        // the datetime ("x" > "w").
+        let a = Op::Put {
+            id: capture_id(b"com,a)/", b"2020", b"a.warc", b"1"),
+            line: b"com,a)/ 2020 x a.warc 1".to_vec(),
+        };
+        let b = Op::Put {
+            id: capture_id(b"com,a)/", b"2020", b"b.warc", b"1"),
+            line: b"com,a)/ 2020 w b.warc 1".to_vec(),
+        };
+        let c = Op::Put {
+            id: capture_id(b"com,a)/", b"20201", b"b.warc", b"1"),
+            line: b"com,a)/ 20201 a b.warc 1".to_vec(),
+        };
+        let odd = Op::Put {
+            id: capture_id(b"com,a)/", b"2021", b"b.warc", b"1"),
+            line: b"a line that does not start with its key".to_vec(),
+        };
+        d.apply::<String>(vec![Ok(c), Ok(a), Ok(b), Ok(odd)])
+            .unwrap();
+        let got = all(&d, "com,a)/", MatchType::Exact);
+        assert_eq!(
+            got,
+            vec![
+                "com,a)/ 2020 w b.warc 1",
+                "com,a)/ 2020 x a.warc 1",
+                "com,a)/ 20201 a b.warc 1",
+                "a line that does not start with its key"
+            ]
+        );
+    }
+
+    #[test]
+    fn generations_newest_wins_and_a_fold_switches_views() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Delta::open(dir.path()).unwrap();
+        d.apply::<String>(vec![
+            Ok(put("com,a)/", "2020", "1", "old")),
+            Ok(put("com,b)/", "2020", "1", "b")),
+        ])
+        .unwrap();
+        let frozen = d.freeze().unwrap().expect("no fold runs");
+        assert!(d.freeze().unwrap().is_none(), "one fold at a time");
+        // Written during the fold: the new generation.
+        d.apply::<String>(vec![
+            Ok(put("com,a)/", "2020", "1", "new")),
+            Ok(Op::Delete {
+                id: capture_id(b"com,b)/", b"2020", b"f.warc.gz", b"1"),
+            }),
+        ])
+        .unwrap();
+        assert_eq!(all(&d, "com,", MatchType::Prefix), vec!["com,a)/ 2020 new"]);
+        let frozen_lines: Vec<_> = frozen
+            .lines(&KeyRange::new(b"com,", MatchType::Prefix))
+            .map(|l| String::from_utf8(l.unwrap()).unwrap())
+            .collect();
+        assert_eq!(frozen_lines, vec!["com,a)/ 2020 old", "com,b)/ 2020 b"]);
+        assert_eq!(frozen.entries().count(), 2);
+        let base = frozen.base_path(".cdxj");
+        std::fs::write(&base, "com,a)/ 2020 old\ncom,b)/ 2020 b\n").unwrap();
+        let given = vec![PathBuf::from("/elsewhere/base.cdxj")];
+        let view = frozen.commit(&given, &base).unwrap();
+        assert_eq!(view.generations(), vec![1]);
+        // The old view still reads what it read.
+        assert_eq!(d.generations(), vec![0, 1]);
+        assert_eq!(view.bases(&given), vec![canonical(&base)]);
+        drop(d);
+        // No view reads generation 0 now: dropped.
+        let parts = dir.path().join("store/partitions");
+        assert!(!parts.join("gen_0").exists());
+        assert!(parts.join("gen_1").exists());
+        drop(view);
+        let d = Delta::open(dir.path()).unwrap();
+        assert_eq!(d.generations(), vec![1]);
+        assert_eq!(d.counts().unwrap(), (1, 2));
+        assert_eq!(
+            d.bases(&[given[0].clone(), PathBuf::from("/other")]),
+            vec![canonical(&base), PathBuf::from("/other")]
+        );
+    }
+
+    #[test]
+    fn an_interrupted_large_batch_is_replayed_whole_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let d = Delta::open(dir.path()).unwrap();
+            // What a crash after the intent leaves: the journal and the
+            // intent, nothing applied.
+            let path = dir.path().join("journal-1-0.ops");
+            let mut f = std::fs::File::create(&path).unwrap();
+            for i in 0..100 {
+                write_op(&mut f, &put("com,a)/", "2020", &i.to_string(), "x")).unwrap();
+            }
+            d.store.meta.insert("intent/journal-1-0.ops", b"").unwrap();
+            d.store.keyspace.persist(PersistMode::SyncAll).unwrap();
+            // And one never recorded: dropped.
+            std::fs::write(dir.path().join("journal-1-1.ops"), b"junk").unwrap();
+        }
+        let d = Delta::open(dir.path()).unwrap();
+        assert_eq!(d.counts().unwrap(), (100, 100));
+        assert!(!dir.path().join("journal-1-0.ops").exists());
+        assert!(!dir.path().join("journal-1-1.ops").exists());
+        // Large batches through the journal, whole.
+        let ops: Vec<Result<Op, String>> = (100..300)
+            .map(|i| Ok(put("com,b)/", "2020", &i.to_string(), "y")))
+            .collect();
+        assert_eq!(d.apply_capped(ops, 1000).unwrap(), 200);
+        assert_eq!(d.counts().unwrap(), (300, 300));
+    }
+
+    #[test]
+    fn a_second_process_or_an_old_layout_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("delta.redb"), b"redb").unwrap();
+        let e = Delta::open(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("older layout"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let _d = Delta::open(dir.path()).unwrap();
+        // Another open file description of the lock: as another process.
+        let f = std::fs::File::open(dir.path().join(LOCK_FILE)).unwrap();
+        assert!(
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err()
+        );
     }
 }

@@ -258,20 +258,14 @@ impl Live {
         no_mmap: bool,
     ) -> anyhow::Result<Live> {
         use anyhow::Context;
-        let bases = if paths.is_empty() {
-            None
-        } else {
-            Some(Collection::open(paths, no_mmap)?)
-        };
         let delta = match data {
             None => None,
             Some(dir) => {
-                if !dir.join(super::live::STORE_FILE).is_file() {
+                if !super::live::is_delta_dir(dir) {
                     anyhow::bail!(
-                        "{} holds no live collection (no {}): give the directory of one \
+                        "{} holds no live collection: give the directory of one \
                          collection under a server's --data (DIR/NAME)",
-                        dir.display(),
-                        super::live::STORE_FILE
+                        dir.display()
                     );
                 }
                 Some(Delta::open(dir).with_context(|| {
@@ -283,11 +277,24 @@ impl Live {
                 })?)
             }
         };
+        // A fold records the base it wrote in place of the paths it
+        // folded: read what the server would serve.
+        let given: Vec<std::path::PathBuf> =
+            paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        let paths = match &delta {
+            Some(d) => d.bases(&given),
+            None => given,
+        };
+        let bases = if paths.is_empty() {
+            None
+        } else {
+            Some(Collection::open(&paths, no_mmap)?)
+        };
         let value_names = match &bases {
             Some(b) => b.value_names(),
             None => vec!["offset".into(), "digest".into()],
         };
-        let lone_file = paths.len() == 1 && !paths[0].as_ref().is_dir();
+        let lone_file = paths.len() == 1 && !paths[0].is_dir();
         Ok(Live {
             bases,
             delta,

@@ -20,9 +20,10 @@
 //! | [`validate`] | checking UKVS files, mapped or streamed |
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
-//! | [`live`] | the delta of a live collection: added lines and tombstones in an embedded crash-safe store (redb) |
 //! | [`digests`] | digest files: captures keyed by payload digest, made from an index or as it is written; lookups by digest and of revisits' originals |
 //! | [`merged`] | a collection read as one: bases + delta - tombstones, for the server and the offline tools |
+//! | [`live`] | the delta of a live collection: added lines and tombstones in generations of an embedded crash-safe store (fjall) |
+//! | [`fold`] | a live collection's bases and delta folded into a new base, swapped in atomically |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
 
@@ -41,6 +42,7 @@ macro_rules! report {
 pub mod batch;
 pub mod cat;
 pub mod digests;
+pub mod fold;
 pub mod format;
 pub mod fs;
 pub mod index;

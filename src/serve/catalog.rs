@@ -123,6 +123,11 @@ pub struct Coll {
     pub digests: Option<Collection>,
     /// The delta that takes writes (`--data`), merged with the bases.
     pub live: Option<Arc<Delta>>,
+    /// The specs it was opened from.
+    pub specs: Vec<Spec>,
+    /// The bases it serves (what a fold of its delta recorded in place
+    /// of the paths it folded, see [`Delta::bases`]).
+    pub bases: Vec<PathBuf>,
 }
 
 impl Coll {
@@ -173,29 +178,47 @@ impl Catalog {
         }
         let mut colls = BTreeMap::new();
         for (name, specs) in by_name {
-            let mut coll =
-                open_coll(name, &specs, no_mmap).with_context(|| format!("collection {name}"))?;
-            coll.live = deltas.get(name).cloned();
+            let coll = open_coll(name, &specs, no_mmap, deltas.get(name).cloned())
+                .with_context(|| format!("collection {name}"))?;
             colls.insert(name.to_string(), Arc::new(coll));
         }
         Ok(Catalog { colls, read_only })
     }
 
     /// This catalog and a new collection served from `delta` alone.
-    pub fn with_delta(&self, name: &str, delta: Arc<Delta>) -> Catalog {
+    pub fn with_delta(&self, name: &str, delta: Arc<Delta>) -> anyhow::Result<Catalog> {
         let mut colls = self.colls.clone();
-        let mut coll = open_coll(name, &[], false).expect("a collection without files opens");
-        coll.live = Some(delta);
+        let coll = open_coll(name, &[], false, Some(delta))?;
         colls.insert(name.to_string(), Arc::new(coll));
-        Catalog {
+        Ok(Catalog {
             colls,
             read_only: self.read_only.clone(),
-        }
+        })
     }
 
     /// Whether the config refuses writes to `name`.
     pub fn is_read_only(&self, name: &str) -> bool {
         self.read_only.contains(name)
+    }
+
+    /// This catalog with the collection `name` opened again from its
+    /// specs over `delta` (a view made by a fold, whose bases it serves).
+    pub fn refolded(
+        &self,
+        name: &str,
+        delta: Arc<Delta>,
+        no_mmap: bool,
+    ) -> anyhow::Result<Catalog> {
+        let mut colls = self.colls.clone();
+        let specs = colls.get(name).map(|c| c.specs.clone()).unwrap_or_default();
+        let specs: Vec<&Spec> = specs.iter().collect();
+        let coll = open_coll(name, &specs, no_mmap, Some(delta))
+            .with_context(|| format!("collection {name}"))?;
+        colls.insert(name.to_string(), Arc::new(coll));
+        Ok(Catalog {
+            colls,
+            read_only: self.read_only.clone(),
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Coll>> {
@@ -207,12 +230,25 @@ impl Catalog {
     }
 }
 
-fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll> {
-    let index_paths: Vec<&Path> = specs
+/// One collection of its specs, over its delta when it is live: the
+/// bases are the index specs' paths, or for a delta that a fold folded
+/// them into, the base it wrote in their place.
+fn open_coll(
+    name: &str,
+    specs: &[&Spec],
+    no_mmap: bool,
+    live: Option<Arc<Delta>>,
+) -> anyhow::Result<Coll> {
+    let given: Vec<PathBuf> = specs
         .iter()
         .filter(|s| s.kind == Kind::Index)
-        .map(|s| s.path.as_path())
+        .map(|s| s.path.clone())
         .collect();
+    let bases = match &live {
+        Some(d) => d.bases(&given),
+        None => given,
+    };
+    let index_paths: Vec<&Path> = bases.iter().map(PathBuf::as_path).collect();
     let mut map = None;
     let mut acl = None;
     let digest_paths: Vec<&Path> = specs
@@ -257,7 +293,9 @@ fn open_coll(name: &str, specs: &[&Spec], no_mmap: bool) -> anyhow::Result<Coll>
             true => None,
             false => Some(Collection::open(&digest_paths, no_mmap)?),
         },
-        live: None,
+        live,
+        specs: specs.iter().map(|s| (*s).clone()).collect(),
+        bases: bases.clone(),
     })
 }
 

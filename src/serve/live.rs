@@ -1,5 +1,6 @@
 //! Writes to live collections (OutbackCDX's API): `POST /NAME` adds
-//! lines, `POST /NAME/delete` deletes them.
+//! lines, `POST /NAME/delete` deletes them; `POST /NAME/fold` folds the
+//! delta into a new base (`engine::fold`).
 //!
 //! ```text
 //! body ─► lines (at most ukvs::post::MAX_LINE bytes each) ─► ukvs::post:
@@ -7,7 +8,8 @@
 //!   ─► spooled to an unnamed file in --data (the body's size is the
 //!   disk's business, not memory's)
 //! whole body read, no bad line (or ?badLines=skip) ─► spawn_blocking:
-//!   the spool replayed into ONE durable transaction (engine::live)
+//!   the spool replayed into ONE durable batch (engine::live; past
+//!   32 MiB rolled forward through a journal: see there)
 //!   ─► `Added N records` / `Deleted N records`
 //! ```
 //!
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
-use ukvs::engine::live::{Delta, Op, STORE_FILE};
+use ukvs::engine::live::{is_delta_dir, Delta, Op};
 use ukvs::ukvs::post::{Body, MAX_LINE};
 
 use super::catalog::{check_name, Coll};
@@ -175,7 +177,7 @@ impl Writes {
         for entry in entries {
             let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if check_name(&name).is_ok() && entry.path().join(STORE_FILE).is_file() {
+            if check_name(&name).is_ok() && is_delta_dir(&entry.path()) {
                 deltas.insert(name, Arc::new(Delta::open(&entry.path())?));
             }
         }
@@ -217,19 +219,21 @@ pub async fn post(
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let rest = path.strip_prefix('/').unwrap_or(&path);
-    let (name, delete) = match rest.split_once('/') {
-        None => (rest, false),
-        Some((n, "delete")) => (n, true),
+    let (name, action) = match rest.split_once('/') {
+        None => (rest, Action::Add),
+        Some((n, "delete")) => (n, Action::Delete),
+        Some((n, "fold")) => (n, Action::Fold),
         Some((n, _)) => {
             return http::text(
                 405,
-                &format!("POST is taken at /{n} and /{n}/delete only\n"),
+                &format!("POST is taken at /{n}, /{n}/delete and /{n}/fold only\n"),
             )
         }
     };
     if let Err(refused) = check_write(shared, name, peer, req.headers()) {
         return *refused;
     }
+    let delete = action == Action::Delete;
     let skip = match form_urlencoded::parse(query.as_bytes())
         .filter(|(k, _)| k == "badLines")
         .last()
@@ -245,9 +249,16 @@ pub async fn post(
             )
         }
     };
-    let coll = match writable(shared, name).await {
-        Ok(c) => c,
-        Err(res) => return res,
+    let coll = match action {
+        // A fold creates nothing.
+        Action::Fold => match shared.catalog().get(name) {
+            Some(c) => c,
+            None => return http::text(404, &format!("no collection named {name:?}\n")),
+        },
+        _ => match writable(shared, name).await {
+            Ok(c) => c,
+            Err(res) => return res,
+        },
     };
     let Some(delta) = coll.live.clone() else {
         return http::text(405, &format!("collection {name:?} takes no writes\n"));
@@ -255,6 +266,9 @@ pub async fn post(
     let Some(writes) = &shared.writes else {
         return http::text(405, "this server takes no writes: serve with --data DIR\n");
     };
+    if action == Action::Fold {
+        return fold(shared, coll, delta).await;
+    }
     let spool = match Spool::new(&writes.dir) {
         Ok(s) => s,
         Err(e) => {
@@ -300,6 +314,64 @@ pub async fn post(
     http::text(200, &answer)
 }
 
+/// What a POST asks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Add,
+    Delete,
+    Fold,
+}
+
+/// `POST /NAME/fold`: the collection's bases and delta folded into a new
+/// base (`engine::fold`) while reads and writes go on; answered when it
+/// is done, with the collection then served from the new base and what
+/// the delta took since the fold began.
+async fn fold(shared: &Arc<Shared>, coll: Arc<Coll>, delta: Arc<Delta>) -> http::Response {
+    let shared2 = shared.clone();
+    let name = coll.name.clone();
+    let done = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<String>> {
+        let Some((report, view)) = ukvs::engine::fold::fold(&delta, &coll.bases, shared2.no_mmap)?
+        else {
+            return Ok(None);
+        };
+        let view = Arc::new(view);
+        let writes = writes_of(&shared2);
+        let mut deltas = writes.deltas.lock().unwrap_or_else(|e| e.into_inner());
+        deltas.insert(coll.name.clone(), view.clone());
+        // Until this swap, the old collection reads the old bases and the
+        // folded generations: the same answers.
+        let mut catalog = shared2.catalog.write().unwrap_or_else(|e| e.into_inner());
+        let folded = catalog.refolded(&coll.name, view, shared2.no_mmap)?;
+        *catalog = Arc::new(folded);
+        Ok(Some(format!(
+            "Folded {} records into {} ({} from the delta, {} base lines deleted or replaced)\n",
+            report.lines,
+            report.base.display(),
+            report.from_delta,
+            report.hidden
+        )))
+    })
+    .await;
+    match done {
+        Ok(Ok(Some(answer))) => http::text(200, &answer),
+        Ok(Ok(None)) => http::text(409, &format!("a fold of {name} is running already\n")),
+        Ok(Err(e)) => {
+            ukvs::report!("ukvs serve: {name}: fold failed: {e:#}");
+            http::text(
+                503,
+                &format!("the fold of {name} failed; the collection is as before\n"),
+            )
+        }
+        Err(e) => {
+            ukvs::report!("ukvs serve: {name}: fold failed: {e}");
+            http::text(
+                503,
+                &format!("the fold of {name} failed; the collection is as before\n"),
+            )
+        }
+    }
+}
+
 /// The collection `name`, created (delta only) when it does not exist and
 /// the server may create it.
 async fn writable(shared: &Arc<Shared>, name: &str) -> Result<Arc<Coll>, http::Response> {
@@ -339,7 +411,7 @@ async fn writable(shared: &Arc<Shared>, name: &str) -> Result<Arc<Coll>, http::R
             None => Arc::new(Delta::open(&dir)?),
         };
         deltas.insert(name2.clone(), delta.clone());
-        let grown = catalog.with_delta(&name2, delta);
+        let grown = catalog.with_delta(&name2, delta)?;
         let coll = grown.get(&name2).expect("just added");
         *shared2.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(grown);
         ukvs::report!(

@@ -15,6 +15,7 @@
 //!             ─► /NAME/mementomap?url=...   maps::answer
 //!             ─► /NAME/digest?digest=...    digest::answer   (by payload)
 //!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
+//!             ─► POST /NAME/fold            live::post       (delta folded into a base)
 //!        │
 //!        ▼ spawn_blocking: the engine searches the maps and sends the
 //!          answer in chunks through a bounded channel (the client's pace
@@ -91,6 +92,7 @@ struct Shared {
     access: live::Access,
     /// `--default`.
     default: Option<String>,
+    no_mmap: bool,
 }
 
 impl Shared {
@@ -172,6 +174,7 @@ async fn serve(
         writes,
         access,
         default: opts.default.clone(),
+        no_mmap: opts.no_mmap,
     });
     let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -11,11 +11,11 @@ use crate::serve::{rss_anon, Server};
 use crate::util;
 
 /// `ukvs serve --quiet ARGS`, which the test may kill.
-fn start(args: &[&str]) -> Server {
+pub(crate) fn start(args: &[&str]) -> Server {
     Server::start(&[&["--quiet"], args].concat())
 }
 
-fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(60)))
@@ -24,7 +24,7 @@ fn agent() -> ureq::Agent {
 }
 
 /// Status and body of a GET.
-fn get(agent: &ureq::Agent, url: &str) -> (u16, String) {
+pub(crate) fn get(agent: &ureq::Agent, url: &str) -> (u16, String) {
     let mut res = agent
         .get(url)
         .call()
@@ -34,28 +34,32 @@ fn get(agent: &ureq::Agent, url: &str) -> (u16, String) {
 }
 
 /// Status and body of a POST, or the transport error.
-fn try_post(agent: &ureq::Agent, url: &str, body: &[u8]) -> Result<(u16, String), ureq::Error> {
+pub(crate) fn try_post(
+    agent: &ureq::Agent,
+    url: &str,
+    body: &[u8],
+) -> Result<(u16, String), ureq::Error> {
     let mut res = agent.post(url).send(body)?;
     let status = res.status().as_u16();
     Ok((status, res.body_mut().read_to_string().unwrap_or_default()))
 }
 
-fn post(agent: &ureq::Agent, url: &str, body: &[u8]) -> (u16, String) {
+pub(crate) fn post(agent: &ureq::Agent, url: &str, body: &[u8]) -> (u16, String) {
     try_post(agent, url, body).unwrap_or_else(|e| panic!("POST {url}: {e}"))
 }
 
 /// A small seeded generator (xorshift64*).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
@@ -63,18 +67,18 @@ impl Rng {
 /// One capture: its id (key, datetime, filename, offset) and its line in
 /// CDXJ and in CDX11, keyed as the server keys it.
 #[derive(Clone)]
-struct Capture {
-    host: u64,
-    path: u64,
-    datetime: String,
-    filename: String,
-    offset: u64,
-    status: u64,
-    digest: String,
+pub(crate) struct Capture {
+    pub(crate) host: u64,
+    pub(crate) path: u64,
+    pub(crate) datetime: String,
+    pub(crate) filename: String,
+    pub(crate) offset: u64,
+    pub(crate) status: u64,
+    pub(crate) digest: String,
 }
 
 impl Capture {
-    fn random(rng: &mut Rng) -> Capture {
+    pub(crate) fn random(rng: &mut Rng) -> Capture {
         Capture {
             host: rng.below(5),
             path: rng.below(12),
@@ -92,15 +96,15 @@ impl Capture {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://host{}.example/p{}", self.host, self.path)
     }
 
-    fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("example,host{})/p{}", self.host, self.path)
     }
 
-    fn id(&self) -> (String, String, String, u64) {
+    pub(crate) fn id(&self) -> (String, String, String, u64) {
         (
             self.key(),
             self.datetime.clone(),
@@ -109,7 +113,7 @@ impl Capture {
         )
     }
 
-    fn cdxj(&self) -> String {
+    pub(crate) fn cdxj(&self) -> String {
         format!(
             "{} {} {{\"url\": \"{}\", \"mime\": \"text/html\", \"status\": \"{}\", \"digest\": \"{}\", \"length\": \"500\", \"offset\": \"{}\", \"filename\": \"{}\"}}",
             self.key(),
@@ -124,11 +128,11 @@ impl Capture {
 
     /// As posted: the key is recomputed by the server, so a wrong one
     /// must not matter.
-    fn cdxj_posted(&self) -> String {
+    pub(crate) fn cdxj_posted(&self) -> String {
         self.cdxj().replacen(&self.key(), "wrong,key)/", 1)
     }
 
-    fn cdx11(&self) -> String {
+    pub(crate) fn cdx11(&self) -> String {
         format!(
             "{} {} {} text/html {} {} - - 500 {} {}",
             self.key(),
@@ -142,9 +146,9 @@ impl Capture {
     }
 }
 
-type Model = BTreeMap<(String, String, String, u64), String>;
+pub(crate) type Model = BTreeMap<(String, String, String, u64), String>;
 
-fn sorted_file(path: &Path, model: &Model) {
+pub(crate) fn sorted_file(path: &Path, model: &Model) {
     let mut lines: Vec<&String> = model.values().collect();
     lines.sort();
     let mut text = String::new();
@@ -320,7 +324,7 @@ fn a_live_collection_answers_as_the_static_file_of_its_lines() {
 
 /// The CDXJ body of batch `b` of writer `w`: `n` captures under the host
 /// `wWbB.example`, so that a host query counts them.
-fn batch_body(w: usize, b: usize, n: usize) -> String {
+pub(crate) fn batch_body(w: usize, b: usize, n: usize) -> String {
     let mut body = String::new();
     for i in 0..n {
         body.push_str(&format!(
@@ -719,8 +723,8 @@ fn a_large_post_is_taken_in_bounded_memory() {
     let server = start(&["--data", data.to_str().unwrap()]);
     let pid = server.pid();
     let mut body = String::new();
-    let mut n = 0;
-    while body.len() < 24 << 20 {
+    let mut n = 0u64;
+    while body.len() < 80 << 20 {
         body.push_str(&format!(
             "- 2020{n:08} {{\"url\": \"http://host{}.example/page/{n}\", \"mime\": \"text/html\", \"status\": \"200\", \"digest\": \"SHA1ABCDEFGHIJKLMNOPQRSTUVWXYZ2345\", \"length\": \"1234\", \"offset\": \"{n}\", \"filename\": \"crawl.warc.gz\"}}\n",
             n * 7919 % 5000
@@ -744,9 +748,12 @@ fn a_large_post_is_taken_in_bounded_memory() {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let peak = peak.join().unwrap();
     assert_eq!((s, answer), (200, format!("Added {n} records\n")));
-    // The body (24 MB) is never held: the server grew by far less.
+    // The body (80 MB) is never held: the server grew by far less (a
+    // batch is held up to 8 MiB before it rolls forward through a
+    // journal, and the store's memtables up to 16 MiB; the rest is room
+    // for the allocator on a loaded machine).
     assert!(
-        peak < before + (16 << 20),
+        peak < before + (56 << 20),
         "{} MB before, {} MB at the peak",
         before >> 20,
         peak >> 20

@@ -6,6 +6,7 @@ mod arc_rev3;
 mod cdxj_options;
 mod dialects;
 mod digest;
+mod fold;
 mod fuzz;
 mod index;
 mod kulturarw3;

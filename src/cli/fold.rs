@@ -1,0 +1,59 @@
+//! `ukvs fold`: arguments in, the engine's fold runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use ukvs::engine::fold;
+use ukvs::engine::live::{is_delta_dir, Delta};
+
+/// Fold a live collection's delta into a new base, offline.
+///
+/// Merges the collection's bases (the BASE paths as `ukvs serve` is given
+/// them, or the base an earlier fold wrote in their place) and the lines
+/// added to and deleted from its delta in `DIR/NAME/` into one sorted
+/// base, `DIR/NAME/base-N.EXT` (a ZipNum cluster `DIR/NAME/base-N/` when a
+/// base is a cluster), and records it: a server started again with the
+/// same arguments serves the folded base in place of BASE... and the
+/// delta that is left. A fold killed at any point leaves the collection
+/// as it was. A running server holds the store: fold through it instead
+/// (`POST /NAME/fold`).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The data directory of `ukvs serve --data`.
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The collection.
+    name: String,
+    /// The collection's bases, as `ukvs serve NAME=BASE` is given them.
+    bases: Vec<PathBuf>,
+    /// Read the bases without mapping them.
+    #[arg(long)]
+    no_mmap: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = args.data.join(&args.name);
+    if !is_delta_dir(&dir) {
+        bail!(
+            "{}: no live collection {:?} there (no delta)",
+            dir.display(),
+            args.name
+        );
+    }
+    let delta = Delta::open(&dir)?;
+    let bases = delta.bases(&args.bases);
+    let Some((report, _view)) = fold::fold(&delta, &bases, args.no_mmap)
+        .with_context(|| format!("folding {}", args.name))?
+    else {
+        bail!("a fold of {} is running already", args.name);
+    };
+    println!(
+        "Folded {} records into {} ({} from the delta, {} base lines deleted or replaced)",
+        report.lines,
+        report.base.display(),
+        report.from_delta,
+        report.hidden
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,388 @@
+//! Folding a live collection: its bases and its delta's frozen
+//! generations merged into one new base, swapped in atomically.
+//!
+//! ```text
+//! Delta::freeze      one durable write: a new generation takes writes
+//!        │           from here; the older ones are frozen
+//!        ▼
+//! the bases' lines (k-way merge, byte order) and the frozen
+//!        │ generations' captures (id order), read side by side: both
+//!        │ come in key-datetime order; a base line whose capture a
+//!        │ frozen one has is left out, the rest merged in byte order
+//!        ▼
+//! DIR/NAME/base-N.EXT, temporary file + fsync + rename (a cluster: the
+//!        │            plain file cut by the zipnum writer, built
+//!        │            beside base-N/ and put in place whole)
+//!        ▼
+//! Frozen::commit     one durable write: the bases are [base-N] (the
+//!                    given paths superseded), the floor past the frozen
+//!                    generations, which are dropped
+//! ```
+//!
+//! Killed at any point, the store still lists the frozen generations and
+//! the old bases: the collection answers as before, and what the fold
+//! wrote is removed when the store next opens. Memory: one line per base
+//! and generation, and the captures of one key and datetime.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::live::{Delta, Entry, FrozenEntries};
+use super::lookup::{Collection, MergeBy};
+use super::output::Output;
+
+/// What a fold did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The new base.
+    pub base: PathBuf,
+    /// Lines written to it.
+    pub lines: u64,
+    /// Of them, lines from the delta.
+    pub from_delta: u64,
+    /// Lines of the bases left out (deleted or replaced).
+    pub hidden: u64,
+}
+
+/// Lines a ZipNum block of a folded cluster holds (`ukvs zipnum build`'s
+/// default).
+const LINES_PER_BLOCK: usize = 3000;
+
+/// Folds the delta into a new base made of `bases` (the paths the
+/// collection serves, [`Delta::bases`]) and the delta's generations up to
+/// now. Gives what it did and a view of the delta that reads what is left
+/// (to serve with the new base); `None` when a fold of this collection is
+/// running already.
+pub fn fold(
+    delta: &Delta,
+    bases: &[PathBuf],
+    no_mmap: bool,
+) -> anyhow::Result<Option<(Report, Delta)>> {
+    let Some(frozen) = delta.freeze()? else {
+        return Ok(None);
+    };
+    let index = if bases.is_empty() {
+        None
+    } else {
+        Some(Collection::open(bases, no_mmap)?)
+    };
+    let sources = index.as_ref().map_or(&[][..], |i| i.sources());
+    let names = index.as_ref().map_or_else(
+        || vec!["offset".to_string(), "digest".to_string()],
+        Collection::value_names,
+    );
+    let cluster = sources.iter().any(|s| s.is_cluster());
+    let ext = sources
+        .iter()
+        .filter(|s| !s.is_cluster())
+        .find_map(|s| s.path().extension())
+        .map_or_else(
+            || ".cdxj".to_string(),
+            |e| format!(".{}", e.to_string_lossy()),
+        );
+    let target = frozen.base_path(if cluster { "" } else { &ext });
+    let mut headers = Vec::new();
+    for s in sources {
+        for h in s.headers() {
+            headers.push((h.to_vec(), s.name().to_string()));
+        }
+    }
+    let headers = super::sort::combine_headers(headers)?;
+
+    type Lines<'a> = Box<dyn Iterator<Item = anyhow::Result<Cow<'a, [u8]>>> + 'a>;
+    let mut each: Vec<Lines> = Vec::new();
+    for s in sources {
+        let lines = s
+            .every_line()
+            .with_context(|| format!("cannot read {}", s.name()))?;
+        let name = s.name().to_string();
+        each.push(Box::new(
+            lines.map(move |l| l.map_err(|e| anyhow::anyhow!("{name}: {e}"))),
+        ));
+    }
+    let base = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a < b);
+    let base = base.map(|r| r.map(|(line, _)| line));
+
+    // A cluster is cut from a plain file beside it.
+    let plain = if cluster {
+        frozen.base_path(&format!(".lines{ext}"))
+    } else {
+        target.clone()
+    };
+    let mut out = Output::file(&plain)?.durable();
+    for h in &headers {
+        out.write_all_line(h)?;
+    }
+    let counts = write_merged(base, frozen.entries(), &names, &mut out)?;
+    out.commit()?;
+    if cluster {
+        let built = super::zipnum::build(&super::zipnum::BuildJob {
+            input: plain.clone(),
+            output: target.clone(),
+            lines_per_block: LINES_PER_BLOCK,
+            shards: 1,
+            level: 6,
+        });
+        let _ = std::fs::remove_file(&plain);
+        built?;
+    }
+    sync_dir(delta.path())?;
+    let report = Report {
+        base: target.clone(),
+        lines: counts.lines,
+        from_delta: counts.from_delta,
+        hidden: counts.hidden,
+    };
+    let view = frozen
+        .commit(bases, &target)
+        .context("the fold's base is written but not recorded: the collection is as before")?;
+    Ok(Some((report, view)))
+}
+
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot flush the directory {}", dir.display()))
+}
+
+/// What [`write_merged`] wrote.
+struct Counts {
+    lines: u64,
+    from_delta: u64,
+    hidden: u64,
+}
+
+/// The captures of one `key datetime` of the frozen generations, in
+/// byte order of their lines (deleted ones first), the first `written`
+/// of them written.
+#[derive(Default)]
+struct Group {
+    head: Vec<u8>,
+    entries: Vec<Entry>,
+    written: usize,
+}
+
+impl Group {
+    /// Loads the next `key datetime`'s captures; `false` when there are
+    /// no more.
+    fn load(&mut self, from: &mut std::iter::Peekable<FrozenEntries>) -> anyhow::Result<bool> {
+        self.entries.clear();
+        self.written = 0;
+        let Some(first) = from.next().transpose()? else {
+            return Ok(false);
+        };
+        self.head.clear();
+        self.head.extend_from_slice(first.head());
+        self.entries.push(first);
+        loop {
+            match from.peek() {
+                Some(Ok(e)) if e.head() == self.head.as_slice() => {
+                    let e = from.next().transpose()?.expect("peeked");
+                    self.entries.push(e);
+                }
+                Some(Err(_)) => {
+                    from.next().transpose()?;
+                }
+                _ => break,
+            }
+        }
+        if self.entries.len() > 1 {
+            self.entries.sort_by_cached_key(Entry::line);
+        }
+        Ok(true)
+    }
+
+    /// Writes its lines not written yet that sort before `line` (all of
+    /// them without one).
+    fn write_before(
+        &mut self,
+        line: Option<&[u8]>,
+        out: &mut Output,
+        counts: &mut Counts,
+    ) -> anyhow::Result<()> {
+        while let Some(e) = self.entries.get(self.written) {
+            let Some(parts) = e.line_parts() else {
+                self.written += 1;
+                continue;
+            };
+            if let Some(line) = line {
+                if parts.concat().as_slice() >= line {
+                    break;
+                }
+            }
+            for p in parts {
+                out.write_all(p)?;
+            }
+            out.write_all(b"\n")?;
+            counts.lines += 1;
+            counts.from_delta += 1;
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    fn hides(&self, id: &[u8]) -> bool {
+        self.entries.iter().any(|e| e.id() == id)
+    }
+}
+
+/// Writes the base lines not hidden and the frozen lines, in byte order,
+/// in one pass over each: both come in `key datetime` order (ids sort
+/// as their lines do but within one key and datetime), so the frozen
+/// captures of one key and datetime are held while the base lines of
+/// that key and datetime go by; a base line is hidden when a frozen
+/// capture has its id.
+fn write_merged<'a>(
+    base: impl Iterator<Item = anyhow::Result<Cow<'a, [u8]>>>,
+    entries: FrozenEntries,
+    names: &[String],
+    out: &mut Output,
+) -> anyhow::Result<Counts> {
+    let mut counts = Counts {
+        lines: 0,
+        from_delta: 0,
+        hidden: 0,
+    };
+    let mut entries = entries.peekable();
+    let mut group = Group::default();
+    let mut more = group.load(&mut entries)?;
+    let mut base = base.peekable();
+    loop {
+        if !more {
+            // The frozen captures are done: the rest of the bases.
+            for line in base.by_ref() {
+                out.write_all_line(&line?)?;
+                counts.lines += 1;
+            }
+            break;
+        }
+        let line = match base.peek() {
+            None => None,
+            Some(Ok(l)) => Some(l),
+            Some(Err(_)) => {
+                base.next().transpose()?;
+                None
+            }
+        };
+        let Some(line) = line else {
+            group.write_before(None, out, &mut counts)?;
+            more = group.load(&mut entries)?;
+            continue;
+        };
+        let head = line_head(line).unwrap_or(line);
+        match group.head.as_slice().cmp(head) {
+            std::cmp::Ordering::Less => {
+                group.write_before(None, out, &mut counts)?;
+                more = group.load(&mut entries)?;
+            }
+            std::cmp::Ordering::Greater => {
+                let line = base.next().expect("peeked")?;
+                out.write_all_line(&line)?;
+                counts.lines += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                let line = base.next().expect("peeked")?;
+                let hidden =
+                    crate::ukvs::post::line_id(&line, names).is_some_and(|id| group.hides(&id));
+                if hidden {
+                    counts.hidden += 1;
+                    continue;
+                }
+                group.write_before(Some(&line), out, &mut counts)?;
+                out.write_all_line(&line)?;
+                counts.lines += 1;
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// A line's `key datetime`: up to its second space (`None` without one).
+fn line_head(line: &[u8]) -> Option<&[u8]> {
+    let first = memchr::memchr(b' ', line)?;
+    let second = memchr::memchr(b' ', &line[first + 1..])?;
+    Some(&line[..first + 1 + second])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::live::{capture_id, Op};
+
+    fn cdx(key: &str, dt: &str, digest: &str, file: &str, off: &str) -> String {
+        format!("{key} {dt} http://x/ text/html 200 {digest} - - 10 {off} {file}")
+    }
+
+    fn put(line: &str) -> Result<Op, String> {
+        let f: Vec<&str> = line.split(' ').collect();
+        Ok(Op::Put {
+            id: capture_id(
+                f[0].as_bytes(),
+                f[1].as_bytes(),
+                f[10].as_bytes(),
+                f[9].as_bytes(),
+            ),
+            line: line.as_bytes().to_vec(),
+        })
+    }
+
+    #[test]
+    fn lines_of_one_key_and_datetime_interleave_and_hide_in_byte_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let delta = Delta::open(&dir.path().join("d")).unwrap();
+        let t = "20200101000000";
+        let base = vec![
+            cdx("a)/", t, "B", "f.warc", "1"),
+            cdx("b)/", t, "A", "f.warc", "1"),
+            cdx("b)/", t, "C", "f.warc", "2"),
+            cdx("b)/", t, "E", "f.warc", "3"),
+            cdx("b)/", "2020010100000", "Z", "f.warc", "3"),
+            cdx("c)/", t, "A", "f.warc", "1"),
+        ];
+        let mut base = base;
+        base.sort();
+        delta
+            .apply(vec![
+                // Replaces b)/ ... C (same capture), interleaves with A..E.
+                put(&cdx("b)/", t, "D", "f.warc", "2")),
+                put(&cdx("b)/", t, "B", "g.warc", "9")),
+                put(&cdx("b)/", t, "F", "e.warc", "0")),
+                put(&cdx("d)/", t, "A", "f.warc", "1")),
+                put(&cdx("0)/", t, "A", "f.warc", "1")),
+            ])
+            .unwrap();
+        delta
+            .apply(vec![Ok::<_, String>(Op::Delete {
+                id: capture_id(b"c)/", t.as_bytes(), b"f.warc", b"1"),
+            })])
+            .unwrap();
+        let frozen = delta.freeze().unwrap().unwrap();
+        let path = dir.path().join("out.cdx");
+        let mut out = Output::file(&path).unwrap();
+        let names = vec!["offset".to_string(), "digest".to_string()];
+        let lines = base.iter().map(|l| Ok(Cow::Borrowed(l.as_bytes())));
+        let counts = write_merged(lines, frozen.entries(), &names, &mut out).unwrap();
+        out.commit().unwrap();
+        let mut want: Vec<String> = base
+            .iter()
+            .filter(|l| !l.contains(" C ") && !l.starts_with("c)/"))
+            .cloned()
+            .collect();
+        for (k, d, f, o) in [
+            ("b)/", "D", "f.warc", "2"),
+            ("b)/", "B", "g.warc", "9"),
+            ("b)/", "F", "e.warc", "0"),
+            ("d)/", "A", "f.warc", "1"),
+            ("0)/", "A", "f.warc", "1"),
+        ] {
+            want.push(cdx(k, t, d, f, o));
+        }
+        want.sort();
+        let got = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), want);
+        assert_eq!((counts.lines, counts.from_delta, counts.hidden), (9, 5, 2));
+    }
+}
