@@ -815,3 +815,97 @@ fn over_a_cluster_the_delta_comes_with_the_first_page() {
     }
     assert_eq!(lines.len(), model.len() + 1);
 }
+
+/// OutbackCDX's integration test with `ukvs serve` in its place: its CDX
+/// files POSTed to a live collection, pywb pointed at the collection with
+/// `cdx+http://`, and every capture replayed with the payload its WARC
+/// record holds (as warcio reads it).
+#[test]
+fn pywb_replays_outbackcdx_integration_data_from_a_live_collection() {
+    let test = "pywb_replays_outbackcdx_integration_data_from_a_live_collection";
+    if !util::ensure_pywb(test) {
+        return;
+    }
+    let data_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/outbackcdx");
+    let tmp = tempfile::tempdir().unwrap();
+    let live = start(&["--data", tmp.path().join("data").to_str().unwrap()]);
+    let agent = agent();
+    let mut captures = Vec::new();
+    for f in ["test1.cdx", "test2.cdx"] {
+        let body = std::fs::read(data_dir.join(f)).unwrap();
+        let (s, answer) = post(&agent, &live.url("/outback"), &body);
+        assert_eq!((s, answer.as_str()), (200, "Added 3 records\n"), "{f}");
+        for line in String::from_utf8(body).unwrap().lines().skip(1) {
+            let f: Vec<&str> = line.split(' ').collect();
+            // timestamp, URL, offset, file
+            captures.push((
+                f[1].to_string(),
+                f[2].to_string(),
+                f[9].to_string(),
+                f[10].to_string(),
+            ));
+        }
+    }
+    // What each record holds, read by warcio: `file offset hex` lines.
+    let script = r#"
+import sys, binascii
+from warcio.archiveiterator import ArchiveIterator
+for name in sys.argv[2:]:
+    with open(sys.argv[1] + '/' + name, 'rb') as fh:
+        it = ArchiveIterator(fh)
+        for r in it:
+            if r.rec_type in ('response', 'resource', 'metadata'):
+                body = r.content_stream().read()
+                print(name, it.get_record_offset(), binascii.hexlify(body).decode())
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, data_dir.to_str().unwrap()])
+        .args(["test1.warc.gz", "test2.warc.gz"])
+        .output()
+        .expect("run warcio");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let payloads: BTreeMap<(String, String), Vec<u8>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut f = l.split(' ');
+            let (name, offset, hex) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            ((name.to_string(), offset.to_string()), bytes)
+        })
+        .collect();
+    std::fs::write(
+        tmp.path().join("config.yaml"),
+        format!(
+            "collections:\n  remote: cdx+http://{}/outback/cdx\narchive_paths:\n  - {}/\n",
+            live.addr,
+            data_dir.display()
+        ),
+    )
+    .unwrap();
+    let first = &captures[0];
+    let (_pywb, pywb) =
+        crate::serve::start_pywb(tmp.path(), &format!("/remote/{}id_/{}", first.0, first.1))
+            .expect("start pywb");
+    assert_eq!(captures.len(), 6);
+    for (ts, url, offset, file) in &captures {
+        let want = &payloads[&(file.clone(), offset.clone())];
+        let mut res = agent
+            .get(&format!("{pywb}/remote/{ts}id_/{url}"))
+            .call()
+            .unwrap_or_else(|e| panic!("{url} at {ts}: {e}"));
+        assert_eq!(res.status().as_u16(), 200, "{url} at {ts}");
+        let got = res.body_mut().read_to_vec().unwrap();
+        assert!(
+            &got == want,
+            "{url} at {ts} ({file} {offset}): not its payload"
+        );
+    }
+}
