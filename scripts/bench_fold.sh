@@ -61,7 +61,7 @@ sync
 t0=$(date +%s.%N)
 "$UKVS" merge "$DIR/base.cdxj" "$DIR/delta.cdxj" -o "$DIR/merged.cdxj"
 t1=$(date +%s.%N)
-/usr/bin/time -f "fold: %e s wall, %M KB peak" "$UKVS" fold --data "$DIR/data" web "$DIR/base.cdxj"
+/usr/bin/time -f "fold: %e s wall, %M KB peak" "$UKVS" fold --data "$DIR/data/web" "$DIR/base.cdxj"
 t2=$(date +%s.%N)
 merge=$(echo "$t1 - $t0" | bc)
 fold=$(echo "$t2 - $t1" | bc)

@@ -11,7 +11,9 @@ use ukvs::engine::live::{is_delta_dir, Delta};
 ///
 /// Merges the collection's bases (the BASE paths as `ukvs serve` is given
 /// them, or the base an earlier fold wrote in their place) and the lines
-/// added to and deleted from its delta in `DIR/NAME/` into one sorted
+/// added to and deleted from its delta (`--data DIR/NAME`, the
+/// collection's directory under `ukvs serve --data DIR`, as `lookup`,
+/// `cat`, `stats` and `mementomap generate` take it) into one sorted
 /// base, `DIR/NAME/base-N.EXT` (a ZipNum cluster `DIR/NAME/base-N/` when a
 /// base is a cluster), and records it: a server started again with the
 /// same arguments serves the folded base in place of BASE... and the
@@ -20,11 +22,9 @@ use ukvs::engine::live::{is_delta_dir, Delta};
 /// (`POST /NAME/fold`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The data directory of `ukvs serve --data`.
-    #[arg(long, value_name = "DIR")]
+    /// The collection's directory (`DIR/NAME` of `ukvs serve --data DIR`).
+    #[arg(long, value_name = "DIR/NAME")]
     data: PathBuf,
-    /// The collection.
-    name: String,
     /// The collection's bases, as `ukvs serve NAME=BASE` is given them.
     bases: Vec<PathBuf>,
     /// Read the bases without mapping them.
@@ -33,20 +33,24 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = args.data.join(&args.name);
+    let dir = args.data;
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     if !is_delta_dir(&dir) {
         bail!(
-            "{}: no live collection {:?} there (no delta)",
-            dir.display(),
-            args.name
+            "{}: no live collection {name:?} there (no delta): give the directory \
+             of one collection under a server's --data (DIR/NAME)",
+            dir.display()
         );
     }
     let delta = Delta::open(&dir)?;
     let bases = delta.bases(&args.bases);
-    let Some((report, _view)) = fold::fold(&delta, &bases, args.no_mmap)
-        .with_context(|| format!("folding {}", args.name))?
+    let Some((report, _view)) =
+        fold::fold(&delta, &bases, args.no_mmap).with_context(|| format!("folding {name}"))?
     else {
-        bail!("a fold of {} is running already", args.name);
+        bail!("a fold of {name} is running already");
     };
     println!(
         "Folded {} records into {} ({} from the delta, {} base lines deleted or replaced)",

@@ -189,18 +189,13 @@ fn a_folded_collection_answers_as_the_static_file_of_its_lines() {
     same_answers(&fixed, &live, "restarted after the fold");
 
     // Offline: refused while the server holds the store.
-    let held = util::run(
-        &["fold", "--data", data_arg, "web", base.to_str().unwrap()],
-        b"",
-    );
+    let web_dir = format!("{data_arg}/web");
+    let held = util::run(&["fold", "--data", &web_dir, base.to_str().unwrap()], b"");
     assert_eq!(held.status.code(), Some(2));
     let said = String::from_utf8_lossy(&held.stderr);
     assert!(said.contains("held by another process"), "{said}");
     live.kill();
-    let out = util::run(
-        &["fold", "--data", data_arg, "web", base.to_str().unwrap()],
-        b"",
-    );
+    let out = util::run(&["fold", "--data", &web_dir, base.to_str().unwrap()], b"");
     util::assert_ok(&out);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -578,11 +573,14 @@ fn a_store_of_the_older_layout_is_refused_clearly() {
         said.contains("older layout") && said.contains("old"),
         "{said}"
     );
-    let out = util::run(&["fold", "--data", data.to_str().unwrap(), "old"], b"");
+    let out = util::run(&["fold", "--data", data.join("old").to_str().unwrap()], b"");
     assert_eq!(out.status.code(), Some(2));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("older layout"), "{said}");
-    let out = util::run(&["fold", "--data", data.to_str().unwrap(), "none"], b"");
+    let out = util::run(
+        &["fold", "--data", data.join("none").to_str().unwrap()],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no live collection"));
 }
