@@ -51,6 +51,7 @@ mod input;
 pub mod kulturarw3;
 pub mod mementomap;
 pub mod nedlib;
+pub mod reader;
 pub mod sorted;
 pub mod stats;
 pub mod surt;
