@@ -47,6 +47,7 @@ pub mod arc;
 pub mod capture;
 pub mod digest;
 pub mod engine;
+pub mod http;
 mod input;
 pub mod kulturarw3;
 pub mod mementomap;

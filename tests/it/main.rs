@@ -7,6 +7,7 @@ mod cdxj_options;
 mod dialects;
 mod digest;
 mod fuzz;
+mod house;
 mod index;
 mod kulturarw3;
 mod live;
