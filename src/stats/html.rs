@@ -239,7 +239,11 @@ fn calendar(r: &Report) -> (Vec<u32>, BTreeMap<(u32, u32), u64>, u64) {
 }
 
 fn top_keys(m: &BTreeMap<String, u64>, n: usize) -> Vec<String> {
-    by_count(m.clone()).into_iter().take(n).map(|(k, _)| k).collect()
+    by_count(m.clone())
+        .into_iter()
+        .take(n)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// Draws on a fresh SVG canvas and returns the `<svg>` element.
