@@ -304,11 +304,11 @@ pub fn kulturarw3_objects(data: &[u8]) {
 pub fn nedlib_meta(data: &[u8]) {
     use ukvs::nedlib::{
         check, looks_like_access_list, looks_like_meta, pair, parse_access_list, parse_meta,
-        parse_path, Capture,
+        parse_path,
     };
     let _ = (looks_like_meta(data), looks_like_access_list(data));
     if let Ok(meta) = parse_meta(data) {
-        let _ = Capture::new(&meta, data).digest();
+        let _ = ukvs::capture::object::Object::of_nedlib(&meta, data).digest();
         let _ = check(&meta, data, "0aca879afd45103783c3990636c860ac");
         for e in parse_access_list(data).take(data.len() + 16).flatten() {
             let _ = e.check(&meta);

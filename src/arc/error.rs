@@ -140,30 +140,20 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// Byte offset in the stored file where the problem starts.
-    pub fn offset(&self) -> u64 {
-        match *self {
-            Error::Io { offset, .. }
-            | Error::BadHeader { offset, .. }
-            | Error::Garbage { offset, .. }
-            | Error::TruncatedHeader { offset, .. }
-            | Error::InvalidLength { offset, .. }
-            | Error::LengthMismatch { offset, .. }
-            | Error::Truncated { offset, .. }
-            | Error::TruncatedMember { offset, .. }
-            | Error::BadGzip { offset, .. }
-            | Error::NotARecord { offset, .. }
-            | Error::MultiRecordMember { offset, .. }
-            | Error::SingleStream { offset }
-            | Error::SingleStreamUnread { offset, .. }
-            | Error::UncompressedRecord { offset, .. }
-            | Error::RecordTooLarge { offset, .. } => offset,
-        }
-    }
-
-    /// Whether reading cannot go on after this error.
-    pub fn is_fatal(&self) -> bool {
-        matches!(self, Error::Io { .. })
-    }
-}
+crate::reader::read_errors!(
+    Io,
+    BadHeader,
+    Garbage,
+    TruncatedHeader,
+    InvalidLength,
+    LengthMismatch,
+    Truncated,
+    TruncatedMember,
+    BadGzip,
+    NotARecord,
+    MultiRecordMember,
+    SingleStream,
+    SingleStreamUnread,
+    UncompressedRecord,
+    RecordTooLarge,
+);

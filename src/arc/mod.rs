@@ -163,3 +163,9 @@ impl Record {
         self.truncated = false;
     }
 }
+
+impl crate::reader::Clear for Record {
+    fn clear(&mut self) {
+        Record::clear(self);
+    }
+}

@@ -65,14 +65,15 @@
 //! block; buffers of the caller's [`Record`] are reused, so a steady-state
 //! read allocates only the gzip decoder state of each member.
 
-use std::collections::VecDeque;
 use std::io::{self, Read};
 
 use flate2::bufread::{GzDecoder, MultiGzDecoder};
 
 use super::header::{is_scheme_byte, KNOWN_SCHEMES};
-use super::{Error, HeaderView, Record, SharedBytes};
+use super::{Error, HeaderView, Record};
 use crate::input::{is_gzip_start, is_ws, Input, Src};
+use crate::reader::{Format, Step};
+pub use crate::reader::{Options, Stats};
 
 /// Longest header line looked for; longer lines are not headers.
 const MAX_LINE: usize = 64 << 10;
@@ -86,52 +87,6 @@ const LOOKBACK: usize = 32;
 /// bad member) or goes on (the file is one gzip stream). Well within what
 /// a mark keeps, so that the stream can be read again from its start.
 const MULTI_LOOK: u64 = 4 << 20;
-
-/// Reader settings.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Largest record block held in memory (decoded bytes). Larger records
-    /// are skipped with [`Error::RecordTooLarge`]. Default 1 GiB.
-    pub max_block: u64,
-    /// Size of the input buffer. Default 1 MiB.
-    pub buffer_size: usize,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            max_block: 1 << 30,
-            buffer_size: 1 << 20,
-        }
-    }
-}
-
-/// What a reader has seen so far.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Records returned.
-    pub records: u64,
-    /// Gzip members decoded (including empty and bad ones).
-    pub members: u64,
-    /// Errors returned.
-    pub errors: u64,
-    /// Bytes of the file in no returned record and not separators: junk,
-    /// undecodable members, members holding several records, oversized
-    /// records.
-    pub skipped_bytes: u64,
-    /// Records seen but not returned (oversized, or in a multi-record
-    /// member, counted as one per member).
-    pub skipped_records: u64,
-    /// Whitespace between records.
-    pub separator_bytes: u64,
-    /// Gzip members that decode to nothing.
-    pub empty_members: u64,
-    /// Records stored without gzip in a file whose first unit is a gzip
-    /// member (returned, and reported with [`Error::UncompressedRecord`]).
-    pub uncompressed_records: u64,
-    /// Whether the file was gzipped as one stream ([`Error::SingleStream`]).
-    pub single_stream: bool,
-}
 
 /// Reads ARC records with exact offsets from any `Read` (give it the raw
 /// file, not a decompressing reader: gzip is handled here, member by member).
@@ -152,162 +107,74 @@ pub struct Stats {
 /// }
 /// # Ok(()) }
 /// ```
-pub struct Reader<R> {
-    src: Src<Input<R>>,
-    opts: Options,
-    /// Non-fatal errors waiting to be returned (a record and a warning about
-    /// it come out of one step; the warning follows the record).
-    pending: VecDeque<Error>,
-    stats: Stats,
-    done: bool,
+pub type Reader<R> = crate::reader::Reader<R, ArcState>;
+
+/// What the ARC format keeps besides the reader's [`Core`].
+#[derive(Default)]
+pub struct ArcState {
     /// Scratch for trial decoding of candidate gzip members.
     probe: Vec<u8>,
     /// Whether the file's first unit was a gzip member (unknown before it).
     gzip_file: Option<bool>,
 }
 
-impl Reader<io::Empty> {
-    /// A reader over an input held whole in memory, such as a
-    /// memory-mapped file. Nothing is copied into a buffer, and the block
-    /// of a well-formed plain record is a range of `bytes`
-    /// ([`Record::block_is_shared`]); gzip members are decoded from `bytes`
-    /// in place. Records are the same as from [`Reader::with_options`]
-    /// over a reader of the same bytes.
-    pub fn from_shared(bytes: SharedBytes, opts: Options) -> Reader<io::Empty> {
-        Reader::over(Src::shared(Input::Raw(io::empty()), bytes), opts)
-    }
-}
+impl Format for ArcState {
+    type Record = Record;
+    type Error = Error;
 
-impl<R: Read> Reader<R> {
-    /// A reader with default [`Options`].
-    pub fn new(rdr: R) -> Reader<R> {
-        Reader::with_options(rdr, Options::default())
-    }
+    const LOOK: usize = 4;
 
-    pub fn with_options(rdr: R, opts: Options) -> Reader<R> {
-        Reader::over(Src::new(Input::Raw(rdr), opts.buffer_size), opts)
-    }
-
-    fn over(src: Src<Input<R>>, opts: Options) -> Reader<R> {
-        Reader {
-            src,
-            opts,
-            pending: VecDeque::new(),
-            stats: Stats::default(),
-            done: false,
-            probe: Vec::new(),
-            gzip_file: None,
-        }
-    }
-
-    /// Counts so far.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
-    /// Offset of the next byte to be read: in the file, or in the
-    /// decompressed stream of a file gzipped as one stream.
-    pub fn position(&self) -> u64 {
-        self.src.pos()
-    }
-
-    /// Reads the next record into `rec` (its buffers are reused).
-    ///
-    /// `Ok(true)`: `rec` holds a record. `Ok(false)`: end of file.
-    /// `Err(e)`: a problem at `e.offset()`; unless `e.is_fatal()`, the
-    /// reader has resynchronised and the next call continues (a warning
-    /// about a record comes right after that record).
-    pub fn read_record(&mut self, rec: &mut Record) -> Result<bool, Error> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                self.stats.errors += 1;
-                return Err(e);
-            }
-            if self.done {
-                return Ok(false);
-            }
-            match self.step(rec) {
-                Ok(true) => {
-                    self.stats.records += 1;
-                    return Ok(true);
-                }
-                Ok(false) => {}
-                Err(source) => {
-                    self.done = true;
-                    self.stats.errors += 1;
-                    rec.clear();
-                    return Err(Error::Io {
-                        offset: self.src.pos(),
-                        source,
-                    });
-                }
-            }
-        }
-    }
-
-    /// One unit: `Ok(true)` when `rec` holds a record, `Ok(false)` when
-    /// something was skipped (errors pending) or the end was reached.
-    fn step(&mut self, rec: &mut Record) -> io::Result<bool> {
-        rec.clear();
-        // Writers put zero to two LF (sometimes CRLF or a whitespace-only
-        // line) after a block; none of it belongs to any record, and no
-        // header or gzip member starts with whitespace.
-        self.skip_separators()?;
-        if self.src.fill(4)? == 0 {
-            self.done = true;
-            return Ok(false);
-        }
+    // Writers put zero to two LF (sometimes CRLF or a whitespace-only
+    // line) after a block; none of it belongs to any record, and no header
+    // or gzip member starts with whitespace: the driver skips it.
+    fn step<R: Read>(step: &mut Step<'_, R, ArcState>, rec: &mut Record) -> io::Result<bool> {
         // Decided per unit, not per file: a record written without gzip in
         // an `.arc.gz` (or the reverse) is read like any other.
-        let is_member = is_gzip_start(self.src.avail());
-        let gzip_file = *self.gzip_file.get_or_insert(is_member);
+        let is_member = is_gzip_start(step.core.src.avail());
+        let gzip_file = *step.st.gzip_file.get_or_insert(is_member);
         if is_member {
-            return self.read_member(rec);
+            return step.read_member(rec);
         }
         // Non-gzip bytes in a file that starts with a gzip member: junk is
         // reported by `read_plain`; a record is read and indexed (its bytes
         // are intact and its offset exact) but reported, since a tool that
         // expects a gzip member at each offset of an `.arc.gz` cannot
         // replay it.
-        let got = self.read_plain(rec)?;
-        if got && gzip_file {
-            self.stats.uncompressed_records += 1;
-            self.pending.push_back(Error::UncompressedRecord {
+        let got = step.read_plain(rec)?;
+        step.core
+            .plain_in_compressed(got, gzip_file, || Error::UncompressedRecord {
                 offset: rec.offset,
                 length: rec.length,
             });
-        }
         Ok(got)
     }
+}
 
-    fn skip_separators(&mut self) -> io::Result<()> {
-        self.stats.separator_bytes += self.src.skip_ws()?;
-        Ok(())
-    }
-
+impl<R: Read> Step<'_, R, ArcState> {
     // ----------------------------------------------------------------
     // gzip members
 
     fn read_member(&mut self, rec: &mut Record) -> io::Result<bool> {
-        let start = self.src.pos();
+        let start = self.core.src.pos();
         // Keep the compressed bytes: if the member turns out corrupt, the
         // next record may start anywhere inside it, so scanning must begin
         // just after `start`, not where the decoder gave up.
-        self.src.set_mark();
+        self.core.src.set_mark();
         // The decoded member is header line + block (+ separator): allow
         // one maximal header line on top of the block limit.
-        let limit = self.opts.max_block.saturating_add(MAX_LINE as u64 + 2);
+        let limit = self.core.opts.max_block.saturating_add(MAX_LINE as u64 + 2);
         // A per-record writer never puts two records in the first member:
         // when it holds several, the whole file is one gzip stream (empty
         // members before it aside).
-        let first_unit = self.stats.members == self.stats.empty_members && self.stats.records == 0;
+        let first_unit = self.core.stats.members == self.core.stats.empty_members
+            && self.core.stats.records == 0;
         let (res, stop) = {
             // A fresh decoder per member: its state (and the CRC-32 and size
             // check of the trailer) covers exactly one member, and it
             // consumes exactly the member's bytes from `src`. Decoding
             // straight into `rec.buf` saves a copy; the header line is
             // moved out of it afterwards.
-            let mut dec = GzDecoder::new(&mut self.src);
+            let mut dec = GzDecoder::new(&mut self.core.src);
             let mut check = MultiCheck::default();
             let mut stop = Stop::End;
             // Decoded in steps so that a second record is seen as soon as
@@ -348,43 +215,34 @@ impl<R: Read> Reader<R> {
             };
             (res, stop)
         };
-        self.stats.members += 1;
-        let end = self.src.pos();
+        self.core.stats.members += 1;
+        let end = self.core.src.pos();
         if let Err(e) = res {
             // The decoder passes on errors of the underlying reader; those
             // are I/O failures, not damage, and end the read.
-            if self.src.failed() {
+            if self.core.src.failed() {
                 return Err(e);
             }
-            if self.src.at_eof() {
+            if self.core.src.at_eof() {
                 // The file ends inside this member.
-                self.src.clear_mark();
+                self.core.src.clear_mark();
                 let length = end - start;
-                self.pending.push_back(Error::TruncatedMember {
+                self.core.pending.push_back(Error::TruncatedMember {
                     offset: start,
                     length,
                 });
-                if self.split_member(rec, start, length, true) {
-                    rec.truncated = true;
-                    return Ok(true);
-                }
-                return Ok(false);
+                let got = self.split_member(rec, start, length, true);
+                rec.truncated = got;
+                return Ok(got);
             }
             // Corrupt: re-scan from just after the member start.
-            rec.clear();
-            if !self.src.rewind(start + 1) && self.src.pos() <= start {
-                self.src.consume(1);
-            }
-            self.src.clear_mark();
+            self.core.rescan_after(start, rec);
             self.scan(None)?;
-            let length = self.src.pos() - start;
-            self.stats.skipped_bytes += length;
-            self.pending.push_back(Error::BadGzip {
+            return Ok(self.core.skipped(start, 0, |length| Error::BadGzip {
                 offset: start,
                 length,
                 reason: e.to_string(),
-            });
-            return Ok(false);
+            }));
         }
         let length = end - start;
         if first_unit && matches!(stop, Stop::Multi | Stop::MultiEnded) {
@@ -393,48 +251,45 @@ impl<R: Read> Reader<R> {
             // file after it: one bad member in a file of one record per
             // member. Else the file is one gzip stream, read again from its
             // start through a decompressor.
-            if stop == Stop::MultiEnded && !self.at_end_after_ws()? {
-                self.src.clear_mark();
+            if stop == Stop::MultiEnded && !self.core.at_end_after_ws(MAX_LINE)? {
+                self.core.src.clear_mark();
                 return Ok(self.multi_member(rec, start, length));
             }
-            if self.src.rewind(start) {
-                self.src.clear_mark();
+            if self.core.src.rewind(start) {
+                self.core.src.clear_mark();
                 self.decompress_rest();
-                self.pending
+                self.core
+                    .pending
                     .push_back(Error::SingleStream { offset: start });
                 return Ok(false);
             }
             // Too far into the stream to read it again (its first record
             // is larger than the bytes kept behind a mark).
-            self.src.clear_mark();
-            self.src.discard(u64::MAX)?;
-            let length = self.src.pos() - start;
-            self.stats.skipped_bytes += length;
-            self.stats.skipped_records += 1;
-            self.pending.push_back(Error::SingleStreamUnread {
-                offset: start,
-                length,
-            });
-            return Ok(false);
+            self.core.src.clear_mark();
+            self.core.src.discard(u64::MAX)?;
+            return Ok(self
+                .core
+                .skipped(start, 1, |length| Error::SingleStreamUnread {
+                    offset: start,
+                    length,
+                }));
         }
-        self.src.clear_mark();
+        self.core.src.clear_mark();
         if stop == Stop::Multi {
             return Ok(self.multi_member(rec, start, length));
         }
         if stop == Stop::TooLarge {
             rec.clear();
-            self.stats.skipped_bytes += length;
-            self.stats.skipped_records += 1;
-            self.pending.push_back(Error::RecordTooLarge {
+            let max = self.core.opts.max_block;
+            return Ok(self.core.skipped(start, 1, |_| Error::RecordTooLarge {
                 offset: start,
                 declared: limit,
-                limit: self.opts.max_block,
-            });
-            return Ok(false);
+                limit: max,
+            }));
         }
         if rec.buf.is_empty() {
-            self.stats.empty_members += 1;
-            self.stats.separator_bytes += length;
+            self.core.stats.empty_members += 1;
+            self.core.stats.separator_bytes += length;
             return Ok(false);
         }
         Ok(self.split_member(rec, start, length, false))
@@ -444,17 +299,11 @@ impl<R: Read> Reader<R> {
     /// file is one gzip stream. Its records are read as plain records, with
     /// offsets and lengths in the decompressed stream.
     fn decompress_rest(&mut self) {
-        let old = std::mem::replace(&mut self.src, Src::new(Input::Gone, 64));
+        let old = std::mem::replace(&mut self.core.src, Src::new(Input::Gone, 64));
         let stream = Input::Gunzip(Box::new(MultiGzDecoder::new(old)));
-        self.src = Src::new(stream, self.opts.buffer_size);
-        self.gzip_file = Some(false);
-        self.stats.single_stream = true;
-    }
-
-    /// Whether nothing but whitespace is left of the file.
-    fn at_end_after_ws(&mut self) -> io::Result<bool> {
-        let i = self.src.ws_ahead(MAX_LINE)?;
-        Ok(i <= MAX_LINE && self.src.fill(i + 1)? <= i)
+        self.core.src = Src::new(stream, self.core.opts.buffer_size);
+        self.st.gzip_file = Some(false);
+        self.core.stats.single_stream = true;
     }
 
     /// Splits the decoded member in `rec.buf` into header line and block.
@@ -481,9 +330,11 @@ impl<R: Read> Reader<R> {
         });
         let Some((nl, view)) = view else {
             rec.clear();
-            self.stats.skipped_bytes += length;
+            self.core.stats.skipped_bytes += length;
             if !truncated {
-                self.pending.push_back(Error::NotARecord { offset, length });
+                self.core
+                    .pending
+                    .push_back(Error::NotARecord { offset, length });
             }
             return false;
         };
@@ -504,7 +355,7 @@ impl<R: Read> Reader<R> {
                         }
                         let actual = strip_one_lf(data).len().max(body);
                         if !truncated {
-                            self.pending.push_back(Error::LengthMismatch {
+                            self.core.pending.push_back(Error::LengthMismatch {
                                 offset,
                                 declared: l,
                                 actual: (actual - body) as u64,
@@ -522,7 +373,7 @@ impl<R: Read> Reader<R> {
                     total
                 } else {
                     let actual = strip_one_lf(data).len().max(body);
-                    self.pending.push_back(Error::LengthMismatch {
+                    self.core.pending.push_back(Error::LengthMismatch {
                         offset,
                         declared: l,
                         actual: (actual - body) as u64,
@@ -535,7 +386,7 @@ impl<R: Read> Reader<R> {
                     return self.multi_member(rec, offset, length);
                 }
                 let actual = strip_one_lf(&data[body..]).len();
-                self.pending.push_back(Error::InvalidLength {
+                self.core.pending.push_back(Error::InvalidLength {
                     offset,
                     declared: String::from_utf8_lossy(&rec.header.length_raw).into_owned(),
                     actual: actual as u64,
@@ -554,9 +405,10 @@ impl<R: Read> Reader<R> {
 
     fn multi_member(&mut self, rec: &mut Record, offset: u64, length: u64) -> bool {
         rec.clear();
-        self.stats.skipped_bytes += length;
-        self.stats.skipped_records += 1;
-        self.pending
+        self.core.stats.skipped_bytes += length;
+        self.core.stats.skipped_records += 1;
+        self.core
+            .pending
             .push_back(Error::MultiRecordMember { offset, length });
         false
     }
@@ -572,21 +424,21 @@ impl<R: Read> Reader<R> {
     /// module docs for the order of the checks) and the block is cut or
     /// extended, with an error saying so, when they disagree.
     fn read_plain(&mut self, rec: &mut Record) -> io::Result<bool> {
-        let start = self.src.pos();
-        let line_len = match self.src.peek_line(MAX_LINE)? {
+        let start = self.core.src.pos();
+        let line_len = match self.core.src.peek_line(MAX_LINE)? {
             Some(n) => n,
             None if self.header_cut_by_eof(0)? => return self.skip_cut_header(),
             None => return self.skip_garbage(),
         };
-        let line = &self.src.avail()[..line_len - 1];
+        let line = &self.core.src.avail()[..line_len - 1];
         let Some(view) = HeaderView::parse(line).filter(HeaderView::is_acceptable) else {
             return self.skip_garbage();
         };
         if let Some(junk) = glued_junk(view.url) {
             // `A-http://...`: bytes glued in front of a known scheme.
-            self.src.consume(junk);
-            self.stats.skipped_bytes += junk as u64;
-            self.pending.push_back(Error::Garbage {
+            self.core.src.consume(junk);
+            self.core.stats.skipped_bytes += junk as u64;
+            self.core.pending.push_back(Error::Garbage {
                 offset: start,
                 length: junk as u64,
             });
@@ -594,35 +446,35 @@ impl<R: Read> Reader<R> {
         }
         rec.header.set_from(&view);
         rec.header_line.extend_from_slice(strip_cr(line));
-        self.src.consume(line_len);
+        self.core.src.consume(line_len);
         let declared = rec.header.length;
         match declared {
-            Some(l) if l > self.opts.max_block => {
-                let got = self.src.discard(l)?;
-                self.stats.skipped_bytes += line_len as u64 + got;
-                self.stats.skipped_records += 1;
-                self.pending.push_back(Error::RecordTooLarge {
+            Some(l) if l > self.core.opts.max_block => {
+                let got = self.core.src.discard(l)?;
+                self.core.stats.skipped_bytes += line_len as u64 + got;
+                self.core.stats.skipped_records += 1;
+                self.core.pending.push_back(Error::RecordTooLarge {
                     offset: start,
                     declared: l,
-                    limit: self.opts.max_block,
+                    limit: self.core.opts.max_block,
                 });
                 rec.clear();
                 return Ok(false);
             }
             Some(l) if self.take_shared(rec, l)? => {}
             Some(l) => {
-                let got = self.src.read_block(&mut rec.buf, l)?;
+                let got = self.core.src.read_block(&mut rec.buf, l)?;
                 if got < l {
                     if let Some(k) = find_plausible_header(&rec.buf) {
                         self.cut_block(rec, k);
-                        self.pending.push_back(Error::LengthMismatch {
+                        self.core.pending.push_back(Error::LengthMismatch {
                             offset: start,
                             declared: l,
                             actual: rec.buf.len() as u64,
                         });
                     } else {
                         rec.truncated = true;
-                        self.pending.push_back(Error::Truncated {
+                        self.core.pending.push_back(Error::Truncated {
                             offset: start,
                             declared: l,
                             actual: got,
@@ -631,7 +483,7 @@ impl<R: Read> Reader<R> {
                 } else if !self.at_boundary(&rec.buf)? {
                     if let Some(k) = self.header_in_block(&rec.buf)? {
                         self.cut_block(rec, k);
-                        self.pending.push_back(Error::LengthMismatch {
+                        self.core.pending.push_back(Error::LengthMismatch {
                             offset: start,
                             declared: l,
                             actual: rec.buf.len() as u64,
@@ -641,17 +493,17 @@ impl<R: Read> Reader<R> {
                         // the end of the file cut the next header short.
                         // The block stays as declared (cdxj-indexer and
                         // pywb agree on this record).
-                        self.skip_separators()?;
+                        self.core.skip_separators()?;
                         self.skip_cut_header()?;
                     } else if self.junk_follows()? {
                         // The block ends at a line end and binary bytes
                         // follow: junk between records.
-                        self.skip_separators()?;
-                        let from = self.src.pos();
+                        self.core.skip_separators()?;
+                        let from = self.core.src.pos();
                         self.scan(None)?;
-                        let length = self.src.pos() - from;
-                        self.stats.skipped_bytes += length;
-                        self.pending.push_back(Error::Garbage {
+                        let length = self.core.src.pos() - from;
+                        self.core.stats.skipped_bytes += length;
+                        self.core.pending.push_back(Error::Garbage {
                             offset: from,
                             length,
                         });
@@ -659,7 +511,7 @@ impl<R: Read> Reader<R> {
                         self.scan(Some(&mut rec.buf))?;
                         let n = strip_one_lf(&rec.buf).len();
                         rec.buf.truncate(n);
-                        self.pending.push_back(Error::LengthMismatch {
+                        self.core.pending.push_back(Error::LengthMismatch {
                             offset: start,
                             declared: l,
                             actual: n as u64,
@@ -671,7 +523,7 @@ impl<R: Read> Reader<R> {
                 self.scan(Some(&mut rec.buf))?;
                 let n = strip_one_lf(&rec.buf).len();
                 rec.buf.truncate(n);
-                self.pending.push_back(Error::InvalidLength {
+                self.core.pending.push_back(Error::InvalidLength {
                     offset: start,
                     declared: String::from_utf8_lossy(&rec.header.length_raw).into_owned(),
                     actual: n as u64,
@@ -686,39 +538,33 @@ impl<R: Read> Reader<R> {
 
     /// The current position is not a record: skip to the next one.
     fn skip_garbage(&mut self) -> io::Result<bool> {
-        let from = self.src.pos();
+        let from = self.core.src.pos();
         // The current position is known not to be a record start; step
         // over it so that scanning makes progress.
-        self.src.consume(1);
+        self.core.src.consume(1);
         self.scan(None)?;
-        let length = self.src.pos() - from;
-        self.stats.skipped_bytes += length;
-        self.pending.push_back(Error::Garbage {
+        Ok(self.core.skipped(from, 0, |length| Error::Garbage {
             offset: from,
             length,
-        });
-        Ok(false)
+        }))
     }
 
     /// Skips the rest of the file: a header line that the end of the file
     /// cut off (see `header_cut_by_eof`). The record it started is lost and
     /// counted as skipped.
     fn skip_cut_header(&mut self) -> io::Result<bool> {
-        let from = self.src.pos();
-        let length = self.src.discard(u64::MAX)?;
-        self.stats.skipped_bytes += length;
-        self.stats.skipped_records += 1;
-        self.pending.push_back(Error::TruncatedHeader {
+        let from = self.core.src.pos();
+        self.core.src.discard(u64::MAX)?;
+        Ok(self.core.skipped(from, 1, |length| Error::TruncatedHeader {
             offset: from,
             length,
-        });
-        Ok(false)
+        }))
     }
 
     /// Whether, past whitespace, the rest of the file is a header line that
     /// its end cut off.
     fn cut_header_follows(&mut self) -> io::Result<bool> {
-        let ws = self.src.ws_ahead(MAX_LINE)?;
+        let ws = self.core.src.ws_ahead(MAX_LINE)?;
         Ok(ws <= MAX_LINE && self.header_cut_by_eof(ws)?)
     }
 
@@ -730,11 +576,11 @@ impl<R: Read> Reader<R> {
     /// block of the record before it, changing that record's length and
     /// digest.
     fn header_cut_by_eof(&mut self, at: usize) -> io::Result<bool> {
-        let n = self.src.fill(at + MAX_LINE + 1)?;
+        let n = self.core.src.fill(at + MAX_LINE + 1)?;
         if n <= at || n > at + MAX_LINE {
             return Ok(false);
         }
-        let tail = &self.src.avail()[at..n];
+        let tail = &self.core.src.avail()[at..n];
         Ok(memchr::memchr(b'\n', tail).is_none()
             && memchr::memmem::find(tail, b"\x1f\x8b").is_none()
             && starts_like_header(tail))
@@ -753,10 +599,10 @@ impl<R: Read> Reader<R> {
         if tail.len() >= MAX_LINE {
             return Ok(None);
         }
-        let Some(n) = self.src.peek_line(MAX_LINE - tail.len())? else {
+        let Some(n) = self.core.src.peek_line(MAX_LINE - tail.len())? else {
             return Ok(None);
         };
-        let next = &self.src.avail()[..n - 1];
+        let next = &self.core.src.avail()[..n - 1];
         if super::header::scheme_len(tail).is_some() {
             // The colon of the scheme is inside the block.
             let mut line = tail.to_vec();
@@ -776,11 +622,11 @@ impl<R: Read> Reader<R> {
     fn junk_follows(&mut self) -> io::Result<bool> {
         let mut i = 0;
         loop {
-            let n = self.src.fill(i + 1)?;
+            let n = self.core.src.fill(i + 1)?;
             if n <= i {
                 return Ok(true);
             }
-            let a = self.src.avail();
+            let a = self.core.src.avail();
             if i == 0 && a[0] != b'\n' {
                 return Ok(false);
             }
@@ -798,7 +644,7 @@ impl<R: Read> Reader<R> {
     /// Gives back the bytes of `rec.buf` from `k` on: they start the next
     /// record. Drops the separator LF before it.
     fn cut_block(&mut self, rec: &mut Record, k: usize) {
-        self.src.unread(&rec.buf[k..]);
+        self.core.src.unread(&rec.buf[k..]);
         rec.buf.truncate(k);
         let n = strip_one_lf(&rec.buf).len();
         rec.buf.truncate(n);
@@ -809,8 +655,8 @@ impl<R: Read> Reader<R> {
     /// case, and the only one that needs no repair); else consumes nothing
     /// and returns false.
     fn take_shared(&mut self, rec: &mut Record, n: u64) -> io::Result<bool> {
-        let from = self.src.pos();
-        let Some((bytes, start, end)) = self.src.take_shared(n) else {
+        let from = self.core.src.pos();
+        let Some((bytes, start, end)) = self.core.src.take_shared(n) else {
             return Ok(false);
         };
         let block = &(*bytes).as_ref()[start..end];
@@ -818,7 +664,7 @@ impl<R: Read> Reader<R> {
             rec.share_block(bytes, start, end);
             return Ok(true);
         }
-        self.src.rewind(from);
+        self.core.src.rewind(from);
         Ok(false)
     }
 
@@ -836,19 +682,19 @@ impl<R: Read> Reader<R> {
     /// of a header that the declared length ran into (see
     /// [`straddling_header`]), not a record of its own.
     fn at_boundary(&mut self, block: &[u8]) -> io::Result<bool> {
-        let i = self.src.ws_ahead(MAX_LINE)?;
+        let i = self.core.src.ws_ahead(MAX_LINE)?;
         // The end of the file, or a long run of whitespace (the next step
         // skips it).
-        if i > MAX_LINE || self.src.fill(i + 1)? <= i {
+        if i > MAX_LINE || self.core.src.fill(i + 1)? <= i {
             return Ok(true);
         }
-        self.src.fill(i + 4)?;
-        if is_gzip_start(&self.src.avail()[i..]) {
+        self.core.src.fill(i + 4)?;
+        if is_gzip_start(&self.core.src.avail()[i..]) {
             return Ok(true);
         }
-        Ok(match self.src.peek_line_at(i, MAX_LINE)? {
+        Ok(match self.core.src.peek_line_at(i, MAX_LINE)? {
             Some(n) => {
-                let line = &self.src.avail()[i..i + n - 1];
+                let line = &self.core.src.avail()[i..i + n - 1];
                 HeaderView::parse(line)
                     .filter(HeaderView::is_acceptable)
                     .is_some_and(|v| {
@@ -875,15 +721,15 @@ impl<R: Read> Reader<R> {
         loop {
             if i > 2 * LOOKBACK {
                 let c = i - LOOKBACK;
-                self.src.pass(c, &mut sink, self.opts.max_block);
+                self.core.src.pass(c, &mut sink, self.core.opts.max_block);
                 i -= c;
             }
-            let n = self.src.fill(i + 1)?;
+            let n = self.core.src.fill(i + 1)?;
             if n <= i {
-                self.src.pass(n, &mut sink, self.opts.max_block);
+                self.core.src.pass(n, &mut sink, self.core.opts.max_block);
                 return Ok(());
             }
-            let a = self.src.avail();
+            let a = self.core.src.avail();
             let Some(j) = memchr::memchr2(b':', 0x1f, &a[i..]) else {
                 i = a.len();
                 continue;
@@ -891,11 +737,11 @@ impl<R: Read> Reader<R> {
             let h = i + j;
             if a[h] == 0x1f {
                 if self.gzip_candidate(h)? {
-                    self.src.pass(h, &mut sink, self.opts.max_block);
+                    self.core.src.pass(h, &mut sink, self.core.opts.max_block);
                     return Ok(());
                 }
             } else if let Some(s) = self.header_candidate(h)? {
-                self.src.pass(s, &mut sink, self.opts.max_block);
+                self.core.src.pass(s, &mut sink, self.core.opts.max_block);
                 return Ok(());
             }
             i = h + 1;
@@ -906,20 +752,20 @@ impl<R: Read> Reader<R> {
     /// scheme of a header: returns where that header starts if its line is
     /// a plausible header.
     fn header_candidate(&mut self, h: usize) -> io::Result<Option<usize>> {
-        let Some(start) = known_scheme_start(self.src.avail(), h) else {
+        let Some(start) = known_scheme_start(self.core.src.avail(), h) else {
             return Ok(None);
         };
-        let Some(n) = self.src.peek_line_at(start, MAX_LINE)? else {
+        let Some(n) = self.core.src.peek_line_at(start, MAX_LINE)? else {
             return Ok(None);
         };
-        let line = &self.src.avail()[start..start + n - 1];
+        let line = &self.core.src.avail()[start..start + n - 1];
         let Some(view) = HeaderView::parse(line).filter(HeaderView::is_plausible) else {
             return Ok(None);
         };
         // A header glued to junk on the same line: junk that happens to hold
         // a scheme makes a "URL" of junk + real URL. Take the last known
         // scheme in the URL that follows a byte no URL writer emits.
-        let glued = start > 0 && self.src.avail()[start - 1] != b'\n';
+        let glued = start > 0 && self.core.src.avail()[start - 1] != b'\n';
         if glued {
             let url = view.url;
             let later = (1..url.len())
@@ -944,27 +790,27 @@ impl<R: Read> Reader<R> {
     /// block of unknown length short; a member is a record start only if
     /// its first decoded line is a header. Decodes at most 8 KiB.
     fn gzip_candidate(&mut self, h: usize) -> io::Result<bool> {
-        self.src.fill(h + MAX_LINE)?;
-        let a = &self.src.avail()[h..];
+        self.core.src.fill(h + MAX_LINE)?;
+        let a = &self.core.src.avail()[h..];
         if !is_gzip_start(a) {
             return Ok(false);
         }
-        self.probe.clear();
+        self.st.probe.clear();
         let mut dec = GzDecoder::new(a);
         let mut chunk = [0u8; 1024];
-        while self.probe.len() < 8192 {
+        while self.st.probe.len() < 8192 {
             match dec.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(k) => {
-                    self.probe.extend_from_slice(&chunk[..k]);
-                    if memchr::memchr(b'\n', &self.probe).is_some() {
+                    self.st.probe.extend_from_slice(&chunk[..k]);
+                    if memchr::memchr(b'\n', &self.st.probe).is_some() {
                         break;
                     }
                 }
             }
         }
-        Ok(match memchr::memchr(b'\n', &self.probe) {
-            Some(nl) => HeaderView::parse(&self.probe[..nl]).is_some_and(|v| v.is_acceptable()),
+        Ok(match memchr::memchr(b'\n', &self.st.probe) {
+            Some(nl) => HeaderView::parse(&self.st.probe[..nl]).is_some_and(|v| v.is_acceptable()),
             None => false,
         })
     }

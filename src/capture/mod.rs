@@ -37,7 +37,7 @@ use crate::surt;
 pub mod datetime;
 pub mod fields;
 pub mod hash;
-pub mod http;
+pub use crate::http;
 pub mod json;
 pub mod object;
 pub mod post;

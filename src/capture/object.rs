@@ -13,6 +13,7 @@ use std::borrow::Cow;
 
 use super::json::{self, Escape};
 use super::{escape_key, needs_key_escape, safe_url, Capture, Cdx11Line, Digest, Profile};
+use crate::nedlib::Meta;
 use crate::surt;
 
 /// The values of one object of a seed format.
@@ -33,7 +34,33 @@ pub struct Object<'a> {
     pub extra: Vec<(&'static str, Cow<'a, [u8]>)>,
 }
 
-impl Object<'_> {
+impl<'a> Object<'a> {
+    /// The capture of the Nedlib object `meta` describes, whose data file
+    /// holds `data`: the data file holds the body as received (still
+    /// chunked or compressed when it was sent so, as the ARC and WARC
+    /// readers digest a payload), so the digest is its SHA-1, the offset 0
+    /// and the length its size.
+    pub fn of_nedlib(meta: &Meta<'a>, data: &[u8]) -> Object<'a> {
+        Object::of_nedlib_hashed(meta, data.len() as u64, super::sha1(data))
+    }
+
+    /// [`Object::of_nedlib`] for a caller that has hashed the data file
+    /// already (many at once, see [`super::hash`]).
+    pub fn of_nedlib_hashed(meta: &Meta<'a>, length: u64, sha1: [u8; 20]) -> Object<'a> {
+        Object {
+            url: meta.fields.url,
+            datetime: Some(meta.fields.harvest_time),
+            offset: 0,
+            length,
+            sha1,
+            mime: meta.mime.clone(),
+            status: meta.status,
+            redirect: meta.redirect.clone(),
+            ip: meta.fields.ip,
+            extra: Vec::new(),
+        }
+    }
+
     /// The digest as the indexes write it: `sha1:` and 32 base32 digits.
     pub fn digest(&self) -> String {
         format!("sha1:{}", data_encoding::BASE32.encode(&self.sha1))

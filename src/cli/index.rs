@@ -9,8 +9,9 @@ use std::sync::Arc;
 use ukvs::capture::fields::{Custom, Records, Shape};
 use ukvs::capture::Profile;
 use ukvs::engine::digests::DigestOutput;
-use ukvs::engine::index::{self as job, IndexJob, Progress, StatsOutput};
+use ukvs::engine::index::{self as job, IndexJob, StatsOutput};
 use ukvs::engine::mementomap::{GenerateJob, Layout, MapOutput, Rollup};
+use ukvs::engine::progress::Progress;
 use ukvs::engine::stats::ReportFormat;
 
 use super::sort::parse_size;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ukvs::engine::index::Progress;
+use ukvs::engine::progress::Progress;
 use ukvs::engine::stats::{self as job, ReportFormat, StatsJob};
 use ukvs::stats::{self, Report};
 

@@ -29,6 +29,7 @@ use rayon::prelude::*;
 
 use super::fs::Behind;
 use super::output::Output as Dest;
+pub use super::progress::Progress;
 use super::seeds;
 
 /// What to index, and how.
@@ -83,21 +84,6 @@ pub struct StatsOutput {
     pub format: super::stats::ReportFormat,
     /// Largest hosts and domains listed (0 = all).
     pub top: usize,
-}
-
-/// Where a front end shows a long job's progress.
-pub trait Progress: Sync {
-    /// The job starts, with this many bytes of input to read.
-    fn start(&self, total_bytes: u64);
-    /// This many more bytes were read.
-    fn advance(&self, bytes: u64);
-    /// A short status (records and files done).
-    fn message(&self, text: String);
-    /// A line for the user (an error or a warning), printed without
-    /// garbling the progress display.
-    fn print(&self, line: &str);
-    /// The job is over.
-    fn done(&self);
 }
 
 /// What a worker tells the writer.

@@ -53,6 +53,7 @@ pub mod mementomap;
 pub mod merged;
 pub mod output;
 pub mod parts;
+pub mod progress;
 pub mod seeds;
 pub mod sigbus;
 pub mod sort;

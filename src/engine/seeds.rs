@@ -132,7 +132,7 @@ pub fn nedlib(meta: &[u8], data: &[u8], shown: &Path, name: &[u8], opts: &Option
     {
         out.errors.push(format!("{}: {day}", shown.display()));
     }
-    let object = nedlib::Capture::new(&m, data);
+    let object = Object::of_nedlib(&m, data);
     if object.write_as(opts, name, &mut out.lines).is_some() {
         out.uncanonical += 1;
     }

@@ -27,11 +27,11 @@ use crate::sorted::lines::Numbered;
 use crate::sorted::ExternalSorter;
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
-use super::index::Progress;
 use super::lookup::{Listing, Source};
 use super::parts::{
     cuts_between_surts, for_each_part_line, map_for_parts, shared_parts, PartInput, Span,
 };
+use super::progress::Progress;
 
 /// What to summarise, and how.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use super::error::{shown, Error};
 use super::fields::{parse_fields, starts_with_fields, End, Fields};
-use crate::capture::http::{self, is_py_space};
+use crate::http::{self, is_py_space};
 
 /// One parsed `.meta` file, borrowed from its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,19 +13,18 @@
 //!               ▼
 //!         check(&meta, data, name) ──► Vec<Mismatch>  (URL MD5, data MD5, size)
 //!         TreePath::check_day(time) ─► Option<Mismatch>
-//!         Capture::new(&meta, data) ─► Capture {url, datetime, offset 0, length, sha1, ...}
 //! ```
 //!
 //! * [`Fields`]: the harvester's `Name: value` lines (URL, Harvest-Time,
 //!   IP-Address, Content-Length, MD5, and any others), shared by `.meta`
 //!   files and access lists.
 //! * [`Meta`]: a parsed `.meta` file: the fields, then the HTTP response
-//!   head as received, read by [`crate::capture::http::Head`] so that
+//!   head as received, read by [`crate::http::Head`] so that
 //!   status and media type come out as the ARC and WARC readers give
 //!   them.
-//! * [`Capture`]: what the capture model takes from an object; the data
-//!   file is the body as received, so the digest is its SHA-1, the offset
-//!   0 and the length its size.
+//! * The capture of an object is made above this module, by
+//!   `capture::object::Object::of_nedlib`: a format reader does not
+//!   depend on the capture layer that consumes it.
 //! * [`Mismatch`] and [`Orphan`]: disagreements and half objects, as
 //!   values for the caller to report; [`Error`]: why a `.meta` file or an
 //!   access-list entry cannot be read.
@@ -35,7 +34,8 @@
 //! caller lists directories, reads files and passes names and bytes.
 //!
 //! ```
-//! use ukvs::nedlib::{check, pair, parse_meta, Capture};
+//! use ukvs::capture::object::Object;
+//! use ukvs::nedlib::{check, pair, parse_meta};
 //! let name = "0aca879afd45103783c3990636c860ac"; // not the URL's MD5
 //! let meta = parse_meta(
 //!     b"URL: http://www.server.at/\nHarvest-Time: 20010922120413\nContent-Length: 5\n\n\
@@ -43,7 +43,7 @@
 //! )
 //! .expect("well-formed");
 //! let data = b"hello";
-//! let capture = Capture::new(&meta, data);
+//! let capture = Object::of_nedlib(&meta, data);
 //! assert_eq!((capture.status, capture.length), (Some(200), 5));
 //! assert_eq!(capture.digest(), "sha1:VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N");
 //! let found = check(&meta, data, name);
@@ -62,7 +62,7 @@ pub use access::{looks_like_access_list, parse_access_list, AccessEntry, AccessL
 pub use error::Error;
 pub use fields::{md5_hex, Fields};
 pub use meta::{looks_like_meta, parse_meta, Meta};
-pub use object::{check, md5, Capture, Mismatch};
+pub use object::{check, md5, Mismatch};
 pub use tree::{
     access_list_number, is_day_dir, number_dir, object_name, pair, parse_path, Orphan, OrphanKind,
     Pair, Pairing, TreePath,

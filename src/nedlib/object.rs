@@ -1,43 +1,11 @@
-//! One object: its capture, and the checks of its data file against its
-//! `.meta` file and its name.
+//! One object: the checks of its data file against its `.meta` file and
+//! its name (its capture is made by `capture::object::Object::of_nedlib`).
 
 use md5::{Digest as _, Md5};
 
 use super::error::shown;
 use super::fields::{md5_hex, parse_md5_hex};
 use super::meta::Meta;
-
-/// What the capture model needs of one object: the capture model's
-/// [`Object`](crate::capture::object::Object), made of its `.meta` values
-/// and its data file's size and SHA-1 (the data file holds the body as
-/// received, still chunked or compressed when it was sent so, as the ARC
-/// and WARC readers digest a payload; its offset is 0).
-pub type Capture<'a> = crate::capture::object::Object<'a>;
-
-impl<'a> Capture<'a> {
-    /// The capture of the object `meta` describes, whose data file holds
-    /// `data`.
-    pub fn new(meta: &Meta<'a>, data: &[u8]) -> Capture<'a> {
-        Capture::with_sha1(meta, data.len() as u64, crate::capture::sha1(data))
-    }
-
-    /// [`Capture::new`] for a caller that has hashed the data file already
-    /// (many at once, see [`crate::capture::hash`]).
-    pub fn with_sha1(meta: &Meta<'a>, length: u64, sha1: [u8; 20]) -> Capture<'a> {
-        Capture {
-            url: meta.fields.url,
-            datetime: Some(meta.fields.harvest_time),
-            offset: 0,
-            length,
-            sha1,
-            mime: meta.mime.clone(),
-            status: meta.status,
-            redirect: meta.redirect.clone(),
-            ip: meta.fields.ip,
-            extra: Vec::new(),
-        }
-    }
-}
 
 /// A disagreement between an object's parts: reported by the caller, the
 /// object still indexed (its data file is what was stored, whatever its

@@ -133,7 +133,7 @@ fn fixture_objects_check_clean_and_give_their_captures() {
             "either name"
         );
         assert_eq!(path.check_day(&meta.fields.harvest_time), None, "{rel}");
-        let c = Capture::new(&meta, data);
+        let c = crate::capture::object::Object::of_nedlib(&meta, data);
         assert_eq!(c.digest(), digest, "{rel}");
         assert_eq!((c.offset, c.length), (0, data.len() as u64));
         assert_eq!(c.mime.as_deref(), mime.map(str::as_bytes));
@@ -714,7 +714,7 @@ mod props {
                 let start = meta.head_offset as usize;
                 prop_assert_eq!(&bytes[start..start + meta.head.len()], meta.head);
                 let _ = check(&meta, &bytes, "x");
-                let _ = Capture::new(&meta, &bytes).digest();
+                let _ = crate::capture::object::Object::of_nedlib(&meta, &bytes).digest();
             }
             let _ = looks_like_meta(&bytes);
             let _ = looks_like_access_list(&bytes);
@@ -791,7 +791,7 @@ mod props {
             prop_assert_eq!(meta.fields.content_length, length);
             prop_assert_eq!(meta.fields.md5, md5);
             prop_assert_eq!(meta.head, &head[..]);
-            let h = crate::capture::http::Head::parse(&head).unwrap();
+            let h = crate::http::Head::parse(&head).unwrap();
             prop_assert_eq!(meta.status, h.status_code());
             prop_assert_eq!(meta.mime, h.mime_cow());
             prop_assert!(looks_like_meta(&bytes));

@@ -18,7 +18,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::render::{group, human_bytes};
-use super::Report;
+use super::{by_count, Report};
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Drawn = Result<(), Box<dyn Error>>;
@@ -105,7 +105,7 @@ pub fn write_html(r: &Report, title: &str, out: &mut dyn Write) -> io::Result<()
     chart(out, "Top hosts", bars(&hosts)?, note)?;
 
     writeln!(out, "<div class=\"tables\">")?;
-    let (mime, status) = (by_count(&r.mime), by_count(&r.status));
+    let (mime, status) = (by_count(r.mime.clone()), by_count(r.status.clone()));
     let tables = [
         ("MIME types", "MIME type", &mime),
         ("Status codes", "Status", &status),
@@ -239,13 +239,11 @@ fn calendar(r: &Report) -> (Vec<u32>, BTreeMap<(u32, u32), u64>, u64) {
 }
 
 fn top_keys(m: &BTreeMap<String, u64>, n: usize) -> Vec<String> {
-    by_count(m).into_iter().take(n).map(|(k, _)| k).collect()
-}
-
-fn by_count(m: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = m.iter().map(|(k, &n)| (k.clone(), n)).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    v
+    by_count(m.clone())
+        .into_iter()
+        .take(n)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// Draws on a fresh SVG canvas and returns the `<svg>` element.

@@ -909,6 +909,8 @@ fn sorted_buckets(m: BTreeMap<String, u64>) -> Vec<(String, u64)> {
     v
 }
 
+/// Counts by count, largest first, ties by name (the order of every
+/// listed count: the report's lists, the text and HTML renderings).
 fn by_count(v: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
     let mut v: Vec<(u64, String)> = v.into_iter().map(|(k, n)| (n, k)).collect();
     trim_top(&mut v, 0);

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::Report;
+use super::{by_count, Report};
 
 /// Bars of the text report are at most this wide.
 const BAR: usize = 30;
@@ -59,8 +59,10 @@ pub fn write_text(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     let years: Vec<(String, u64)> = r.years.iter().map(|(k, &n)| (k.clone(), n)).collect();
     table(out, "Captures by year", &years, r.captures)?;
-    table(out, "MIME types", &by_count(&r.mime), r.captures)?;
-    table(out, "Status codes", &by_count(&r.status), r.captures)?;
+    let mime = first(&by_count(r.mime.clone()), 20);
+    let status = first(&by_count(r.status.clone()), 20);
+    table(out, "MIME types", &mime, r.captures)?;
+    table(out, "Status codes", &status, r.captures)?;
     table(out, "Top hosts", &r.tophosts, r.captures)?;
     table(out, "Top registered domains", &r.topdomains, r.captures)?;
     table(out, "Top-level domains", &first(&r.tlds, 20), r.captures)?;
@@ -77,13 +79,6 @@ pub fn write_text(r: &Report, out: &mut dyn Write) -> io::Result<()> {
 
 fn first(v: &[(String, u64)], n: usize) -> Vec<(String, u64)> {
     v.iter().take(n).cloned().collect()
-}
-
-fn by_count(m: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = m.iter().map(|(k, &n)| (k.clone(), n)).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    v.truncate(20);
-    v
 }
 
 fn table(out: &mut dyn Write, title: &str, rows: &[(String, u64)], of: u64) -> io::Result<()> {

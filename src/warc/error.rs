@@ -170,32 +170,22 @@ pub enum Error {
     BadDictionary { offset: u64, reason: String },
 }
 
-impl Error {
-    /// Byte offset in the stored file where the problem starts.
-    pub fn offset(&self) -> u64 {
-        match *self {
-            Error::Io { offset, .. }
-            | Error::Garbage { offset, .. }
-            | Error::TruncatedHeader { offset, .. }
-            | Error::HeaderTooLong { offset, .. }
-            | Error::InvalidLength { offset, .. }
-            | Error::LengthMismatch { offset, .. }
-            | Error::Truncated { offset, .. }
-            | Error::TruncatedMember { offset, .. }
-            | Error::BadMember { offset, .. }
-            | Error::BadChecksum { offset, .. }
-            | Error::NotARecord { offset, .. }
-            | Error::MultiRecordMember { offset, .. }
-            | Error::SingleStream { offset, .. }
-            | Error::SingleStreamUnread { offset, .. }
-            | Error::UncompressedRecord { offset, .. }
-            | Error::RecordTooLarge { offset, .. }
-            | Error::BadDictionary { offset, .. } => offset,
-        }
-    }
-
-    /// Whether reading cannot go on after this error.
-    pub fn is_fatal(&self) -> bool {
-        matches!(self, Error::Io { .. })
-    }
-}
+crate::reader::read_errors!(
+    Io,
+    Garbage,
+    TruncatedHeader,
+    HeaderTooLong,
+    InvalidLength,
+    LengthMismatch,
+    Truncated,
+    TruncatedMember,
+    BadMember,
+    BadChecksum,
+    NotARecord,
+    MultiRecordMember,
+    SingleStream,
+    SingleStreamUnread,
+    UncompressedRecord,
+    RecordTooLarge,
+    BadDictionary,
+);

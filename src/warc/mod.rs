@@ -218,3 +218,9 @@ impl Record {
         self.shared = None;
     }
 }
+
+impl crate::reader::Clear for Record {
+    fn clear(&mut self) {
+        Record::clear(self);
+    }
+}

@@ -55,15 +55,16 @@
 //! serves every frame of a file, and a reader over shared bytes lends
 //! plain blocks without copying them.
 
-use std::collections::VecDeque;
 use std::io::{self, BufRead, Read};
 
 use flate2::bufread::{GzDecoder, MultiGzDecoder};
 use zstd::stream::raw::{Decoder as ZDecoder, InBuffer, Operation, OutBuffer};
 
 use super::header::{self, is_warc_magic, looks_like_record, version_prefix_ok, Parsed};
-use super::{Compression, Error, Record, SharedBytes};
+use super::{Compression, Error, Record};
 use crate::input::{is_gzip_start, is_ws, Input, SharedBlock, Src};
+use crate::reader::{Format, Step};
+pub use crate::reader::{Options, Stats};
 
 /// Longest header block looked for.
 const MAX_HEAD: usize = 1 << 20;
@@ -87,47 +88,6 @@ const MAX_DICT: usize = 16 << 20;
 
 /// Magic of the skippable frame that holds the IIPC profile's dictionary.
 const DICT_FRAME: u32 = 0x184D_2A5D;
-
-/// Reader settings.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Largest record block held in memory (decoded bytes). Larger records
-    /// are skipped with [`Error::RecordTooLarge`]. Default 1 GiB.
-    pub max_block: u64,
-    /// Size of the input buffer. Default 1 MiB.
-    pub buffer_size: usize,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            max_block: 1 << 30,
-            buffer_size: 1 << 20,
-        }
-    }
-}
-
-/// What a reader has seen so far.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Records returned.
-    pub records: u64,
-    /// Gzip members and zstd frames decoded (empty and bad ones included).
-    pub members: u64,
-    /// Errors returned.
-    pub errors: u64,
-    /// Bytes of the file in no returned record and not separators.
-    pub skipped_bytes: u64,
-    /// Records seen but not returned (oversized, lost headers, or in a
-    /// multi-record member, one per member).
-    pub skipped_records: u64,
-    /// Whitespace between records, empty members and skippable frames.
-    pub separator_bytes: u64,
-    /// Plain records in a file of compressed records.
-    pub uncompressed_records: u64,
-    /// Whether the file was compressed as one stream.
-    pub single_stream: bool,
-}
 
 /// How a unit is compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,14 +145,11 @@ enum Stop {
 /// }
 /// # Ok(()) }
 /// ```
-pub struct Reader<R> {
-    src: Src<Input<R>>,
-    opts: Options,
-    /// Non-fatal errors waiting to be returned (a warning about a record
-    /// follows the record).
-    pending: VecDeque<Error>,
-    stats: Stats,
-    done: bool,
+pub type Reader<R> = crate::reader::Reader<R, WarcState>;
+
+/// What the WARC format keeps besides the reader's [`Core`].
+#[derive(Default)]
+pub struct WarcState {
     /// Whether the file's first unit was compressed (unknown before it).
     compressed_file: Option<bool>,
     /// Units read so far (skippable frames aside).
@@ -204,99 +161,16 @@ pub struct Reader<R> {
     empty_from: Option<u64>,
 }
 
-impl Reader<io::Empty> {
-    /// A reader over an input held whole in memory, such as a
-    /// memory-mapped file. Nothing is copied into a buffer, the block of a
-    /// well-formed plain record is a range of `bytes`, and members are
-    /// decoded from `bytes` in place. Records are the same as from
-    /// [`Reader::with_options`] over a reader of the same bytes.
-    pub fn from_shared(bytes: SharedBytes, opts: Options) -> Reader<io::Empty> {
-        Reader::over(Src::shared(Input::Raw(io::empty()), bytes), opts)
-    }
-}
+impl Format for WarcState {
+    type Record = Record;
+    type Error = Error;
 
-impl<R: Read> Reader<R> {
-    /// A reader with default [`Options`].
-    pub fn new(rdr: R) -> Reader<R> {
-        Reader::with_options(rdr, Options::default())
-    }
+    const LOOK: usize = 8;
 
-    pub fn with_options(rdr: R, opts: Options) -> Reader<R> {
-        let chunk = opts.buffer_size;
-        Reader::over(Src::new(Input::Raw(rdr), chunk), opts)
-    }
-
-    fn over(src: Src<Input<R>>, opts: Options) -> Reader<R> {
-        Reader {
-            src,
-            opts,
-            pending: VecDeque::new(),
-            stats: Stats::default(),
-            done: false,
-            compressed_file: None,
-            units: 0,
-            zstd: None,
-            dict: None,
-            empty_from: None,
-        }
-    }
-
-    /// Counts so far.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
-    /// Offset of the next byte to be read: in the file, or in the
-    /// decompressed stream of a file compressed as one stream.
-    pub fn position(&self) -> u64 {
-        self.src.pos()
-    }
-
-    /// Reads the next record into `rec` (its buffers are reused).
-    ///
-    /// `Ok(true)`: `rec` holds a record. `Ok(false)`: end of file.
-    /// `Err(e)`: a problem at `e.offset()`; unless `e.is_fatal()`, the
-    /// reader has resynchronised and the next call continues.
-    pub fn read_record(&mut self, rec: &mut Record) -> Result<bool, Error> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                self.stats.errors += 1;
-                return Err(e);
-            }
-            if self.done {
-                return Ok(false);
-            }
-            match self.step(rec) {
-                Ok(true) => {
-                    self.stats.records += 1;
-                    return Ok(true);
-                }
-                Ok(false) => {}
-                Err(source) => {
-                    self.done = true;
-                    self.stats.errors += 1;
-                    rec.clear();
-                    return Err(Error::Io {
-                        offset: self.src.pos(),
-                        source,
-                    });
-                }
-            }
-        }
-    }
-
-    /// One unit: `Ok(true)` when `rec` holds a record, `Ok(false)` when
-    /// something was skipped (errors pending) or the end was reached.
-    fn step(&mut self, rec: &mut Record) -> io::Result<bool> {
-        rec.clear();
-        self.skip_separators()?;
-        if self.src.fill(8)? == 0 {
-            self.done = true;
-            return Ok(false);
-        }
-        let a = self.src.avail();
+    fn step<R: Read>(step: &mut Step<'_, R, WarcState>, rec: &mut Record) -> io::Result<bool> {
+        let a = step.core.src.avail();
         if is_skippable_start(a) {
-            return self.read_skippable();
+            return step.read_skippable();
         }
         let codec = if is_gzip_start(a) {
             Some(Codec::Gzip)
@@ -305,41 +179,36 @@ impl<R: Read> Reader<R> {
         } else {
             None
         };
-        let compressed = *self.compressed_file.get_or_insert(codec.is_some());
-        self.units += 1;
+        let compressed = *step.st.compressed_file.get_or_insert(codec.is_some());
+        step.st.units += 1;
         if let Some(codec) = codec {
-            return self.read_member(rec, codec);
+            return step.read_member(rec, codec);
         }
-        self.empty_from = None;
-        let got = self.read_plain(rec)?;
-        if got && compressed {
-            self.stats.uncompressed_records += 1;
-            self.pending.push_back(Error::UncompressedRecord {
+        step.st.empty_from = None;
+        let got = step.read_plain(rec)?;
+        step.core
+            .plain_in_compressed(got, compressed, || Error::UncompressedRecord {
                 offset: rec.offset,
                 length: rec.length,
             });
-        }
         Ok(got)
     }
+}
 
-    fn skip_separators(&mut self) -> io::Result<()> {
-        self.stats.separator_bytes += self.src.skip_ws()?;
-        Ok(())
-    }
-
+impl<R: Read> Step<'_, R, WarcState> {
     // ----------------------------------------------------------------
     // zstd skippable frames
 
     /// A skippable frame: the dictionary when it opens the file, else
     /// passed over.
     fn read_skippable(&mut self) -> io::Result<bool> {
-        let start = self.src.pos();
-        let a = self.src.avail();
+        let start = self.core.src.pos();
+        let a = self.core.src.avail();
         if a.len() < 8 {
             let n = a.len();
-            self.src.consume(n);
-            self.stats.skipped_bytes += n as u64;
-            self.pending.push_back(Error::Garbage {
+            self.core.src.consume(n);
+            self.core.stats.skipped_bytes += n as u64;
+            self.core.pending.push_back(Error::Garbage {
                 offset: start,
                 length: n as u64,
             });
@@ -347,22 +216,22 @@ impl<R: Read> Reader<R> {
         }
         let magic = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
         let size = u64::from(u32::from_le_bytes([a[4], a[5], a[6], a[7]]));
-        self.src.consume(8);
-        if magic == DICT_FRAME && self.units == 0 && self.dict.is_none() {
+        self.core.src.consume(8);
+        if magic == DICT_FRAME && self.st.units == 0 && self.st.dict.is_none() {
             if size > MAX_DICT as u64 {
-                let got = self.src.discard(size)?;
-                self.stats.skipped_bytes += 8 + got;
-                self.pending.push_back(Error::BadDictionary {
+                let got = self.core.src.discard(size)?;
+                self.core.stats.skipped_bytes += 8 + got;
+                self.core.pending.push_back(Error::BadDictionary {
                     offset: start,
                     reason: format!("{size} bytes, more than the {MAX_DICT}-byte limit"),
                 });
                 return Ok(false);
             }
             let mut dict = Vec::new();
-            let got = self.src.read_block(&mut dict, size)?;
-            self.stats.separator_bytes += 8 + got;
+            let got = self.core.src.read_block(&mut dict, size)?;
+            self.core.stats.separator_bytes += 8 + got;
             if got < size {
-                self.pending.push_back(Error::BadDictionary {
+                self.core.pending.push_back(Error::BadDictionary {
                     offset: start,
                     reason: format!("the file ends {got} bytes into its {size} bytes"),
                 });
@@ -372,7 +241,7 @@ impl<R: Read> Reader<R> {
                 match zstd::bulk::decompress(&dict, MAX_DICT) {
                     Ok(d) => dict = d,
                     Err(e) => {
-                        self.pending.push_back(Error::BadDictionary {
+                        self.core.pending.push_back(Error::BadDictionary {
                             offset: start,
                             reason: format!("cannot decompress it: {e}"),
                         });
@@ -382,18 +251,18 @@ impl<R: Read> Reader<R> {
             }
             match ZDecoder::with_dictionary(&dict) {
                 Ok(d) => {
-                    self.zstd = Some(d);
-                    self.dict = Some(dict);
+                    self.st.zstd = Some(d);
+                    self.st.dict = Some(dict);
                 }
-                Err(e) => self.pending.push_back(Error::BadDictionary {
+                Err(e) => self.core.pending.push_back(Error::BadDictionary {
                     offset: start,
                     reason: e.to_string(),
                 }),
             }
             return Ok(false);
         }
-        let got = self.src.discard(size)?;
-        self.stats.separator_bytes += 8 + got;
+        let got = self.core.src.discard(size)?;
+        self.core.stats.separator_bytes += 8 + got;
         Ok(false)
     }
 
@@ -401,70 +270,61 @@ impl<R: Read> Reader<R> {
     // gzip members and zstd frames
 
     fn read_member(&mut self, rec: &mut Record, codec: Codec) -> io::Result<bool> {
-        let start = self.src.pos();
+        let start = self.core.src.pos();
         // Keep the compressed bytes: a corrupt member is re-scanned from
         // just after its start, and a single-stream file is read again
         // from its start through a decompressor.
-        self.src.set_mark();
-        let first_unit = self.units == 1;
-        let limit = self.opts.max_block.saturating_add(MAX_HEAD as u64);
+        self.core.src.set_mark();
+        let first_unit = self.st.units == 1;
+        let limit = self.core.opts.max_block.saturating_add(MAX_HEAD as u64);
         let res = match codec {
             Codec::Gzip => self.inflate(rec, limit, first_unit),
             Codec::Zstd => self.unzstd(rec, limit, first_unit),
         };
-        self.stats.members += 1;
-        let end = self.src.pos();
+        self.core.stats.members += 1;
+        let end = self.core.src.pos();
         let what = codec.what();
         let stop = match res {
             Ok(stop) => stop,
             Err(e) => {
                 // Errors of the underlying reader are I/O failures, not
                 // damage, and end the read.
-                if self.src.failed() {
+                if self.core.src.failed() {
                     return Err(e);
                 }
                 // The member decoded to its end and only its check value
                 // disagrees: the record is kept, and reported (rescanning
                 // would find record starts inside stored deflate blocks).
                 if e.to_string().contains("checksum") && !rec.buf.is_empty() {
-                    self.src.clear_mark();
+                    self.core.src.clear_mark();
                     let length = end - start;
-                    self.pending.push_back(Error::BadChecksum {
+                    self.core.pending.push_back(Error::BadChecksum {
                         offset: start,
                         length,
                         what,
                     });
                     return Ok(self.split_member(rec, start, length, codec, false));
                 }
-                if self.src.at_eof() {
-                    self.src.clear_mark();
+                if self.core.src.at_eof() {
+                    self.core.src.clear_mark();
                     let length = end - start;
-                    self.pending.push_back(Error::TruncatedMember {
+                    self.core.pending.push_back(Error::TruncatedMember {
                         offset: start,
                         length,
                         what,
                     });
-                    if self.split_member(rec, start, length, codec, true) {
-                        rec.truncated = true;
-                        return Ok(true);
-                    }
-                    return Ok(false);
+                    let got = self.split_member(rec, start, length, codec, true);
+                    rec.truncated = got;
+                    return Ok(got);
                 }
-                rec.clear();
-                if !self.src.rewind(start + 1) && self.src.pos() <= start {
-                    self.src.consume(1);
-                }
-                self.src.clear_mark();
+                self.core.rescan_after(start, rec);
                 self.scan(None)?;
-                let length = self.src.pos() - start;
-                self.stats.skipped_bytes += length;
-                self.pending.push_back(Error::BadMember {
+                return Ok(self.core.skipped(start, 0, |length| Error::BadMember {
                     offset: start,
                     length,
                     what,
                     reason: e.to_string(),
-                });
-                return Ok(false);
+                }));
             }
         };
         let length = end - start;
@@ -473,15 +333,15 @@ impl<R: Read> Reader<R> {
             // A member that holds two records and ends, with more of the
             // file after it: one bad member in a file of one record per
             // member. Else the file is one compressed stream.
-            if stop == Stop::MultiEnded && !self.at_end_after_ws()? {
-                self.src.clear_mark();
+            if stop == Stop::MultiEnded && !self.core.at_end_after_ws(MAX_HEAD)? {
+                self.core.src.clear_mark();
                 self.multi_member(rec, start, length, what);
                 return Ok(false);
             }
-            if self.src.rewind(start) {
-                self.src.clear_mark();
+            if self.core.src.rewind(start) {
+                self.core.src.clear_mark();
                 self.decompress_rest(codec)?;
-                self.pending.push_back(Error::SingleStream {
+                self.core.pending.push_back(Error::SingleStream {
                     offset: start,
                     what: codec.name(),
                 });
@@ -489,38 +349,35 @@ impl<R: Read> Reader<R> {
             }
             // Too far into the stream to read it again (its first record
             // is larger than the bytes kept behind a mark).
-            self.src.clear_mark();
-            let rest = self.src.discard(u64::MAX)?;
-            self.stats.skipped_bytes += self.src.pos() - start;
-            self.stats.skipped_records += 1;
-            self.pending.push_back(Error::SingleStreamUnread {
-                offset: start,
-                length: length + rest,
-                what: codec.name(),
-            });
-            return Ok(false);
+            self.core.src.clear_mark();
+            self.core.src.discard(u64::MAX)?;
+            return Ok(self
+                .core
+                .skipped(start, 1, |length| Error::SingleStreamUnread {
+                    offset: start,
+                    length,
+                    what: codec.name(),
+                }));
         }
-        self.src.clear_mark();
+        self.core.src.clear_mark();
         if stop == Stop::TooLarge {
             rec.clear();
-            self.stats.skipped_bytes += length;
-            self.stats.skipped_records += 1;
-            self.pending.push_back(Error::RecordTooLarge {
+            let max = self.core.opts.max_block;
+            return Ok(self.core.skipped(start, 1, |_| Error::RecordTooLarge {
                 offset: start,
                 declared: limit,
-                limit: self.opts.max_block,
-            });
-            return Ok(false);
+                limit: max,
+            }));
         }
         if rec.buf.is_empty() {
-            self.stats.separator_bytes += length;
-            self.empty_from.get_or_insert(start);
+            self.core.stats.separator_bytes += length;
+            self.st.empty_from.get_or_insert(start);
             // An empty member is no unit: the next one may be the first.
-            self.units -= 1;
+            self.st.units -= 1;
             return Ok(false);
         }
         let got = self.split_member(rec, start, length, codec, false);
-        if let Some(from) = self.empty_from.take() {
+        if let Some(from) = self.st.empty_from.take() {
             rec.empty_lead = start - from;
         }
         Ok(got)
@@ -528,7 +385,7 @@ impl<R: Read> Reader<R> {
 
     /// Decodes one gzip member into `rec.buf`.
     fn inflate(&mut self, rec: &mut Record, limit: u64, first_unit: bool) -> io::Result<Stop> {
-        let mut dec = GzDecoder::new(&mut self.src);
+        let mut dec = GzDecoder::new(&mut self.core.src);
         let mut look = SecondLook::default();
         loop {
             let want = (limit.saturating_sub(rec.buf.len() as u64)).min(DECODE_STEP as u64);
@@ -561,10 +418,10 @@ impl<R: Read> Reader<R> {
     /// Decodes one zstd frame into `rec.buf`, with one context for the
     /// whole file (its dictionary loaded once).
     fn unzstd(&mut self, rec: &mut Record, limit: u64, first_unit: bool) -> io::Result<Stop> {
-        if self.zstd.is_none() {
-            self.zstd = Some(ZDecoder::new()?);
+        if self.st.zstd.is_none() {
+            self.st.zstd = Some(ZDecoder::new()?);
         }
-        let Some(dctx) = self.zstd.as_mut() else {
+        let Some(dctx) = self.st.zstd.as_mut() else {
             unreachable!("set above")
         };
         dctx.reinit()?;
@@ -577,7 +434,7 @@ impl<R: Read> Reader<R> {
                 rec.buf.clear();
             }
             rec.buf.reserve(DECODE_STEP);
-            let input = self.src.fill_buf()?;
+            let input = self.core.src.fill_buf()?;
             if input.is_empty() {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
@@ -586,7 +443,7 @@ impl<R: Read> Reader<R> {
             let mut out = OutBuffer::around_pos(&mut rec.buf, pos);
             let hint = dctx.run(&mut inb, &mut out)?;
             let used = inb.pos();
-            self.src.consume(used);
+            self.core.src.consume(used);
             if hint == 0 {
                 let multi = first_unit && !too_large && look.found(&rec.buf);
                 return Ok(match (multi, too_large) {
@@ -600,13 +457,13 @@ impl<R: Read> Reader<R> {
             }
         }
         // As for gzip: decoded on to see whether the frame ends soon.
-        let start = self.src.pos();
+        let start = self.core.src.pos();
         let mut scratch: Vec<u8> = Vec::with_capacity(64 << 10);
         loop {
-            if self.src.pos().saturating_sub(start) > MULTI_LOOK {
+            if self.core.src.pos().saturating_sub(start) > MULTI_LOOK {
                 return Ok(Stop::Multi);
             }
-            let input = self.src.fill_buf()?;
+            let input = self.core.src.fill_buf()?;
             if input.is_empty() {
                 return Ok(Stop::Multi);
             }
@@ -617,7 +474,7 @@ impl<R: Read> Reader<R> {
                 return Ok(Stop::Multi);
             };
             let used = inb.pos();
-            self.src.consume(used);
+            self.core.src.consume(used);
             if hint == 0 {
                 return Ok(Stop::MultiEnded);
             }
@@ -627,17 +484,17 @@ impl<R: Read> Reader<R> {
     /// From here on, reads the rest of the file through a decompressor:
     /// the file is one compressed stream.
     fn decompress_rest(&mut self, codec: Codec) -> io::Result<()> {
-        let old = std::mem::replace(&mut self.src, Src::new(Input::Gone, 64));
+        let old = std::mem::replace(&mut self.core.src, Src::new(Input::Gone, 64));
         let input = match codec {
             Codec::Gzip => Input::Gunzip(Box::new(MultiGzDecoder::new(old))),
-            Codec::Zstd => Input::Unzstd(Box::new(match &self.dict {
+            Codec::Zstd => Input::Unzstd(Box::new(match &self.st.dict {
                 Some(d) => zstd::stream::read::Decoder::with_dictionary(old, d)?,
                 None => zstd::stream::read::Decoder::with_buffer(old)?,
             })),
         };
-        self.src = Src::new(input, self.opts.buffer_size);
-        self.compressed_file = Some(false);
-        self.stats.single_stream = true;
+        self.core.src = Src::new(input, self.core.opts.buffer_size);
+        self.st.compressed_file = Some(false);
+        self.core.stats.single_stream = true;
         Ok(())
     }
 
@@ -661,10 +518,10 @@ impl<R: Read> Reader<R> {
             Parsed::Complete(n) => n,
             _ => {
                 rec.clear();
-                self.stats.skipped_bytes += length;
-                self.stats.skipped_records += u64::from(truncated);
+                self.core.stats.skipped_bytes += length;
+                self.core.stats.skipped_records += u64::from(truncated);
                 if !truncated {
-                    self.pending.push_back(Error::NotARecord {
+                    self.core.pending.push_back(Error::NotARecord {
                         offset,
                         length,
                         what,
@@ -689,7 +546,7 @@ impl<R: Read> Reader<R> {
                         }
                         let actual = strip_separator(data).len().max(hlen);
                         if !truncated {
-                            self.pending.push_back(Error::LengthMismatch {
+                            self.core.pending.push_back(Error::LengthMismatch {
                                 offset,
                                 declared: l,
                                 actual: (actual - hlen) as u64,
@@ -706,7 +563,7 @@ impl<R: Read> Reader<R> {
                 // The member ends first: all of it is block (a request's
                 // block may end with a blank line of its own).
                 if !truncated {
-                    self.pending.push_back(Error::LengthMismatch {
+                    self.core.pending.push_back(Error::LengthMismatch {
                         offset,
                         declared: l,
                         actual: (total - hlen) as u64,
@@ -719,7 +576,7 @@ impl<R: Read> Reader<R> {
                     return self.multi_member(rec, offset, length, what);
                 }
                 let actual = strip_separator(data).len().max(hlen);
-                self.pending.push_back(Error::InvalidLength {
+                self.core.pending.push_back(Error::InvalidLength {
                     offset,
                     declared: declared_text(&rec.head),
                     actual: (actual - hlen) as u64,
@@ -747,9 +604,9 @@ impl<R: Read> Reader<R> {
         what: &'static str,
     ) -> bool {
         rec.clear();
-        self.stats.skipped_bytes += length;
-        self.stats.skipped_records += 1;
-        self.pending.push_back(Error::MultiRecordMember {
+        self.core.stats.skipped_bytes += length;
+        self.core.stats.skipped_records += 1;
+        self.core.pending.push_back(Error::MultiRecordMember {
             offset,
             length,
             what,
@@ -763,13 +620,13 @@ impl<R: Read> Reader<R> {
     /// Reads a plain record at the current position, or skips what is not
     /// one.
     fn read_plain(&mut self, rec: &mut Record) -> io::Result<bool> {
-        let start = self.src.pos();
+        let start = self.core.src.pos();
         // The header block: lines up to an empty one.
         let mut at = 0;
         loop {
-            match self.src.peek_line_at(at, MAX_HEAD - at)? {
+            match self.core.src.peek_line_at(at, MAX_HEAD - at)? {
                 Some(n) => {
-                    let line = &self.src.avail()[at..at + n];
+                    let line = &self.core.src.avail()[at..at + n];
                     if at == 0 && header::version_of(line.trim_ascii_end()).is_none() {
                         return self.skip_garbage();
                     }
@@ -779,29 +636,29 @@ impl<R: Read> Reader<R> {
                     }
                 }
                 None => {
-                    let have = self.src.avail().len();
+                    let have = self.core.src.avail().len();
                     if have >= MAX_HEAD && at > 0 {
                         // A record's header that goes on past the limit:
                         // the record is lost, reading resumes at the next.
-                        self.stats.skipped_records += 1;
-                        self.pending.push_back(Error::HeaderTooLong {
+                        self.core.stats.skipped_records += 1;
+                        self.core.pending.push_back(Error::HeaderTooLong {
                             offset: start,
                             limit: MAX_HEAD as u64,
                         });
                         return self.skip_garbage();
                     }
-                    if self.src.fill(have + 1)? > have {
+                    if self.core.src.fill(have + 1)? > have {
                         // No line end within the limit: not a header.
                         return self.skip_garbage();
                     }
-                    if at == 0 && !version_prefix_ok(self.src.avail()) {
+                    if at == 0 && !version_prefix_ok(self.core.src.avail()) {
                         return self.skip_garbage();
                     }
                     // The file ends inside the header.
-                    self.src.consume(have);
-                    self.stats.skipped_bytes += have as u64;
-                    self.stats.skipped_records += 1;
-                    self.pending.push_back(Error::TruncatedHeader {
+                    self.core.src.consume(have);
+                    self.core.stats.skipped_bytes += have as u64;
+                    self.core.stats.skipped_records += 1;
+                    self.core.pending.push_back(Error::TruncatedHeader {
                         offset: start,
                         length: have as u64,
                     });
@@ -809,14 +666,14 @@ impl<R: Read> Reader<R> {
                 }
             }
         }
-        let parsed = header::parse(&self.src.avail()[..at], &mut rec.head);
+        let parsed = header::parse(&self.core.src.avail()[..at], &mut rec.head);
         debug_assert_eq!(parsed, Parsed::Complete(at));
-        self.src.consume(at);
+        self.core.src.consume(at);
         rec.offset = start;
-        let block_start = self.src.pos();
+        let block_start = self.core.src.pos();
         let Some(declared) = content_length(rec.head.get("Content-Length")) else {
             self.block_to_next_record(rec)?;
-            self.pending.push_back(Error::InvalidLength {
+            self.core.pending.push_back(Error::InvalidLength {
                 offset: start,
                 declared: declared_text(&rec.head),
                 actual: rec.block().len() as u64,
@@ -824,19 +681,19 @@ impl<R: Read> Reader<R> {
             rec.length = block_start - start + rec.block().len() as u64;
             return Ok(true);
         };
-        if declared > self.opts.max_block {
-            let got = self.src.discard(declared)?;
-            self.stats.skipped_bytes += at as u64 + got;
-            self.stats.skipped_records += 1;
+        if declared > self.core.opts.max_block {
+            let got = self.core.src.discard(declared)?;
+            self.core.stats.skipped_bytes += at as u64 + got;
+            self.core.stats.skipped_records += 1;
             rec.clear();
-            self.pending.push_back(Error::RecordTooLarge {
+            self.core.pending.push_back(Error::RecordTooLarge {
                 offset: start,
                 declared,
-                limit: self.opts.max_block,
+                limit: self.core.opts.max_block,
             });
             return Ok(false);
         }
-        let got = match self.src.take_shared(declared) {
+        let got = match self.core.src.take_shared(declared) {
             Some((bytes, s, e)) => {
                 rec.shared = Some(SharedBlock {
                     bytes,
@@ -845,12 +702,12 @@ impl<R: Read> Reader<R> {
                 });
                 declared
             }
-            None => self.src.read_block(&mut rec.buf, declared)?,
+            None => self.core.src.read_block(&mut rec.buf, declared)?,
         };
-        rec.length = self.src.pos() - start;
+        rec.length = self.core.src.pos() - start;
         if got < declared {
             rec.truncated = true;
-            self.pending.push_back(Error::Truncated {
+            self.core.pending.push_back(Error::Truncated {
                 offset: start,
                 declared,
                 actual: got,
@@ -870,7 +727,7 @@ impl<R: Read> Reader<R> {
             self.give_back(rec, k, block_start);
             truncate_block(rec, keep);
             rec.length = block_start - start + keep as u64;
-            self.pending.push_back(Error::LengthMismatch {
+            self.core.pending.push_back(Error::LengthMismatch {
                 offset: start,
                 declared,
                 actual: keep as u64,
@@ -905,10 +762,10 @@ impl<R: Read> Reader<R> {
         if tail.is_empty() || tail.len() >= VERSION_LINE || !version_prefix_ok(tail) {
             return Ok(None);
         }
-        self.src.fill(PEEK)?;
+        self.core.src.fill(PEEK)?;
         let mut line = Vec::with_capacity(tail.len() + PEEK);
         line.extend_from_slice(tail);
-        let a = self.src.avail();
+        let a = self.core.src.avail();
         line.extend_from_slice(&a[..a.len().min(PEEK)]);
         Ok(looks_like_record(&line).then_some(last))
     }
@@ -918,10 +775,10 @@ impl<R: Read> Reader<R> {
         match &mut rec.shared {
             Some(s) => {
                 s.end = s.start + k;
-                self.src.rewind(block_start + k as u64);
+                self.core.src.rewind(block_start + k as u64);
             }
             None => {
-                self.src.unread(&rec.buf[k..]);
+                self.core.src.unread(&rec.buf[k..]);
                 rec.buf.truncate(k);
             }
         }
@@ -929,34 +786,25 @@ impl<R: Read> Reader<R> {
 
     /// Junk at the current position: skipped to the next record.
     fn skip_garbage(&mut self) -> io::Result<bool> {
-        let start = self.src.pos();
+        let start = self.core.src.pos();
         // The current position is known not to start a record.
-        self.src.consume(1);
+        self.core.src.consume(1);
         self.scan(None)?;
-        let length = self.src.pos() - start;
-        self.stats.skipped_bytes += length;
-        self.pending.push_back(Error::Garbage {
+        Ok(self.core.skipped(start, 0, |length| Error::Garbage {
             offset: start,
             length,
-        });
-        Ok(false)
-    }
-
-    /// Whether only whitespace is left in the file. Consumes nothing.
-    fn at_end_after_ws(&mut self) -> io::Result<bool> {
-        let i = self.src.ws_ahead(MAX_HEAD)?;
-        Ok(i <= MAX_HEAD && self.src.fill(i + 1)? <= i)
+        }))
     }
 
     /// Whether the current position is a record boundary: whitespace, then
     /// the end of the file, a member, a frame or a record. Consumes nothing.
     fn at_boundary(&mut self) -> io::Result<bool> {
-        let i = self.src.ws_ahead(MAX_HEAD)?;
-        if i > MAX_HEAD || self.src.fill(i + 1)? <= i {
+        let i = self.core.src.ws_ahead(MAX_HEAD)?;
+        if i > MAX_HEAD || self.core.src.fill(i + 1)? <= i {
             return Ok(true);
         }
-        self.src.fill(i + PEEK)?;
-        let a = &self.src.avail()[i..];
+        self.core.src.fill(i + PEEK)?;
+        let a = &self.core.src.avail()[i..];
         Ok(is_gzip_start(a) || is_zstd_start(a) || is_skippable_start(a) || looks_like_record(a))
     }
 
@@ -970,15 +818,17 @@ impl<R: Read> Reader<R> {
         let mut i = 0usize;
         loop {
             if i > PEEK {
-                self.src.pass(i - 4, &mut sink, self.opts.max_block);
+                self.core
+                    .src
+                    .pass(i - 4, &mut sink, self.core.opts.max_block);
                 i = 4;
             }
-            let n = self.src.fill(i + 1)?;
+            let n = self.core.src.fill(i + 1)?;
             if n <= i {
-                self.src.pass(n, &mut sink, self.opts.max_block);
+                self.core.src.pass(n, &mut sink, self.core.opts.max_block);
                 return Ok(());
             }
-            let a = self.src.avail();
+            let a = self.core.src.avail();
             let Some(j) = memchr::memchr3(b'/', 0x1f, 0x28, &a[i..]) else {
                 i = a.len();
                 continue;
@@ -991,7 +841,7 @@ impl<R: Read> Reader<R> {
                 _ => p,
             };
             if self.record_starts_at(h)? {
-                self.src.pass(h, &mut sink, self.opts.max_block);
+                self.core.src.pass(h, &mut sink, self.core.opts.max_block);
                 return Ok(());
             }
         }
@@ -1000,8 +850,8 @@ impl<R: Read> Reader<R> {
     /// Whether a record, or a member or frame holding one, starts `h`
     /// bytes ahead.
     fn record_starts_at(&mut self, h: usize) -> io::Result<bool> {
-        self.src.fill(h + PEEK)?;
-        let a = &self.src.avail()[h..];
+        self.core.src.fill(h + PEEK)?;
+        let a = &self.core.src.avail()[h..];
         if is_gzip_start(a) {
             let mut head = [0u8; 8];
             let mut dec = GzDecoder::new(a);
@@ -1009,10 +859,10 @@ impl<R: Read> Reader<R> {
             return Ok(is_warc_magic(&head[..n]));
         }
         if is_zstd_start(a) {
-            if self.zstd.is_none() {
-                self.zstd = Some(ZDecoder::new()?);
+            if self.st.zstd.is_none() {
+                self.st.zstd = Some(ZDecoder::new()?);
             }
-            let Some(dctx) = self.zstd.as_mut() else {
+            let Some(dctx) = self.st.zstd.as_mut() else {
                 unreachable!("set above")
             };
             dctx.reinit()?;

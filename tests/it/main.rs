@@ -8,6 +8,7 @@ mod dialects;
 mod digest;
 mod fold;
 mod fuzz;
+mod house;
 mod index;
 mod kulturarw3;
 mod live;

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ukvs::nedlib::{self, Capture, Error, Mismatch, OrphanKind};
+use ukvs::capture::object::Object as Capture;
+use ukvs::nedlib::{self, Error, Mismatch, OrphanKind};
 
 /// One row of `truth.tsv`.
 #[derive(Debug)]
@@ -142,7 +143,7 @@ fn walk(root: &Path) -> (BTreeMap<String, Found>, Listed) {
                         f.mismatches = nedlib::check(&meta, &data, p.data);
                         f.mismatches
                             .extend(tree.check_day(&meta.fields.harvest_time));
-                        let c = Capture::new(&meta, &data);
+                        let c = Capture::of_nedlib(&meta, &data);
                         f.capture = Some((
                             text(c.url),
                             c.datetime.map(|d| text(&d)).unwrap_or_default(),

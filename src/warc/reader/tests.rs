@@ -2,6 +2,7 @@ use std::io::Write;
 
 use super::*;
 use crate::warc::RecordType;
+use crate::warc::SharedBytes;
 
 fn record(uri: &str, body: &[u8]) -> Vec<u8> {
     let mut r = format!(
