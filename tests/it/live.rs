@@ -30,7 +30,14 @@ pub(crate) fn get(agent: &ureq::Agent, url: &str) -> (u16, String) {
         .call()
         .unwrap_or_else(|e| panic!("GET {url}: {e}"));
     let status = res.status().as_u16();
-    (status, res.body_mut().read_to_string().unwrap_or_default())
+    // Whole collections are read back: past ureq's default 10 MB cap.
+    let body = res
+        .body_mut()
+        .with_config()
+        .limit(1 << 30)
+        .read_to_string()
+        .unwrap_or_else(|e| panic!("GET {url}: the body: {e}"));
+    (status, body)
 }
 
 /// Status and body of a POST, or the transport error.
@@ -448,12 +455,17 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
     }
     assert!(deleted > 0, "no delete was answered");
     // Everything the collection holds came from a batch sent, once.
-    let (_, all) = get(
+    let (status, all) = get(
         &agent,
         &server.url("/crash/cdx?url=example&matchType=domain&output=text&limit=0"),
     );
     let total = all.lines().count();
-    assert_eq!(total, (must + may) * LINES, "{total} lines");
+    assert_eq!(
+        total,
+        (must + may) * LINES,
+        "{total} lines ({status}: {})",
+        all.chars().take(300).collect::<String>()
+    );
 }
 
 #[test]
