@@ -560,8 +560,10 @@ fn put_into(batch: &mut fjall::Batch, gen: &PartitionHandle, op: Op) -> usize {
     }
 }
 
-/// Writes one op to a journal: `len id tag [len line]`.
-fn write_op(out: &mut impl Write, op: &Op) -> std::io::Result<()> {
+/// Writes one op as a journal holds it: `len id tag [len line]` (lengths
+/// u32 little-endian, tag 0 a put, 1 a delete). The server spools a POST
+/// body's ops in the same records ([`read_ops`]).
+pub fn write_op(out: &mut impl Write, op: &Op) -> std::io::Result<()> {
     let (id, line) = match op {
         Op::Put { id, line } => (id, Some(line)),
         Op::Delete { id } => (id, None),
@@ -582,13 +584,18 @@ fn write_op(out: &mut impl Write, op: &Op) -> std::io::Result<()> {
 /// The ops of a journal, in order.
 fn read_journal(path: &Path, file: std::fs::File) -> impl Iterator<Item = Result<Op, Error>> {
     let path = path.to_path_buf();
-    let mut r = BufReader::with_capacity(1 << 16, file);
+    read_ops(BufReader::with_capacity(1 << 16, file))
+        .map(move |op| op.map_err(|e| journal_error(&path, e)))
+}
+
+/// The ops [`write_op`] wrote to `r`, in order.
+pub fn read_ops(mut r: impl Read) -> impl Iterator<Item = std::io::Result<Op>> {
     std::iter::from_fn(move || {
         let mut n = [0u8; 4];
         match r.read_exact(&mut n) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
-            Err(e) => return Some(Err(journal_error(&path, e))),
+            Err(e) => return Some(Err(e)),
         }
         let mut next = || -> std::io::Result<Op> {
             let mut id = vec![0; u32::from_le_bytes(n) as usize];
@@ -604,7 +611,7 @@ fn read_journal(path: &Path, file: std::fs::File) -> impl Iterator<Item = Result
             r.read_exact(&mut line)?;
             Ok(Op::Put { id, line })
         };
-        Some(next().map_err(|e| journal_error(&path, e)))
+        Some(next())
     })
 }
 

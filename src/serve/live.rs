@@ -25,12 +25,12 @@
 //! commit is durable.
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
-use ukvs::engine::live::{is_delta_dir, Delta, Op};
+use ukvs::engine::live::{is_delta_dir, read_ops, write_op, Delta, Op};
 use ukvs::ukvs::post::{Body, MAX_LINE};
 
 use super::catalog::{check_name, Coll};
@@ -597,51 +597,13 @@ impl Spool {
     }
 
     fn push(&mut self, op: &Op) -> std::io::Result<()> {
-        let (id, line) = match op {
-            Op::Put { id, line } => (id, Some(line)),
-            Op::Delete { id } => (id, None),
-        };
-        let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
-        self.out.write_all(&len(id.len()))?;
-        self.out.write_all(id)?;
-        match line {
-            Some(l) => {
-                self.out.write_all(&[0])?;
-                self.out.write_all(&len(l.len()))?;
-                self.out.write_all(l)?;
-            }
-            None => self.out.write_all(&[1])?,
-        }
-        Ok(())
+        write_op(&mut self.out, op)
     }
 
     /// The ops in the order pushed.
     fn replay(self) -> Result<impl Iterator<Item = std::io::Result<Op>>, String> {
         let mut file = self.out.into_inner().map_err(|e| e.to_string())?;
         file.rewind().map_err(|e| e.to_string())?;
-        let mut r = BufReader::with_capacity(1 << 16, file);
-        Ok(std::iter::from_fn(move || {
-            let mut n = [0u8; 4];
-            match r.read_exact(&mut n) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
-                Err(e) => return Some(Err(e)),
-            }
-            let mut next = || -> std::io::Result<Op> {
-                let mut id = vec![0; u32::from_le_bytes(n) as usize];
-                r.read_exact(&mut id)?;
-                let mut tag = [0u8];
-                r.read_exact(&mut tag)?;
-                if tag[0] == 1 {
-                    return Ok(Op::Delete { id });
-                }
-                let mut m = [0u8; 4];
-                r.read_exact(&mut m)?;
-                let mut line = vec![0; u32::from_le_bytes(m) as usize];
-                r.read_exact(&mut line)?;
-                Ok(Op::Put { id, line })
-            };
-            Some(next())
-        }))
+        Ok(read_ops(BufReader::with_capacity(1 << 16, file)))
     }
 }
