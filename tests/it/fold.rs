@@ -446,14 +446,7 @@ fn sigkill_during_concurrent_posts_deletes_and_folds_keeps_every_answered_write(
     let fates = fates.lock().unwrap();
     let (mut must, mut may, mut gone) = (0, 0, 0);
     for (&(w, b), &fate) in fates.iter() {
-        let (s, body) = get(
-            &agent,
-            &server.url(&format!(
-                "/crash/cdx?url=w{w}b{b}.example/&matchType=host&output=text"
-            )),
-        );
-        assert_eq!(s, 200);
-        let n = body.lines().count();
+        let n = crate::live::batch_lines(&agent, &server, w, b);
         match fate {
             Fate::There => {
                 assert_eq!(n, LINES, "batch {w}/{b} was answered 200 but has {n} lines");

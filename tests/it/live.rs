@@ -342,6 +342,19 @@ pub(crate) fn batch_body(w: usize, b: usize, n: usize) -> String {
     body
 }
 
+/// How many lines of batch `b` of writer `w` ([`batch_body`]) a server
+/// holds.
+pub(crate) fn batch_lines(agent: &ureq::Agent, server: &Server, w: usize, b: usize) -> usize {
+    let (s, body) = get(
+        agent,
+        &server.url(&format!(
+            "/crash/cdx?url=w{w}b{b}.example/&matchType=host&output=text"
+        )),
+    );
+    assert_eq!(s, 200);
+    body.lines().count()
+}
+
 /// What became of a batch when the server was killed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fate {
@@ -430,14 +443,7 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
     let (mut must, mut may) = (0, 0);
     let mut deleted = 0;
     for (&(w, b), &fate) in sent.iter() {
-        let (s, body) = get(
-            &agent,
-            &server.url(&format!(
-                "/crash/cdx?url=w{w}b{b}.example/&matchType=host&output=text"
-            )),
-        );
-        assert_eq!(s, 200);
-        let n = body.lines().count();
+        let n = batch_lines(&agent, &server, w, b);
         match fate {
             Fate::Added => {
                 assert_eq!(n, LINES, "batch {w}/{b} was answered 200 but has {n} lines");
