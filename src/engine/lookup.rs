@@ -498,6 +498,58 @@ impl Source {
         self.lines(all, None)
     }
 
+    /// The lines of `range` no greater than `at_most` (when given), last
+    /// first: [`Source::lines`] reversed, read from the end of the range.
+    /// A sorted file is scanned backwards from the range's end
+    /// ([`Search::range_rev`]); a cluster's blocks are read from the last
+    /// one that can hold the range, one block held at a time. `blocks`
+    /// gives the blocks to read instead (a page of them).
+    pub fn lines_rev<'s>(
+        &'s self,
+        range: &'s KeyRange,
+        at_most: Option<&[u8]>,
+        blocks: Option<Vec<Block>>,
+    ) -> Result<SourceLinesRev<'s>, Error> {
+        match &self.kind {
+            Kind::Plain(_) if self.early_disorder.is_some() => {
+                let (offset, line) = self.early_disorder.clone().unwrap_or_default();
+                Err(self.failed(sorted::Error::Unsorted {
+                    offset,
+                    line: String::from_utf8_lossy(&line).into_owned(),
+                }))
+            }
+            Kind::Plain(_) if blocks.is_some() => Ok(SourceLinesRev::Done),
+            Kind::Plain(search) => Ok(SourceLinesRev::Plain(
+                search
+                    .range_rev(range, at_most)
+                    .map_err(|e| self.failed(e))?,
+            )),
+            Kind::Cluster { shards, cluster } => {
+                let mut blocks = match blocks {
+                    Some(b) => b,
+                    None => cluster.blocks(range).map_err(|e| self.failed(e))?,
+                };
+                if let Some(most) = at_most {
+                    // A block whose first key sorts above `most` holds
+                    // only lines above it.
+                    while blocks.len() > 1 && blocks.last().is_some_and(|b| &b.first_key[..] > most)
+                    {
+                        blocks.pop();
+                    }
+                }
+                Ok(SourceLinesRev::Cluster(Box::new(BlocksRev {
+                    blocks,
+                    range,
+                    at_most: at_most.map(<[u8]>::to_vec),
+                    fetch: Box::new(shard_fetcher(shards)),
+                    held: Vec::new(),
+                    after: None,
+                    done: false,
+                })))
+            }
+        }
+    }
+
     /// The lines of a page of a cluster's blocks within `range` (pywb's
     /// paged queries); nothing for a sorted file.
     pub fn page_lines<'s>(&'s self, blocks: Vec<Block>, range: &'s KeyRange) -> SourceLines<'s> {
@@ -603,6 +655,75 @@ impl<'s> Iterator for SourceLines<'s> {
             SourceLines::Cluster(b) => b.next().map(|l| l.map(Cow::Owned)),
             SourceLines::Done => None,
         }
+    }
+}
+
+/// The lines of one source within a range, last first
+/// ([`Source::lines_rev`]).
+pub enum SourceLinesRev<'s> {
+    Plain(sorted::RangeRev<'s>),
+    Cluster(Box<BlocksRev<'s>>),
+    Done,
+}
+
+impl<'s> Iterator for SourceLinesRev<'s> {
+    type Item = Result<Cow<'s, [u8]>, sorted::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            SourceLinesRev::Plain(r) => r.next().map(|l| l.map(|(_, line)| Cow::Borrowed(line))),
+            SourceLinesRev::Cluster(b) => b.next().map(|l| l.map(Cow::Owned)),
+            SourceLinesRev::Done => None,
+        }
+    }
+}
+
+/// A cluster's lines of a range, last first: its blocks from the last,
+/// each read whole (its lines within the range, as [`BlockLines`] gives
+/// them) and handed out backwards, each line checked against the one
+/// handed out before it.
+pub struct BlocksRev<'s> {
+    /// Blocks still to read; the last is read next.
+    blocks: Vec<Block>,
+    range: &'s KeyRange,
+    at_most: Option<Vec<u8>>,
+    fetch: Fetch<'s>,
+    /// The lines of the block being read; the last is handed out next.
+    held: Vec<Vec<u8>>,
+    after: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl Iterator for BlocksRev<'_> {
+    type Item = Result<Vec<u8>, sorted::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            if let Some(line) = self.held.pop() {
+                if self.after.as_ref().is_some_and(|a| line > *a) {
+                    self.done = true;
+                    return Some(Err(sorted::Error::Unsorted {
+                        offset: 0,
+                        line: String::from_utf8_lossy(&line).into_owned(),
+                    }));
+                }
+                if self.at_most.as_ref().is_some_and(|m| line > *m) {
+                    continue;
+                }
+                self.after = Some(line.clone());
+                return Some(Ok(line));
+            }
+            let block = self.blocks.pop()?;
+            let lines = BlockLines::new(vec![block], self.range, &mut self.fetch);
+            match lines.collect::<Result<Vec<_>, _>>() {
+                Ok(l) => self.held = l,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
     }
 }
 

@@ -151,6 +151,35 @@ impl<'a> Merged<'a> {
         ))
     }
 
+    /// The delta's lines within `range` no greater than `at_most` (when
+    /// given), last first, when there are at most `max` of them: the store
+    /// reads forwards only, so they are read and held. `None` when there
+    /// are more (a reader then reads the range forwards).
+    pub fn delta_lines_rev(
+        &self,
+        range: &KeyRange,
+        at_most: Option<&[u8]>,
+        max: usize,
+    ) -> Result<Option<Lines<'a>>, Error> {
+        let Some(delta) = self.delta else {
+            return Ok(Some(Box::new(std::iter::empty())));
+        };
+        let mut held = Vec::new();
+        for line in delta.lines(range)? {
+            let line = line?;
+            if at_most.is_some_and(|m| &line[..] > m) {
+                break;
+            }
+            if held.len() == max {
+                return Ok(None);
+            }
+            held.push(line);
+        }
+        Ok(Some(Box::new(
+            held.into_iter().rev().map(|l| Ok(Cow::Owned(l))),
+        )))
+    }
+
     /// One base's lines of `range` as the collection holds them: less
     /// what the delta hides, and with the delta's lines merged in when
     /// they belong within ([`Merged::delta_within`]).

@@ -135,27 +135,9 @@ fn resumed(range: &KeyRange, at: &[u8]) -> KeyRange {
     if at <= &range.start[..] {
         return range.clone();
     }
-    let upper = match &range.upper {
-        Upper::Exact => Upper::Before([&range.start[..], b"!"].concat()),
-        Upper::Prefix => {
-            // The smallest bytes above every line starting with `start`.
-            let mut end = range.start.clone();
-            while end.last() == Some(&u8::MAX) {
-                end.pop();
-            }
-            match end.last_mut() {
-                Some(b) => {
-                    *b += 1;
-                    Upper::Before(end)
-                }
-                None => Upper::Unbounded,
-            }
-        }
-        other => other.clone(),
-    };
     KeyRange {
         start: at.to_vec(),
-        upper,
+        upper: range.end_key().map_or(Upper::Unbounded, Upper::Before),
     }
 }
 
@@ -264,26 +246,79 @@ fn run(coll: &Coll, p: &Params, sink: &mut Sink) -> Result<(), Fail> {
         return paged_index(sources, &range, page.unwrap_or(0), page_size, sink);
     }
 
-    // Where the lines start: a resume key, or the `from` of an exact URL
-    // (its lines are in datetime order).
-    let mut at = match &p.resume_key {
+    let at = match &p.resume_key {
         Some(k) => Position::parse(k),
         None => Position {
             start: Vec::new(),
             skip: 0,
         },
     };
+    let reverse = matches!(p.sort, Sort::Reverse);
+    if reverse || fast_last(p, page) {
+        let flip = !reverse;
+        return backward(coll, p, m, &range, at, page, page_size, flip, sink);
+    }
+    forward(coll, p, m, &range, at, page, page_size, sink)
+}
+
+/// Whether `limit=-N` can be answered from the end of the range: when no
+/// step needs the lines before those answered (an offset, a collapse, the
+/// counters, a resume position), the last N lines that pass are the
+/// first N read backwards. IA's `fastLatest`, with the answer it would
+/// give without it.
+fn fast_last(p: &Params, page: Option<usize>) -> bool {
+    matches!(p.sort, Sort::Regular)
+        && p.limit < 0
+        && p.offset == 0
+        && p.resume_key.is_none()
+        && page.is_none()
+        && p.collapses.is_empty()
+        && !p.show_dupe_count
+        && !p.counts_groups()
+}
+
+/// The answer read forwards: from the resume position, or the `from` of
+/// an exact URL (its lines are in datetime order).
+#[allow(clippy::too_many_arguments)]
+fn forward(
+    coll: &Coll,
+    p: &Params,
+    m: MatchType,
+    range: &KeyRange,
+    mut at: Position,
+    page: Option<usize>,
+    page_size: usize,
+    sink: &mut Sink,
+) -> Result<(), Fail> {
     if let (MatchType::Exact, Some(from), None) = (m, &p.from, &p.resume_key) {
         at.start = [&range.start[..], b" ", from.as_bytes()].concat();
     }
-    let read = resumed(&range, &at.start);
+    let read = resumed(range, &at.start);
     if read.start != at.start {
         at.skip = 0;
     }
+    let merged = forward_lines(coll, range, &read, page, page_size)?;
+    let how = How {
+        reverse: false,
+        flip: false,
+    };
+    answer_lines(coll, p, m, merged, at, how, sink)
+}
 
+/// Every source's lines of `read` (ZipNum: the page's blocks, or those
+/// that may hold `read`), less the delta's tombstones, and the delta's,
+/// merged in byte order.
+fn forward_lines<'a>(
+    coll: &'a Coll,
+    range: &'a KeyRange,
+    read: &'a KeyRange,
+    page: Option<usize>,
+    page_size: usize,
+) -> Result<impl Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a, Fail> {
+    let sources = base_sources(coll);
     let view = coll.merged();
     let hidden = view
-        .hider(&read)
+        .hider(read)
         .map_err(|e| Fail::Internal(e.to_string()))?;
     let mut each: Vec<Lines<'_>> = Vec::new();
     let first_page = page.map_or(true, |n| n == 0);
@@ -292,9 +327,9 @@ fn run(coll: &Coll, p: &Params, sink: &mut Sink) -> Result<(), Fail> {
             match page {
                 Some(n) => {
                     let blocks = source
-                        .blocks(&range)
+                        .blocks(range)
                         .map_err(|e| Fail::Internal(e.to_string()))?;
-                    source.page_lines(page_of(blocks, n, page_size), &read)
+                    source.page_lines(page_of(blocks, n, page_size), read)
                 }
                 None => {
                     // The blocks that may hold `read.start`'s copies: a
@@ -302,14 +337,14 @@ fn run(coll: &Coll, p: &Params, sink: &mut Sink) -> Result<(), Fail> {
                     // one line may fill blocks before the one whose first
                     // key the whole line passes.
                     let blocks = source
-                        .blocks(&block_range(&read))
+                        .blocks(&block_range(read))
                         .map_err(|e| Fail::Internal(e.to_string()))?;
-                    source.page_lines(blocks, &read)
+                    source.page_lines(blocks, read)
                 }
             }
         } else if first_page {
             source
-                .lines(&read, None)
+                .lines(read, None)
                 .map_err(|e| Fail::Internal(e.to_string()))?
         } else {
             continue;
@@ -318,19 +353,119 @@ fn run(coll: &Coll, p: &Params, sink: &mut Sink) -> Result<(), Fail> {
     }
     if coll.live.is_some() && first_page {
         each.push(
-            view.delta_lines(&read)
+            view.delta_lines(read)
                 .map_err(|e| Fail::Internal(e.to_string()))?,
         );
     }
     let merged = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a < b);
-    answer_lines(
-        coll,
-        p,
-        m,
+    Ok(merged.map(|r| r.map(|(l, _)| l).map_err(|e| e.to_string())))
+}
+
+/// The answer read backwards, newest first: `sort=reverse` (IA reads
+/// its index backwards and takes every step on the lines as they come,
+/// so a collapse keeps the newest line of a run), or the last N of
+/// `limit=-N` (`flip`: read backwards, written in index order). A resume
+/// position is where reading goes on down from (its copies read already
+/// skipped); an exact URL's `to` is where it starts.
+#[allow(clippy::too_many_arguments)]
+fn backward(
+    coll: &Coll,
+    p: &Params,
+    m: MatchType,
+    range: &KeyRange,
+    mut at: Position,
+    page: Option<usize>,
+    page_size: usize,
+    flip: bool,
+    sink: &mut Sink,
+) -> Result<(), Fail> {
+    let mut at_most = (!at.start.is_empty()).then(|| at.start.clone());
+    if let (MatchType::Exact, Some(to)) = (m, &p.to) {
+        // Above every datetime `to` takes (digits, then `:`).
+        let end = [&range.start[..], b" ", to.as_bytes(), b":"].concat();
+        if at_most.as_ref().map_or(true, |a| end < *a) {
+            at_most = Some(end);
+            at.skip = 0;
+        }
+    }
+    let how = How {
+        reverse: true,
+        flip,
+    };
+    if let Some(lines) = backward_lines(coll, range, at_most.as_deref(), page, page_size)? {
+        return answer_lines(coll, p, m, lines, at, how, sink);
+    }
+    if flip {
+        return forward(coll, p, m, range, at, page, page_size, sink);
+    }
+    // A delta too large to hold in reverse: the range read forwards, its
+    // last lines held (as many as a reversed answer holds).
+    let read = match &at_most {
+        Some(most) => KeyRange {
+            start: range.start.clone(),
+            upper: Upper::Before([&most[..], &[0][..]].concat()),
+        },
+        None => range.clone(),
+    };
+    let mut tail = VecDeque::new();
+    for line in forward_lines(coll, range, &read, page, page_size)? {
+        let line = line.map_err(Fail::Internal)?;
+        if !read.contains(&line) {
+            continue;
+        }
+        if tail.len() == HELD_MAX {
+            tail.pop_front();
+        }
+        tail.push_back(line.into_owned());
+    }
+    let lines = tail.into_iter().rev().map(|l| Ok(Cow::Owned(l)));
+    answer_lines(coll, p, m, lines, at, how, sink)
+}
+
+/// Every source's lines of `range` up to `at_most`, last first, merged:
+/// sorted files scanned backwards from the range's end, clusters' blocks
+/// from the last (or the page's, last first), the delta's held. `None`
+/// when the delta holds more of the range than [`HELD_MAX`] lines.
+fn backward_lines<'a>(
+    coll: &'a Coll,
+    range: &'a KeyRange,
+    at_most: Option<&[u8]>,
+    page: Option<usize>,
+    page_size: usize,
+) -> Result<Option<impl Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a>, Fail> {
+    let internal = |e: &dyn std::fmt::Display| Fail::Internal(e.to_string());
+    let view = coll.merged();
+    let mut each: Vec<Lines<'_>> = Vec::new();
+    let first_page = page.map_or(true, |n| n == 0);
+    if coll.live.is_some() && first_page {
+        match view
+            .delta_lines_rev(range, at_most, HELD_MAX)
+            .map_err(|e| internal(&e))?
+        {
+            Some(lines) => each.push(lines),
+            None => return Ok(None),
+        }
+    }
+    let hidden = view.hider(range).map_err(|e| internal(&e))?;
+    for source in base_sources(coll) {
+        let blocks = match page {
+            Some(n) if source.is_cluster() => {
+                let blocks = source.blocks(range).map_err(|e| internal(&e))?;
+                Some(page_of(blocks, n, page_size))
+            }
+            Some(n) if n > 0 => continue,
+            _ => None,
+        };
+        let lines = source
+            .lines_rev(range, at_most, blocks)
+            .map_err(|e| internal(&e))?;
+        each.push(view.unhidden(lines, hidden.clone()));
+    }
+    // The delta first: of equal lines, the one a forward read gives last.
+    let merged = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a > b);
+    Ok(Some(
         merged.map(|r| r.map(|(l, _)| l).map_err(|e| e.to_string())),
-        at,
-        sink,
-    )
+    ))
 }
 
 /// `showPagedIndex`: the secondary-index lines of the page's blocks.
@@ -465,12 +600,18 @@ impl Collapser {
     }
 }
 
-/// A line that will be written, waiting for its counters.
+/// A line that will be written, waiting for its counters: the lines
+/// `filter` and `collapse` drop after it, up to the next line written,
+/// are its group.
 struct Kept {
     capture: Capture,
     dupes: u64,
+    /// Lines of its group dropped.
     skipped: u64,
+    /// The datetime of the group's last line.
     end: String,
+    /// The group's distinct digests (`showUniqCount`).
+    digests: Option<std::collections::HashSet<String>>,
 }
 
 /// Writes rows as text or IA's JSON (an array of arrays, the header row
@@ -491,7 +632,11 @@ impl Out {
                 Field::Index(_) => Cow::Borrowed(k.capture.get(f)),
                 Field::DupeCount => Cow::Owned(k.dupes.to_string()),
                 Field::SkipCount => Cow::Owned(k.skipped.to_string()),
+                Field::GroupCount => Cow::Owned((k.skipped + 1).to_string()),
                 Field::EndTimestamp => Cow::Borrowed(k.end.as_str()),
+                Field::UniqCount => {
+                    Cow::Owned(k.digests.as_ref().map_or(1, |d| d.len()).to_string())
+                }
             })
             .collect();
         if self.json {
@@ -551,12 +696,22 @@ impl Out {
 /// the whole answer.
 enum Held {
     Stream,
-    /// The last N, in index order.
+    /// The last N, in the order read.
     Last(VecDeque<String>, usize),
-    /// The last N, newest first.
-    Reverse(VecDeque<String>, usize),
+    /// The first N read backwards, written in index order.
+    Flip(Vec<String>),
     /// The N nearest to a datetime (seconds), nearest first.
     Closest(BinaryHeap<(u64, u64, String)>, usize, i64),
+}
+
+/// How the lines of an answer come.
+#[derive(Clone, Copy)]
+struct How {
+    /// Newest first (a backward read).
+    reverse: bool,
+    /// Read backwards for `limit=-N`: the first N kept are written last
+    /// first, that is in index order.
+    flip: bool,
 }
 
 /// The query's steps over the merged lines, and the answer.
@@ -566,6 +721,7 @@ fn answer_lines<'a>(
     m: MatchType,
     lines: impl Iterator<Item = Result<Cow<'a, [u8]>, String>>,
     at: Position,
+    how: How,
     sink: &mut Sink,
 ) -> Result<(), Fail> {
     let fields = p.fields();
@@ -581,16 +737,11 @@ fn answer_lines<'a>(
             .min(HELD_MAX)
     };
     let mut held = match &p.sort {
-        Sort::Regular if p.limit < 0 => Held::Last(VecDeque::new(), held_n(p.limit)),
-        Sort::Regular => Held::Stream,
-        Sort::Reverse => Held::Reverse(
-            VecDeque::new(),
-            if p.limit == 0 {
-                HELD_MAX
-            } else {
-                held_n(p.limit)
-            },
-        ),
+        _ if how.flip => Held::Flip(Vec::new()),
+        Sort::Regular | Sort::Reverse if p.limit < 0 => {
+            Held::Last(VecDeque::new(), held_n(p.limit))
+        }
+        Sort::Regular | Sort::Reverse => Held::Stream,
         Sort::Closest(c) => Held::Closest(
             BinaryHeap::new(),
             if p.limit == 0 {
@@ -601,12 +752,13 @@ fn answer_lines<'a>(
             datetime_to_secs(c.as_bytes()),
         ),
     };
-    // A positive limit on an answer in index order: where pages end.
+    // Where an answer read in its order ends (and pages end).
     let limit = match held {
         Held::Stream if p.limit > 0 => Some(p.limit.unsigned_abs()),
+        Held::Flip(_) => Some(held_n(p.limit) as u64),
         _ => None,
     };
-    let counts = p.show_skip_count;
+    let counts = p.counts_groups();
     let mut collapser = Collapser {
         each: p.collapses.iter().map(|c| (*c, None)).collect(),
     };
@@ -627,7 +779,8 @@ fn answer_lines<'a>(
         let row = out.render(&k);
         match held {
             Held::Stream => out.row(sink, &row),
-            Held::Last(q, n) | Held::Reverse(q, n) => {
+            Held::Flip(rows) => rows.push(row),
+            Held::Last(q, n) => {
                 q.push_back(row);
                 if q.len() > *n {
                     q.pop_front();
@@ -669,23 +822,21 @@ fn answer_lines<'a>(
         }
         let c = Capture::parse(&line, &coll.value_names).map_err(Fail::Internal)?;
         let ts = c.timestamp();
-        let outside =
-            c.get(Field::Index(3)) == "alexa/dat" || p.from.as_deref().is_some_and(|f| ts < f);
-        if let Some(to) = p.to.as_deref() {
-            if ts > to && !ts.starts_with(to) {
-                if m == MatchType::Exact {
-                    // An exact URL's lines are in datetime order.
-                    break;
-                }
-                prev = Some((line, copies + 1));
-                continue;
-            }
+        // An exact URL's lines are in datetime order: past `to` (or, read
+        // backwards, before `from`) none is left.
+        let before = p.from.as_deref().is_some_and(|f| ts < f);
+        let after =
+            p.to.as_deref()
+                .is_some_and(|to| ts > to && !ts.starts_with(to));
+        if m == MatchType::Exact && ((after && !how.reverse) || (before && how.reverse)) {
+            break;
         }
-        let excluded = coll.acl.as_ref().is_some_and(|rules| {
-            rules.access(c.get(Field::Index(0)).as_bytes(), ts.as_bytes())
-                == ukvs::acl::Access::Exclude
-        });
-        if outside || excluded {
+        let excluded = c.get(Field::Index(3)) == "alexa/dat"
+            || coll.acl.as_ref().is_some_and(|rules| {
+                rules.access(c.get(Field::Index(0)).as_bytes(), ts.as_bytes())
+                    == ukvs::acl::Access::Exclude
+            });
+        if before || after || excluded {
             prev = Some((line, copies + 1));
             continue;
         }
@@ -697,6 +848,9 @@ fn answer_lines<'a>(
             if let Some(k) = &mut kept {
                 k.skipped += 1;
                 k.end = ts.to_string();
+                if let Some(d) = &mut k.digests {
+                    d.insert(c.get(Field::Index(5)).to_string());
+                }
             }
             prev = Some((line, copies + 1));
             continue;
@@ -718,11 +872,15 @@ fn answer_lines<'a>(
             0
         };
         let end = ts.to_string();
+        let digests = p
+            .show_uniq_count
+            .then(|| std::iter::once(c.get(Field::Index(5)).to_string()).collect());
         kept = Some(Kept {
             capture: c,
             dupes: dupe_count,
             skipped: 0,
             end,
+            digests,
         });
         written += 1;
         prev = Some((line, copies + 1));
@@ -738,13 +896,13 @@ fn answer_lines<'a>(
     }
     match held {
         Held::Stream => {}
-        Held::Last(q, _) => {
-            for row in q {
+        Held::Flip(rows) => {
+            for row in rows.into_iter().rev() {
                 out.row(sink, &row);
             }
         }
-        Held::Reverse(q, _) => {
-            for row in q.into_iter().rev() {
+        Held::Last(q, _) => {
+            for row in q {
                 out.row(sink, &row);
             }
         }
@@ -754,7 +912,7 @@ fn answer_lines<'a>(
             }
         }
     }
-    let key = match (&prev, more && p.show_resume_key) {
+    let key = match (&prev, more && p.show_resume_key && !how.flip && !p.newest) {
         (Some((line, n)), true) => Some(Position::key(line, *n)),
         _ => None,
     };

@@ -31,7 +31,7 @@ pub use query::{
     civil_from_secs, datetime_to_secs, days_from_civil, ordered, prefix_key_for_url, url_shortcut,
     KeyRange, MatchType, Order, TimeFilter, Upper,
 };
-pub use search::{Disorder, OrderReport, PywbRange, Range, Search};
+pub use search::{Disorder, OrderReport, PywbRange, Range, RangeRev, Search};
 pub use sort::{merge_runs, reduce_runs, spill, ExternalSorter, Run, Span, MAX_FAN_IN, SPAN_BYTES};
 
 /// Why a sorted-file operation failed.

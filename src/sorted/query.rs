@@ -146,6 +146,27 @@ impl KeyRange {
     pub fn contains(&self, line: &[u8]) -> bool {
         line >= &self.start[..] && !self.is_past(line)
     }
+
+    /// The smallest bytes above every line of the range, where a scan
+    /// backwards starts (`None`: the range runs to the end of the file).
+    /// An exact range ends at `start!`, a prefix at `start` with its last
+    /// byte below 0xFF raised by one (0xFF bytes at its end dropped).
+    pub fn end_key(&self) -> Option<Vec<u8>> {
+        match &self.upper {
+            Upper::Exact => Some([&self.start[..], b"!"].concat()),
+            Upper::Prefix => {
+                let mut end = self.start.clone();
+                while end.last() == Some(&u8::MAX) {
+                    end.pop();
+                }
+                let last = end.last_mut()?;
+                *last += 1;
+                Some(end)
+            }
+            Upper::Before(end) => Some(end.clone()),
+            Upper::Unbounded => None,
+        }
+    }
 }
 
 /// The key up to its first `)/` (the whole key when there is none).

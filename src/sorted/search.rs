@@ -667,6 +667,97 @@ impl<D: AsRef<[u8]>> Search<D> {
 }
 
 impl<D: AsRef<[u8]>> Search<D> {
+    /// The lines in `range` no greater than `at_most` (when given), last
+    /// first, each with its offset: two bisections (the range's start,
+    /// and its end or `at_most`), then a scan backwards that checks each
+    /// line against the one after it. The forward scan's answer
+    /// ([`Search::range`]) reversed, read from the end: the last lines of
+    /// a long range cost what its first ones do.
+    pub fn range_rev(
+        &self,
+        range: &KeyRange,
+        at_most: Option<&[u8]>,
+    ) -> Result<RangeRev<'_>, Error> {
+        let buf = self.data.as_ref();
+        let lo = self.lower_bound(&range.start)?;
+        let mut hi = match range.end_key() {
+            Some(end) => self.lower_bound(&end)?,
+            None => buf.len(),
+        };
+        if let Some(most) = at_most {
+            // The smallest bytes above `most`.
+            hi = hi.min(self.lower_bound(&[most, &[0][..]].concat())?);
+        }
+        // The line after the answer (if any) must not sort below its last
+        // line: it is the scan's first comparison.
+        let after = (hi < buf.len() && !self.is_sampled()).then(|| line_at(buf, hi).0);
+        Ok(RangeRev {
+            buf,
+            lo: lo.max(self.body),
+            end: hi.max(lo),
+            after,
+            order_end: self.order_end,
+            proven: self.is_sampled(),
+            done: false,
+        })
+    }
+}
+
+/// The line that ends at `end` (a line start, or the end of `buf`): its
+/// start and its bytes without the LF.
+fn line_before(buf: &[u8], end: usize) -> (usize, &[u8]) {
+    let stop = if end > 0 && buf.get(end - 1) == Some(&b'\n') {
+        end - 1
+    } else {
+        end
+    };
+    let start = line_start(buf, stop);
+    (start, &buf[start..stop])
+}
+
+/// Iterator over the lines of a [`KeyRange`], last first (see
+/// [`Search::range_rev`]), checking their order.
+#[derive(Debug)]
+pub struct RangeRev<'s> {
+    buf: &'s [u8],
+    /// The first line of the answer starts here.
+    lo: usize,
+    /// The next line handed out ends here.
+    end: usize,
+    /// The line handed out before (at first, the one after the range).
+    after: Option<&'s [u8]>,
+    order_end: Option<u8>,
+    proven: bool,
+    done: bool,
+}
+
+impl<'s> Iterator for RangeRev<'s> {
+    type Item = Result<(usize, &'s [u8]), Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.end <= self.lo {
+            self.done = true;
+            return None;
+        }
+        let (start, line) = line_before(self.buf, self.end);
+        self.end = start;
+        if !self.proven
+            && self
+                .after
+                .is_some_and(|a| order_key(line, self.order_end) > order_key(a, self.order_end))
+        {
+            self.done = true;
+            return Some(Err(Error::Unsorted {
+                offset: start as u64,
+                line: String::from_utf8_lossy(line).into_owned(),
+            }));
+        }
+        self.after = Some(line);
+        Some(Ok((start, line)))
+    }
+}
+
+impl<D: AsRef<[u8]>> Search<D> {
     /// The lines pywb 2.10 answers for `range` from this file, in order or
     /// not (`pywb.utils.binsearch.iter_range`): a bisection over 8192-byte
     /// blocks comparing the key with the first whole line of each block,
@@ -1003,6 +1094,57 @@ mod tests {
             proptest::prop_assert_eq!(&s.lower_bounds(&refs).unwrap(), &one_by_one);
             proptest::prop_assert_eq!(&plain.lower_bounds(&refs).unwrap(), &one_by_one);
         }
+    }
+
+    proptest::proptest! {
+        /// The backward scan is the forward one reversed, with or without
+        /// a last LF, headers, empty lines, copies of a line, sampling, and
+        /// an inclusive upper bound anywhere.
+        #[test]
+        fn range_rev_is_range_reversed(
+            mut lines in proptest::collection::vec("[a-c]{0,4}( [0-9]{1,2})?", 0..50),
+            key in "[a-c]{0,3}",
+            most in proptest::option::of("[a-c]{0,4}( [0-9]{1,2})?"),
+            m in 0usize..4,
+            headers: bool,
+            final_lf: bool,
+            sampled: bool,
+        ) {
+            lines.sort();
+            let mut data = if headers { "!meta x\n".to_string() } else { String::new() };
+            data.push_str(&lines.join("\n"));
+            if final_lf && !lines.is_empty() {
+                data.push('\n');
+            }
+            let mut s = Search::new(data.as_bytes());
+            if sampled {
+                s.sample(8).unwrap();
+            }
+            let m = [MatchType::Exact, MatchType::Prefix, MatchType::Host, MatchType::Domain][m];
+            let r = KeyRange::new(key.as_bytes(), m);
+            let mut want: Vec<(usize, &[u8])> = s
+                .range(&r)
+                .unwrap()
+                .map(Result::unwrap)
+                .filter(|(_, l)| most.as_ref().map_or(true, |x| *l <= x.as_bytes()))
+                .collect();
+            want.reverse();
+            let got: Vec<(usize, &[u8])> = s
+                .range_rev(&r, most.as_deref().map(str::as_bytes))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn range_rev_reports_lines_out_of_order() {
+        // Out of order where the bisections never look: the scan finds it.
+        let s = Search::new(&b"a 1\nb 2\nb 1\nb 3\nc 1\nc 2\nc 3\nd 1\n"[..]);
+        let r = KeyRange::new(b"b", MatchType::Exact);
+        let got: Result<Vec<_>, _> = s.range_rev(&r, None).and_then(|it| it.collect());
+        assert!(matches!(got, Err(Error::Unsorted { .. })), "{got:?}");
     }
 
     #[test]

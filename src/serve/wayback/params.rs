@@ -45,8 +45,12 @@ pub enum Field {
     DupeCount,
     /// `skipcount` (`showSkipCount`).
     SkipCount,
+    /// `groupcount` (`showGroupCount`).
+    GroupCount,
     /// `endtimestamp` (`lastSkipTimestamp`).
     EndTimestamp,
+    /// `uniqcount` (`showUniqCount`).
+    UniqCount,
 }
 
 impl Field {
@@ -59,7 +63,9 @@ impl Field {
             "redirecturl" => "redirect",
             "dupecount" => return Some(Field::DupeCount),
             "skipcount" => return Some(Field::SkipCount),
+            "groupcount" => return Some(Field::GroupCount),
             "endtimestamp" => return Some(Field::EndTimestamp),
+            "uniqcount" => return Some(Field::UniqCount),
             other => other,
         };
         if let Some(i) = FIELDS.iter().position(|f| *f == name) {
@@ -77,7 +83,9 @@ impl Field {
             Field::Index(i) => FIELDS[i],
             Field::DupeCount => "dupecount",
             Field::SkipCount => "skipcount",
+            Field::GroupCount => "groupcount",
             Field::EndTimestamp => "endtimestamp",
+            Field::UniqCount => "uniqcount",
         }
     }
 }
@@ -156,6 +164,9 @@ pub struct Params {
     pub offset: u64,
     pub fast_latest: bool,
     pub sort: Sort,
+    /// `limit=-1` or `last=true`: the newest line alone (read as
+    /// `sort=reverse&limit=1`, with no resume key: nothing follows it).
+    pub newest: bool,
     pub show_resume_key: bool,
     /// As received (the decoded parameter).
     pub resume_key: Option<String>,
@@ -167,7 +178,9 @@ pub struct Params {
     pub show_paged_index: bool,
     pub show_dupe_count: bool,
     pub show_skip_count: bool,
+    pub show_group_count: bool,
     pub last_skip_timestamp: bool,
+    pub show_uniq_count: bool,
     /// `gzip=`: `None` leaves it to `Accept-Encoding`.
     pub gzip: Option<bool>,
 }
@@ -195,6 +208,7 @@ impl Params {
             offset: 0,
             fast_latest: false,
             sort: Sort::Regular,
+            newest: false,
             show_resume_key: false,
             resume_key: None,
             page: -1,
@@ -203,13 +217,16 @@ impl Params {
             show_paged_index: false,
             show_dupe_count: false,
             show_skip_count: false,
+            show_group_count: false,
             last_skip_timestamp: false,
+            show_uniq_count: false,
             gzip: None,
         };
         let mut url = None;
         let mut closest = None;
         let mut sort = None;
         let mut fl = None;
+        let mut last = false;
         for (k, v) in form_urlencoded::parse(query.as_bytes()) {
             let v = v.as_ref();
             match k.as_ref() {
@@ -265,7 +282,10 @@ impl Params {
                 "showPagedIndex" => p.show_paged_index = flag("showPagedIndex", v)?,
                 "showDupeCount" => p.show_dupe_count = flag("showDupeCount", v)?,
                 "showSkipCount" => p.show_skip_count = flag("showSkipCount", v)?,
+                "showGroupCount" => p.show_group_count = flag("showGroupCount", v)?,
                 "lastSkipTimestamp" => p.last_skip_timestamp = flag("lastSkipTimestamp", v)?,
+                "showUniqCount" => p.show_uniq_count = flag("showUniqCount", v)?,
+                "last" => last = flag("last", v)?,
                 "gzip" => p.gzip = Some(flag("gzip", v)?),
                 // Asked by clients of IA's server, and answered the same
                 // with or without them there (see FORMATS.md).
@@ -277,19 +297,29 @@ impl Params {
             _ => return Err("the url= parameter is required".into()),
         };
         p.sort = match (sort.as_deref(), closest) {
-            (None | Some("" | "regular"), None) => Sort::Regular,
+            (None | Some("" | "regular" | "default"), None) => Sort::Regular,
             (Some("reverse"), None) => Sort::Reverse,
             (Some("closest") | None, Some(c)) => Sort::Closest(c),
             (Some("closest"), None) => {
                 return Err("sort=closest needs closest=DATETIME (1 to 14 digits)".into())
             }
-            (Some("reverse" | "" | "regular"), Some(_)) => {
+            (Some("reverse" | "" | "regular" | "default"), Some(_)) => {
                 return Err("closest= goes with sort=closest (or no sort=)".into())
             }
-            (Some(other), _) => return Err(bad("sort", other, "regular, reverse or closest")),
+            (Some(other), _) => {
+                return Err(bad(
+                    "sort",
+                    other,
+                    "regular (or default), reverse or closest",
+                ))
+            }
         };
-        if p.last_skip_timestamp {
-            p.show_skip_count = true;
+        // IA's `limit=-1` (or `last=true`) is the newest line: the first
+        // of the answer read backwards.
+        if (last || p.limit == -1) && !matches!(p.sort, Sort::Closest(_)) {
+            p.sort = Sort::Reverse;
+            p.limit = 1;
+            p.newest = true;
         }
         if let Some(fl) = fl.filter(|f| !f.is_empty()) {
             let mut fields = Vec::new();
@@ -298,24 +328,26 @@ impl Params {
                     return Err(format!("fl= names more than {MAX_REPEATS} fields"));
                 }
                 let f = Field::named(name).ok_or_else(|| unknown_field("fl", name))?;
-                let shown = match f {
-                    Field::Index(_) => true,
-                    Field::DupeCount => p.show_dupe_count,
-                    Field::SkipCount => p.show_skip_count,
-                    Field::EndTimestamp => p.last_skip_timestamp,
-                };
-                if !shown {
-                    return Err(format!(
-                        "fl={name}: this field is only counted with showDupeCount=true \
-                         (dupecount), showSkipCount=true (skipcount) or \
-                         lastSkipTimestamp=true (endtimestamp)"
-                    ));
+                // A counter named in `fl` is counted, as IA counts
+                // `groupcount`, `uniqcount` and `endtimestamp` there.
+                match f {
+                    Field::Index(_) => {}
+                    Field::DupeCount => p.show_dupe_count = true,
+                    Field::SkipCount => p.show_skip_count = true,
+                    Field::GroupCount => p.show_group_count = true,
+                    Field::EndTimestamp => p.last_skip_timestamp = true,
+                    Field::UniqCount => p.show_uniq_count = true,
                 }
                 fields.push(f);
             }
             if !fields.is_empty() {
                 p.fields = Some(fields);
             }
+        }
+        // `endtimestamp` is the end of a group: without `showGroupCount`,
+        // that of `showSkipCount`'s (IA's README).
+        if p.last_skip_timestamp && !p.show_group_count && !p.show_uniq_count {
+            p.show_skip_count = true;
         }
         if p.show_num_pages && p.show_paged_index {
             return Err(
@@ -337,10 +369,24 @@ impl Params {
         if self.show_skip_count {
             f.push(Field::SkipCount);
         }
+        if self.show_group_count {
+            f.push(Field::GroupCount);
+        }
         if self.last_skip_timestamp {
             f.push(Field::EndTimestamp);
         }
+        if self.show_uniq_count {
+            f.push(Field::UniqCount);
+        }
         f
+    }
+
+    /// Whether a line's counters need the lines dropped after it.
+    pub fn counts_groups(&self) -> bool {
+        self.show_skip_count
+            || self.show_group_count
+            || self.last_skip_timestamp
+            || self.show_uniq_count
     }
 }
 
@@ -518,7 +564,6 @@ mod tests {
             ("url=a&filter=nosuch:1", "nosuch"),
             ("url=a&collapse=timestamp:x", "collapse"),
             ("url=a&fl=bogus", "bogus"),
-            ("url=a&fl=dupecount", "showDupeCount"),
             ("url=a&from=2010x", "from"),
             ("url=a&output=xml", "output"),
             ("url=a&offset=-1", "offset"),
