@@ -317,8 +317,10 @@ fn forward_lines<'a>(
 ) -> Result<impl Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a, Fail> {
     let sources = base_sources(coll);
     let view = coll.merged();
+    // The tombstones from the resume line's second on: a capture id is
+    // `key datetime\0...`, below the line of its capture.
     let hidden = view
-        .hider(read)
+        .hider(&block_range(read))
         .map_err(|e| Fail::Internal(e.to_string()))?;
     let mut each: Vec<Lines<'_>> = Vec::new();
     let first_page = page.map_or(true, |n| n == 0);

@@ -28,3 +28,4 @@ mod util;
 mod warc;
 mod warc_real;
 mod wayback;
+mod wayback_order;

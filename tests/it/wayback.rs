@@ -15,12 +15,12 @@ use crate::serve::{agent, Server};
 use crate::util::{self, Rng};
 
 /// The CDX11 legend of the generated indexes.
-const LEGEND: &str = " CDX N b a m s k r M S V g";
+pub(crate) const LEGEND: &str = " CDX N b a m s k r M S V g";
 
 /// A generated index: CDX11 lines in byte order, with what a crawl
 /// leaves (revisits, repeated digests, captures in the same second,
 /// identical lines from overlapping crawls) over a few hosts.
-fn generated_lines(seed: u64, n: usize) -> Vec<String> {
+pub(crate) fn generated_lines(seed: u64, n: usize) -> Vec<String> {
     let mut rng = Rng(seed);
     let hosts = [
         "example.com",
@@ -85,7 +85,7 @@ fn surts(urls: &[String]) -> Vec<String> {
     keys
 }
 
-fn write_cdx(path: &Path, lines: &[String]) {
+pub(crate) fn write_cdx(path: &Path, lines: &[String]) {
     let mut text = format!("{LEGEND}\n");
     for l in lines {
         text.push_str(l);
@@ -95,7 +95,7 @@ fn write_cdx(path: &Path, lines: &[String]) {
 }
 
 /// A ZipNum cluster of `file` with `per_block` lines a block.
-fn cluster(file: &Path, dir: &Path, per_block: usize) -> PathBuf {
+pub(crate) fn cluster(file: &Path, dir: &Path, per_block: usize) -> PathBuf {
     let out = Command::new(util::bin())
         .args(["zipnum", "build"])
         .arg(file)
@@ -152,7 +152,7 @@ fn collapsed(lines: &[Vec<String>], i: usize) -> Vec<Vec<String>> {
 }
 
 /// Runs a Python script with arguments; its stdout is JSON.
-fn python(script: &str, args: &[&str]) -> serde_json::Value {
+pub(crate) fn python(script: &str, args: &[&str]) -> serde_json::Value {
     // A client that loops on an answer fails the test rather than hang it.
     let out = Command::new("timeout")
         .args(["300", "python3", "-c"])
@@ -170,7 +170,7 @@ fn python(script: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn rows(v: &serde_json::Value) -> Vec<Vec<String>> {
+pub(crate) fn rows(v: &serde_json::Value) -> Vec<Vec<String>> {
     v.as_array()
         .unwrap()
         .iter()
@@ -190,13 +190,13 @@ fn rows(v: &serde_json::Value) -> Vec<Vec<String>> {
 /// The collections every client test reads: one file (`f`), its ZipNum
 /// cluster in blocks of 5 lines (`c`), the lines split over a directory
 /// of two files (`d`).
-struct Fixture {
+pub(crate) struct Fixture {
     _tmp: tempfile::TempDir,
-    file: PathBuf,
-    server: Server,
+    pub(crate) file: PathBuf,
+    pub(crate) server: Server,
 }
 
-fn fixture() -> Fixture {
+pub(crate) fn fixture() -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let lines = generated_lines(0x5eed_1a7e, 700);
     let file = tmp.path().join("all.cdx");
@@ -541,7 +541,7 @@ fn wayback_recorded_ia_answers_replay_from_their_captures() {
 }
 
 /// Text answer lines and resume key of one request.
-fn get_text(http: &ureq::Agent, url: &str) -> (Vec<String>, Option<String>) {
+pub(crate) fn get_text(http: &ureq::Agent, url: &str) -> (Vec<String>, Option<String>) {
     let mut res = http.get(url).call().unwrap();
     let body = res.body_mut().read_to_string().unwrap();
     assert_eq!(res.status().as_u16(), 200, "{url}: {body}");
@@ -550,7 +550,7 @@ fn get_text(http: &ureq::Agent, url: &str) -> (Vec<String>, Option<String>) {
 }
 
 /// Every page of a query, following resume keys; fails on a loop.
-fn all_pages(http: &ureq::Agent, base: &str, query: &str, size: usize) -> Vec<String> {
+pub(crate) fn all_pages(http: &ureq::Agent, base: &str, query: &str, size: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut key: Option<String> = None;
     for _ in 0..10_000 {
@@ -570,7 +570,7 @@ fn all_pages(http: &ureq::Agent, base: &str, query: &str, size: usize) -> Vec<St
     panic!("{base}?{query}: the resume keys never end");
 }
 
-fn query_strategy() -> impl Strategy<Value = String> {
+pub(crate) fn query_strategy() -> impl Strategy<Value = String> {
     let url = prop_oneof![
         Just("example.com/a&matchType=prefix"),
         Just("example.com/a"),
@@ -590,6 +590,8 @@ fn query_strategy() -> impl Strategy<Value = String> {
             Just("&to=201106"),
             Just("&showSkipCount=true&lastSkipTimestamp=true"),
             Just("&fl=urlkey,timestamp,digest"),
+            Just("&sort=reverse"),
+            Just("&showGroupCount=true&showUniqCount=true"),
         ],
         0..4,
     );
@@ -831,7 +833,7 @@ fn wayback_params_read_the_readme_examples() {
 }
 
 /// POSTs CDX11 lines to a live collection (`/NAME` or `/NAME/delete`).
-fn post(http: &ureq::Agent, url: &str, lines: &[String]) {
+pub(crate) fn post(http: &ureq::Agent, url: &str, lines: &[String]) {
     let mut body = format!("{LEGEND}\n");
     for l in lines {
         body.push_str(l);
@@ -950,7 +952,7 @@ fn wayback_resume_keys_on_a_live_collection_with_writes_between_pages() {
 }
 
 /// Every line of `lookup`, all eleven fields.
-fn lookup11(index: &Path, url: &str, m: &str) -> Vec<Vec<String>> {
+pub(crate) fn lookup11(index: &Path, url: &str, m: &str) -> Vec<Vec<String>> {
     let out = Command::new(util::bin())
         .arg("lookup")
         .arg(index)
