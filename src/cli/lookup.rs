@@ -45,7 +45,12 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// reads it with `--data DIR/NAME` (its delta), its files given as INDEX
 /// as they are given to the server (none for a collection made by POSTs
 /// alone): the files' lines less the deleted ones, with the posted ones
-/// merged in. The store cannot be opened while the server runs.
+/// merged in. The store cannot be opened while the server runs. With
+/// `--digest`, the INDEX arguments are the digest files of its files:
+/// their captures less the deleted ones, with the posted captures of
+/// that payload, found by a scan of the delta (O(delta); a fold makes
+/// them a base's, whose digest file must then be given too).
+/// `--resolve-revisits` finds originals among the collection's lines.
 ///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error
 /// (including an index found out of order on the search path, or in the
@@ -114,13 +119,13 @@ pub struct Args {
     no_mmap: bool,
     /// Look up this payload digest in digest files (the INDEX arguments)
     /// instead of a URL: every capture of the payload, oldest first.
-    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["key", "keys", "urls", "closest", "reverse", "acl", "resolve_revisits", "data"])]
+    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["key", "keys", "urls", "closest", "reverse", "acl", "resolve_revisits"])]
     digest: Option<String>,
     /// Add `orig.length`, `orig.offset` and `orig.filename` to each line,
     /// the original capture's for a revisit (pywb's resolveRevisits, and
     /// revisits of another URL: by their refers-to URL and date, else by
     /// digest through --digests).
-    #[arg(long, conflicts_with_all = ["keys", "urls", "data"])]
+    #[arg(long, conflicts_with_all = ["keys", "urls"])]
     resolve_revisits: bool,
     /// Digest files where --resolve-revisits looks up by digest the
     /// originals it finds no other way.
@@ -286,46 +291,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let (range, url) = query_range(&args, url.as_deref(), &surt)?;
-    let mut any = false;
-    if args.resolve_revisits {
-        if args.output == Format::Link {
-            bail!("--resolve-revisits adds fields to lines: a TimeMap has none");
+    let digests = digest_files(&args)?;
+    let mut resolver = match args.resolve_revisits {
+        true => {
+            let mut r = Resolver::new(Originals {
+                index: Some(&coll),
+                value_names: fields.clone(),
+                surt: surt.clone(),
+                digests: digests.as_ref(),
+            });
+            r.scan(coll.lines(&range, |_| None)?)?;
+            Some(r)
         }
-        let digests = if args.digests.is_empty() {
-            None
-        } else {
-            Some(Collection::open(&args.digests, args.no_mmap)?)
-        };
-        let mut resolver = Resolver::new(Originals {
-            index: Some(&coll),
-            value_names: fields.clone(),
-            surt: surt.clone(),
-            digests: digests.as_ref(),
-        });
-        resolver.scan(coll.lines(&range, |_| None)?)?;
-        for found in coll.answer(&range, |_| None, &filters)? {
-            let line = resolver.line(&found?.line)?;
-            write_line(&mut out, &line, format, &fields)?;
-            any = true;
-        }
-    } else if args.output == Format::Link {
-        let links = TimeMapLinks {
-            prefix: &args.archive_prefix,
-            timemap: args.timemap_url.as_deref(),
-            timegate: args.timegate_url.as_deref(),
-        };
-        let found = coll
-            .answer(&range, |_| None, &filters)?
-            .map(|h| h.map(|h| h.line))
-            .collect::<Result<Vec<_>, _>>()?;
-        any = !found.is_empty();
-        write_timemap(&mut out, &found, url.as_deref(), &links, &fields)?;
-    } else {
-        for found in coll.answer(&range, |_| None, &filters)? {
-            write_line(&mut out, &found?.line, format, &fields)?;
-            any = true;
-        }
-    }
+        false => None,
+    };
+    let found = coll
+        .answer(&range, |_| None, &filters)?
+        .map(|h| h.map(|h| h.line));
+    let any = write_answer(
+        &args,
+        &mut out,
+        found,
+        url.as_deref(),
+        &fields,
+        resolver.as_mut(),
+    )?;
     out.flush()?;
     // Lines an index could not give (each reported when it was opened)
     // make the answer incomplete.
@@ -435,23 +425,29 @@ fn run_live(
         }
     } else {
         let (range, url) = query_range(args, url.as_deref(), &surt)?;
-        if args.output == Format::Link {
-            let links = TimeMapLinks {
-                prefix: &args.archive_prefix,
-                timemap: args.timemap_url.as_deref(),
-                timegate: args.timegate_url.as_deref(),
-            };
-            let found = merged
-                .answer(&range, &filters)?
-                .collect::<Result<Vec<_>, _>>()?;
-            any = !found.is_empty();
-            write_timemap(&mut out, &found, url.as_deref(), &links, &fields)?;
-        } else {
-            for found in merged.answer(&range, &filters)? {
-                write_line(&mut out, &found?, format, &fields)?;
-                any = true;
+        let digests = digest_files(args)?;
+        let mut resolver = match args.resolve_revisits {
+            true => {
+                let mut r = Resolver::new(Originals {
+                    index: Some(&merged),
+                    value_names: fields.clone(),
+                    surt: surt.clone(),
+                    digests: digests.as_ref(),
+                });
+                r.scan_lines(merged.lines(&range)?)?;
+                Some(r)
             }
-        }
+            false => None,
+        };
+        let found = merged.answer(&range, &filters)?;
+        any = write_answer(
+            args,
+            &mut out,
+            found,
+            url.as_deref(),
+            &fields,
+            resolver.as_mut(),
+        )?;
     }
     out.flush()?;
     let skipped: u64 = merged.sources().iter().map(|s| s.skipped()).sum();
@@ -464,21 +460,101 @@ fn run_live(
     })
 }
 
+/// The `--digests` files, opened.
+fn digest_files(args: &Args) -> anyhow::Result<Option<Collection>> {
+    if args.digests.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Collection::open(&args.digests, args.no_mmap)?))
+}
+
+/// Writes one query's answer: its TimeMap (`--output link`), or each
+/// line, with the originals of revisits when `resolver` is given.
+/// Whether there was any line.
+fn write_answer<'l, E>(
+    args: &Args,
+    out: &mut impl Write,
+    found: impl Iterator<Item = Result<std::borrow::Cow<'l, [u8]>, E>>,
+    url: Option<&str>,
+    fields: &[String],
+    resolver: Option<&mut Resolver<'_>>,
+) -> anyhow::Result<bool>
+where
+    anyhow::Error: From<E>,
+{
+    let format = format::Format::from(args.output);
+    if args.output == Format::Link {
+        if resolver.is_some() {
+            bail!("--resolve-revisits adds fields to lines: a TimeMap has none");
+        }
+        let links = TimeMapLinks {
+            prefix: &args.archive_prefix,
+            timemap: args.timemap_url.as_deref(),
+            timegate: args.timegate_url.as_deref(),
+        };
+        let found = found.collect::<Result<Vec<_>, _>>()?;
+        write_timemap(out, &found, url, &links, fields)?;
+        return Ok(!found.is_empty());
+    }
+    let mut any = false;
+    match resolver {
+        Some(resolver) => {
+            for line in found {
+                write_line(out, &resolver.line(&line?)?, format, fields)?;
+                any = true;
+            }
+        }
+        None => {
+            for line in found {
+                write_line(out, &line?, format, fields)?;
+                any = true;
+            }
+        }
+    }
+    Ok(any)
+}
+
 /// `--digest`: every capture of one payload in the digest files given as
-/// INDEX, oldest first.
+/// INDEX, oldest first; with `--data`, of the live collection those files
+/// were made of (less what its delta deleted, with what was posted).
 fn by_digest(args: &Args, digest: &str) -> anyhow::Result<ExitCode> {
     let digest = Digest::parse(digest).with_context(|| format!("--digest {digest}"))?;
     if args.output == Format::Link {
         bail!("--digest lists captures of many URLs: a TimeMap is of one URL");
     }
     let coll = Collection::open(&args.positional, args.no_mmap)?;
+    let live = match &args.data {
+        Some(data) => {
+            let live = ukvs::engine::merged::Live::open::<PathBuf>(&[], Some(data), args.no_mmap)?;
+            let folded = live
+                .delta
+                .as_ref()
+                .map(|d| d.folded().bases)
+                .unwrap_or_default();
+            for base in folded {
+                ukvs::report!(
+                    "ukvs: lookup: {} was folded into {}: the digest files must cover it \
+                     (`ukvs digests {}`), or the captures folded into it are missed",
+                    data.display(),
+                    base.display(),
+                    base.display()
+                );
+            }
+            Some(live)
+        }
+        None => None,
+    };
+    let found: Box<dyn Iterator<Item = anyhow::Result<Vec<u8>>>> = match &live {
+        Some(live) => Box::new(live.merged().captures(&coll, &digest)?),
+        None => Box::new(captures(&coll, &digest)?),
+    };
     let time = TimeFilter::new(
         args.from.as_deref().map(str::as_bytes),
         args.to.as_deref().map(str::as_bytes),
     );
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut n = 0;
-    for line in captures(&coll, &digest)? {
+    for line in found {
         if args.limit.is_some_and(|l| n >= l) {
             break;
         }

@@ -203,18 +203,36 @@ pub fn captures(
     digests: &Collection,
     digest: &Digest,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+    captures_with(digests, digest, |_| Ok(true), std::iter::empty())
+}
+
+/// [`captures`] of the digest files' lines that `keep` keeps, and of
+/// `more` digest-file lines of the same digest, all kept (a live collection's
+/// delta less its tombstones: see
+/// [`Merged::captures`](super::merged::Merged::captures)).
+pub fn captures_with(
+    digests: &Collection,
+    digest: &Digest,
+    keep: impl Fn(&[u8]) -> anyhow::Result<bool>,
+    more: impl Iterator<Item = anyhow::Result<Vec<u8>>>,
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
     let key = digest.canonical();
     let range = KeyRange::new(key.as_bytes(), MatchType::Exact);
     let mut sorter = ExternalSorter::new(ORDER_MEM, None);
     let mut keyed = Vec::new();
-    for hit in digests.lines(&range, |_| None)? {
-        let hit = hit?;
+    let found = digests.lines(&range, |_| None)?;
+    let found = found.map(|hit| anyhow::Ok((hit?.line.into_owned(), true)));
+    for line in found.chain(more.map(|l| anyhow::Ok((l?, false)))) {
+        let (line, filed) = line?;
+        if filed && !keep(&line)? {
+            continue;
+        }
         // `digest surt datetime ...`: the datetime first, then the line.
-        let datetime = hit.line.split(|&b| b == b' ').nth(2).unwrap_or(b"-");
+        let datetime = line.split(|&b| b == b' ').nth(2).unwrap_or(b"-");
         keyed.clear();
         keyed.extend_from_slice(datetime);
         keyed.push(b' ');
-        keyed.extend_from_slice(&hit.line);
+        keyed.extend_from_slice(&line);
         sorter.push(&keyed).context("cannot order captures")?;
     }
     let sorted = sorter.finish().context("cannot order captures")?;
@@ -225,11 +243,28 @@ pub fn captures(
     }))
 }
 
+/// An index searched by key for the originals of revisits: files, or a
+/// live collection ([`Merged`](super::merged::Merged)).
+pub trait ByKey {
+    /// The lines of `range` (one URL's captures), in index order.
+    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>>;
+}
+
+impl ByKey for Collection {
+    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        for hit in self.lines(range, |_| None)? {
+            out.push(hit?.line.into_owned());
+        }
+        Ok(out)
+    }
+}
+
 /// Finds the originals of revisits: by the URL and date a revisit refers
 /// to, in the index; else by its digest, in a digest file.
 pub struct Originals<'a> {
     /// The index, searched by URL (none: only by digest).
-    pub index: Option<&'a Collection>,
+    pub index: Option<&'a dyn ByKey>,
     pub value_names: Vec<String>,
     pub surt: crate::surt::Options,
     /// Digest files, searched by digest.
@@ -297,9 +332,8 @@ impl Originals<'_> {
             let key = crate::surt::key(uri.as_bytes(), &self.surt).0;
             let range = KeyRange::new(&key, MatchType::Exact);
             let mut found = Vec::new();
-            for hit in index.lines(&range, |_| None)? {
-                let hit = hit?;
-                let Some(rec) = IndexRecord::parse(&hit.line, &self.value_names) else {
+            for line in index.key_lines(&range)? {
+                let Some(rec) = IndexRecord::parse(&line, &self.value_names) else {
                     continue;
                 };
                 let same = match &digest {
@@ -363,8 +397,19 @@ impl<'a> Resolver<'a> {
         &mut self,
         lines: impl Iterator<Item = Result<super::lookup::Hit<'l>, super::lookup::Error>>,
     ) -> anyhow::Result<()> {
-        for hit in lines {
-            let line = hit?.line;
+        self.scan_lines(lines.map(|h| h.map(|h| h.line)))
+    }
+
+    /// [`Resolver::scan`] of lines (a live collection's).
+    pub fn scan_lines<'l, E>(
+        &mut self,
+        lines: impl Iterator<Item = Result<std::borrow::Cow<'l, [u8]>, E>>,
+    ) -> anyhow::Result<()>
+    where
+        anyhow::Error: From<E>,
+    {
+        for line in lines {
+            let line = line?;
             let Some(rec) = IndexRecord::parse(&line, &self.originals.value_names) else {
                 continue;
             };

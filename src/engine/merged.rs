@@ -255,6 +255,71 @@ impl<'a> Merged<'a> {
     }
 }
 
+impl super::digests::ByKey for Merged<'_> {
+    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        for line in self.lines(range)? {
+            out.push(line?.into_owned());
+        }
+        Ok(out)
+    }
+}
+
+impl Merged<'_> {
+    /// Every capture of `digest` in the collection, oldest first, as
+    /// digest-file lines: those of `digests` (the digest files of its
+    /// bases) less the captures the delta hides, and the delta's own
+    /// captures of that payload, which no digest file holds: found by a
+    /// scan of the delta, O(delta) (a fold makes them a base's).
+    pub fn captures(
+        &self,
+        digests: &Collection,
+        digest: &crate::digest::Digest,
+    ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+        let all = KeyRange::all();
+        let hider = self.hider(&all)?;
+        let keep = move |line: &[u8]| -> anyhow::Result<bool> {
+            let (Some(hider), Some(e)) = (&hider, crate::digest::Entry::parse(line)) else {
+                return Ok(true);
+            };
+            let r = &e.record;
+            let field = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+            let id = crate::ukvs::post::capture_id(
+                field(&r.surt).as_bytes(),
+                field(&r.datetime).as_bytes(),
+                field(&r.filename).as_bytes(),
+                field(&r.offset).as_bytes(),
+            );
+            Ok(!hider.hides(&id)?)
+        };
+        let want = digest.canonical();
+        let mut held = Vec::new();
+        let mut buf = Vec::new();
+        for line in self.delta_lines(&all)? {
+            let line = line?;
+            let guessed = super::digests::guessed_names(&line);
+            // A UKVS line's values are named by the bases' headers.
+            let names = if guessed == ["offset", "digest"] {
+                self.value_names
+            } else {
+                &guessed[..]
+            };
+            let Some(rec) = crate::digest::IndexRecord::parse(&line, names) else {
+                continue;
+            };
+            buf.clear();
+            rec.digest_lines(&mut buf);
+            for l in buf.split(|&b| b == b'\n') {
+                let of = l.split(|&b| b == b' ').next();
+                if of == Some(want.as_bytes()) {
+                    held.push(Ok(l.to_vec()));
+                }
+            }
+        }
+        super::digests::captures_with(digests, digest, keep, held.into_iter())
+    }
+}
+
 /// The shape of a data line, to tell whether a collection's lines can
 /// be written as one file: CDXJ, UKVS (values then JSON), or CDX by its
 /// number of columns.
