@@ -64,6 +64,9 @@ const PYWB_NAMES: [&str; 11] = [
     "filename",
 ];
 
+/// Lines of an answer in the order read, with read errors said.
+type Read<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a>;
+
 /// An answer that is an error.
 enum Fail {
     /// 400: the message names the parameter.
@@ -434,7 +437,7 @@ fn backward_lines<'a>(
     at_most: Option<&[u8]>,
     page: Option<usize>,
     page_size: usize,
-) -> Result<Option<impl Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a>, Fail> {
+) -> Result<Option<Read<'a>>, Fail> {
     let internal = |e: &dyn std::fmt::Display| Fail::Internal(e.to_string());
     let view = coll.merged();
     let mut each: Vec<Lines<'_>> = Vec::new();
@@ -465,9 +468,9 @@ fn backward_lines<'a>(
     }
     // The delta first: of equal lines, the one a forward read gives last.
     let merged = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a > b);
-    Ok(Some(
+    Ok(Some(Box::new(
         merged.map(|r| r.map(|(l, _)| l).map_err(|e| e.to_string())),
-    ))
+    )))
 }
 
 /// `showPagedIndex`: the secondary-index lines of the page's blocks.
