@@ -38,9 +38,7 @@ use super::fs::{
     open_input_with, open_map, AlignedReader, Content, Expected,
 };
 use super::output::Output;
-use super::parts::{
-    cuts_between_surts, for_each_part_line, map_for_parts, shared_parts, PartInput, Span,
-};
+use super::parts::{cuts_between_surts, for_each_part_line, shared_parts, PartInput, Span};
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -1018,8 +1016,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                 let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
                 let file = &file;
                 // Mapped once the cuts are found: every cut lies within the map.
-                let map = map_for_parts(file, a.no_mmap);
-                let input = PartInput::of(file, map.as_ref());
+                let input = &PartInput::open(file, a.no_mmap);
                 let read = |span: &Span| {
                     pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
                         for_each_part_line(input, span, |line, no| feed.line(0, line, no))

@@ -16,39 +16,38 @@ use memmap2::Mmap;
 use super::fs::{map_file, read_full_at, Behind};
 use crate::ukvs::LineReader;
 
-/// What the parts of a file are read from.
-#[derive(Clone, Copy)]
+/// What the parts of a file are read from: its map, which it holds for
+/// as long as the parts are read, or the file.
 pub enum PartInput<'a> {
     /// The file's map: lines are read in place ([`for_each_mapped_line`]).
-    Mapped(&'a Arc<Mmap>),
+    Mapped(Arc<Mmap>),
     /// The file, with positioned reads through a buffer
     /// ([`for_each_read_line`]).
     Read(&'a File),
 }
 
 impl<'a> PartInput<'a> {
-    /// `map` when there is one, else `file`.
-    pub fn of(file: &'a File, map: Option<&'a Arc<Mmap>>) -> PartInput<'a> {
-        map.map_or(PartInput::Read(file), PartInput::Mapped)
+    /// `file`'s parts read from its map; from the file itself with
+    /// `no_mmap`, or when it cannot be mapped. Mapped once the cuts are
+    /// found, so that every cut lies within the map.
+    pub fn open(file: &'a File, no_mmap: bool) -> PartInput<'a> {
+        let map = match no_mmap {
+            true => None,
+            false => map_file(file, memmap2::Advice::Normal).ok().flatten(),
+        };
+        map.map_or(PartInput::Read(file), |m| PartInput::Mapped(Arc::new(m)))
     }
-}
 
-/// The map the parts of `file` are read from: none with `no_mmap`, or when
-/// the file cannot be mapped (it is then read).
-pub fn map_for_parts(file: &File, no_mmap: bool) -> Option<Arc<Mmap>> {
-    match no_mmap {
-        true => None,
-        false => map_file(file, memmap2::Advice::Normal)
-            .ok()
-            .flatten()
-            .map(Arc::new),
+    /// Whether the parts are read from a map.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, PartInput::Mapped(_))
     }
 }
 
 /// The lines of part `span` of `input`, each with its 1-based number in
 /// the part (see [`for_each_mapped_line`] and [`for_each_read_line`]).
 pub fn for_each_part_line(
-    input: PartInput<'_>,
+    input: &PartInput<'_>,
     span: &Span,
     f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
@@ -579,9 +578,9 @@ mod tests {
         // The first host's 40 lines.
         let small = memchr::memchr_iter(b'\n', &data).nth(39).unwrap() as u64 + 1;
         let parts = [(0, small), (small, data.len() as u64)];
-        let map = map_for_parts(&file, !mapped);
-        assert_eq!(map.is_some(), mapped);
-        let input = PartInput::of(&file, map.as_ref());
+        let input = PartInput::open(&file, !mapped);
+        assert_eq!(input.is_mapped(), mapped);
+        let input = &input;
         let read = |span: &Span| {
             // The large part (from `small`) waits before its first read,
             // long enough for the thread of the small one to share it.
@@ -635,12 +634,13 @@ mod tests {
         // A line start well past the first steps of either reader.
         let cut = starts[starts.partition_point(|&s| s < data.len() * 3 / 4)];
         assert!(cut > 4 * MAPPED_STEP && cut < data.len());
-        let map = map_for_parts(&file, false).unwrap();
-        for input in [PartInput::Mapped(&map), PartInput::Read(&file)] {
-            let mapped = matches!(input, PartInput::Mapped(_));
+        let inputs = [PartInput::open(&file, false), PartInput::Read(&file)];
+        assert!(inputs[0].is_mapped(), "a regular file maps");
+        for input in inputs {
+            let mapped = input.is_mapped();
             let span = Span::new(0, data.len() as u64);
             let mut got = Vec::new();
-            for_each_part_line(input, &span, |line, _| {
+            for_each_part_line(&input, &span, |line, _| {
                 if got.is_empty() {
                     let mut b = span.bounds();
                     assert!(
@@ -669,10 +669,11 @@ mod tests {
     fn a_span_past_the_files_end_is_an_error() {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(b"a 1\nb 2\n").unwrap();
-        let map = map_for_parts(&file, false).unwrap();
-        for input in [PartInput::Mapped(&map), PartInput::Read(&file)] {
+        let inputs = [PartInput::open(&file, false), PartInput::Read(&file)];
+        assert!(inputs[0].is_mapped(), "a regular file maps");
+        for input in inputs {
             let mut lines = 0;
-            let err = for_each_part_line(input, &Span::new(4, 20), |_, _| {
+            let err = for_each_part_line(&input, &Span::new(4, 20), |_, _| {
                 lines += 1;
                 Ok(())
             })
@@ -704,13 +705,13 @@ mod tests {
         file.write_all(&data).unwrap();
         let len = data.len();
         let mid = data[..len / 2].iter().rposition(|&b| b == b'\n').unwrap() + 1;
-        let map = map_for_parts(&file, false).expect("a regular file maps");
-        let inputs = [PartInput::Read(&file), PartInput::Mapped(&map)];
+        let inputs = [PartInput::Read(&file), PartInput::open(&file, false)];
+        assert!(inputs[1].is_mapped(), "a regular file maps");
         for ((from, to), input) in [(0, len), (0, mid), (mid, len)]
             .into_iter()
-            .flat_map(|part| inputs.iter().map(move |&input| (part, input)))
+            .flat_map(|part| inputs.iter().map(move |input| (part, input)))
         {
-            let mapped = matches!(input, PartInput::Mapped(_));
+            let mapped = input.is_mapped();
             let mut got: Vec<(Vec<u8>, u64)> = Vec::new();
             let (mut offset, mut misaligned) = (from, 0);
             let span = Span::new(from as u64, to as u64);

@@ -28,9 +28,7 @@ use crate::sorted::ExternalSorter;
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
 use super::lookup::{Listing, Source};
-use super::parts::{
-    cuts_between_surts, for_each_part_line, map_for_parts, shared_parts, PartInput, Span,
-};
+use super::parts::{cuts_between_surts, for_each_part_line, shared_parts, PartInput, Span};
 use super::progress::Progress;
 
 /// What to summarise, and how.
@@ -397,8 +395,7 @@ fn scan_parts(
         .with_context(|| format!("cannot read {name}"))?;
     let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     // Mapped once the cuts are found: every cut lies within the map.
-    let map = map_for_parts(file, job.no_mmap);
-    let input = PartInput::of(file, map.as_ref());
+    let input = &PartInput::open(file, job.no_mmap);
     let read = |span: &Span| {
         let mut scan = Scan::new(job.top);
         let mut feed = Feed::new(&name, layout.clone(), skipped);
