@@ -62,19 +62,13 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
         }
         Ok(())
     };
-    if let Some(map) = map_plain_file(path, args.no_mmap)? {
-        // Lines straight out of the map: no copy from the page cache.
-        let data: &[u8] = &map;
-        let mut pos = 0;
-        while pos < data.len() {
-            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
-            feed(&data[pos..end], out)?;
-            pos = end + 1;
-        }
-    } else {
-        let rdr = open_input(path)?;
-        for_each_line(&name, rdr, |line, _| Ok(feed(line, out).map(|()| true)?))?;
-    }
+    // The lines of the map, or of the stream, through the line loop every
+    // job reads files with.
+    let mut each = |line: &[u8], _: u64| Ok(feed(line, out).map(|()| true)?);
+    match map_plain_file(path, args.no_mmap)? {
+        Some(map) => for_each_line(&name, &map[..], &mut each)?,
+        None => for_each_line(&name, open_input(path)?, &mut each)?,
+    };
     let (s, dialect) = match cdx {
         Some(c) => c.finish(),
         None => (v.finish(), ""),
