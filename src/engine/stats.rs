@@ -425,42 +425,64 @@ fn scan_parts(
     Ok(whole.unwrap_or_else(|| Scan::new(job.top)))
 }
 
-/// A boxed stream of one input's lines (without LF), each with where it is.
-type LineStream<'s> = Box<dyn Iterator<Item = anyhow::Result<(Cow<'s, [u8]>, At)>> + 's>;
+/// One input's lines front to back, each read into the caller's buffer:
+/// a stream's lines go from its reader's buffer into it, with no
+/// allocation per line.
+enum InputLines<'s> {
+    Stream {
+        rdr: Numbered<Box<dyn BufRead + Send>>,
+        ticker: Ticker<'s>,
+    },
+    Cluster {
+        lines: super::lookup::SourceLines<'s>,
+        name: &'s str,
+        no: u64,
+    },
+}
 
-/// The lines of an input front to back.
-fn lines_of<'s>(
-    input: &'s Input,
-    progress: Option<&'s dyn Progress>,
-) -> anyhow::Result<LineStream<'s>> {
-    match input {
-        Input::Plain { path, .. } | Input::Stream { path } => {
-            let mut r = Numbered::new(input.name(), super::fs::open_input(path)?);
-            let mut ticker = Ticker {
-                progress,
-                pending: 0,
-            };
-            Ok(Box::new(std::iter::from_fn(move || {
-                let mut buf = Vec::new();
-                let before = r.at();
-                match r.read(&mut buf) {
-                    Ok(false) => None,
+impl<'s> InputLines<'s> {
+    fn open(input: &'s Input, progress: Option<&'s dyn Progress>) -> anyhow::Result<Self> {
+        Ok(match input {
+            Input::Plain { path, .. } | Input::Stream { path } => InputLines::Stream {
+                rdr: Numbered::new(input.name(), super::fs::open_input(path)?),
+                ticker: Ticker {
+                    progress,
+                    pending: 0,
+                },
+            },
+            Input::Cluster(source) => InputLines::Cluster {
+                lines: source.every_line()?,
+                name: source.name(),
+                no: 0,
+            },
+        })
+    }
+
+    /// Reads the next line (without LF) into `buf`: where it is, or
+    /// `None` at the end.
+    fn next_into(&mut self, buf: &mut Vec<u8>) -> anyhow::Result<Option<At>> {
+        match self {
+            InputLines::Stream { rdr, ticker } => {
+                let before = rdr.at();
+                match rdr.read(buf) {
+                    Ok(false) => Ok(None),
                     Ok(true) => {
-                        ticker.add(r.at() - before);
-                        Some(Ok((Cow::Owned(buf), At::Line(r.line()))))
+                        ticker.add(rdr.at() - before);
+                        Ok(Some(At::Line(rdr.line())))
                     }
-                    Err(e) => Some(Err(anyhow::Error::new(e).context(r.cannot_read()))),
+                    Err(e) => Err(anyhow::Error::new(e).context(rdr.cannot_read())),
                 }
-            })))
-        }
-        Input::Cluster(source) => {
-            let lines = source.every_line()?;
-            let mut no = 0u64;
-            Ok(Box::new(lines.map(move |l| {
-                no += 1;
-                l.map(|l| (l, At::Line(no)))
-                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", source.name()))
-            })))
+            }
+            InputLines::Cluster { lines, name, no } => match lines.next() {
+                None => Ok(None),
+                Some(line) => {
+                    let line = line.map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+                    *no += 1;
+                    buf.clear();
+                    buf.extend_from_slice(&line);
+                    Ok(Some(At::Line(*no)))
+                }
+            },
         }
     }
 }
@@ -491,36 +513,32 @@ fn scan_stream(
         })?;
         return Ok(scan);
     }
-    for item in merged(inputs, progress)? {
-        let (line, at, i) = item?;
-        feeds[i].line(&mut scan, keys.as_deref_mut(), &line, at)?;
+    // Every input's next line, merged by key (ties in input order); a
+    // line is fed from its input's buffer, which is then read into again.
+    let mut each = Vec::with_capacity(inputs.len());
+    let mut heads: Vec<(Vec<u8>, Option<At>)> = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let mut lines = InputLines::open(input, progress)?;
+        let mut buf = Vec::new();
+        let at = lines.next_into(&mut buf)?;
+        each.push(lines);
+        heads.push((buf, at));
+    }
+    loop {
+        let mut best: Option<usize> = None;
+        for (i, (line, at)) in heads.iter().enumerate() {
+            if at.is_some() && best.map_or(true, |b| key_of(line) < key_of(&heads[b].0)) {
+                best = Some(i);
+            }
+        }
+        let Some(i) = best else { break };
+        let (line, at) = &mut heads[i];
+        if let Some(at) = at.take() {
+            feeds[i].line(&mut scan, keys.as_deref_mut(), line, at)?;
+        }
+        *at = each[i].next_into(line)?;
     }
     Ok(scan)
-}
-
-/// A line, where it is, and the number of its input.
-type InputLine<'s> = (Cow<'s, [u8]>, At, usize);
-
-/// The lines of every input, merged by key (the first field) when there
-/// are several; each with its input's number.
-fn merged<'s>(
-    inputs: &'s [Input],
-    progress: Option<&'s dyn Progress>,
-) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine<'s>>> + 's> {
-    let mut streams = Vec::with_capacity(inputs.len());
-    for (i, input) in inputs.iter().enumerate() {
-        streams.push(lines_of(input, progress)?.map(move |r| r.map(|(l, at)| (l, at, i))));
-    }
-    type Item<'s> = anyhow::Result<InputLine<'s>>;
-    // Errors first, so that a failing input stops the run at once.
-    Ok(itertools::kmerge_by(
-        streams,
-        |x: &Item<'_>, y: &Item<'_>| match (x, y) {
-            (Ok((a, _, i)), Ok((b, _, j))) => (key_of(a), i) < (key_of(b), j),
-            (Err(_), _) => true,
-            (Ok(_), Err(_)) => false,
-        },
-    ))
 }
 
 /// The first field of a line (its key; headers sort first).
@@ -539,8 +557,9 @@ fn read_keys_again(inputs: &[Input], sorter: &mut ExternalSorter) -> anyhow::Res
     for input in inputs {
         let name = input.name();
         let mut feed = Feed::new(&name, None, &quiet);
-        for item in lines_of(input, None)? {
-            let (line, _) = item?;
+        let mut lines = InputLines::open(input, None)?;
+        let mut line = Vec::new();
+        while lines.next_into(&mut line)?.is_some() {
             if let Some(key) = feed.key(&line) {
                 sorter
                     .push(&key)
