@@ -195,7 +195,9 @@ struct Bounds {
 }
 
 impl Span {
-    fn new(from: u64, end: u64) -> Span {
+    /// The bytes `from..end` of a file (`from` a line start), read by one
+    /// reader unless [`shared_parts`] shares them.
+    pub fn new(from: u64, end: u64) -> Span {
         let bounds = Bounds {
             reserved: from,
             end,

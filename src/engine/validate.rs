@@ -5,10 +5,12 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
 
 use super::fs::{for_each_line, open_input};
+use super::parts::{for_each_mapped_line, Span};
 use crate::ukvs::convert;
 use crate::ukvs::{Problem, ProblemKind, Summary, Validator};
 
@@ -62,13 +64,18 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
         }
         Ok(())
     };
-    // The lines of the map, or of the stream, through the line loop every
-    // job reads files with.
-    let mut each = |line: &[u8], _: u64| Ok(feed(line, out).map(|()| true)?);
+    // The shared line loops: a map's lines in place (no copy from the
+    // page cache; pages read are given back), a stream's from its reader.
     match map_plain_file(path, args.no_mmap)? {
-        Some(map) => for_each_line(&name, &map[..], &mut each)?,
-        None => for_each_line(&name, open_input(path)?, &mut each)?,
-    };
+        Some(map) => {
+            let whole = Span::new(0, map.len() as u64);
+            for_each_mapped_line(&Arc::new(map), &whole, |line, _| Ok(feed(line, out)?))?;
+        }
+        None => {
+            let rdr = open_input(path)?;
+            for_each_line(&name, rdr, |line, _| Ok(feed(line, out).map(|()| true)?))?;
+        }
+    }
     let (s, dialect) = match cdx {
         Some(c) => c.finish(),
         None => (v.finish(), ""),
