@@ -243,6 +243,20 @@ fn wayback_reverse_takes_ia_steps_on_the_lines_newest_first() {
             steps(&lines, None, None, &[], &[(5, None)], &cols),
         ),
     ];
+    // A cluster's pages read backwards: each page's lines, newest first
+    // (IA reverses the lines of the page it reads), pages in their order.
+    let q = "url=*.example.com&pageSize=3&fl=timestamp,offset";
+    let pages: usize = get(&k.server, "c", &format!("{q}&showNumPages=true"))[0]
+        .parse()
+        .unwrap();
+    assert!(pages > 3);
+    for page in 0..pages {
+        let mut want = get(&k.server, "c", &format!("{q}&page={page}"));
+        want.reverse();
+        let got = get(&k.server, "c", &format!("{q}&page={page}&sort=reverse"));
+        assert!(!got.is_empty());
+        assert_eq!(got, want, "page {page}");
+    }
     for coll in COLLS {
         for (q, want) in &cases {
             assert!(want.len() > 5, "{q}");
