@@ -18,7 +18,9 @@
 #             (`limit=PAGE&showResumeKey=true`), checked equal to the
 #             whole answer, against the host fetched from the pywb API in
 #             one answer (it has no resume key to page a file by; a
-#             cluster it answers a page of blocks at a time).
+#             cluster it answers a page of blocks at a time);
+#   last N    `limit=-10` of a host, read from the end of its range,
+#             against the tail of the host's whole answer (checked equal).
 # Reported: lines answered per second (and lines read per second for
 # the collapse), the server's peak resident memory. Each answer is
 # checked against the other before timing is trusted.
@@ -162,5 +164,15 @@ for coll, kind in (('f', 'file'), ('c', 'cluster')):
     print(f'{kind:8} host {host} by resume keys ({page} a page): {len(w)} lines in {tw:.2f} s '
           f'({len(w)/tw:,.0f} lines/s); pywb API, one answer (a cluster: page by page): {len(one)} lines in {tone:.2f} s '
           f'({len(one)/tone:,.0f} lines/s)')
+    # The last lines of the host: read from the end of its range, against
+    # the tail of the whole answer read front to back.
+    w, tw = timed(lambda: text_lines(s.get(f'{base}/{coll}/cdx/search/cdx',
+                                           params={'url': host, 'matchType': 'host', 'limit': -10})))
+    t = time.perf_counter()
+    tail = text_lines(s.get(f'{base}/{coll}/cdx/search/cdx', params={'url': host, 'matchType': 'host'}))[-10:]
+    ttail = time.perf_counter() - t
+    assert w == tail, 'limit=-10 differs from the tail of the whole answer'
+    print(f'{kind:8} host {host} limit=-10 (read from the end): {tw*1000:.1f} ms; '
+          f'the whole answer\'s tail: {ttail*1000:.1f} ms')
 print('server peak resident memory:', rss())
 EOF
