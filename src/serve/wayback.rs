@@ -6,15 +6,19 @@
 //! params (params.rs) ─► key range ─► resume position (resumeKey, or
 //!   `urlkey from` for an exact URL) ─► each base's lines (ZipNum: the
 //!   page's blocks), less the delta's tombstones, and the delta's ─►
-//!   merged in byte order ─► offset ─► from/to ─► access rules ─►
-//!   filter ─► collapse ─► counters ─► limit | last N | reverse | closest
+//!   merged in byte order (forward), or in reverse byte order read from
+//!   the end (`sort=reverse`, and `limit=-N` when nothing needs the lines
+//!   before those answered) ─► offset ─► from/to ─► access rules ─►
+//!   filter ─► collapse ─► counters ─► limit | last N | closest
 //!   ─► text or JSON, then the resume key
 //! ```
 //!
-//! Lines stream: the answer holds one line (two with `showSkipCount`,
-//! whose counts are known when the next line is); the last N, reverse
-//! and closest orders hold at most [`HELD_MAX`] lines, and
-//! `showDupeCount` one counter per distinct digest.
+//! Lines stream: the answer holds one line (two with the group counters,
+//! whose counts are known when the next line is written); the last N and
+//! closest orders hold at most [`HELD_MAX`] lines, `showDupeCount` one
+//! counter per distinct digest, `showUniqCount` a group's digests. A
+//! backward read holds one ZipNum block per cluster, and a live
+//! collection's delta lines of the range (up to [`HELD_MAX`]).
 //!
 //! Resume keys are exact: a key names the last line read (its bytes and
 //! how many copies of it were read), and the page ends before the next
