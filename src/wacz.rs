@@ -23,6 +23,8 @@ use std::io::{self, Read, Seek, Write};
 use flate2::read::DeflateDecoder;
 use sha2::Digest as _;
 
+pub mod zlib;
+
 use crate::sorted::zipnum::Block;
 
 /// The `format` of a compressed WACZ index (spec 1.2.0, "indexes").
