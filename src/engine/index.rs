@@ -387,11 +387,7 @@ fn is_package(path: &Path) -> bool {
     let named = path
         .file_name()
         .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".wacz"));
-    let mut magic = [0u8; 4];
-    named
-        || File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|()| magic == *b"PK\x03\x04")
+    named || super::wacz::is_package(path)
 }
 
 /// How a file is named in messages: its path, or for a package's WARC,

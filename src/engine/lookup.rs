@@ -306,11 +306,7 @@ impl Source {
     /// A sorted file, or a WACZ package ([`Source::wacz`]), told by its
     /// first bytes.
     fn file(path: &Path, no_mmap: bool) -> Result<Source, Error> {
-        let mut magic = [0u8; 4];
-        let zip = File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|()| magic == *b"PK\x03\x04");
-        match zip {
+        match super::wacz::is_package(path) {
             true => Source::wacz(path, no_mmap),
             false => Source::plain(path, no_mmap),
         }
