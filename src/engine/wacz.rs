@@ -2,9 +2,9 @@
 //! says of its entries (for `ukvs validate`).
 //!
 //! Reading packages is spread over the jobs that read their parts: `ukvs
-//! index` reads the WARCs in place ([`super::index`]), the streaming jobs
-//! read the package's index through [`super::fs::package_index`], and
-//! lookups through [`super::lookup::Source::wacz`]. The ZIP and the
+//! index` reads the WARCs in place (`engine::index`), the streaming jobs
+//! read the package's index through `engine::fs::package_index`, and
+//! lookups through `engine::lookup::Source::wacz`. The ZIP and the
 //! package's formats are parsed by the leaf [`crate::wacz`].
 
 use std::fs::File;
