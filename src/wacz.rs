@@ -126,7 +126,10 @@ impl Entry {
 
     /// The entry's contents, given its stored bytes.
     pub fn contents(&self, stored: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut out = Vec::with_capacity(self.size.min(1 << 30) as usize);
+        // The stated size is the ZIP's word, not a promise: reserve no
+        // more than the stored bytes can plausibly inflate to at first.
+        let guess = self.size.min(stored.len() as u64 * 4).min(1 << 30);
+        let mut out = Vec::with_capacity(guess as usize);
         self.reader(stored)?
             .read_to_end(&mut out)
             .map_err(|e| Error::BadEntry {
@@ -285,7 +288,9 @@ pub fn zipnum_idx(entries: &[IdxEntry], shard: &str, base: u64) -> Vec<u8> {
         let block = Block {
             first_key: e.prefix.clone(),
             shard: shard.to_string(),
-            offset: base + e.offset,
+            // Past the end of any file when it overflows: a read of it
+            // fails, naming the block.
+            offset: base.saturating_add(e.offset),
             length: e.length,
             block_no: i as u64 + 1,
         };

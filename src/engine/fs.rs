@@ -464,7 +464,14 @@ pub fn package_index(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn Buf
     let mut file = File::open(path).with_context(|| format!("cannot open {name}"))?;
     let package =
         Package::read(BufReader::new(&mut file)).with_context(|| format!("{name}: cannot read"))?;
+    let len = file.metadata().map_or(0, |m| m.len());
     let stored = |file: &mut File, e: &crate::wacz::Entry| -> anyhow::Result<Vec<u8>> {
+        if e.range().end > len {
+            anyhow::bail!(
+                "{name}: entry {}: its bytes run past the end of the file (cut short)",
+                e.name
+            );
+        }
         let mut buf = vec![0; usize::try_from(e.compressed_size)?];
         file.seek(io::SeekFrom::Start(e.data_start))?;
         file.read_exact(&mut buf)

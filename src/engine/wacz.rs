@@ -108,6 +108,12 @@ pub fn check_package(path: &Path) -> anyhow::Result<PackageReport> {
 
 /// The contents of a (small) entry.
 fn read_entry(file: &mut File, entry: &crate::wacz::Entry) -> anyhow::Result<Vec<u8>> {
+    if entry.range().end > file.metadata()?.len() {
+        anyhow::bail!(
+            "entry {}: its bytes run past the end of the file (cut short)",
+            entry.name
+        );
+    }
     let mut stored = vec![0; usize::try_from(entry.compressed_size)?];
     file.seek(io::SeekFrom::Start(entry.data_start))?;
     file.read_exact(&mut stored)?;
