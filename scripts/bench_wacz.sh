@@ -53,9 +53,8 @@ OPTS=(--format cdxj --post-append --digest-records --fields referrer,req.http:co
 
 # wall and CPU seconds of a command: "wall user+sys"
 timed() {
-  local out
-  out=$( { /usr/bin/time -f '%e %U %S' "$@" > /dev/null 2> /dev/null; } 2>&1 | tail -1)
-  awk '{printf "%.2f %.2f", $1, $2 + $3}' <<< "$out"
+  /usr/bin/time -f '%e %U %S' -o "$WORK/run.time" "$@" > /dev/null 2>&1
+  awk '{printf "%.2f %.2f", $1, $2 + $3}' "$WORK/run.time"
 }
 
 PYWACZ_TIME=$WORK/pywacz.time

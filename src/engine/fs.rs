@@ -449,6 +449,14 @@ impl Expected {
     }
 }
 
+/// Whether the file at `path` starts as a ZIP (a WACZ package).
+pub fn is_package(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"PK\x03\x04")
+}
+
 /// What a ZIP file is when index lines are expected: a WACZ package,
 /// whose own index is read ([`package_index`]).
 const PACKAGE: Content = Content::Unread("zip");

@@ -387,7 +387,7 @@ fn is_package(path: &Path) -> bool {
     let named = path
         .file_name()
         .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".wacz"));
-    named || super::wacz::is_package(path)
+    named || super::fs::is_package(path)
 }
 
 /// How a file is named in messages: its path, or for a package's WARC,

@@ -306,7 +306,7 @@ impl Source {
     /// A sorted file, or a WACZ package ([`Source::wacz`]), told by its
     /// first bytes.
     fn file(path: &Path, no_mmap: bool) -> Result<Source, Error> {
-        match super::wacz::is_package(path) {
+        match super::fs::is_package(path) {
             true => Source::wacz(path, no_mmap),
             false => Source::plain(path, no_mmap),
         }

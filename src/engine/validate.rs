@@ -37,7 +37,7 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
     // A WACZ package: its entries against its datapackage.json, then its
     // index's lines as any index's.
     let mut package_problems = 0;
-    if path.as_os_str() != "-" && super::wacz::is_package(path) {
+    if path.as_os_str() != "-" && super::fs::is_package(path) {
         let report =
             super::wacz::check_package(path).with_context(|| format!("cannot read {name}"))?;
         for p in &report.problems {

@@ -691,3 +691,56 @@ fn mutated_packages_read_without_panic() {
         "only {read} mutated packages kept a readable directory"
     );
 }
+
+#[test]
+fn wacz_create_makes_packages_wacz_validate_accepts() {
+    let test = "wacz_create_makes_packages_wacz_validate_accepts";
+    let tmp = tempfile::tempdir().unwrap();
+    let ours = tmp.path().join("ours.wacz");
+    let warcs = fixture_warcs();
+    let mut args = vec!["wacz", "create", "-o", s(&ours), "--title", "Fixtures"];
+    args.extend(warcs.iter().map(|p| s(p)));
+    assert_ok(&ukvs(&args));
+    // Read back by ukvs: its entries check out, its WARCs index as its
+    // own index says, in place.
+    let v = stdout(&ukvs(&["validate", s(&ours)]));
+    assert!(String::from_utf8_lossy(&v).contains("0 problems: valid"));
+    let idx: Vec<&str> = [&["index", s(&ours)][..], &PY_WACZ_OPTIONS].concat();
+    assert_eq!(stdout(&ukvs(&idx)), package_lines(&ours));
+    let names: Vec<String> = entries(&ours).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names[..2], ["indexes/index.cdx.gz", "indexes/index.idx"]);
+    assert!(names.contains(&"archive/post-test.warc.gz".to_string()));
+    // A WARC given twice by name is refused, nothing written.
+    let twice = tmp.path().join("twice.wacz");
+    let o = ukvs(&[
+        "wacz",
+        "create",
+        "-o",
+        s(&twice),
+        s(&warcs[0]),
+        s(&warcs[0]),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("two WARCs are named"));
+    assert!(!twice.exists());
+    // py-wacz: valid, and its own package of the same WARCs has the same
+    // index files.
+    if !util::has_python_module("wacz", test) {
+        return;
+    }
+    let o = Command::new("python3")
+        .args(["-m", "wacz", "validate", "-f"])
+        .arg(&ours)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && said.contains("the passed WACZ is valid"),
+        "{said}"
+    );
+    let theirs = tmp.path().join("theirs.wacz");
+    assert!(py_wacz_create(&theirs, &warcs, test));
+    for name in ["indexes/index.cdx.gz", "indexes/index.idx"] {
+        assert!(entry(&ours, name) == entry(&theirs, name), "{name}");
+    }
+}
