@@ -449,12 +449,15 @@ impl Expected {
     }
 }
 
-/// Whether the file at `path` starts as a ZIP (a WACZ package).
+/// Whether the file at `path` starts as a ZIP (a WACZ package). Only a
+/// regular file is looked at: reading the first bytes of a pipe
+/// (`/dev/stdin`) would take them from the job that reads it.
 pub fn is_package(path: &Path) -> bool {
     let mut magic = [0u8; 4];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == *b"PK\x03\x04")
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| magic == *b"PK\x03\x04")
 }
 
 /// What a ZIP file is when index lines are expected: a WACZ package,
