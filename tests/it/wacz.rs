@@ -744,3 +744,36 @@ fn wacz_create_makes_packages_wacz_validate_accepts() {
         assert!(entry(&ours, name) == entry(&theirs, name), "{name}");
     }
 }
+
+/// A package whose index is a plain `indexes/index.cdxj` (the spec's
+/// other layout, deflated here) is read as that file.
+#[test]
+fn a_plain_cdxj_index_in_a_package_is_read_as_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = vec!["index", "--format", "cdxj"];
+    let warcs = fixture_warcs();
+    args.extend(warcs.iter().map(|p| s(p)));
+    let lines = stdout(&ukvs(&args));
+    let plain = tmp.path().join("index.cdxj");
+    std::fs::write(&plain, &lines).unwrap();
+    let warc = std::fs::read(&warcs[0]).unwrap();
+    let package = tmp.path().join("plain.wacz");
+    write_zip(
+        &package,
+        &[
+            ("archive/cc.warc.gz", &warc, false),
+            ("indexes/index.cdxj", &lines, true),
+        ],
+    );
+    let (p, x) = (s(&package), s(&plain));
+    for url in ["example.com/", "httpbin.org/post", "commoncrawl.org/"] {
+        assert_eq!(
+            ukvs(&["lookup", p, url]).stdout,
+            ukvs(&["lookup", x, url]).stdout,
+            "{url}"
+        );
+    }
+    assert!(!stdout(&ukvs(&["lookup", p, "example.com/"])).is_empty());
+    assert_eq!(stdout(&ukvs(&["cat", p])), stdout(&ukvs(&["cat", x])));
+    assert_eq!(stdout(&ukvs(&["stats", p])), stdout(&ukvs(&["stats", x])));
+}
