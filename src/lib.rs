@@ -26,6 +26,7 @@
 //! | [`ukvs`] | the UKVS line model: headers, fields, OSLJ, writer, validation |
 //! | [`arc`] | ARC v1/v2 reader, plain and per-record gzip, with damage recovery |
 //! | [`warc`] | WARC 1.0/1.1 reader, plain, per-record gzip and zstd, with damage recovery |
+//! | [`wacz`] | WACZ packages: the ZIP's entries, the `cdxj-gzip-1.0` index (read and written), `datapackage.json` |
 //! | `input` | the readers' shared input buffer and shared (mapped) bytes |
 //! | [`kulturarw3`] | Kulturarw3 objects (MIME multipart, concatenated) and the `archive/XX/HOST/SNAPSHOT` tree, with damage recovery |
 //! | [`nedlib`] | Nedlib harvests: `.meta` files, their data files, the day tree and `accessK.data` lists |
@@ -57,4 +58,5 @@ pub mod sorted;
 pub mod stats;
 pub mod surt;
 pub mod ukvs;
+pub mod wacz;
 pub mod warc;

@@ -460,3 +460,51 @@ pub fn wayback_params(data: &[u8]) {
         Err(msg) => assert!(!msg.is_empty()),
     }
 }
+
+/// A WACZ package: the ZIP's central directory and entries read from
+/// arbitrary bytes, each entry's contents inflated (a bounded amount),
+/// its `.idx`, data-file name and `datapackage.json` parsed; the same
+/// parsers on the raw bytes. Invariant: an `.idx` line read becomes a
+/// ZipNum secondary-index line that reads back with its offset moved.
+pub fn wacz_package(data: &[u8]) {
+    use std::io::Read;
+    use ukvs::wacz;
+    let check_idx = |bytes: &[u8]| {
+        let _ = wacz::idx_data_name(bytes);
+        if let Ok(entries) = wacz::parse_idx("indexes/index.idx", bytes) {
+            let z = wacz::zipnum_idx(&entries, "s", 7);
+            for (e, line) in entries.iter().zip(z.split(|&b| b == b'\n')) {
+                // A prefix with a tab or LF is not a ZipNum key; the rest
+                // must read back.
+                if e.prefix.iter().any(|&b| b == b'\t' || b == b'\n') {
+                    continue;
+                }
+                let b = ukvs::sorted::zipnum::Block::parse(line, 1).expect("own line reads back");
+                assert_eq!((b.offset, b.length), (e.offset.saturating_add(7), e.length));
+            }
+        }
+    };
+    check_idx(data);
+    let _ = wacz::parse_datapackage(data);
+    let Ok(package) = wacz::Package::read(std::io::Cursor::new(data)) else {
+        return;
+    };
+    for e in &package.entries {
+        let Some(stored) = usize::try_from(e.range().start)
+            .ok()
+            .zip(usize::try_from(e.range().end).ok())
+            .and_then(|(a, b)| data.get(a..b))
+        else {
+            continue;
+        };
+        let mut contents = Vec::new();
+        if let Ok(r) = e.reader(stored) {
+            let _ = r.take(1 << 20).read_to_end(&mut contents);
+        }
+        let _ = (e.is_archive(), e.archive_name());
+        check_idx(&contents);
+        let _ = wacz::parse_datapackage(&contents);
+    }
+    let _ = package.archives().count();
+    let _ = package.index(None);
+}

@@ -22,7 +22,10 @@ use super::sort::parse_size;
 /// member per record, .warc.zst one zstd frame per record, with or without
 /// a dictionary), in any mix; each file's format is told from its bytes,
 /// not its name. Directories are searched recursively for `*.arc`,
-/// `*.arc.gz`, `*.warc`, `*.warc.gz` and `*.warc.zst` (any case). Sorted output needs about `--mem` of memory and, past that,
+/// `*.arc.gz`, `*.warc`, `*.warc.gz`, `*.warc.zst` and `*.wacz` (any
+/// case). A WACZ package (or any ZIP) is read without unpacking: each WARC
+/// under its `archive/`, in place, named as the package's index names it
+/// (its path under `archive/`), offsets within the WARC. Sorted output needs about `--mem` of memory and, past that,
 /// temporary space of the index's size in `--tmp-dir`; `--no-sort` holds
 /// only the lines of files indexed ahead of the one being written, in
 /// memory up to `--mem` and past that in `--tmp-dir`. Damaged records are
@@ -30,7 +33,7 @@ use super::sort::parse_size;
 /// 2, with every good record indexed.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// ARC or WARC files, directories, or `-` to read paths (one per line)
+    /// ARC, WARC or WACZ files, directories, or `-` to read paths (one per line)
     /// from stdin. An archive piped in is read as `/dev/stdin` (its lines
     /// name the file `stdin`).
     #[arg(required = true, value_name = "INPUT")]

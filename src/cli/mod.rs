@@ -25,6 +25,7 @@ mod sort;
 mod stats;
 mod surt;
 mod validate;
+mod wacz;
 mod zipnum;
 
 /// Index web archives into sorted UKVS, CDXJ and CDX capture indexes.
@@ -51,6 +52,8 @@ enum Command {
     Serve(serve::Args),
     Stats(stats::Args),
     Digests(digests::Args),
+    #[command(subcommand)]
+    Wacz(wacz::Command),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -70,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Digests(args) => digests::run(args),
+        Command::Wacz(cmd) => wacz::run(cmd),
     };
     match result {
         Ok(code) => code,

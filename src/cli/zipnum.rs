@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ukvs::engine::zipnum::{self as job, BuildJob};
+use ukvs::engine::zipnum::{self as job, BuildJob, Layout};
 use ukvs::sorted::zipnum::DEFAULT_LINES_PER_BLOCK;
 
 /// Build ZipNum clusters (compressed, sharded indexes that pywb and
@@ -32,18 +32,33 @@ pub struct BuildArgs {
     #[arg(short, long)]
     output: PathBuf,
     /// Lines per gzip block. The default, 3000, is pywb's and Common
-    /// Crawl's layout. An exact lookup inflates half a block on average,
-    /// so smaller blocks answer faster (300: about 4x the lookups per
-    /// second of `ukvs serve`, for 2-3 % more bytes), while a pywb page of
-    /// 10 blocks then holds fewer lines.
-    #[arg(long, default_value_t = DEFAULT_LINES_PER_BLOCK)]
-    lines_per_block: usize,
+    /// Crawl's layout (1024 for `--layout wacz`, py-wacz's). An exact
+    /// lookup inflates half a block on average, so smaller blocks answer
+    /// faster (300: about 4x the lookups per second of `ukvs serve`, for
+    /// 2-3 % more bytes), while a pywb page of 10 blocks then holds fewer
+    /// lines.
+    #[arg(long)]
+    lines_per_block: Option<usize>,
     /// Number of shard files the blocks are spread over.
     #[arg(long, default_value_t = 1)]
     shards: usize,
     /// gzip level 0-9.
     #[arg(long, default_value_t = 6)]
     level: u32,
+    /// The files written: `pywb` (shards, `index.idx`, `index.loc`), or
+    /// `wacz`, the `cdxj-gzip-1.0` index of a WACZ package
+    /// (`index.cdx.gz` + `index.idx` for its `indexes/`, byte-identical to
+    /// py-wacz's for the same lines: give it `ukvs index --format cdxj
+    /// --post-append --digest-records --fields referrer,req.http:cookie`,
+    /// what py-wacz indexes with).
+    #[arg(long, value_enum, default_value_t = LayoutArg::Pywb)]
+    layout: LayoutArg,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LayoutArg {
+    Pywb,
+    Wacz,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -52,9 +67,16 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             job::build(&BuildJob {
                 input: args.input,
                 output: args.output,
-                lines_per_block: args.lines_per_block,
+                lines_per_block: args.lines_per_block.unwrap_or(match args.layout {
+                    LayoutArg::Pywb => DEFAULT_LINES_PER_BLOCK,
+                    LayoutArg::Wacz => ukvs::wacz::DEFAULT_LINES_PER_BLOCK,
+                }),
                 shards: args.shards,
                 level: args.level,
+                layout: match args.layout {
+                    LayoutArg::Pywb => Layout::Pywb,
+                    LayoutArg::Wacz => Layout::Wacz,
+                },
             })?;
             Ok(ExitCode::SUCCESS)
         }

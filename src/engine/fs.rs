@@ -184,6 +184,7 @@ pub fn open_input_with(
         .fill_buf()
         .with_context(|| format!("cannot read {}", input_name(path)))?;
     Ok(match as_expected(path, content(first), expected)? {
+        PACKAGE => package_index(path, capacity)?,
         Content::Gzip => Box::new(BufReader::with_capacity(capacity, MultiGzDecoder::new(rdr))),
         Content::Zstd => Box::new(BufReader::with_capacity(capacity, zstd_decoder(path, rdr)?)),
         _ => Box::new(rdr),
@@ -199,6 +200,7 @@ pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     Ok(match index_content_of(path, &file)? {
+        PACKAGE => package_index(path, 1 << 20)?,
         Content::Gzip => Box::new(MultiGzDecoder::new(AlignedReader::with_capacity(
             1 << 20,
             file,
@@ -447,12 +449,88 @@ impl Expected {
     }
 }
 
+/// Whether the file at `path` starts as a ZIP (a WACZ package). Only a
+/// regular file is looked at: reading the first bytes of a pipe
+/// (`/dev/stdin`) would take them from the job that reads it.
+pub fn is_package(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| magic == *b"PK\x03\x04")
+}
+
+/// What a ZIP file is when index lines are expected: a WACZ package,
+/// whose own index is read ([`package_index`]).
+const PACKAGE: Content = Content::Unread("zip");
+
+/// The lines of the index of the WACZ package at `path`, as one stream:
+/// its `cdxj-gzip-1.0` data file (named by `indexes/index.idx`) inflated
+/// member after member, or its plain `indexes/*.cdxj`. The entry is read
+/// from the package in place; the errors name the package and the entry.
+pub fn package_index(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    use crate::wacz::{IndexLayout, Package};
+    use std::io::Seek;
+    let name = path.display();
+    let mut file = File::open(path).with_context(|| format!("cannot open {name}"))?;
+    let package =
+        Package::read(BufReader::new(&mut file)).with_context(|| format!("{name}: cannot read"))?;
+    let len = file.metadata().map_or(0, |m| m.len());
+    let stored = |file: &mut File, e: &crate::wacz::Entry| -> anyhow::Result<Vec<u8>> {
+        if e.range().end > len {
+            anyhow::bail!(
+                "{name}: entry {}: its bytes run past the end of the file (cut short)",
+                e.name
+            );
+        }
+        let mut buf = vec![0; usize::try_from(e.compressed_size)?];
+        file.seek(io::SeekFrom::Start(e.data_start))?;
+        file.read_exact(&mut buf)
+            .with_context(|| format!("{name}: entry {}: cut short", e.name))?;
+        Ok(e.contents(&buf)?)
+    };
+    // The `.idx` names its data file: read it first (it is small).
+    let data_name = match package.entry("indexes/index.idx") {
+        Some(idx) => crate::wacz::idx_data_name(&stored(&mut file, idx)?),
+        None => None,
+    };
+    let layout = package
+        .index(data_name.as_deref())
+        .with_context(|| format!("{name}: cannot read its index"))?;
+    let (entry, gzip) = match &layout {
+        IndexLayout::CdxjGzip { data, .. } => (data.clone(), true),
+        IndexLayout::Cdxj(e) => (e.clone(), false),
+    };
+    file.seek(io::SeekFrom::Start(entry.data_start))
+        .with_context(|| format!("cannot read {name}"))?;
+    let raw = AlignedReader::with_capacity(capacity, file.take(entry.compressed_size));
+    let contents: Box<dyn Read + Send> = match entry.method {
+        crate::wacz::Method::Stored => Box::new(raw),
+        crate::wacz::Method::Deflated => Box::new(flate2::bufread::DeflateDecoder::new(raw)),
+        crate::wacz::Method::Other(n) => anyhow::bail!(
+            "{name}: entry {} is compressed with ZIP method {n}; WACZ entries are stored or \
+             deflated",
+            entry.name
+        ),
+    };
+    Ok(match gzip {
+        true => Box::new(BufReader::with_capacity(
+            capacity,
+            MultiGzDecoder::new(BufReader::new(contents)),
+        )),
+        false => Box::new(BufReader::with_capacity(capacity, contents)),
+    })
+}
+
 /// The `content` of the input at `path` when it holds the lines
 /// `expected`, or the error that says why it does not, and what to do.
 fn as_expected(path: &Path, content: Content, expected: Expected) -> anyhow::Result<Content> {
     let name = input_name(path);
     let lines = expected.lines();
     match content {
+        // A package's index is read in place (not from stdin: the
+        // central directory is at the end).
+        PACKAGE if expected == Expected::Index && !is_stdin(path) => Ok(content),
         Content::Archive(format) => {
             let named = (!is_stdin(path)).then_some(name.as_str());
             let todo = expected.from_archive(named);

@@ -141,6 +141,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
     let mut input_errors = Vec::new();
     let mut names = std::collections::HashMap::new();
     let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors)?;
+    let (paths, members) = open_packages(paths, &mut input_errors);
     for e in &input_errors {
         crate::report!("ukvs index: {e}");
     }
@@ -164,8 +165,11 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
 
     let total_bytes: u64 = paths
         .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
+        .zip(&members)
+        .filter_map(|(p, m)| match m {
+            Some(m) => Some(m.compressed_size),
+            None => std::fs::metadata(p).ok().map(|m| m.len()),
+        })
         .sum();
     if let Some(p) = progress {
         p.start(total_bytes);
@@ -178,6 +182,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
 
     let result: anyhow::Result<()> = std::thread::scope(|scope| {
         let worker_paths = &paths;
+        let members = &members;
         let names_ref = &names;
         let abort_ref = &abort;
         let opts_ref = &opts;
@@ -203,6 +208,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
                                 record_digests,
                                 dir_root,
                                 path,
+                                member: members[i].as_ref(),
                                 name: names_ref.get(path).map(Vec::as_slice),
                                 opts: opts_ref,
                                 abort: abort_ref,
@@ -312,7 +318,7 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
             if paths.len() == before {
                 crate::report!(
                     "ukvs index: warning: {}: no ARC or WARC files (*.arc, *.arc.gz, *.warc, \
-                     *.warc.gz, *.warc.zst), Kulturarw3 objects or Nedlib .meta files in this \
+                     *.warc.gz, *.warc.zst, *.wacz), Kulturarw3 objects or Nedlib .meta files in this \
                      directory",
                     path.display()
                 );
@@ -334,6 +340,65 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
     }
 }
 
+/// The inputs with each WACZ package (a `.wacz` file, or any ZIP) put
+/// in the place of the WARCs it holds, in the package's order: the path
+/// stays the package's, beside the entry read (`None` for a file of its
+/// own). A package that cannot be read is an input error (reported, the
+/// run goes on); one that holds no WARC is only told.
+fn open_packages(
+    paths: Vec<PathBuf>,
+    errors: &mut Vec<String>,
+) -> (Vec<PathBuf>, Vec<Option<crate::wacz::Entry>>) {
+    let mut out = Vec::with_capacity(paths.len());
+    let mut members = Vec::with_capacity(paths.len());
+    for path in paths {
+        if !is_package(&path) {
+            out.push(path);
+            members.push(None);
+            continue;
+        }
+        let read = File::open(&path)
+            .map_err(crate::wacz::Error::from)
+            .and_then(|f| crate::wacz::Package::read(io::BufReader::new(f)));
+        let package = match read {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        let before = out.len();
+        for entry in package.archives() {
+            out.push(path.clone());
+            members.push(Some(entry.clone()));
+        }
+        if out.len() == before {
+            crate::report!(
+                "ukvs index: warning: {}: a ZIP without WARCs under archive/ (not a WACZ?)",
+                path.display()
+            );
+        }
+    }
+    (out, members)
+}
+
+/// Whether the file is a WACZ package: named `.wacz`, or a ZIP.
+fn is_package(path: &Path) -> bool {
+    let named = path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".wacz"));
+    named || super::fs::is_package(path)
+}
+
+/// How a file is named in messages: its path, or for a package's WARC,
+/// the package and the entry.
+fn shown_name(path: &Path, member: Option<&crate::wacz::Entry>) -> PathBuf {
+    match member {
+        Some(m) => PathBuf::from(format!("{} entry {}", path.display(), m.name)),
+        None => path.to_path_buf(),
+    }
+}
+
 /// Whether the file is named as a WARC: its first bytes decide, but a
 /// WARC whose first record is damaged does not show what it is.
 fn named_warc(path: &Path) -> bool {
@@ -343,7 +408,7 @@ fn named_warc(path: &Path) -> bool {
 
 fn is_archive_name(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy().to_ascii_lowercase();
-    [".arc", ".arc.gz", ".warc", ".warc.gz", ".warc.zst"]
+    [".arc", ".arc.gz", ".warc", ".warc.gz", ".warc.zst", ".wacz"]
         .iter()
         .any(|ext| name.ends_with(ext))
 }
@@ -775,9 +840,13 @@ struct Emit<'a> {
     indexer: &'a mut Indexer,
     stats: &'a mut FileStats,
     tx: &'a SyncSender<Msg>,
-    path: &'a Path,
+    /// The file's name in messages.
+    shown: &'a Path,
     /// The file, read again for each record's SHA-256 (`--digest-records`).
     stored: Option<File>,
+    /// Where the records' bytes start in `stored` (a WACZ's WARC is read
+    /// from the package).
+    base: u64,
     /// Records need their paired request or stored digest.
     give: bool,
 }
@@ -792,7 +861,7 @@ impl Emit<'_> {
         let (offset, length) = rec.stored();
         let mut hasher = capture::fields::RecordHasher::default();
         let read = file
-            .seek(io::SeekFrom::Start(offset))
+            .seek(io::SeekFrom::Start(self.base + offset))
             .and_then(|_| io::copy(&mut Read::by_ref(file).take(length), &mut hasher));
         match read {
             Ok(n) if n == length => Some(hasher.finish()),
@@ -808,7 +877,7 @@ impl Emit<'_> {
                      again for its SHA-256: {why} (--digest-records needs a file whose \
                      offsets are those of its bytes, not a stream or a file gzipped as one \
                      stream); the file's lines go without recordDigest",
-                    self.path.display()
+                    self.shown.display()
                 );
                 let _ = self.tx.send(Msg::Error { text });
                 None
@@ -838,12 +907,12 @@ impl Emit<'_> {
             Outcome::Filtered => self.stats.filtered += 1,
         }
         if let Some(n) = self.indexer.take_notice() {
-            let text = format!("{}: offset {}: {n}", self.path.display(), rec.offset());
+            let text = format!("{}: offset {}: {n}", self.shown.display(), rec.offset());
             let _ = self.tx.send(Msg::Warning { text });
         }
         if let Some(e) = self.indexer.take_digest_error() {
             self.stats.errors += 1;
-            let text = format!("{}: offset {}: {e}", self.path.display(), rec.offset());
+            let text = format!("{}: offset {}: {e}", self.shown.display(), rec.offset());
             let _ = self.tx.send(Msg::Error { text });
         }
         if let Some(e) = self.indexer.take_key_error() {
@@ -856,7 +925,7 @@ impl Emit<'_> {
                 };
                 let text = format!(
                     "{}: offset {}: {e}; the key is the URL (as the reference indexers write it){more}",
-                    self.path.display(),
+                    self.shown.display(),
                     rec.offset(),
                 );
                 let _ = self.tx.send(Msg::Warning { text });
@@ -898,6 +967,8 @@ struct Job<'a> {
     /// `--dir-root`.
     dir_root: Option<&'a Path>,
     path: &'a Path,
+    /// The WARC of a WACZ package at `path` this job reads.
+    member: Option<&'a crate::wacz::Entry>,
     /// The `filename` its lines give when not its base name (files of
     /// the tree formats).
     name: Option<&'a [u8]>,
@@ -910,6 +981,9 @@ struct Job<'a> {
 /// The file is mapped into memory unless `no_mmap` (or it cannot be: a
 /// pipe, an empty file), so that records are read in place.
 fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
+    if let Some(entry) = job.member {
+        return index_member(job, entry, no_mmap, tx);
+    }
     // A file that cannot be mapped (a file system without mmap, or no
     // address space left for it) is read instead.
     let opened = File::open(job.path).map(|f| {
@@ -990,6 +1064,101 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         Err(e) => {
             file_failed(job, tx, format!("cannot open: {e}"));
         }
+    }
+}
+
+/// The stored bytes of a package's entry, shared from the package's map:
+/// its WARC is read in place, as a file of its own would be.
+struct EntryBytes {
+    map: Arc<memmap2::Mmap>,
+    range: std::ops::Range<usize>,
+}
+
+impl AsRef<[u8]> for EntryBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+/// Indexes the WARC (or ARC) `entry` of the package at `job.path`. A
+/// stored entry is read in place from the package's map (or with
+/// `no_mmap`, from the file); a deflated one (the spec stores WARCs, some
+/// writers do not) through an inflating stream, its offsets then those of
+/// the inflated bytes.
+fn index_member(job: &Job, entry: &crate::wacz::Entry, no_mmap: bool, tx: &mut SyncSender<Msg>) {
+    let shown = shown_name(job.path, Some(entry));
+    let failed = |tx: &mut SyncSender<Msg>, what: String| {
+        let _ = tx.send(Msg::Error {
+            text: format!("{}: {what}", shown.display()),
+        });
+        let stats = FileStats {
+            errors: 1,
+            ..FileStats::default()
+        };
+        let _ = tx.send(Msg::Done {
+            file: job.file,
+            stats,
+        });
+    };
+    let f = match File::open(job.path) {
+        Ok(f) => f,
+        Err(e) => return failed(tx, format!("cannot open: {e}")),
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let range = entry.range();
+    if range.end > len {
+        let what = format!(
+            "its {} stored bytes at offset {} run past the end of the package ({len} bytes): \
+             the file is cut short",
+            entry.compressed_size, entry.data_start
+        );
+        return failed(tx, what);
+    }
+    let stored = entry.method == crate::wacz::Method::Stored;
+    let map = match no_mmap || !stored || entry.compressed_size < MAP_FROM {
+        true => None,
+        false => crate::engine::fs::map_file(&f, memmap2::Advice::Sequential)
+            .ok()
+            .flatten(),
+    };
+    if let Some(map) = map {
+        let bytes = Arc::new(EntryBytes {
+            map: Arc::new(map),
+            range: range.start as usize..range.end as usize,
+        });
+        let is_warc = warc::is_warc(bytes.as_ref().as_ref()) || named_warc(Path::new(&entry.name));
+        if is_warc {
+            let rdr = warc::Reader::from_shared(bytes, warc::Options::default());
+            if job.post_append || job.pair_request {
+                index_records(job, Paired::new(rdr, job), None, tx);
+            } else {
+                index_records(job, rdr, None, tx);
+            }
+        } else {
+            let rdr = arc::Reader::from_shared(bytes, arc::Options::default());
+            index_records(job, rdr, None, tx);
+        }
+        return;
+    }
+    let mut f = f;
+    if let Err(e) = std::io::Seek::seek(&mut f, io::SeekFrom::Start(range.start)) {
+        return failed(tx, format!("cannot read: {e}"));
+    }
+    let mut input = match entry.reader(f.take(entry.compressed_size)) {
+        Ok(r) => io::BufReader::with_capacity(1 << 20, r),
+        Err(e) => return failed(tx, e.to_string()),
+    };
+    let first = match input.fill_buf() {
+        Ok(b) => b,
+        Err(e) => return failed(tx, format!("cannot read: {e}")),
+    };
+    let is_warc = warc::is_warc(first) || named_warc(Path::new(&entry.name));
+    match is_warc {
+        true if job.post_append || job.pair_request => {
+            index_records(job, Paired::new(warc::Reader::new(input), job), None, tx)
+        }
+        true => index_records(job, warc::Reader::new(input), None, tx),
+        false => index_records(job, arc::Reader::new(input), None, tx),
     }
 }
 
@@ -1079,16 +1248,21 @@ fn index_records<D: RecReader>(
         record_digests,
         dir_root,
         path,
+        member,
         name: _,
         opts,
         abort,
         pb,
     } = *job;
     let mut stats = FileStats::default();
-    let name = match dir_root {
-        Some(root) => relative_name(path, root),
-        None => path.file_name().map_or_else(Vec::new, os_bytes),
+    // A package's WARC is named as the package's own index names it.
+    let name = match (member, dir_root) {
+        (Some(m), _) => m.archive_name().as_bytes().to_vec(),
+        (None, Some(root)) => relative_name(path, root),
+        (None, None) => path.file_name().map_or_else(Vec::new, os_bytes),
     };
+    let shown = shown_name(path, member);
+    let shown = shown.as_path();
     let mut indexer = Indexer::new(opts.clone(), &name);
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     let (mut meta_found, mut started) = (false, false);
@@ -1111,7 +1285,7 @@ fn index_records<D: RecReader>(
                 stats.errors += 1;
                 let text = format!(
                     "{}: cannot open again for --digest-records: {e}",
-                    path.display()
+                    shown.display()
                 );
                 let _ = tx.send(Msg::Error { text });
                 None
@@ -1123,8 +1297,9 @@ fn index_records<D: RecReader>(
         indexer: &mut indexer,
         stats: &mut stats,
         tx,
-        path,
+        shown,
         stored,
+        base: member.map_or(0, |m| m.data_start),
         give,
     };
     loop {
@@ -1185,7 +1360,7 @@ fn index_records<D: RecReader>(
                     spare.push(rec);
                     w.stats.errors += 1;
                     let fatal = D::is_fatal(&e);
-                    let text = format!("{}: {e}", path.display());
+                    let text = format!("{}: {e}", shown.display());
                     if w.tx.send(Msg::Error { text }).is_err() || fatal {
                         more = false;
                     }

@@ -87,6 +87,12 @@ pub enum Error {
     /// The sources record SURT profiles that do not meet.
     #[error("{0}")]
     Profiles(String),
+    /// A WACZ package's ZIP or index cannot be read.
+    #[error("{name}: {error}")]
+    Package {
+        name: String,
+        error: crate::wacz::Error,
+    },
 }
 
 impl Error {
@@ -198,7 +204,7 @@ enum Kind {
 /// the jobs that read front to back can read.
 fn is_index_name(name: &str) -> bool {
     let stem = compressed_stem(name).unwrap_or(name);
-    [".cdx", ".cdxj", ".ukvs"]
+    [".cdx", ".cdxj", ".ukvs", ".wacz"]
         .iter()
         .any(|ext| stem.len() > ext.len() && stem.ends_with(ext))
 }
@@ -277,7 +283,7 @@ impl Source {
         let mut sources = Vec::new();
         let mut skipped = Vec::new();
         for f in &files {
-            match Source::plain(f, no_mmap) {
+            match Source::file(f, no_mmap) {
                 Ok(s) => sources.push(s),
                 Err(e @ Error::Compressed { .. }) if in_dir && named_compressed(f) => {
                     skipped.push(e)
@@ -295,6 +301,91 @@ impl Source {
             crate::report!("ukvs: skipped {e}");
         }
         Ok(sources)
+    }
+
+    /// A sorted file, or a WACZ package ([`Source::wacz`]), told by its
+    /// first bytes.
+    fn file(path: &Path, no_mmap: bool) -> Result<Source, Error> {
+        match super::fs::is_package(path) {
+            true => Source::wacz(path, no_mmap),
+            false => Source::plain(path, no_mmap),
+        }
+    }
+
+    /// The index of the WACZ package at `path`. A `cdxj-gzip-1.0` index
+    /// is read as a ZipNum cluster whose one shard is the package itself:
+    /// its `.idx` lines become a secondary index with the data entry's
+    /// offset in the ZIP added, so a lookup finds the block by a binary
+    /// search and reads and inflates that block alone, in place. A plain
+    /// `.cdxj` entry (or a data entry the writer deflated whole, against
+    /// the spec) is read into memory and searched there.
+    pub fn wacz(path: &Path, no_mmap: bool) -> Result<Source, Error> {
+        use crate::wacz::{IndexLayout, Method, Package};
+        let name = path.display().to_string();
+        let bytes = open_bytes(path, no_mmap)?;
+        let bad = |e: crate::wacz::Error| Error::Package {
+            name: name.clone(),
+            error: e,
+        };
+        let all = bytes.as_ref();
+        let package = Package::read(io::Cursor::new(all)).map_err(bad)?;
+        let contents = |e: &crate::wacz::Entry| {
+            let range = e.range();
+            let stored = usize::try_from(range.start)
+                .ok()
+                .zip(usize::try_from(range.end).ok())
+                .and_then(|(a, b)| all.get(a..b))
+                .ok_or_else(|| crate::wacz::Error::BadEntry {
+                    entry: e.name.clone(),
+                    reason: "its bytes run past the end of the file: the file is cut short".into(),
+                })?;
+            e.contents(stored)
+        };
+        let idx_text = match package.entry("indexes/index.idx") {
+            Some(idx) => Some(contents(idx).map_err(bad)?),
+            None => None,
+        };
+        let data_name = idx_text.as_deref().and_then(crate::wacz::idx_data_name);
+        let layout = package.index(data_name.as_deref()).map_err(bad)?;
+        let kind = match (&layout, idx_text) {
+            (IndexLayout::CdxjGzip { idx, data }, Some(text)) if data.method == Method::Stored => {
+                let entries = crate::wacz::parse_idx(&idx.name, &text).map_err(bad)?;
+                let secondary = crate::wacz::zipnum_idx(&entries, &data.name, data.data_start);
+                let shards = HashMap::from([(data.name.clone(), vec![path.to_path_buf()])]);
+                Kind::Cluster {
+                    cluster: Cluster::new(Bytes::Vec(secondary)),
+                    shards,
+                }
+            }
+            (IndexLayout::CdxjGzip { data, .. }, _) => {
+                let gz = contents(data).map_err(bad)?;
+                let mut text = Vec::new();
+                flate2::read::MultiGzDecoder::new(&gz[..])
+                    .read_to_end(&mut text)
+                    .map_err(|e| {
+                        bad(crate::wacz::Error::BadEntry {
+                            entry: data.name.clone(),
+                            reason: format!("cannot inflate: {e}"),
+                        })
+                    })?;
+                Kind::Plain(Search::new(Bytes::Vec(text)))
+            }
+            (IndexLayout::Cdxj(e), _) => {
+                Kind::Plain(Search::new(Bytes::Vec(contents(e).map_err(bad)?)))
+            }
+        };
+        let early_disorder = match &kind {
+            Kind::Plain(search) => search.disorder_near_ends(ENDS_CHECKED),
+            Kind::Cluster { .. } => None,
+        };
+        Ok(Source {
+            name,
+            path: path.to_path_buf(),
+            kind,
+            disordered: Default::default(),
+            early_disorder,
+            skipped: 0,
+        })
     }
 
     fn plain(path: &Path, no_mmap: bool) -> Result<Source, Error> {

@@ -26,6 +26,7 @@
 //! | [`fold`] | a live collection's bases and delta folded into a new base, swapped in atomically |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
+//! | [`wacz`] | WACZ packages: their entries checked against `datapackage.json` |
 
 /// Writes a line to stderr as `eprintln!` does, but goes on when stderr
 /// is gone (a closed pipe, as in `ukvs ... 2>&1 | head`), where
@@ -59,6 +60,7 @@ pub mod sigbus;
 pub mod sort;
 pub mod stats;
 pub mod validate;
+pub mod wacz;
 pub mod zipnum;
 
 /// Threads for `-j N` (0 = every core).

@@ -36,6 +36,24 @@ fn disorder_hint(offset: u64) -> String {
 /// first line is a CDX legend is checked as classic CDX ([`CdxCheck`]).
 pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyhow::Result<bool> {
     let name = path.display().to_string();
+    // A WACZ package: its entries against its datapackage.json, then its
+    // index's lines as any index's.
+    let mut package_problems = 0;
+    if path.as_os_str() != "-" && super::fs::is_package(path) {
+        let report =
+            super::wacz::check_package(path).with_context(|| format!("cannot read {name}"))?;
+        for p in &report.problems {
+            writeln!(out, "{name}: {p}")?;
+        }
+        package_problems = report.problems.len();
+        if !args.quiet {
+            writeln!(
+                out,
+                "{name}: package: {} entries hashed as datapackage.json says, {} problems",
+                report.checked, package_problems
+            )?;
+        }
+    }
     let mut v = Validator::new();
     let mut cdx: Option<CdxCheck> = None;
     let mut first = true;
@@ -103,7 +121,7 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
             if s.problems == 0 { "valid" } else { "INVALID" },
         )?;
     }
-    Ok(s.problems == 0)
+    Ok(s.problems == 0 && package_problems == 0)
 }
 
 /// Maps a plain (not compressed), non-empty regular file read-only;

@@ -22,6 +22,19 @@ pub struct BuildJob {
     pub shards: usize,
     /// gzip level 0-9.
     pub level: u32,
+    /// Which files the cluster is made of.
+    pub layout: Layout,
+}
+
+/// The files of a cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// pywb's: `index-NN.cdx.gz` shards, `index.idx`, `index.loc`.
+    #[default]
+    Pywb,
+    /// WACZ's `cdxj-gzip-1.0`: `index.cdx.gz` and `index.idx`, as py-wacz
+    /// writes them into `indexes/` (see [`build_wacz`]).
+    Wacz,
 }
 
 /// Data lines (headers skipped) of the input, checked to ascend.
@@ -56,6 +69,9 @@ fn for_each_line(
 pub fn build(args: &BuildJob) -> anyhow::Result<()> {
     if args.level > 9 {
         bail!("--level must be 0-9");
+    }
+    if args.layout == Layout::Wacz {
+        return build_wacz(args);
     }
     let shards = args.shards.max(1);
     let lpb = args.lines_per_block.max(1);
@@ -140,4 +156,40 @@ fn is_cluster_file(name: &str) -> bool {
             .strip_prefix("index-")
             .and_then(|r| r.strip_suffix(".cdx.gz"))
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Writes the `cdxj-gzip-1.0` index of a WACZ package (`index.cdx.gz`
+/// and `index.idx`) from a sorted index, byte for byte as py-wacz writes
+/// it for the same lines: blocks of `lines_per_block` lines (py-wacz:
+/// 1024), each line with its LF, gzipped by zlib at `level` (py-wacz: 6),
+/// a line repeated right after itself written once (py-wacz's sort drops
+/// such repeats), and the blocks' SHA-256 in the `.idx`. One shard only.
+pub fn build_wacz(args: &BuildJob) -> anyhow::Result<()> {
+    if args.shards > 1 {
+        bail!("a WACZ index is one data file: drop --shards");
+    }
+    let dir = OutputDir::create(&args.output, |n| n == "index.idx" || n == "index.cdx.gz")?;
+    let idx = dir.file("index.idx")?;
+    let data = dir.file("index.cdx.gz")?;
+    let level = args.level;
+    let mut wtr = crate::wacz::IdxWriter::new(idx, data, "index.cdx.gz", |block: &[u8]| {
+        crate::wacz::zlib::gzip_member(block, level)
+    })
+    .lines_per_block(args.lines_per_block);
+    let mut prev: Option<Vec<u8>> = None;
+    for_each_line(&args.input, |line| {
+        if prev.as_deref() == Some(line) {
+            return Ok(());
+        }
+        wtr.push(line)?;
+        let p = prev.get_or_insert_with(Vec::new);
+        p.clear();
+        p.extend_from_slice(line);
+        Ok(())
+    })?;
+    let (idx, data) = wtr.finish()?;
+    data.commit()?;
+    idx.commit()?;
+    dir.commit()?;
+    Ok(())
 }

@@ -29,7 +29,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target, &str); 16] = [
+const TARGETS: [(&str, Target, &str); 17] = [
     ("warc_stream", harness::warc_stream, "warc"),
     ("arc_stream", harness::arc_stream, "arc"),
     ("surt", harness::surt, "surt"),
@@ -50,6 +50,7 @@ const TARGETS: [(&str, Target, &str); 16] = [
     ("digest_spellings", harness::digest_spellings, "cdxj"),
     ("outback_query", harness::outback_query, "outbackcdx"),
     ("wayback_params", harness::wayback_params, "wayback"),
+    ("wacz_package", harness::wacz_package, "wacz"),
 ];
 
 #[test]

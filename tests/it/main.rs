@@ -26,6 +26,7 @@ mod stats_html;
 mod surt;
 mod ukvs;
 mod util;
+mod wacz;
 mod warc;
 mod warc_real;
 mod wayback;
