@@ -89,6 +89,12 @@ pub struct Args {
     /// Read index files into memory instead of mapping them.
     #[arg(long)]
     no_mmap: bool,
+    /// Memory for inflated ZipNum blocks, shared by every lookup (and
+    /// every server thread): bytes, or with K, M, G (`0` = off: each
+    /// lookup inflates no further into a block than it reads). Default: a
+    /// sixteenth of the machine's memory, at most 4G.
+    #[arg(long, value_name = "SIZE", value_parser = super::lookup::parse_cache)]
+    cache: Option<u64>,
     /// Worker threads (0 = every core).
     #[arg(short = 'j', long, default_value_t = 0)]
     threads: usize,
@@ -117,6 +123,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(c) = args.cache {
+        ukvs::engine::blocks::set_capacity(c);
+    }
     serve::run(serve::Options {
         bind: args.bind,
         specs: args.specs,

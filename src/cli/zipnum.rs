@@ -44,6 +44,18 @@ pub struct BuildArgs {
     /// gzip level 0-9.
     #[arg(long, default_value_t = 6)]
     level: u32,
+    /// File names: `pywb` (`index.idx`, `index.loc`, `index-NN.cdx.gz`)
+    /// or `cc`, Common Crawl's (`cluster.idx` naming `cdx-NNNNN.gz`
+    /// shards beside it, no `.loc`). Both are read by every command that
+    /// reads a cluster.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Pywb)]
+    layout: LayoutArg,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LayoutArg {
+    Pywb,
+    Cc,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -55,6 +67,10 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 lines_per_block: args.lines_per_block,
                 shards: args.shards,
                 level: args.level,
+                layout: match args.layout {
+                    LayoutArg::Pywb => job::Layout::Pywb,
+                    LayoutArg::Cc => job::Layout::Cc,
+                },
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -125,6 +125,7 @@ pub fn fold(
             lines_per_block: LINES_PER_BLOCK,
             shards: 1,
             level: 6,
+            layout: Default::default(),
         });
         let _ = std::fs::remove_file(&plain);
         built?;
