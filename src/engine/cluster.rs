@@ -290,10 +290,13 @@ impl Reader<'_> {
             // Requests in flight for blocks the scan skipped are dropped.
             self.ahead.drain(..at);
             if let Some((_, _, pending)) = self.ahead.pop_front() {
-                if let Ok(bytes) = pending.wait() {
-                    return Ok(bytes);
-                }
-                // Failed: every location gets its turn below.
+                // It asked the first location; the others get their turn
+                // (retries of the first are behind it already).
+                return match (pending.wait(), locations.get(1..)) {
+                    (Ok(bytes), _) => Ok(bytes),
+                    (Err(e), None | Some([])) => Err(e),
+                    (Err(_), Some(rest)) => read_first(rest, block.offset, block.length),
+                };
             }
         }
         read_first(&locations, block.offset, block.length)

@@ -16,6 +16,7 @@ mod mementomap;
 mod nedlib;
 mod outback;
 mod output;
+mod remote;
 mod seed_index;
 mod serve;
 mod sorted;
