@@ -53,7 +53,9 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// sorted in a locale's order, by `sort` without `LC_ALL=C`, fails).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Index files or ZipNum clusters, then the URL to look up.
+    /// Index files or ZipNum clusters (a directory, an `.idx`, or the URL
+    /// of either: `http(s)://HOST/DIR/`, `s3://BUCKET/PREFIX/`), then the
+    /// URL to look up.
     #[arg(required = true, value_name = "INDEX... [URL]")]
     positional: Vec<String>,
     /// Look up this raw key instead of a URL.

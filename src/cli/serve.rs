@@ -12,7 +12,8 @@ use crate::serve::{self, Spec};
 ///
 /// Each NAME=PATH makes PATH part of the collection NAME: a sorted UKVS,
 /// CDXJ or CDX file, a directory of them (`*.cdx`, `*.cdxj`, `*.ukvs`), or
-/// a ZipNum cluster (its directory or its `.idx`). Several PATHs under one
+/// a ZipNum cluster (its directory or its `.idx`, local, or their URL:
+/// `http(s)://HOST/DIR/`, `s3://BUCKET/PREFIX/`). Several PATHs under one
 /// NAME are merged. `NAME=map:PATH` adds a MementoMap, `NAME=acl:PATH`
 /// pywb access rules (`.aclj`), `NAME=digests:PATH` a digest file (`ukvs
 /// index --digests`) or a directory of them.

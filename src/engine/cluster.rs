@@ -2,7 +2,7 @@
 //! reading of its blocks, local or remote, through the block cache.
 //!
 //! ```text
-//! open(spec)  spec = a local .idx, or a URL of an .idx or of a directory
+//! local_shards(idx) / open_remote(url)   url = of an .idx or of a directory
 //!   │         (index.idx, else cluster.idx), read whole
 //!   ├─► .loc beside the idx: each shard's locations, tried in order
 //!   │   (paths relative to it, or URLs); none (Common Crawl's layout):
@@ -22,13 +22,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use super::blocks::{self, Key};
-use super::lookup::{open_bytes, Bytes, Error};
 use super::remote::{self, Object, Pending};
 use crate::sorted::zipnum::{decompress_block, parse_loc, Block, BlockBytes, FetchBlock};
 
 /// Blocks of a remote shard a range scan keeps in flight ahead of the
 /// one it reads.
 pub const READ_AHEAD: usize = 4;
+
+/// A scan of more blocks than this (a `cat`, a large prefix) takes the
+/// blocks the cache holds but adds none: it would only push out the
+/// blocks that lookups come back to.
+pub const SCAN_KEEPS_UP_TO: usize = 32;
 
 /// The names a cluster's secondary index goes by in its directory:
 /// pywb's and ours, then Common Crawl's.
@@ -37,14 +41,6 @@ pub const IDX_NAMES: [&str; 2] = ["index.idx", "cluster.idx"];
 /// Whether `spec` names a remote cluster (its directory, or its idx).
 pub fn is_remote(spec: &Path) -> bool {
     spec.to_str().is_some_and(remote::is_url)
-}
-
-/// An opened cluster: its idx's bytes, and its shards.
-pub struct Opened {
-    /// The idx's path or URL, for messages.
-    pub name: String,
-    pub idx: Bytes,
-    pub shards: Shards,
 }
 
 /// A cluster's shards: where each is, opened on first read.
@@ -75,24 +71,24 @@ enum Location {
     Remote(Object),
 }
 
-/// Opens the cluster `spec` names: a local `.idx` file, or the URL of an
-/// `.idx` or of the directory holding it.
-pub fn open(spec: &Path, no_mmap: bool) -> Result<Opened, Error> {
-    let Some(url) = spec.to_str().filter(|s| remote::is_url(s)) else {
-        let idx = open_bytes(spec, no_mmap)?;
-        let loc_path = spec.with_extension("loc");
-        let loc = match std::fs::read_to_string(&loc_path) {
-            Ok(text) => Some(text),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_error("read the ZipNum location file", &loc_path, e)),
-        };
-        let dir = spec.parent().unwrap_or(Path::new("")).to_path_buf();
-        return Ok(Opened {
-            name: spec.display().to_string(),
-            idx,
-            shards: Shards::new(Base::Dir(dir), loc.as_deref()),
-        });
+/// The shards of the cluster whose local idx is `idx`: the `.loc`
+/// beside it (`X.idx` -> `X.loc`), else the files the shard column names
+/// beside the idx.
+pub fn local_shards(idx: &Path) -> io::Result<Shards> {
+    let loc_path = idx.with_extension("loc");
+    let loc = match std::fs::read_to_string(&loc_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
     };
+    let dir = idx.parent().unwrap_or(Path::new("")).to_path_buf();
+    Ok(Shards::new(Base::Dir(dir), loc.as_deref()))
+}
+
+/// A remote cluster: the URL and bytes of its idx (`url` itself when it
+/// names an `.idx`, else the first of [`IDX_NAMES`] in that directory)
+/// and its shards (through the `.loc` beside the idx, else beside it).
+pub fn open_remote(url: &str) -> io::Result<(String, Vec<u8>, Shards)> {
     let (idx_url, idx) = remote_idx(url)?;
     let loc_url = match idx_url.strip_suffix(".idx") {
         Some(stem) => format!("{stem}.loc"),
@@ -101,57 +97,33 @@ pub fn open(spec: &Path, no_mmap: bool) -> Result<Opened, Error> {
     let loc = match Object::open(&loc_url).and_then(|o| o.read_all()) {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(remote_error("read the ZipNum location file", &loc_url, e)),
+        Err(e) => return Err(e),
     };
     let base = Base::Url(remote::parent(&idx_url).to_string());
-    Ok(Opened {
-        name: idx_url,
-        idx: Bytes::Vec(idx),
-        shards: Shards::new(base, loc.as_deref()),
-    })
+    let shards = Shards::new(base, loc.as_deref());
+    Ok((idx_url, idx, shards))
 }
 
-/// The URL and bytes of a remote cluster's idx: `url` itself when it
-/// names an `.idx`, else the first of [`IDX_NAMES`] in that directory.
-fn remote_idx(url: &str) -> Result<(String, Vec<u8>), Error> {
+fn remote_idx(url: &str) -> io::Result<(String, Vec<u8>)> {
     let candidates: Vec<String> = match url.ends_with(".idx") {
         true => vec![url.to_string()],
         false => IDX_NAMES.iter().map(|n| remote::join(url, n)).collect(),
     };
-    let mut missing = Vec::new();
+    let mut missing = None;
     for c in &candidates {
         match Object::open(c).and_then(|o| o.read_all()) {
             Ok(bytes) => return Ok((c.clone(), bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(e),
-            Err(e) => return Err(remote_error("read the ZipNum index", c, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing = Some(e),
+            Err(e) => return Err(e),
         }
     }
-    let error = match candidates.len() {
-        1 => missing
-            .pop()
-            .unwrap_or_else(|| io::Error::other("not found")),
+    Err(match candidates.len() {
+        1 => missing.unwrap_or_else(|| io::Error::other("not found")),
         _ => io::Error::new(
             io::ErrorKind::NotFound,
             format!("neither {} is there", IDX_NAMES.join(" nor ")),
         ),
-    };
-    Err(remote_error("read the ZipNum index", url, error))
-}
-
-fn io_error(what: &'static str, path: &Path, error: io::Error) -> Error {
-    Error::Io {
-        what,
-        path: path.display().to_string(),
-        error,
-    }
-}
-
-fn remote_error(what: &'static str, url: &str, error: io::Error) -> Error {
-    Error::Io {
-        what,
-        path: url.to_string(),
-        error,
-    }
+    })
 }
 
 impl Shards {
@@ -164,12 +136,14 @@ impl Shards {
         }
     }
 
-    /// A reader of this cluster's blocks, for one scan.
-    pub fn reader(&self) -> Reader<'_> {
+    /// A reader of this cluster's blocks, for one scan of `blocks`
+    /// blocks.
+    pub fn reader(&self, blocks: usize) -> Reader<'_> {
         Reader {
             shards: self,
             ahead: VecDeque::new(),
             read: 0,
+            keep: blocks <= SCAN_KEEPS_UP_TO,
         }
     }
 
@@ -267,6 +241,8 @@ pub struct Reader<'c> {
     ahead: VecDeque<(String, u64, Pending)>,
     /// Blocks read so far: a scan past its first block reads ahead.
     read: usize,
+    /// Whether blocks read are added to the cache.
+    keep: bool,
 }
 
 impl Reader<'_> {
@@ -347,7 +323,7 @@ impl FetchBlock for Reader<'_> {
             self.read_ahead(ahead);
         }
         let gzip = self.gzip(block)?;
-        if !cache.is_on() {
+        if !cache.is_on() || !self.keep {
             return Ok(BlockBytes::Gzip(gzip));
         }
         // Whole, at once: cheaper than a piece at a time, and the next

@@ -325,15 +325,30 @@ impl Source {
     }
 
     /// The ZipNum cluster whose `.idx` file is `idx` (a path, or the URL
-    /// of the idx or of its directory: see [`cluster::open`]).
+    /// of the idx or of its directory: see [`cluster::open_remote`]).
     pub fn cluster(idx: &Path, no_mmap: bool) -> Result<Source, Error> {
-        let opened = cluster::open(idx, no_mmap)?;
+        let (name, bytes, shards) = match idx.to_str().filter(|_| cluster::is_remote(idx)) {
+            Some(url) => {
+                let (name, bytes, shards) =
+                    cluster::open_remote(url).map_err(|error| Error::Io {
+                        what: "read the ZipNum cluster",
+                        path: url.to_string(),
+                        error,
+                    })?;
+                (name, Bytes::Vec(bytes), shards)
+            }
+            None => {
+                let shards = cluster::local_shards(idx)
+                    .map_err(Error::io("read the ZipNum location file beside", idx))?;
+                (idx.display().to_string(), open_bytes(idx, no_mmap)?, shards)
+            }
+        };
         Ok(Source {
-            path: PathBuf::from(&opened.name),
-            name: opened.name,
+            path: PathBuf::from(&name),
+            name,
             kind: Kind::Cluster {
-                cluster: Cluster::new(opened.idx),
-                shards: opened.shards,
+                cluster: Cluster::new(bytes),
+                shards,
             },
             disordered: Default::default(),
             early_disorder: None,
@@ -400,7 +415,7 @@ impl Source {
         match &self.kind {
             Kind::Plain(search) => Ok(search.check_order(max)),
             Kind::Cluster { cluster, shards } => cluster
-                .check_order(max, shards.reader())
+                .check_order(max, shards.reader(usize::MAX))
                 .map_err(|e| self.failed(e)),
         }
     }
@@ -519,7 +534,8 @@ impl Source {
         range: &'s KeyRange,
         shards: &'s Shards,
     ) -> SourceLines<'s> {
-        SourceLines::Cluster(Box::new(BlockLines::new(blocks, range, shards.reader())))
+        let reader = shards.reader(blocks.len());
+        SourceLines::Cluster(Box::new(BlockLines::new(blocks, range, reader)))
     }
 
     fn failed(&self, error: sorted::Error) -> Error {

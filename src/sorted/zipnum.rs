@@ -613,6 +613,79 @@ mod tests {
         );
     }
 
+    /// Gives blocks inflated (as the engine's cache does), recording the
+    /// blocks it is told come next.
+    struct Inflated<'a> {
+        shard: &'a [u8],
+        told: &'a std::cell::RefCell<Vec<(u64, Vec<u64>)>>,
+    }
+
+    impl FetchBlock for Inflated<'_> {
+        fn fetch(&mut self, block: &Block, ahead: &[Block]) -> io::Result<BlockBytes> {
+            self.told
+                .borrow_mut()
+                .push((block.block_no, ahead.iter().map(|b| b.block_no).collect()));
+            let gzip = &self.shard[block.offset as usize..(block.offset + block.length) as usize];
+            let text =
+                decompress_block(gzip, &block.shard, block.offset).map_err(io::Error::other)?;
+            Ok(BlockBytes::Text(text.into()))
+        }
+    }
+
+    #[test]
+    fn inflated_blocks_read_as_gzip_ones() {
+        // Blocks of 2 lines, LF-terminated or not, keys straddling blocks.
+        let lines: Vec<String> = (0..23).map(|i| format!("k{} {i:02}", i / 3)).collect();
+        let mut w = BlockWriter::new(2, 6);
+        let (mut shard, mut idx, mut n) = (Vec::new(), Vec::new(), 0);
+        let mut finished = Vec::new();
+        for l in &lines {
+            finished.extend(w.push(l.as_bytes()).unwrap());
+        }
+        finished.extend(w.flush().unwrap());
+        for b in finished {
+            n += 1;
+            let entry = Block {
+                first_key: b.first_key,
+                shard: "s".into(),
+                offset: shard.len() as u64,
+                length: b.gzip.len() as u64,
+                block_no: n,
+            };
+            shard.extend_from_slice(&b.gzip);
+            idx.extend_from_slice(&entry.to_line());
+            idx.push(b'\n');
+        }
+        let cluster = Cluster::new(idx);
+        for (key, m) in [
+            ("k3", crate::sorted::MatchType::Exact),
+            ("k", crate::sorted::MatchType::Prefix),
+        ] {
+            let range = KeyRange::new(key.as_bytes(), m);
+            let gz = |_: &str, o: u64, l: u64| Ok(shard[o as usize..(o + l) as usize].to_vec());
+            let want = cluster.range(&range, gz).unwrap();
+            let want_n = lines.iter().filter(|l| l.starts_with(key)).count();
+            assert_eq!(want.len(), want_n, "{key}");
+            let told = std::cell::RefCell::new(Vec::new());
+            let inflated = Inflated {
+                shard: &shard,
+                told: &told,
+            };
+            let got: Vec<Vec<u8>> = cluster
+                .range_lines(&range, inflated)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(got, want, "{key}");
+            // Each block is told the blocks after it in the scan.
+            let told = told.into_inner();
+            assert!(told.len() > 1, "{key}");
+            for w in told.windows(2) {
+                assert_eq!(w[0].1.first(), Some(&w[1].0));
+            }
+        }
+    }
+
     #[test]
     fn index_line_round_trip() {
         let line = b"com,example)/ 20140127171200\tzipnum\t0\t275\t1";

@@ -454,14 +454,15 @@ fn remote_clusters_serve_as_local_ones() {
         found += usize::from(want.0 == 200 && want.2.len() > 10);
     }
     assert!(found > asked.len() / 2, "{found} of {}", asked.len());
-    // The same questions again are answered from the cache.
+    // The same exact lookups again are answered from the cache (scans
+    // of more than 32 blocks, the domain queries, add nothing to it).
     let stats = |coll: &str| -> serde_json::Value {
         let (status, _, body) = get(&a, &server.url(&format!("/{coll}/stats")));
         assert_eq!(status, 200);
         serde_json::from_slice(&body).unwrap()
     };
     let before = stats("there")["blockCache"].clone();
-    for q in &asked {
+    for q in asked.iter().filter(|q| !q.contains("matchType")) {
         get(&a, &server.url(&format!("/there/{q}")));
     }
     let after = stats("there")["blockCache"].clone();
