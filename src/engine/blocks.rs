@@ -77,10 +77,9 @@ impl BlockCache {
     }
 
     fn part(&self, key: &Key) -> &Mutex<Part> {
-        use std::hash::{BuildHasher, Hash, Hasher};
-        let mut h = rustc_hash::FxBuildHasher.build_hasher();
-        key.hash(&mut h);
-        &self.parts[(h.finish() as usize >> 7) % PARTS]
+        use std::hash::BuildHasher;
+        let h = rustc_hash::FxBuildHasher.hash_one(key);
+        &self.parts[(h as usize >> 7) % PARTS]
     }
 
     /// The block, if held (counted as a hit or a miss).
