@@ -18,7 +18,9 @@ pub enum Command {
 /// Writes `index-NN.cdx.gz` shards (gzip members of N lines, the last line
 /// of each block without LF), `index.idx` (one line per block:
 /// `key datetime`, shard, offset, length, block number, tab-separated)
-/// and `index.loc` (`shard<TAB>file`). Header lines are not part of a cluster and are left
+/// and `index.loc` (`shard<TAB>file`); with `--layout cc`, Common Crawl's
+/// `cluster.idx` and `cdx-NNNNN.gz` shards, without a `.loc`. Header
+/// lines are not part of a cluster and are left
 /// out. The input must be sorted (it is checked); `ukvs lookup DIR` and
 /// pywb (`zipnum+DIR/index.idx`) both serve the result. Files appear whole:
 /// each is written to a temporary name and renamed. Two passes over the
