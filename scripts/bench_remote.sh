@@ -21,7 +21,9 @@
 # Env: LINES (default 10000000), QUERIES (default 100000), SEED (1),
 # DURATION (seconds per run, 20), WARMUP (5), CONNS (32), WRK_THREADS (2),
 # CACHE (--cache of the cached rows, default 1G), PYWB (0: skip pywb),
-# KEEP (1: keep the work dir), UKVS (default target/release/ukvs).
+# KEEP (1: keep the work dir), UKVS (default target/release/ukvs), DATA (a
+# directory where the generated cluster and query lists are kept and
+# found again by the next run with the same LINES, QUERIES and SEED).
 # Needs python3, wrk, curl, and pywb's `wayback` unless PYWB=0.
 set -euo pipefail
 
@@ -69,6 +71,11 @@ cp "$UKVS" "$WORK/ukvs"
 UKVS=$WORK/ukvs
 
 # ---------------------------------------------------------------- index
+KEPT=${DATA:+$DATA/lines$LINES-queries$QUERIES-seed$SEED}
+if [ -n "$KEPT" ] && [ -f "$KEPT/done" ]; then
+    echo "reusing $KEPT" >&2
+    cp -r "$KEPT/www" "$KEPT/urls.tsv" "$KEPT/zipf.txt" "$KEPT/uniform.txt" "$WORK/"
+else
 # bench_serve.sh's generator, taken from it as it is.
 sed -n "/^python3 - \"\$LINES\"/,/^EOF\$/p" "$ROOT/scripts/bench_serve.sh" | sed '1d;$d' > "$WORK/gen.py"
 [ -s "$WORK/gen.py" ] || { echo "cannot find the generator in scripts/bench_serve.sh" >&2; exit 1; }
@@ -78,8 +85,6 @@ python3 "$WORK/gen.py" "$LINES" "$QUERIES" "$SEED" "$WORK/urls.tsv" |
 mkdir "$WORK/www"
 "$UKVS" zipnum build -o "$WORK/www/cluster" "$WORK/index.cdxj"
 rm "$WORK/index.cdxj"
-sync
-BLOCKS=$(wc -l < "$WORK/www/cluster/index.idx")
 
 # Request lists: Zipf(1.0) over a random ranking of the query URLs, and
 # uniform; 500,000 draws each, percent-encoded once here.
@@ -99,6 +104,14 @@ def write(name, picks):
 write("zipf", (urls[bisect.bisect_left(cum, rng.random() * t)] for _ in range(500000)))
 write("uniform", (rng.choice(urls) for _ in range(500000)))
 EOF
+if [ -n "$KEPT" ]; then
+    mkdir -p "$KEPT"
+    cp -r "$WORK/www" "$WORK/urls.tsv" "$WORK/zipf.txt" "$WORK/uniform.txt" "$KEPT/"
+    touch "$KEPT/done"
+fi
+fi
+sync
+BLOCKS=$(wc -l < "$WORK/www/cluster/index.idx")
 
 cat > "$WORK/lookup.lua" << 'EOF'
 local paths, n, i, id = {}, 0, 0, 0
