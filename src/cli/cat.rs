@@ -34,7 +34,8 @@ use ukvs::engine::output::Output;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files to read (`-` for stdin; gzip and zstd content is decompressed),
-    /// ZipNum clusters (a cluster's directory or its `.idx`), whose lines
+    /// ZipNum clusters (a cluster's directory or its `.idx`, or the URL of
+    /// either: `http(s)://`, `s3://`), whose lines
     /// are read block after block, or directories of index files (`*.cdx`,
     /// `*.cdxj`, `*.ukvs`), read in name order.
     #[arg(required_unless_present = "data")]

@@ -58,7 +58,9 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// sorted in a locale's order, by `sort` without `LC_ALL=C`, fails).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Index files or ZipNum clusters, then the URL to look up.
+    /// Index files or ZipNum clusters (a directory, an `.idx`, or the URL
+    /// of either: `http(s)://HOST/DIR/`, `s3://BUCKET/PREFIX/`), then the
+    /// URL to look up.
     #[arg(required = true, value_name = "INDEX... [URL]")]
     positional: Vec<String>,
     /// Look up this raw key instead of a URL.
@@ -117,6 +119,12 @@ pub struct Args {
     /// Read index files into memory instead of mapping them.
     #[arg(long)]
     no_mmap: bool,
+    /// Memory for inflated ZipNum blocks, shared by every lookup (and
+    /// every server thread): bytes, or with K, M, G (`0` = off: each
+    /// lookup inflates no further into a block than it reads). Default: a
+    /// sixteenth of the machine's memory, at most 4G.
+    #[arg(long, value_name = "SIZE", value_parser = parse_cache)]
+    cache: Option<u64>,
     /// Look up this payload digest in digest files (the INDEX arguments)
     /// instead of a URL: every capture of the payload, oldest first.
     #[arg(long, value_name = "DIGEST", conflicts_with_all = ["key", "keys", "urls", "closest", "reverse", "acl", "resolve_revisits"])]
@@ -221,7 +229,15 @@ fn check_order(coll: &Collection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--cache SIZE`.
+pub(crate) fn parse_cache(s: &str) -> Result<u64, String> {
+    ukvs::engine::blocks::parse_size(s)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(c) = args.cache {
+        ukvs::engine::blocks::set_capacity(c);
+    }
     if let Some(digest) = &args.digest {
         return by_digest(&args, digest);
     }

@@ -12,7 +12,8 @@ use crate::serve::{self, Spec};
 ///
 /// Each NAME=PATH makes PATH part of the collection NAME: a sorted UKVS,
 /// CDXJ or CDX file, a directory of them (`*.cdx`, `*.cdxj`, `*.ukvs`), or
-/// a ZipNum cluster (its directory or its `.idx`). Several PATHs under one
+/// a ZipNum cluster (its directory or its `.idx`, local, or their URL:
+/// `http(s)://HOST/DIR/`, `s3://BUCKET/PREFIX/`). Several PATHs under one
 /// NAME are merged. `NAME=map:PATH` adds a MementoMap, `NAME=acl:PATH`
 /// pywb access rules (`.aclj`), `NAME=digests:PATH` a digest file (`ukvs
 /// index --digests`) or a directory of them.
@@ -89,6 +90,12 @@ pub struct Args {
     /// Read index files into memory instead of mapping them.
     #[arg(long)]
     no_mmap: bool,
+    /// Memory for inflated ZipNum blocks, shared by every lookup (and
+    /// every server thread): bytes, or with K, M, G (`0` = off: each
+    /// lookup inflates no further into a block than it reads). Default: a
+    /// sixteenth of the machine's memory, at most 4G.
+    #[arg(long, value_name = "SIZE", value_parser = super::lookup::parse_cache)]
+    cache: Option<u64>,
     /// Worker threads (0 = every core).
     #[arg(short = 'j', long, default_value_t = 0)]
     threads: usize,
@@ -117,6 +124,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(c) = args.cache {
+        ukvs::engine::blocks::set_capacity(c);
+    }
     serve::run(serve::Options {
         bind: args.bind,
         specs: args.specs,

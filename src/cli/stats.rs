@@ -35,7 +35,8 @@ use super::sort::parse_size;
 /// skipped; --strict stops at the first).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Index files, ZipNum clusters or directories (`-` = stdin); with
+    /// Index files, ZipNum clusters (local, or the URL of their
+    /// directory: `http(s)://`, `s3://`) or directories (`-` = stdin); with
     /// --merge, JSON reports of `ukvs stats --json`.
     #[arg(required_unless_present = "data", value_name = "INDEX")]
     inputs: Vec<PathBuf>,

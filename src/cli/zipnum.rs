@@ -18,7 +18,9 @@ pub enum Command {
 /// Writes `index-NN.cdx.gz` shards (gzip members of N lines, the last line
 /// of each block without LF), `index.idx` (one line per block:
 /// `key datetime`, shard, offset, length, block number, tab-separated)
-/// and `index.loc` (`shard<TAB>file`). Header lines are not part of a cluster and are left
+/// and `index.loc` (`shard<TAB>file`); with `--layout cc`, Common Crawl's
+/// `cluster.idx` and `cdx-NNNNN.gz` shards, without a `.loc`. Header
+/// lines are not part of a cluster and are left
 /// out. The input must be sorted (it is checked); `ukvs lookup DIR` and
 /// pywb (`zipnum+DIR/index.idx`) both serve the result. Files appear whole:
 /// each is written to a temporary name and renamed. Two passes over the
@@ -45,8 +47,10 @@ pub struct BuildArgs {
     /// gzip level 0-9.
     #[arg(long, default_value_t = 6)]
     level: u32,
-    /// The files written: `pywb` (shards, `index.idx`, `index.loc`), or
-    /// `wacz`, the `cdxj-gzip-1.0` index of a WACZ package
+    /// The files written: `pywb` (`index.idx`, `index.loc`,
+    /// `index-NN.cdx.gz` shards), `cc`, Common Crawl's (`cluster.idx`
+    /// naming `cdx-NNNNN.gz` shards beside it, no `.loc`; both are read by
+    /// every command that reads a cluster), or `wacz`, the `cdxj-gzip-1.0` index of a WACZ package
     /// (`index.cdx.gz` + `index.idx` for its `indexes/`, byte-identical to
     /// py-wacz's for the same lines: give it `ukvs index --format cdxj
     /// --post-append --digest-records --fields referrer,req.http:cookie`,
@@ -59,6 +63,7 @@ pub struct BuildArgs {
 enum LayoutArg {
     Pywb,
     Wacz,
+    Cc,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -68,7 +73,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 input: args.input,
                 output: args.output,
                 lines_per_block: args.lines_per_block.unwrap_or(match args.layout {
-                    LayoutArg::Pywb => DEFAULT_LINES_PER_BLOCK,
+                    LayoutArg::Pywb | LayoutArg::Cc => DEFAULT_LINES_PER_BLOCK,
                     LayoutArg::Wacz => ukvs::wacz::DEFAULT_LINES_PER_BLOCK,
                 }),
                 shards: args.shards,
@@ -76,6 +81,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 layout: match args.layout {
                     LayoutArg::Pywb => Layout::Pywb,
                     LayoutArg::Wacz => Layout::Wacz,
+                    LayoutArg::Cc => Layout::Cc,
                 },
             })?;
             Ok(ExitCode::SUCCESS)

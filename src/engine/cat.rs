@@ -114,7 +114,8 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
         pending_key_len: 0,
     };
     for path in &args.files {
-        if path.is_dir() || path.extension().is_some_and(|e| e == "idx") {
+        let is_idx = path.extension().is_some_and(|e| e == "idx");
+        if path.is_dir() || is_idx || super::cluster::is_remote(path) {
             // A ZipNum cluster (its directory or its `.idx`), or a
             // directory of sorted files.
             // Its files are read front to back, compressed or not.

@@ -19,11 +19,11 @@
 //! and holds at most its limit.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use super::cluster::{self, Shards};
 use crate::sorted::zipnum::{Block, BlockLines, Cluster};
 use crate::sorted::{
     self, lines, prefix_key_for_url, url_shortcut, KeyRange, MatchType, Search, TimeFilter,
@@ -195,7 +195,7 @@ enum Kind {
     Plain(Search<Bytes>),
     Cluster {
         cluster: Cluster<Bytes>,
-        shards: HashMap<String, Vec<PathBuf>>,
+        shards: Shards,
     },
 }
 
@@ -231,6 +231,10 @@ pub enum Listing {
 /// read a directory's files front to back (`cat`, `stats`), which take
 /// compressed files too.
 pub fn listing(path: &Path) -> Result<Listing, Error> {
+    // A URL names a remote cluster (its directory or its idx).
+    if cluster::is_remote(path) {
+        return Ok(Listing::Cluster(path.to_path_buf()));
+    }
     if path.extension().is_some_and(|e| e == "idx") && !path.is_dir() {
         return Ok(Listing::Cluster(path.to_path_buf()));
     }
@@ -265,7 +269,8 @@ pub fn listing(path: &Path) -> Result<Listing, Error> {
 
 impl Source {
     /// The sources at `path`: a sorted file; a ZipNum cluster (its
-    /// directory holding one `.idx` file, or the `.idx` file); or a
+    /// directory holding one `.idx` file, or the `.idx` file, or the URL
+    /// of either: `http://`, `https://`, `s3://`); or a
     /// directory of sorted files (`*.cdx`, `*.cdxj`, `*.ukvs`, in name
     /// order). A directory's compressed copies (`*.cdxj.gz`, `*.cdx.zst`
     /// and the like) cannot be searched: each is reported as skipped, and
@@ -351,7 +356,7 @@ impl Source {
             (IndexLayout::CdxjGzip { idx, data }, Some(text)) if data.method == Method::Stored => {
                 let entries = crate::wacz::parse_idx(&idx.name, &text).map_err(bad)?;
                 let secondary = crate::wacz::zipnum_idx(&entries, &data.name, data.data_start);
-                let shards = HashMap::from([(data.name.clone(), vec![path.to_path_buf()])]);
+                let shards = super::cluster::one_file(&data.name, path);
                 Kind::Cluster {
                     cluster: Cluster::new(Bytes::Vec(secondary)),
                     shards,
@@ -410,14 +415,30 @@ impl Source {
         })
     }
 
-    /// The ZipNum cluster whose `.idx` file is `idx`.
+    /// The ZipNum cluster whose `.idx` file is `idx` (a path, or the URL
+    /// of the idx or of its directory: see [`cluster::open_remote`]).
     pub fn cluster(idx: &Path, no_mmap: bool) -> Result<Source, Error> {
-        let shards = read_loc(&idx.with_extension("loc"))?;
+        let (name, bytes, shards) = match idx.to_str().filter(|_| cluster::is_remote(idx)) {
+            Some(url) => {
+                let (name, bytes, shards) =
+                    cluster::open_remote(url).map_err(|error| Error::Io {
+                        what: "read the ZipNum cluster",
+                        path: url.to_string(),
+                        error,
+                    })?;
+                (name, Bytes::Vec(bytes), shards)
+            }
+            None => {
+                let shards = cluster::local_shards(idx)
+                    .map_err(Error::io("read the ZipNum location file beside", idx))?;
+                (idx.display().to_string(), open_bytes(idx, no_mmap)?, shards)
+            }
+        };
         Ok(Source {
-            name: idx.display().to_string(),
-            path: idx.to_path_buf(),
+            path: PathBuf::from(&name),
+            name,
             kind: Kind::Cluster {
-                cluster: Cluster::new(open_bytes(idx, no_mmap)?),
+                cluster: Cluster::new(bytes),
                 shards,
             },
             disordered: Default::default(),
@@ -485,7 +506,7 @@ impl Source {
         match &self.kind {
             Kind::Plain(search) => Ok(search.check_order(max)),
             Kind::Cluster { cluster, shards } => cluster
-                .check_order(max, shard_fetcher(shards))
+                .check_order(max, shards.reader(usize::MAX))
                 .map_err(|e| self.failed(e)),
         }
     }
@@ -632,7 +653,7 @@ impl Source {
                     blocks,
                     range,
                     at_most: at_most.map(<[u8]>::to_vec),
-                    fetch: Box::new(shard_fetcher(shards)),
+                    shards,
                     held: Vec::new(),
                     after: None,
                     done: false,
@@ -654,13 +675,10 @@ impl Source {
         &'s self,
         blocks: Vec<Block>,
         range: &'s KeyRange,
-        shards: &'s HashMap<String, Vec<PathBuf>>,
+        shards: &'s Shards,
     ) -> SourceLines<'s> {
-        SourceLines::Cluster(Box::new(BlockLines::new(
-            blocks,
-            range,
-            Box::new(shard_fetcher(shards)),
-        )))
+        let reader = shards.reader(blocks.len());
+        SourceLines::Cluster(Box::new(BlockLines::new(blocks, range, reader)))
     }
 
     fn failed(&self, error: sorted::Error) -> Error {
@@ -721,9 +739,6 @@ fn surt_keyed_lines(
     (out, skipped)
 }
 
-/// Reads blocks of a cluster: `(shard, offset, length) -> bytes`.
-type Fetch<'s> = Box<dyn FnMut(&str, u64, u64) -> io::Result<Vec<u8>> + Send + 's>;
-
 /// The lines of one source within a range, one at a time.
 pub enum SourceLines<'s> {
     Plain(sorted::Range<'s, 's>),
@@ -731,7 +746,7 @@ pub enum SourceLines<'s> {
     Held(std::vec::IntoIter<&'s [u8]>),
     /// A file out of order, searched as pywb searches it.
     Pywb(sorted::PywbRange<'s, 's>),
-    Cluster(Box<BlockLines<'s, Fetch<'s>>>),
+    Cluster(Box<BlockLines<'s, cluster::Reader<'s>>>),
     Done,
 }
 
@@ -778,7 +793,7 @@ pub struct BlocksRev<'s> {
     blocks: Vec<Block>,
     range: &'s KeyRange,
     at_most: Option<Vec<u8>>,
-    fetch: Fetch<'s>,
+    shards: &'s Shards,
     /// The lines of the block being read; the last is handed out next.
     held: Vec<Vec<u8>>,
     after: Option<Vec<u8>>,
@@ -805,7 +820,7 @@ impl Iterator for BlocksRev<'_> {
                 return Some(Ok(line));
             }
             let block = self.blocks.pop()?;
-            let lines = BlockLines::new(vec![block], self.range, &mut self.fetch);
+            let lines = BlockLines::new(vec![block], self.range, self.shards.reader(1));
             match lines.collect::<Result<Vec<_>, _>>() {
                 Ok(l) => self.held = l,
                 Err(e) => {
@@ -816,57 +831,6 @@ impl Iterator for BlocksRev<'_> {
         }
         None
     }
-}
-
-/// Reads a `.loc` file: `shard<TAB>path[<TAB>path...]`, paths relative to
-/// the `.loc` file's directory. Like pywb, a shard's paths are tried in
-/// order and the first that opens is read.
-fn read_loc(path: &Path) -> Result<HashMap<String, Vec<PathBuf>>, Error> {
-    let text =
-        std::fs::read_to_string(path).map_err(Error::io("read the ZipNum location file", path))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut map: HashMap<String, Vec<PathBuf>> = HashMap::new();
-    for line in text.lines() {
-        let mut parts = line.trim_end().split('\t');
-        if let Some(shard) = parts.next() {
-            map.entry(shard.to_string())
-                .or_default()
-                .extend(parts.filter(|p| !p.is_empty()).map(|p| dir.join(p)));
-        }
-    }
-    Ok(map)
-}
-
-/// Reads blocks of a cluster's shards, found through the `.loc` file's
-/// paths: `(shard, offset, length) -> bytes`.
-fn shard_fetcher(
-    shards: &HashMap<String, Vec<PathBuf>>,
-) -> impl Fn(&str, u64, u64) -> io::Result<Vec<u8>> + Send + '_ {
-    move |shard, offset, length| {
-        let paths = shards
-            .get(shard)
-            .ok_or_else(|| io::Error::other(format!("shard {shard:?} is not in the .loc file")))?;
-        fetch_block(paths, offset, length)
-    }
-}
-
-/// Reads `length` bytes at `offset` of the first path of a shard that opens.
-fn fetch_block(paths: &[PathBuf], offset: u64, length: u64) -> io::Result<Vec<u8>> {
-    let mut last = io::Error::other("the .loc file gives no path for this shard");
-    for path in paths {
-        let mut f = match File::open(path) {
-            Ok(f) => f,
-            Err(e) => {
-                last = io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-                continue;
-            }
-        };
-        f.seek(SeekFrom::Start(offset))?;
-        let mut buf = vec![0; usize::try_from(length).map_err(io::Error::other)?];
-        f.read_exact(&mut buf)?;
-        return Ok(buf);
-    }
-    Err(last)
 }
 
 /// The sources of one lookup or one served collection, searched as one

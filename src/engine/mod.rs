@@ -19,6 +19,9 @@
 //! | [`zipnum`] | ZipNum clusters built whole, beside their directory |
 //! | [`validate`] | checking UKVS files, mapped or streamed |
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
+//! | [`cluster`] | a ZipNum cluster's idx and shards, local or remote, in our, pywb's (`.loc`, several locations per shard) or Common Crawl's layout (`cluster.idx`, no `.loc`); its blocks read through the block cache, a scan's next remote blocks in flight |
+//! | [`blocks`] | the process's cache of inflated ZipNum blocks, shared by every thread, with hit and miss counts |
+//! | [`remote`] | objects on HTTP servers and in S3 read by byte range (`object_store`, on a small runtime of its own): retries with backoff, errors naming URL and status |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`digests`] | digest files: captures keyed by payload digest, made from an index or as it is written; lookups by digest and of revisits' originals |
 //! | [`merged`] | a collection read as one: bases + delta - tombstones, for the server and the offline tools |
@@ -41,7 +44,9 @@ macro_rules! report {
 }
 
 pub mod batch;
+pub mod blocks;
 pub mod cat;
+pub mod cluster;
 pub mod digests;
 pub mod fold;
 pub mod format;
@@ -55,6 +60,7 @@ pub mod merged;
 pub mod output;
 pub mod parts;
 pub mod progress;
+pub mod remote;
 pub mod seeds;
 pub mod sigbus;
 pub mod sort;

@@ -113,7 +113,7 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
             continue;
         }
         let is_idx = p.extension().is_some_and(|e| e == "idx");
-        if p.is_dir() || is_idx {
+        if p.is_dir() || is_idx || super::cluster::is_remote(p) {
             // Its files are read as they are, compressed or not.
             match super::lookup::listing(p)? {
                 Listing::Cluster(idx) => {

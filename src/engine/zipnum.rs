@@ -10,6 +10,47 @@ use super::output::{Output, OutputDir};
 use crate::sorted::lines::is_header;
 use crate::sorted::zipnum::{Block, BlockWriter};
 
+/// How a cluster's files are named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// pywb's: `index.idx`, `index.loc`, shards `index-NN.cdx.gz`.
+    #[default]
+    Pywb,
+    /// Common Crawl's: `cluster.idx` naming shards `cdx-NNNNN.gz` beside
+    /// it, no `.loc`.
+    Cc,
+    /// WACZ's `cdxj-gzip-1.0`: `index.cdx.gz` and `index.idx`, as py-wacz
+    /// writes them into `indexes/` (see [`build_wacz`]).
+    Wacz,
+}
+
+impl Layout {
+    /// The idx's file name.
+    pub fn idx_name(self) -> &'static str {
+        match self {
+            Layout::Pywb | Layout::Wacz => "index.idx",
+            Layout::Cc => "cluster.idx",
+        }
+    }
+
+    /// The name of shard `i` (from 0) in the idx's shard column.
+    fn shard_name(self, i: usize) -> String {
+        match self {
+            Layout::Pywb => format!("index-{:02}", i + 1),
+            Layout::Cc => format!("cdx-{i:05}.gz"),
+            Layout::Wacz => "index.cdx.gz".to_owned(),
+        }
+    }
+
+    /// The file of shard `i`.
+    fn shard_file(self, i: usize) -> String {
+        match self {
+            Layout::Pywb => format!("{}.cdx.gz", self.shard_name(i)),
+            Layout::Cc | Layout::Wacz => self.shard_name(i),
+        }
+    }
+}
+
 /// A sorted index cut into a ZipNum cluster.
 #[derive(Clone, Debug)]
 pub struct BuildJob {
@@ -22,19 +63,8 @@ pub struct BuildJob {
     pub shards: usize,
     /// gzip level 0-9.
     pub level: u32,
-    /// Which files the cluster is made of.
+    /// File names: pywb's or Common Crawl's.
     pub layout: Layout,
-}
-
-/// The files of a cluster.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Layout {
-    /// pywb's: `index-NN.cdx.gz` shards, `index.idx`, `index.loc`.
-    #[default]
-    Pywb,
-    /// WACZ's `cdxj-gzip-1.0`: `index.cdx.gz` and `index.idx`, as py-wacz
-    /// writes them into `indexes/` (see [`build_wacz`]).
-    Wacz,
 }
 
 /// Data lines (headers skipped) of the input, checked to ascend.
@@ -88,10 +118,11 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
         u64::MAX
     };
 
-    let shard_name = |i: usize| format!("index-{:02}", i + 1);
-    let shard_file = |i: usize| dir.file(&format!("{}.cdx.gz", shard_name(i)));
+    let layout = args.layout;
+    let shard_name = |i: usize| layout.shard_name(i);
+    let shard_file = |i: usize| dir.file(&layout.shard_file(i));
 
-    let mut idx = dir.file("index.idx")?;
+    let mut idx = dir.file(layout.idx_name())?;
     let mut shard_no = 0usize;
     let mut shard = shard_file(0)?;
     let mut finished_shards: Vec<Output> = Vec::new();
@@ -134,28 +165,36 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
         emit(block)?;
     }
     finished_shards.push(shard);
-    let mut loc = dir.file("index.loc")?;
-    for i in 0..finished_shards.len() {
-        writeln!(loc, "{}\t{}.cdx.gz", shard_name(i), shard_name(i))?;
+    if layout == Layout::Pywb {
+        let mut loc = dir.file("index.loc")?;
+        for i in 0..finished_shards.len() {
+            writeln!(loc, "{}\t{}", shard_name(i), layout.shard_file(i))?;
+        }
+        loc.commit()?;
     }
     for shard in finished_shards {
         shard.commit()?;
     }
-    loc.commit()?;
     idx.commit()?;
     dir.commit()?;
     Ok(())
 }
 
 /// The files a cluster directory holds: `index.idx`, `index.loc` and
-/// `index-NN.cdx.gz` shards.
+/// `index-NN.cdx.gz` shards, or `cluster.idx` and `cdx-NNNNN.gz` shards.
 fn is_cluster_file(name: &str) -> bool {
+    let numbered = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
     name == "index.idx"
         || name == "index.loc"
+        || name == "cluster.idx"
         || name
             .strip_prefix("index-")
             .and_then(|r| r.strip_suffix(".cdx.gz"))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .is_some_and(numbered)
+        || name
+            .strip_prefix("cdx-")
+            .and_then(|r| r.strip_suffix(".gz"))
+            .is_some_and(numbered)
 }
 
 /// Writes the `cdxj-gzip-1.0` index of a WACZ package (`index.cdx.gz`

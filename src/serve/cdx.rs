@@ -55,6 +55,11 @@ impl ApiError {
     pub(super) fn head(&self) -> Head {
         let (status, msg) = match self {
             ApiError::Bad(m) => (400, m.clone()),
+            // A remote shard or idx that cannot be had: the upstream's
+            // failure, named.
+            ApiError::Internal(m) if ukvs::engine::remote::tells_failed_request(m) => {
+                (502, format!("Bad Gateway: {m}"))
+            }
             ApiError::Internal(m) => (500, format!("Internal Error: {m}")),
         };
         let mut body = String::new();

@@ -306,6 +306,35 @@ async fn handle(
     res
 }
 
+/// `/NAME/stats`: the collection's sources and the block cache's counts
+/// (the cache is the process's, shared by every collection).
+fn stats(coll: &catalog::Coll) -> http::Response {
+    let sources: Vec<serde_json::Value> = coll
+        .index
+        .iter()
+        .flat_map(|i| i.sources())
+        .map(|s| serde_json::json!({"name": s.name(), "cluster": s.is_cluster()}))
+        .collect();
+    let c = ukvs::engine::blocks::cache().counts();
+    let body = serde_json::json!({
+        "collection": coll.name,
+        "sources": sources,
+        "blockCache": {
+            "capacity": c.capacity,
+            "hits": c.hits,
+            "misses": c.misses,
+            "blocks": c.blocks,
+            "bytes": c.bytes,
+        },
+    });
+    http::whole(
+        200,
+        "application/json",
+        format!("{body}\n").into_bytes(),
+        &[],
+    )
+}
+
 async fn route(
     shared: &Arc<Shared>,
     req: &hyper::Request<hyper::body::Incoming>,
@@ -346,6 +375,7 @@ async fn route(
         "cdx/search/cdx" => wayback::answer(coll, query).await,
         "mementomap" => maps::answer(coll, query).await,
         "digest" => digest::answer(coll, query).await,
+        "stats" => stats(&coll),
         _ => match what.strip_prefix("timemap/link/") {
             Some(_) => {
                 // The URL may hold its own `?`: take it whole from the
@@ -367,7 +397,7 @@ async fn route(
                 &format!(
                     "not found: collection {name:?} serves /{name}?url=URL, /{name}/cdx, \
                      /{name}/cdx/search/cdx, /{name}/timemap/link/URL, \
-                     /{name}/mementomap and /{name}/digest\n"
+                     /{name}/mementomap, /{name}/digest and /{name}/stats\n"
                 ),
             ),
         },

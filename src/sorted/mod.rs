@@ -99,6 +99,18 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A ZipNum block cannot be fetched (a shard missing, a remote
+    /// store refusing or failing).
+    #[error("ZipNum shard {shard}: block at byte {offset} cannot be read: {err}")]
+    UnreadableBlock {
+        /// Shard name from the secondary index.
+        shard: String,
+        /// Byte offset of the block in the shard.
+        offset: u64,
+        /// The cause (for a remote shard, naming the URL and status).
+        #[source]
+        err: std::io::Error,
+    },
     /// A ZipNum block cannot be decompressed.
     #[error("ZipNum shard {shard}: block at byte {offset} is damaged: {err}; rebuild the cluster")]
     BadBlock {

@@ -11,13 +11,20 @@
 //!   `first-key` is the first two space-separated fields (`key datetime`) of
 //!   the block's first line, `offset`/`length` are bytes of the member in
 //!   the shard and `block-no` counts from 1;
-//! * the `.loc` file: `shard<TAB>path` per shard, paths relative to it.
+//! * the `.loc` file: `shard<TAB>location[<TAB>location...]` per shard,
+//!   each location a path relative to it or a URL, tried in order
+//!   ([`parse_loc`]). Common Crawl's layout has no `.loc`: its idx is
+//!   `cluster.idx` and the shard column names the file beside it
+//!   (`cdx-00000.gz`).
 //!
 //! [`BlockWriter`] cuts lines into blocks; [`Cluster`] finds the blocks a
-//! [`KeyRange`] can touch and scans them, fetching bytes through a closure
-//! so this module never opens a file.
+//! [`KeyRange`] can touch and scans them, fetching bytes through a
+//! [`FetchBlock`] (a closure giving a block's gzip member, or the engine's
+//! reader giving it inflated from a cache) so this module never opens a
+//! file.
 
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
@@ -132,6 +139,48 @@ pub fn decompress_block(bytes: &[u8], shard: &str, offset: u64) -> Result<Vec<u8
             err,
         })?;
     Ok(out)
+}
+
+/// The lines of a `.loc` file: each shard's locations in the order given
+/// (pywb reads the first that answers); blank lines skipped, a shard
+/// named twice gets the locations of both lines.
+pub fn parse_loc(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.trim_end().split('\t');
+        let Some(shard) = parts.next().filter(|s| !s.is_empty()) else {
+            continue;
+        };
+        let locations = parts.filter(|p| !p.is_empty()).map(str::to_string);
+        match out.iter_mut().find(|(s, _)| s == shard) {
+            Some((_, l)) => l.extend(locations),
+            None => out.push((shard.to_string(), locations.collect())),
+        }
+    }
+    out
+}
+
+/// A block as a reader hands it to [`BlockLines`]: its gzip member, to
+/// be inflated a piece at a time, or its text inflated already (shared
+/// with a cache).
+#[derive(Clone, Debug)]
+pub enum BlockBytes {
+    Gzip(Vec<u8>),
+    Text(Arc<[u8]>),
+}
+
+/// Reads the blocks of a cluster: `fetch(block, ahead)` gives one block,
+/// `ahead` being the blocks the same scan reads next (in order), which a
+/// reader of slow storage may start fetching. Any
+/// `FnMut(shard, offset, length) -> gzip bytes` is one.
+pub trait FetchBlock {
+    fn fetch(&mut self, block: &Block, ahead: &[Block]) -> io::Result<BlockBytes>;
+}
+
+impl<F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>> FetchBlock for F {
+    fn fetch(&mut self, block: &Block, _ahead: &[Block]) -> io::Result<BlockBytes> {
+        self(&block.shard, block.offset, block.length).map(BlockBytes::Gzip)
+    }
 }
 
 /// Cuts sorted lines into blocks: push lines, take finished blocks.
@@ -265,12 +314,14 @@ impl<D: AsRef<[u8]>> Cluster<D> {
     pub fn check_order(
         &self,
         max: usize,
-        mut fetch: impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+        mut fetch: impl FetchBlock,
     ) -> Result<OrderReport, Error> {
         let mut report = self.idx.check_order(max);
         let mut prev: Option<Vec<u8>> = None;
-        for block in self.blocks(&KeyRange::all())? {
-            let text = block_text(&block, &mut fetch)?;
+        let blocks = self.blocks(&KeyRange::all())?;
+        for (i, block) in blocks.iter().enumerate() {
+            let ahead = blocks.get(i + 1..).unwrap_or_default();
+            let text = block_text(block, ahead, &mut fetch)?;
             for (no, (at, line)) in Lines::new(&text, 0).enumerate() {
                 let place = || Some((block.shard.clone(), block.block_no));
                 report.check(
@@ -307,26 +358,33 @@ impl<D: AsRef<[u8]>> Cluster<D> {
         fetch: F,
     ) -> Result<BlockLines<'r, F>, Error>
     where
-        F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+        F: FetchBlock,
     {
         Ok(BlockLines::new(self.blocks(range)?, range, fetch))
     }
 }
 
 /// Lines of a run of blocks within a key range, checked to ascend (see
-/// [`Cluster::range_lines`]). Blocks are inflated a piece at a time and
-/// no further than the range: an exact lookup stops inflating at the
-/// first line past its key, about half a block on average.
+/// [`Cluster::range_lines`]). A block given as gzip is inflated a piece
+/// at a time and no further than the range (an exact lookup stops at the
+/// first line past its key, about half a block on average); a block given
+/// inflated ([`BlockBytes::Text`], from a cache) is read in place, the
+/// first line of the range found by bisection.
 pub struct BlockLines<'r, F> {
-    blocks: std::vec::IntoIter<Block>,
+    blocks: Vec<Block>,
+    /// The next block of `blocks` to read.
+    next_block: usize,
     range: &'r KeyRange,
     fetch: F,
-    /// The block being read, with its shard and number (for messages).
+    /// The block being read, with its shard and number (for messages):
+    /// some while a block is open.
     decoder: Option<MultiGzDecoder<io::Cursor<Vec<u8>>>>,
+    open: bool,
     place: (String, u64, u64),
     /// Inflated bytes not yet handed out start at `pos`; `eof` once the
-    /// block is inflated whole.
+    /// block is inflated whole. An inflated block is `text` instead.
     buf: Vec<u8>,
+    text: Option<Arc<[u8]>>,
     pos: usize,
     eof: bool,
     prev: Vec<u8>,
@@ -339,17 +397,20 @@ const INFLATE_STEP: usize = 32 << 10;
 
 impl<'r, F> BlockLines<'r, F>
 where
-    F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+    F: FetchBlock,
 {
     /// The lines of `blocks` within `range`.
     pub fn new(blocks: Vec<Block>, range: &'r KeyRange, fetch: F) -> BlockLines<'r, F> {
         BlockLines {
-            blocks: blocks.into_iter(),
+            blocks,
+            next_block: 0,
             range,
             fetch,
             decoder: None,
+            open: false,
             place: (String::new(), 0, 0),
             buf: Vec::new(),
+            text: None,
             pos: 0,
             eof: false,
             prev: Vec::new(),
@@ -362,6 +423,15 @@ where
     /// (`start..end`), inflating more as needed; `None` at the end of the
     /// block.
     fn next_line(&mut self) -> Result<Option<(usize, usize)>, Error> {
+        if let Some(text) = &self.text {
+            if self.pos >= text.len() {
+                return Ok(None);
+            }
+            let end = memchr::memchr(b'\n', &text[self.pos..]).map_or(text.len(), |i| self.pos + i);
+            let at = (self.pos, end);
+            self.pos = end + 1;
+            return Ok(Some(at));
+        }
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..]) {
                 let at = (self.pos, self.pos + i);
@@ -399,7 +469,7 @@ where
 
 impl<F> Iterator for BlockLines<'_, F>
 where
-    F: FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
+    F: FetchBlock,
 {
     type Item = Result<Vec<u8>, Error>;
 
@@ -408,29 +478,55 @@ where
             if self.done {
                 return None;
             }
-            if self.decoder.is_none() {
-                let block = self.blocks.next()?;
-                let bytes = match (self.fetch)(&block.shard, block.offset, block.length) {
+            if !self.open {
+                let block = self.blocks.get(self.next_block)?;
+                let ahead = self.blocks.get(self.next_block + 1..).unwrap_or_default();
+                self.next_block += 1;
+                let bytes = match self.fetch.fetch(block, ahead) {
                     Ok(b) => b,
                     Err(err) => {
                         self.done = true;
-                        return Some(Err(Error::BadBlock {
-                            shard: block.shard,
+                        return Some(Err(Error::UnreadableBlock {
+                            shard: block.shard.clone(),
                             offset: block.offset,
                             err,
                         }));
                     }
                 };
-                self.decoder = Some(MultiGzDecoder::new(io::Cursor::new(bytes)));
-                self.place = (block.shard, block.block_no, block.offset);
+                self.place = (block.shard.clone(), block.block_no, block.offset);
                 self.buf.clear();
                 self.pos = 0;
                 self.eof = false;
+                self.open = true;
+                match bytes {
+                    BlockBytes::Gzip(gzip) => {
+                        self.decoder = Some(MultiGzDecoder::new(io::Cursor::new(gzip)));
+                        self.text = None;
+                    }
+                    BlockBytes::Text(text) => {
+                        self.decoder = None;
+                        // Inflated already: the range's first line is
+                        // found by bisecting the block (its probes
+                        // checked), not by reading every line before it.
+                        if !self.started {
+                            match Search::new(&text[..]).lower_bound(&self.range.start) {
+                                Ok(at) => self.pos = at,
+                                Err(e) => {
+                                    self.done = true;
+                                    return Some(Err(e));
+                                }
+                            }
+                        }
+                        self.text = Some(text);
+                    }
+                }
             }
             let (start, end) = match self.next_line() {
                 Ok(Some(at)) => at,
                 Ok(None) => {
                     self.decoder = None;
+                    self.text = None;
+                    self.open = false;
                     continue;
                 }
                 Err(e) => {
@@ -440,7 +536,10 @@ where
             };
             // Lines before the range are only checked and remembered: no
             // allocation per line skipped.
-            let line = &self.buf[start..end];
+            let line = match &self.text {
+                Some(text) => &text[start..end],
+                None => &self.buf[start..end],
+            };
             if self.started && line < &self.prev[..] {
                 self.done = true;
                 return Some(Err(Error::Unsorted {
@@ -470,14 +569,20 @@ where
 
 fn block_text(
     block: &Block,
-    fetch: &mut impl FnMut(&str, u64, u64) -> io::Result<Vec<u8>>,
-) -> Result<Vec<u8>, Error> {
-    let bytes = fetch(&block.shard, block.offset, block.length).map_err(|err| Error::BadBlock {
-        shard: block.shard.clone(),
-        offset: block.offset,
-        err,
-    })?;
-    decompress_block(&bytes, &block.shard, block.offset)
+    ahead: &[Block],
+    fetch: &mut impl FetchBlock,
+) -> Result<Arc<[u8]>, Error> {
+    let bytes = fetch
+        .fetch(block, ahead)
+        .map_err(|err| Error::UnreadableBlock {
+            shard: block.shard.clone(),
+            offset: block.offset,
+            err,
+        })?;
+    match bytes {
+        BlockBytes::Text(text) => Ok(text),
+        BlockBytes::Gzip(gzip) => Ok(decompress_block(&gzip, &block.shard, block.offset)?.into()),
+    }
 }
 
 #[cfg(test)]
@@ -519,6 +624,85 @@ mod tests {
             cluster.range(&range, fetch).unwrap(),
             vec![b"a 1".to_vec(), b"a 2".to_vec()]
         );
+    }
+
+    /// Gives blocks inflated (as the engine's cache does), recording the
+    /// blocks it is told come next.
+    struct Inflated<'a> {
+        shard: &'a [u8],
+        told: &'a std::cell::RefCell<Vec<(u64, Vec<u64>)>>,
+    }
+
+    impl FetchBlock for Inflated<'_> {
+        fn fetch(&mut self, block: &Block, ahead: &[Block]) -> io::Result<BlockBytes> {
+            self.told
+                .borrow_mut()
+                .push((block.block_no, ahead.iter().map(|b| b.block_no).collect()));
+            let gzip = &self.shard[block.offset as usize..(block.offset + block.length) as usize];
+            let text =
+                decompress_block(gzip, &block.shard, block.offset).map_err(io::Error::other)?;
+            Ok(BlockBytes::Text(text.into()))
+        }
+    }
+
+    #[test]
+    fn inflated_blocks_read_as_gzip_ones() {
+        // Blocks of 2 lines, LF-terminated or not, keys straddling blocks.
+        let lines: Vec<String> = (0..23).map(|i| format!("k{} {i:02}", i / 3)).collect();
+        let mut w = BlockWriter::new(2, 6);
+        let (mut shard, mut idx, mut n) = (Vec::new(), Vec::new(), 0);
+        let mut finished = Vec::new();
+        for l in &lines {
+            finished.extend(w.push(l.as_bytes()).unwrap());
+        }
+        finished.extend(w.flush().unwrap());
+        for b in finished {
+            n += 1;
+            let entry = Block {
+                first_key: b.first_key,
+                shard: "s".into(),
+                offset: shard.len() as u64,
+                length: b.gzip.len() as u64,
+                block_no: n,
+            };
+            shard.extend_from_slice(&b.gzip);
+            idx.extend_from_slice(&entry.to_line());
+            idx.push(b'\n');
+        }
+        let cluster = Cluster::new(idx);
+        use crate::sorted::MatchType;
+        let exact = (0..9).map(|k| (format!("k{k}"), MatchType::Exact));
+        let prefix = ["k", "k1", "j", "l"].map(|k| (k.to_string(), MatchType::Prefix));
+        for (key, m) in exact.chain(prefix) {
+            let key = key.as_str();
+            let range = KeyRange::new(key.as_bytes(), m);
+            let gz = |_: &str, o: u64, l: u64| Ok(shard[o as usize..(o + l) as usize].to_vec());
+            let want = cluster.range(&range, gz).unwrap();
+            let want_n = lines
+                .iter()
+                .filter(|l| match m {
+                    MatchType::Exact => l.split(' ').next() == Some(key),
+                    _ => l.starts_with(key),
+                })
+                .count();
+            assert_eq!(want.len(), want_n, "{key}");
+            let told = std::cell::RefCell::new(Vec::new());
+            let inflated = Inflated {
+                shard: &shard,
+                told: &told,
+            };
+            let got: Vec<Vec<u8>> = cluster
+                .range_lines(&range, inflated)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(got, want, "{key}");
+            // Each block is told the blocks after it in the scan.
+            let told = told.into_inner();
+            for w in told.windows(2) {
+                assert_eq!(w[0].1.first(), Some(&w[1].0));
+            }
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod mementomap;
 mod nedlib;
 mod outback;
 mod output;
+mod remote;
 mod seed_index;
 mod serve;
 mod sorted;

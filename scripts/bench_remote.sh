@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Exact lookups on a ZipNum cluster with the default 3000-line blocks,
+# `ukvs serve` with and without its block cache, the same cluster read
+# over loopback HTTP (scripts/range_server.py, one ranged GET per block),
+# and pywb's CDX API on the same cluster, one server at a time, loopback.
+# Targets: Zipf(1.0) keys p99 < 5 ms and >= 50x pywb's req/s; uniform keys
+# from a cold cache >= 25x pywb; remote over loopback at most 3x the local
+# time per lookup.
+#
+#   scripts/bench_remote.sh                          # 10,000,000 index lines
+#   LINES=300000 DURATION=5 scripts/bench_remote.sh  # quick smoke test
+#
+# The index is made by scripts/bench_serve.sh's generator (hosts with 1-80
+# paths, 1-3 captures per URL), kept in the work dir; each row starts its
+# server afresh (an empty block cache), then wrk sends `GET
+# /bench/cdx?url=URL` for URLs drawn from QUERIES existing ones, either
+# Zipf(1.0)-distributed over a random ranking of them (real replay
+# traffic) or uniformly. Zipf rows get WARMUP seconds of load first;
+# uniform rows none (cold cache).
+#
+# Env: LINES (default 10000000), QUERIES (default 100000), SEED (1),
+# DURATION (seconds per run, 20), WARMUP (5), CONNS (32), WRK_THREADS (2),
+# CACHE (--cache of the cached rows, default 1G), PYWB (0: skip pywb),
+# KEEP (1: keep the work dir), UKVS (default target/release/ukvs), DATA (a
+# directory where the generated cluster and query lists are kept and
+# found again by the next run with the same LINES, QUERIES and SEED).
+# Needs python3, wrk, curl, and pywb's `wayback` unless PYWB=0.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LINES=${LINES:-10000000}
+QUERIES=${QUERIES:-100000}
+SEED=${SEED:-1}
+DURATION=${DURATION:-20}
+WARMUP=${WARMUP:-5}
+CONNS=${CONNS:-32}
+WRK_THREADS=${WRK_THREADS:-2}
+CACHE=${CACHE:-1G}
+PYWB=${PYWB:-1}
+KEEP=${KEEP:-0}
+UKVS=${UKVS:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ukvs}
+COLL=bench
+
+missing=()
+command -v python3 > /dev/null || missing+=("python3")
+command -v wrk > /dev/null || missing+=("wrk (apt-get install -y wrk)")
+command -v curl > /dev/null || missing+=("curl")
+[ "$PYWB" = 0 ] || command -v wayback > /dev/null || missing+=("pywb's wayback (pip install pywb), or PYWB=0")
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bench_remote.sh: missing: ${missing[*]}" >&2
+    exit 1
+fi
+[ -x "$UKVS" ] || (cd "$ROOT" && cargo build --release --quiet)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ukvs-bench-remote.XXXXXX")
+PIDS=()
+stop() {
+    for p in "${PIDS[@]}"; do
+        kill -TERM "$p" 2> /dev/null || true
+        wait "$p" 2> /dev/null || true
+    done
+    PIDS=()
+}
+cleanup() {
+    stop
+    if [ "$KEEP" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cp "$UKVS" "$WORK/ukvs"
+UKVS=$WORK/ukvs
+
+# ---------------------------------------------------------------- index
+KEPT=${DATA:+$DATA/lines$LINES-queries$QUERIES-seed$SEED}
+if [ -n "$KEPT" ] && [ -f "$KEPT/done" ]; then
+    echo "reusing $KEPT" >&2
+    cp -r "$KEPT/www" "$KEPT/urls.tsv" "$KEPT/zipf.txt" "$KEPT/uniform.txt" "$WORK/"
+else
+# bench_serve.sh's generator, taken from it as it is.
+sed -n "/^python3 - \"\$LINES\"/,/^EOF\$/p" "$ROOT/scripts/bench_serve.sh" | sed '1d;$d' > "$WORK/gen.py"
+[ -s "$WORK/gen.py" ] || { echo "cannot find the generator in scripts/bench_serve.sh" >&2; exit 1; }
+echo "generating $LINES lines ..." >&2
+python3 "$WORK/gen.py" "$LINES" "$QUERIES" "$SEED" "$WORK/urls.tsv" |
+    LC_ALL=C sort -S 25% --parallel=2 -T "$WORK" > "$WORK/index.cdxj"
+mkdir "$WORK/www"
+"$UKVS" zipnum build -o "$WORK/www/cluster" "$WORK/index.cdxj"
+rm "$WORK/index.cdxj"
+
+# Request lists: Zipf(1.0) over a random ranking of the query URLs, and
+# uniform; 500,000 draws each, percent-encoded once here.
+python3 - "$WORK/urls.tsv" "$SEED" "$WORK" << 'EOF'
+import bisect, random, sys, urllib.parse
+urls = [l.split("\t")[0] for l in open(sys.argv[1]) if l.strip()]
+rng = random.Random(int(sys.argv[2]))
+rng.shuffle(urls)
+cum, t = [], 0.0
+for r in range(1, len(urls) + 1):
+    t += 1.0 / r
+    cum.append(t)
+def write(name, picks):
+    with open(f"{sys.argv[3]}/{name}.txt", "w") as f:
+        for u in picks:
+            f.write("/bench/cdx?url=" + urllib.parse.quote(u, safe="") + "\n")
+write("zipf", (urls[bisect.bisect_left(cum, rng.random() * t)] for _ in range(500000)))
+write("uniform", (rng.choice(urls) for _ in range(500000)))
+EOF
+if [ -n "$KEPT" ]; then
+    mkdir -p "$KEPT"
+    cp -r "$WORK/www" "$WORK/urls.tsv" "$WORK/zipf.txt" "$WORK/uniform.txt" "$KEPT/"
+    touch "$KEPT/done"
+fi
+fi
+sync
+BLOCKS=$(wc -l < "$WORK/www/cluster/index.idx")
+
+cat > "$WORK/lookup.lua" << 'EOF'
+local paths, n, i, id = {}, 0, 0, 0
+function setup(thread)
+  id = id + 1
+  thread:set("id", id)
+end
+function init(args)
+  for line in io.lines(args[1]) do
+    n = n + 1
+    paths[n] = line
+  end
+  i = (id * 7919) % n
+end
+function request()
+  i = i % n + 1
+  return wrk.format(nil, paths[i])
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.status + e.timeout))
+end
+EOF
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_http() {
+    for _ in $(seq 900); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" || true)" != 000 ] && return 0
+        sleep 0.1
+    done
+    echo "no answer from $1" >&2
+    exit 1
+}
+
+# The loopback HTTP store of the shards and idx.
+HPORT=$(free_port)
+python3 "$ROOT/scripts/range_server.py" "$WORK/www" --port "$HPORT" > /dev/null &
+PIDS+=($!)
+STORE_PID=$!
+wait_http "http://127.0.0.1:$HPORT/cluster/index.idx"
+
+declare -A RPS P50 P99 ERR HITS
+ROWS=()
+# run NAME SERVER SOURCE CACHE KEYS: one row.
+run() {
+    local name=$1 server=$2 source=$3 cache=$4 keys=$5 port pid
+    port=$(free_port)
+    if [ "$server" = ukvs ]; then
+        "$UKVS" serve --bind "127.0.0.1:$port" --quiet --cache "$cache" "$COLL=$source" 2> "$WORK/$name.log" &
+        pid=$!
+    else
+        mkdir -p "$WORK/pywb"
+        printf 'collections:\n  %s: %s\n' "$COLL" "$WORK/www/cluster/index.idx" > "$WORK/pywb/config.yaml"
+        (cd "$WORK/pywb" && exec wayback -b 127.0.0.1 -p "$port") > "$WORK/$name.log" 2>&1 &
+        pid=$!
+    fi
+    wait_http "http://127.0.0.1:$port/$COLL/cdx?url=x"
+    local WRK=(wrk -t"$WRK_THREADS" -c"$CONNS" --latency --timeout 10s -s "$WORK/lookup.lua" "http://127.0.0.1:$port")
+    if [ "$keys" = zipf ] && [ "$WARMUP" != 0 ]; then
+        "${WRK[@]}" -d"${WARMUP}s" -- "$WORK/$keys.txt" > /dev/null
+    fi
+    "${WRK[@]}" -d"${DURATION}s" -- "$WORK/$keys.txt" > "$WORK/$name.wrk"
+    local r d p50 p99 e
+    read -r _ r d p50 p99 e < <(grep '^RESULT ' "$WORK/$name.wrk")
+    RPS[$name]=$(awk -v r="$r" -v d="$d" 'BEGIN { printf "%.0f", r / (d / 1e6) }')
+    P50[$name]=$(awk -v x="$p50" 'BEGIN { printf "%.2f", x / 1000 }')
+    P99[$name]=$(awk -v x="$p99" 'BEGIN { printf "%.2f", x / 1000 }')
+    ERR[$name]=$e
+    HITS[$name]=-
+    if [ "$server" = ukvs ]; then
+        HITS[$name]=$(curl -s "http://127.0.0.1:$port/$COLL/stats" |
+            python3 -c 'import json,sys; c = json.load(sys.stdin)["blockCache"]; t = c["hits"] + c["misses"]; print("%.1f%%" % (100 * c["hits"] / t) if t else "-")')
+    fi
+    kill -TERM "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+    ROWS+=("$name")
+    echo "$name: ${RPS[$name]} req/s, p99 ${P99[$name]} ms" >&2
+}
+
+LOCAL=$WORK/www/cluster
+REMOTE=http://127.0.0.1:$HPORT/cluster/
+run local-cache-zipf ukvs "$LOCAL" "$CACHE" zipf
+run local-nocache-zipf ukvs "$LOCAL" 0 zipf
+run remote-cache-zipf ukvs "$REMOTE" "$CACHE" zipf
+run local-cache-uniform ukvs "$LOCAL" "$CACHE" uniform
+run local-nocache-uniform ukvs "$LOCAL" 0 uniform
+run remote-cache-uniform ukvs "$REMOTE" "$CACHE" uniform
+if [ "$PYWB" != 0 ]; then
+    run pywb-zipf pywb "$LOCAL" - zipf
+    run pywb-uniform pywb "$LOCAL" - uniform
+fi
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else printf "n/a" }'; }
+echo
+echo "exact lookups, $LINES lines, $BLOCKS blocks of 3000 lines; wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-22s %9s %8s %8s %7s %9s\n' row 'req/s' 'p50 ms' 'p99 ms' errors 'hit rate'
+for row in "${ROWS[@]}"; do
+    printf '%-22s %9s %8s %8s %7s %9s\n' "$row" "${RPS[$row]}" "${P50[$row]}" "${P99[$row]}" "${ERR[$row]}" "${HITS[$row]}"
+done
+echo
+if [ "$PYWB" != 0 ]; then
+    echo "Zipf, cached vs pywb: $(ratio "${RPS[local-cache-zipf]}" "${RPS[pywb-zipf]}")x (target >= 50x); p99 ${P99[local-cache-zipf]} ms (target < 5)"
+    echo "uniform, cold cache vs pywb: $(ratio "${RPS[local-cache-uniform]}" "${RPS[pywb-uniform]}")x (target >= 25x)"
+fi
+echo "cache vs none (Zipf): $(ratio "${RPS[local-cache-zipf]}" "${RPS[local-nocache-zipf]}")x req/s"
+echo "remote/local time per lookup: Zipf $(ratio "${RPS[local-cache-zipf]}" "${RPS[remote-cache-zipf]}")x, uniform $(ratio "${RPS[local-cache-uniform]}" "${RPS[remote-cache-uniform]}")x (target <= 3x)"

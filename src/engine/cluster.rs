@@ -1,0 +1,349 @@
+//! Where a ZipNum cluster's secondary index and shards are, and the
+//! reading of its blocks, local or remote, through the block cache.
+//!
+//! ```text
+//! local_shards(idx) / open_remote(url)   url = of an .idx or of a directory
+//!   │         (index.idx, else cluster.idx), read whole
+//!   ├─► .loc beside the idx: each shard's locations, tried in order
+//!   │   (paths relative to it, or URLs); none (Common Crawl's layout):
+//!   │   the shard column names the file beside the idx
+//!   ▼
+//! Shards ─► Reader (one per scan): FetchBlock for sorted::zipnum
+//!             cache hit ─► the inflated block, shared
+//!             miss ─► local pread, or one ranged GET (the next blocks of
+//!                     a scan already in flight) ─► inflated whole into
+//!                     the cache, or handed over as gzip when it is off
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use super::blocks::{self, Key};
+use super::remote::{self, Object, Pending};
+use crate::sorted::zipnum::{decompress_block, parse_loc, Block, BlockBytes, FetchBlock};
+
+/// Blocks of a remote shard a range scan keeps in flight ahead of the
+/// one it reads.
+pub const READ_AHEAD: usize = 4;
+
+/// A scan of more blocks than this (a `cat`, a large prefix) takes the
+/// blocks the cache holds but adds none: it would only push out the
+/// blocks that lookups come back to.
+pub const SCAN_KEEPS_UP_TO: usize = 32;
+
+/// The names a cluster's secondary index goes by in its directory:
+/// pywb's and ours, then Common Crawl's.
+pub const IDX_NAMES: [&str; 2] = ["index.idx", "cluster.idx"];
+
+/// Whether `spec` names a remote cluster (its directory, or its idx).
+pub fn is_remote(spec: &Path) -> bool {
+    spec.to_str().is_some_and(remote::is_url)
+}
+
+/// A cluster's shards: where each is, opened on first read.
+pub struct Shards {
+    /// The first part of this cluster's keys in the block cache.
+    id: u64,
+    /// The directory shard names and relative locations resolve against.
+    base: Base,
+    /// The `.loc` file's locations by shard; `None` without one.
+    loc: Option<HashMap<String, Vec<String>>>,
+    /// Locations made so far, by shard.
+    made: RwLock<HashMap<String, Arc<[Location]>>>,
+}
+
+enum Base {
+    Dir(PathBuf),
+    Url(String),
+}
+
+/// One place a shard can be read from.
+enum Location {
+    /// A local file, opened once, read with positioned reads by every
+    /// thread.
+    File {
+        path: PathBuf,
+        file: OnceLock<File>,
+    },
+    Remote(Object),
+}
+
+/// The shards of the cluster whose local idx is `idx`: the `.loc`
+/// beside it (`X.idx` -> `X.loc`), else the files the shard column names
+/// beside the idx.
+pub fn local_shards(idx: &Path) -> io::Result<Shards> {
+    let loc_path = idx.with_extension("loc");
+    let loc = match std::fs::read_to_string(&loc_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let dir = idx.parent().unwrap_or(Path::new("")).to_path_buf();
+    Ok(Shards::new(Base::Dir(dir), loc.as_deref()))
+}
+
+/// The shards of a cluster with one shard, `shard`, read from the file
+/// at `path` (a WACZ package whose index blocks sit inside it).
+pub fn one_file(shard: &str, path: &Path) -> Shards {
+    let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let mut shards = Shards::new(Base::Dir(dir), None);
+    shards.loc = Some(HashMap::from([(
+        shard.to_string(),
+        vec![path.to_string_lossy().into_owned()],
+    )]));
+    shards
+}
+
+/// A remote cluster: the URL and bytes of its idx (`url` itself when it
+/// names an `.idx`, else the first of [`IDX_NAMES`] in that directory)
+/// and its shards (through the `.loc` beside the idx, else beside it).
+pub fn open_remote(url: &str) -> io::Result<(String, Vec<u8>, Shards)> {
+    let (idx_url, idx) = remote_idx(url)?;
+    let loc_url = match idx_url.strip_suffix(".idx") {
+        Some(stem) => format!("{stem}.loc"),
+        None => format!("{idx_url}.loc"),
+    };
+    let loc = match Object::open(&loc_url).and_then(|o| o.read_all()) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let base = Base::Url(remote::parent(&idx_url).to_string());
+    let shards = Shards::new(base, loc.as_deref());
+    Ok((idx_url, idx, shards))
+}
+
+fn remote_idx(url: &str) -> io::Result<(String, Vec<u8>)> {
+    let candidates: Vec<String> = match url.ends_with(".idx") {
+        true => vec![url.to_string()],
+        false => IDX_NAMES.iter().map(|n| remote::join(url, n)).collect(),
+    };
+    let mut missing = None;
+    for c in &candidates {
+        match Object::open(c).and_then(|o| o.read_all()) {
+            Ok(bytes) => return Ok((c.clone(), bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(match candidates.len() {
+        1 => missing.unwrap_or_else(|| io::Error::other("not found")),
+        _ => io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("neither {} is there", IDX_NAMES.join(" nor ")),
+        ),
+    })
+}
+
+impl Shards {
+    fn new(base: Base, loc: Option<&str>) -> Shards {
+        Shards {
+            id: blocks::cluster_id(),
+            base,
+            loc: loc.map(|text| parse_loc(text).into_iter().collect()),
+            made: RwLock::default(),
+        }
+    }
+
+    /// A reader of this cluster's blocks, for one scan of `blocks`
+    /// blocks.
+    pub fn reader(&self, blocks: usize) -> Reader<'_> {
+        Reader {
+            shards: self,
+            ahead: VecDeque::new(),
+            read: 0,
+            keep: blocks <= SCAN_KEEPS_UP_TO,
+        }
+    }
+
+    /// Where `shard` can be read, in the order to try.
+    fn locations(&self, shard: &str) -> io::Result<Arc<[Location]>> {
+        if let Some(l) = self
+            .made
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(shard)
+        {
+            return Ok(l.clone());
+        }
+        let names: Vec<&str> = match &self.loc {
+            Some(loc) => loc
+                .get(shard)
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("shard {shard:?} is not in the .loc file"),
+                    )
+                })?
+                .iter()
+                .map(String::as_str)
+                .collect(),
+            None => vec![shard],
+        };
+        if names.is_empty() {
+            return Err(io::Error::other(
+                "the .loc file gives no location for this shard",
+            ));
+        }
+        let mut made = Vec::with_capacity(names.len());
+        for name in names {
+            made.push(match (&self.base, remote::is_url(name)) {
+                (_, true) => Location::Remote(Object::open(name)?),
+                (Base::Url(dir), false) => {
+                    Location::Remote(Object::open(&remote::join(dir, name))?)
+                }
+                (Base::Dir(dir), false) => Location::File {
+                    path: dir.join(name),
+                    file: OnceLock::new(),
+                },
+            });
+        }
+        let made: Arc<[Location]> = made.into();
+        self.made
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(shard.to_string(), made.clone());
+        Ok(made)
+    }
+}
+
+/// Reads `length` bytes at `offset` from the first location that answers
+/// (pywb's rule for several locations per shard).
+fn read_first(locations: &[Location], offset: u64, length: u64) -> io::Result<Vec<u8>> {
+    let mut last = None;
+    for l in locations {
+        match l.read(offset, length) {
+            Ok(bytes) => return Ok(bytes),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no location")))
+}
+
+impl Location {
+    fn read(&self, offset: u64, length: u64) -> io::Result<Vec<u8>> {
+        match self {
+            Location::Remote(o) => o.read_range(offset, length),
+            Location::File { path, file } => {
+                use std::os::unix::fs::FileExt;
+                let named =
+                    |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+                let f = match file.get() {
+                    Some(f) => f,
+                    None => {
+                        let opened = File::open(path).map_err(named)?;
+                        file.get_or_init(|| opened)
+                    }
+                };
+                let mut buf = vec![0; usize::try_from(length).map_err(io::Error::other)?];
+                f.read_exact_at(&mut buf, offset).map_err(named)?;
+                Ok(buf)
+            }
+        }
+    }
+}
+
+/// Reads the blocks of one scan (see the module doc).
+pub struct Reader<'c> {
+    shards: &'c Shards,
+    /// Requests in flight for the blocks the scan reads next.
+    ahead: VecDeque<(String, u64, Pending)>,
+    /// Blocks read so far: a scan past its first block reads ahead.
+    read: usize,
+    /// Whether blocks read are added to the cache.
+    keep: bool,
+}
+
+impl Reader<'_> {
+    fn key(&self, block: &Block) -> Key {
+        Key {
+            cluster: self.shards.id,
+            shard: block.shard.clone(),
+            offset: block.offset,
+        }
+    }
+
+    /// The gzip bytes of `block`: from the request in flight for it, or
+    /// read now.
+    fn gzip(&mut self, block: &Block) -> io::Result<Vec<u8>> {
+        let locations = self.shards.locations(&block.shard)?;
+        let queued = self
+            .ahead
+            .iter()
+            .position(|(s, o, _)| *s == block.shard && *o == block.offset);
+        if let Some(at) = queued {
+            // Requests in flight for blocks the scan skipped are dropped.
+            self.ahead.drain(..at);
+            if let Some((_, _, pending)) = self.ahead.pop_front() {
+                // It asked the first location; the others get their turn
+                // (retries of the first are behind it already).
+                return match (pending.wait(), locations.get(1..)) {
+                    (Ok(bytes), _) => Ok(bytes),
+                    (Err(e), None | Some([])) => Err(e),
+                    (Err(_), Some(rest)) => read_first(rest, block.offset, block.length),
+                };
+            }
+        }
+        read_first(&locations, block.offset, block.length)
+    }
+
+    /// Starts requests for the next remote blocks not cached nor in
+    /// flight, up to [`READ_AHEAD`].
+    fn read_ahead(&mut self, ahead: &[Block]) {
+        let cache = blocks::cache();
+        for b in ahead.iter().take(READ_AHEAD) {
+            if self.ahead.len() >= READ_AHEAD {
+                break;
+            }
+            let queued = self
+                .ahead
+                .iter()
+                .any(|(s, o, _)| *s == b.shard && *o == b.offset);
+            if queued || (cache.is_on() && cache.contains(&self.key(b))) {
+                continue;
+            }
+            let Ok(locations) = self.shards.locations(&b.shard) else {
+                break;
+            };
+            let Some(Location::Remote(o)) = locations.first() else {
+                break;
+            };
+            let pending = o.start_range(b.offset, b.length);
+            self.ahead.push_back((b.shard.clone(), b.offset, pending));
+        }
+    }
+}
+
+impl FetchBlock for Reader<'_> {
+    fn fetch(&mut self, block: &Block, ahead: &[Block]) -> io::Result<BlockBytes> {
+        let cache = blocks::cache();
+        let key = self.key(block);
+        if cache.is_on() {
+            if let Some(text) = cache.get(&key) {
+                self.read += 1;
+                return Ok(BlockBytes::Text(text));
+            }
+        }
+        self.read += 1;
+        // An exact lookup reads one block, seldom two: reading ahead
+        // starts with a scan's second block, so that a lookup costs one
+        // request.
+        if self.read > 1 {
+            self.read_ahead(ahead);
+        }
+        let gzip = self.gzip(block)?;
+        if !cache.is_on() || !self.keep {
+            return Ok(BlockBytes::Gzip(gzip));
+        }
+        // Whole, at once: cheaper than a piece at a time, and the next
+        // lookup of the block costs nothing.
+        let text: Arc<[u8]> = decompress_block(&gzip, &block.shard, block.offset)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+            .into();
+        cache.insert(key, text.clone());
+        Ok(BlockBytes::Text(text))
+    }
+}
