@@ -105,9 +105,12 @@ impl<'a> Merged<'a> {
         self.within
     }
 
-    /// The tombstones of `range`, `None` when nothing there is hidden.
+    /// The tombstones of `range`, `None` when nothing there is hidden
+    /// (or there are no bases to hide lines of). It holds the delta's
+    /// lines of the range too ([`Merged::delta_lines_of`]).
     pub fn hider(&self, range: &KeyRange) -> Result<Option<Arc<Hider>>, Error> {
         match self.delta {
+            Some(_) if self.bases.is_none() => Ok(None),
             Some(d) => {
                 let h = d.hider(range)?;
                 Ok((!h.is_empty()).then(|| Arc::new(h)))
@@ -151,6 +154,30 @@ impl<'a> Merged<'a> {
         ))
     }
 
+    /// The delta's lines within `range`, given the range's `hider`
+    /// ([`Merged::hider`]): read from what it holds, so that the store
+    /// is read once for both.
+    pub fn delta_lines_of(
+        &self,
+        range: &KeyRange,
+        hider: Option<&Arc<Hider>>,
+    ) -> Result<Lines<'a>, Error> {
+        if self.delta.is_none() {
+            return Ok(Box::new(std::iter::empty()));
+        }
+        match hider {
+            // Nothing held: no entry in the range, when there are bases.
+            None if self.bases.is_some() => Ok(Box::new(std::iter::empty())),
+            Some(h) => match h.lines() {
+                Some(lines) => Ok(Box::new(
+                    lines.map(|l| l.map(Cow::Owned).map_err(Error::from)),
+                )),
+                None => self.delta_lines(range),
+            },
+            None => self.delta_lines(range),
+        }
+    }
+
     /// One base's lines of `range` as the collection holds them: less
     /// what the delta hides, and with the delta's lines merged in when
     /// they belong within ([`Merged::delta_within`]).
@@ -160,15 +187,18 @@ impl<'a> Merged<'a> {
         hider: Option<Arc<Hider>>,
         range: &KeyRange,
     ) -> Result<Lines<'a>, Error> {
+        let delta = if self.within {
+            Some(self.delta_lines_of(range, hider.as_ref())?)
+        } else {
+            None
+        };
         let lines = self.unhidden(lines, hider);
-        if !self.within {
+        let Some(delta) = delta else {
             return Ok(lines);
-        }
+        };
         Ok(Box::new(
-            MergeBy::new(vec![lines, self.delta_lines(range)?], |a: &Cow<[u8]>, b| {
-                a < b
-            })
-            .map(|r| r.map(|(line, _)| line)),
+            MergeBy::new(vec![lines, delta], |a: &Cow<[u8]>, b| a < b)
+                .map(|r| r.map(|(line, _)| line)),
         ))
     }
 
@@ -177,6 +207,7 @@ impl<'a> Merged<'a> {
     /// server reads it ([`Source::lines_as_pywb`]), a cluster in full.
     pub fn lines(&self, range: &'a KeyRange) -> Result<Lines<'a>, Error> {
         let hider = self.hider(range)?;
+        let delta = self.delta_lines_of(range, hider.as_ref())?;
         let bases: Lines<'a> = match self.bases {
             Some(b) => {
                 let found = b
@@ -190,10 +221,8 @@ impl<'a> Merged<'a> {
             return Ok(bases);
         }
         Ok(Box::new(
-            MergeBy::new(vec![bases, self.delta_lines(range)?], |a: &Cow<[u8]>, b| {
-                a < b
-            })
-            .map(|r| r.map(|(line, _)| line)),
+            MergeBy::new(vec![bases, delta], |a: &Cow<[u8]>, b| a < b)
+                .map(|r| r.map(|(line, _)| line)),
         ))
     }
 }
