@@ -522,10 +522,12 @@ impl Taking {
                 )),
                 None => body.line(line).and_then(|r| match r {
                     // pywb's reader splits a CDX line of 9 to 11 columns
-                    // without fail (it trims trailing spaces, which may
-                    // leave another count): only the others are tried.
+                    // without fail, and reads a CDXJ line's JSON block
+                    // as `Body::line` just read it (both when the line
+                    // has no trailing spaces, which it trims): only
+                    // UKVS lines are tried.
                     Some(r)
-                        if matches!(body.shape(), Some(ukvs::ukvs::post::Shape::Cdx(_)))
+                        if !matches!(body.shape(), Some(ukvs::ukvs::post::Shape::Ukvs))
                             && r.line.last() != Some(&b' ') =>
                     {
                         Ok(Some(r))
