@@ -104,8 +104,10 @@ pub const BATCH_BYTES: usize = 8 << 20;
 const CACHE_BYTES: u64 = 256 << 20;
 
 /// Memory the store's memtables may hold before they are written out
-/// (a generation's memtable up to 8 MiB).
-const WRITE_BUFFER_BYTES: u64 = 16 << 20;
+/// (a generation's memtable up to 8 MiB, its digests' up to 8 MiB):
+/// past it, fjall stalls writes until a flush frees some, so it must
+/// hold both partitions' memtables and those being flushed.
+const WRITE_BUFFER_BYTES: u64 = 32 << 20;
 
 /// Journal on disk before memtables are written out to free it.
 const JOURNAL_BYTES: u64 = 128 << 20;
@@ -528,16 +530,19 @@ impl Store {
         let mut n = 0u64;
         let mut batch = self.keyspace.batch();
         let mut bytes = 0usize;
+        let mut keys = Vec::new();
         for op in ops {
             let op = op?;
-            bytes += put_into(&mut batch, gen, dig, op);
+            bytes += put_into(&mut batch, gen, &mut keys, op);
             n += 1;
             if bytes >= BATCH_BYTES {
+                put_keys(&mut batch, dig, &mut keys);
                 batch.commit().map_err(|e| self.fail("cannot write", e))?;
                 batch = self.keyspace.batch();
                 bytes = 0;
             }
         }
+        put_keys(&mut batch, dig, &mut keys);
         last(&mut batch);
         let batch = batch.durability(Some(PersistMode::SyncAll));
         batch.commit().map_err(|e| self.fail("cannot commit", e))?;
@@ -663,12 +668,12 @@ fn op_id(op: &Op) -> &[u8] {
     }
 }
 
-/// Adds `op` to `batch`: its entry to `gen`, a put's digests to `dig`;
-/// gives the bytes it holds.
+/// Adds `op`'s entry to `batch` and a put's digest keys to `keys` (put
+/// in the digest partition by [`put_keys`]); gives the bytes they hold.
 fn put_into(
     batch: &mut fjall::Batch,
     gen: &PartitionHandle,
-    dig: &PartitionHandle,
+    keys: &mut Vec<Vec<u8>>,
     op: Op,
 ) -> usize {
     match op {
@@ -678,7 +683,7 @@ fn put_into(
             for_each_digest(&line, |d| {
                 let key = [&digest_prefix(&d)[..], &id].concat();
                 n += key.len() + 32;
-                batch.insert(dig, key, b"");
+                keys.push(key);
             });
             batch.insert(gen, id, entry);
             n
@@ -688,6 +693,15 @@ fn put_into(
             batch.insert(gen, id, b"");
             n
         }
+    }
+}
+
+/// Adds `keys` to `batch` in `dig`, in key order (as a batch's entries
+/// are: its memtable inserts then walk where the last one did).
+fn put_keys(batch: &mut fjall::Batch, dig: &PartitionHandle, keys: &mut Vec<Vec<u8>>) {
+    keys.sort_unstable();
+    for key in keys.drain(..) {
+        batch.insert(dig, key, b"");
     }
 }
 
@@ -847,9 +861,11 @@ impl Delta {
             .batch()
             .durability(Some(PersistMode::SyncAll));
         // Each op freed as the batch takes its copy.
+        let mut keys = Vec::new();
         for op in held {
-            put_into(&mut batch, &gen, &dig, op);
+            put_into(&mut batch, &gen, &mut keys, op);
         }
+        put_keys(&mut batch, &dig, &mut keys);
         batch.commit().map_err(|e| self.fail("cannot commit", e))?;
         Ok(n)
     }
