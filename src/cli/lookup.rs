@@ -48,8 +48,7 @@ use ukvs::sorted::{url_shortcut, KeyRange, MatchType, TimeFilter};
 /// merged in. The store cannot be opened while the server runs. With
 /// `--digest`, the INDEX arguments are the digest files of its files:
 /// their captures less the deleted ones, with the posted captures of
-/// that payload, found by a scan of the delta (O(delta); a fold makes
-/// them a base's, whose digest file must then be given too).
+/// that payload, which the delta keeps by digest (through folds too).
 /// `--resolve-revisits` finds originals among the collection's lines.
 ///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error
@@ -542,20 +541,6 @@ fn by_digest(args: &Args, digest: &str) -> anyhow::Result<ExitCode> {
     let live = match &args.data {
         Some(data) => {
             let live = ukvs::engine::merged::Live::open::<PathBuf>(&[], Some(data), args.no_mmap)?;
-            let folded = live
-                .delta
-                .as_ref()
-                .map(|d| d.folded().bases)
-                .unwrap_or_default();
-            for base in folded {
-                ukvs::report!(
-                    "ukvs: lookup: {} was folded into {}: the digest files must cover it \
-                     (`ukvs digests {}`), or the captures folded into it are missed",
-                    data.display(),
-                    base.display(),
-                    base.display()
-                );
-            }
             Some(live)
         }
         None => None,

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use super::live::Delta;
 use super::lookup::{value_names_in, Collection};
 use super::output::Output;
 use crate::digest::{or_dash, Digest, Entry, IndexRecord};
@@ -203,37 +204,99 @@ pub fn captures(
     digests: &Collection,
     digest: &Digest,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
-    captures_with(digests, digest, |_| Ok(true), std::iter::empty())
+    captures_with(Some(digests), None, None, digest)
 }
 
-/// [`captures`] of the digest files' lines that `keep` keeps, and of
-/// `more` digest-file lines of the same digest, all kept (a live collection's
-/// delta less its tombstones: see
-/// [`Merged::captures`](super::merged::Merged::captures)).
+/// One digest's captures in a collection, oldest first. Without a
+/// delta: the lines of its digest files. For a live collection, those
+/// lines and the delta's digest keys ([`Delta::digest_ids`]) only name
+/// captures, each taken once: its newest entry in the delta, else its
+/// line in `bases` (the collection's bases and their value names), is
+/// what it holds, found by the digest when it has that digest (so that
+/// a capture deleted or replaced, in the delta or by a fold, is found as
+/// it is now).
 pub fn captures_with(
-    digests: &Collection,
+    digests: Option<&Collection>,
+    delta: Option<&Delta>,
+    bases: Option<(&Collection, &[String])>,
     digest: &Digest,
-    keep: impl Fn(&[u8]) -> anyhow::Result<bool>,
-    more: impl Iterator<Item = anyhow::Result<Vec<u8>>>,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
     let key = digest.canonical();
     let range = KeyRange::new(key.as_bytes(), MatchType::Exact);
     let mut sorter = ExternalSorter::new(ORDER_MEM, None);
     let mut keyed = Vec::new();
-    let found = digests.lines(&range, |_| None)?;
-    let found = found.map(|hit| anyhow::Ok((hit?.line.into_owned(), true)));
-    for line in found.chain(more.map(|l| anyhow::Ok((l?, false)))) {
-        let (line, filed) = line?;
-        if filed && !keep(&line)? {
-            continue;
-        }
-        // `digest surt datetime ...`: the datetime first, then the line.
+    // `digest surt datetime ...`: the datetime first, then the line.
+    let mut push = |line: &[u8]| {
         let datetime = line.split(|&b| b == b' ').nth(2).unwrap_or(b"-");
         keyed.clear();
         keyed.extend_from_slice(datetime);
         keyed.push(b' ');
-        keyed.extend_from_slice(&line);
-        sorter.push(&keyed).context("cannot order captures")?;
+        keyed.extend_from_slice(line);
+        sorter.push(&keyed).context("cannot order captures")
+    };
+    // Capture ids, with the digest-file line that named each (if one did).
+    let mut ids = std::collections::BTreeMap::new();
+    if let Some(digests) = digests {
+        for hit in digests.lines(&range, |_| None)? {
+            let hit = hit?;
+            match delta {
+                None => push(&hit.line)?,
+                Some(_) => {
+                    if let Some(id) = entry_id(&hit.line) {
+                        ids.insert(id, Some(hit.line.into_owned()));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(delta) = delta {
+        for id in delta.digest_ids(digest)? {
+            ids.entry(id).or_insert(None);
+        }
+        let mut buf = Vec::new();
+        for (id, filed) in ids {
+            let (line, names) = match delta.newest(&id)? {
+                Some(None) => continue,
+                Some(Some(line)) => {
+                    let names = delta_names(&line);
+                    (line, names)
+                }
+                None => match bases {
+                    Some((index, names)) => match base_line(index, names, &id)? {
+                        // A UKVS line's values are named by its file; a
+                        // CDX or CDXJ line says its own (a fold of CDX
+                        // lines alone writes them to a `.cdxj` file).
+                        Some(line) if is_ukvs(&line) => (line, names.to_vec()),
+                        Some(line) => {
+                            let names = delta_names(&line);
+                            (line, names)
+                        }
+                        None => continue,
+                    },
+                    // No bases given (a command given only the digest
+                    // files of the collection's files): a digest file's
+                    // line the delta leaves alone is taken as it is.
+                    None => {
+                        if let Some(line) = filed {
+                            push(&line)?;
+                        }
+                        continue;
+                    }
+                },
+            };
+            let Some(rec) = IndexRecord::parse(&line, &names) else {
+                continue;
+            };
+            buf.clear();
+            rec.digest_lines(&mut buf);
+            for l in buf.split(|&b| b == b'\n') {
+                if l.strip_prefix(key.as_bytes())
+                    .is_some_and(|rest| rest.first() == Some(&b' '))
+                {
+                    push(l)?;
+                }
+            }
+        }
     }
     let sorted = sorter.finish().context("cannot order captures")?;
     Ok(sorted.map(|line| {
@@ -258,6 +321,56 @@ impl ByKey for Collection {
         }
         Ok(out)
     }
+}
+
+/// The value fields of a delta's line: [`guessed_names`], and pywb's
+/// 10-column CDX (`N b a m s k r M V g`), which a POST takes too.
+fn delta_names(line: &[u8]) -> Vec<String> {
+    let plain = memchr::memchr(b'{', line).is_none();
+    if plain && memchr::memchr_iter(b' ', line).count() == 9 {
+        return b"amskrMVg"
+            .iter()
+            .map(|&c| crate::ukvs::convert::cdx_column_name(c))
+            .collect();
+    }
+    guessed_names(line)
+}
+
+/// Whether a line is a UKVS capture line: a JSON block after values.
+fn is_ukvs(line: &[u8]) -> bool {
+    let cdxj = line
+        .split(|&b| b == b' ')
+        .nth(2)
+        .is_some_and(|f| f.starts_with(b"{"));
+    !cdxj && memchr::memmem::find(line, b" {").is_some()
+}
+
+/// The capture id of a digest-file line (its key, datetime, filename
+/// and offset).
+fn entry_id(line: &[u8]) -> Option<Vec<u8>> {
+    let entry = Entry::parse(line)?;
+    let r = &entry.record;
+    let field = |v: &Option<String>| v.as_deref().unwrap_or("-").as_bytes().to_vec();
+    Some(super::live::capture_id(
+        &field(&r.surt),
+        &field(&r.datetime),
+        &field(&r.filename),
+        &field(&r.offset),
+    ))
+}
+
+/// The line of the capture `id` in `index` (whose value fields are
+/// `names`), if it holds one.
+fn base_line(index: &Collection, names: &[String], id: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
+    let key = &id[..memchr::memchr(b' ', id).unwrap_or(id.len())];
+    let range = KeyRange::new(key, MatchType::Exact);
+    for hit in index.lines(&range, |_| None)? {
+        let hit = hit?;
+        if crate::ukvs::post::line_id(&hit.line, names).as_deref() == Some(id) {
+            return Ok(Some(hit.line.to_vec()));
+        }
+    }
+    Ok(None)
 }
 
 /// Finds the originals of revisits: by the URL and date a revisit refers

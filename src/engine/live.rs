@@ -14,6 +14,10 @@
 //!     meta                   layout, current, floor, bases, intent/*
 //!     gen_F .. gen_C         generations F (floor) to C (current):
 //!                            capture id -> entry
+//!     dig_F .. dig_C         each one's digests: `ALGO:` + the digest's
+//!                            bytes + capture id -> empty
+//!     dig_base               the same keys of the captures folds wrote
+//!                            into the bases
 //! DIR/NAME/base-N.EXT      a base a fold wrote (a cluster: base-N/)
 //! DIR/NAME/journal-*.ops   a large POST being rolled forward
 //! ```
@@ -28,7 +32,19 @@
 //!
 //! Every entry of a generation hides the bases' line of its capture and
 //! the older generations' entry of it (a tombstone, or a replacement). A
-//! read merges every live generation, newest winning for an id.
+//! read merges every live generation, newest winning for an id. A query
+//! reads its range once: [`Delta::hider`] holds the range's entries,
+//! which are the tombstones for the bases' lines and the delta's lines
+//! ([`Hider::lines`]) at once.
+//!
+//! A put also writes, in the same batch, a key per digest of its line
+//! to the generation's digest partition ([`Delta::digest_lines`]).
+//! Deletes and replacements write none there: a digest key stands while
+//! the capture's newest entry is a put of a line with that digest, which
+//! a lookup checks (a few point reads: a digest has few captures). A
+//! fold copies its frozen generations' digest keys to `dig_base`, whose
+//! keys stand while the bases hold a line of the capture with that
+//! digest (`engine::digests::captures_with` checks).
 //!
 //! Writes go to the current generation. A fold ([`Delta::freeze`],
 //! [`Frozen::commit`], driven by `engine::fold`) starts a new one in
@@ -47,13 +63,14 @@
 //! and one `apply` answered is all there; a reader may see a large batch
 //! in part before `apply` returns.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use fjall::{PartitionCreateOptions, PartitionHandle, PersistMode};
 
+use crate::digest::Digest;
 use crate::sorted::KeyRange;
 pub use crate::ukvs::post::capture_id;
 
@@ -87,8 +104,10 @@ pub const BATCH_BYTES: usize = 8 << 20;
 const CACHE_BYTES: u64 = 256 << 20;
 
 /// Memory the store's memtables may hold before they are written out
-/// (a generation's memtable up to 8 MiB).
-const WRITE_BUFFER_BYTES: u64 = 16 << 20;
+/// (a generation's memtable up to 8 MiB, its digests' up to 8 MiB):
+/// past it, fjall stalls writes until a flush frees some, so it must
+/// hold both partitions' memtables and those being flushed.
+const WRITE_BUFFER_BYTES: u64 = 32 << 20;
 
 /// Journal on disk before memtables are written out to free it.
 const JOURNAL_BYTES: u64 = 128 << 20;
@@ -139,6 +158,8 @@ struct Store {
     dir: PathBuf,
     keyspace: fjall::Keyspace,
     meta: PartitionHandle,
+    /// Digest keys of captures folded into the bases.
+    dig_base: PartitionHandle,
     state: RwLock<State>,
     /// Writes hold it shared, a fold's switch to a new generation
     /// exclusively: a generation is frozen once no write holds it.
@@ -156,6 +177,9 @@ struct State {
     /// Every generation not yet dropped (some may be below the floor,
     /// kept for views made before a fold).
     gens: BTreeMap<u64, PartitionHandle>,
+    /// Each generation's digest partition (`dig_N`): `ALGO:` and the
+    /// digest's bytes, then the capture id, of every capture put there.
+    digs: BTreeMap<u64, PartitionHandle>,
     current: u64,
     floor: u64,
     folded: Folded,
@@ -173,6 +197,10 @@ fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Store>>> {
 
 fn gen_name(n: u64) -> String {
     format!("gen_{n}")
+}
+
+fn dig_name(n: u64) -> String {
+    format!("dig_{n}")
 }
 
 /// A generation's tables: lz4, compacted size-tiered (a generation
@@ -303,6 +331,9 @@ impl Store {
         let meta = keyspace
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
+        let dig_base = keyspace
+            .open_partition("dig_base", partition_options())
+            .map_err(|e| fail("cannot open the store's digests", &e))?;
         let read = |k: &str| {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
@@ -345,6 +376,7 @@ impl Store {
         for name in keyspace.list_partitions() {
             let n = name
                 .strip_prefix("gen_")
+                .or_else(|| name.strip_prefix("dig_"))
                 .and_then(|n| n.parse::<u64>().ok());
             if n.is_some_and(|n| n < floor || n > current) {
                 let h = keyspace
@@ -356,18 +388,25 @@ impl Store {
             }
         }
         let mut gens = BTreeMap::new();
+        let mut digs = BTreeMap::new();
         for n in floor..=current {
             let h = keyspace
                 .open_partition(&gen_name(n), partition_options())
                 .map_err(|e| fail("cannot open a generation", &e))?;
             gens.insert(n, h);
+            let d = keyspace
+                .open_partition(&dig_name(n), partition_options())
+                .map_err(|e| fail("cannot open a generation's digests", &e))?;
+            digs.insert(n, d);
         }
         let store = Store {
             dir: dir.to_path_buf(),
             keyspace,
             meta,
+            dig_base,
             state: RwLock::new(State {
                 gens,
+                digs,
                 current,
                 floor,
                 folded,
@@ -431,7 +470,8 @@ impl Store {
         let below = lowest.map_or(st.floor, |l| l.min(st.floor));
         let dropped: Vec<u64> = st.gens.range(..below).map(|(n, _)| *n).collect();
         for n in dropped {
-            if let Some(h) = st.gens.remove(&n) {
+            let parts = [st.gens.remove(&n), st.digs.remove(&n)];
+            for h in parts.into_iter().flatten() {
                 // The partition's files go when its last handle does.
                 if let Err(e) = self.keyspace.delete_partition(h) {
                     crate::report!(
@@ -463,32 +503,46 @@ impl Store {
             .collect()
     }
 
-    fn current(&self) -> PartitionHandle {
+    /// The generation writes go to, and its digest partition.
+    fn current(&self) -> (PartitionHandle, PartitionHandle) {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
-        st.gens[&st.current].clone()
+        (st.gens[&st.current].clone(), st.digs[&st.current].clone())
+    }
+
+    /// The digest partitions from `floor` on, newest first.
+    fn digs_from(&self, floor: u64) -> Vec<PartitionHandle> {
+        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        st.digs
+            .range(floor..)
+            .rev()
+            .map(|(_, h)| h.clone())
+            .collect()
     }
 
     /// Applies `ops` to `gen` in batches of up to [`BATCH_BYTES`]; the
     /// last one durable, with `last` added to it.
     fn apply_chunks(
         &self,
-        gen: &PartitionHandle,
+        (gen, dig): (&PartitionHandle, &PartitionHandle),
         ops: impl Iterator<Item = Result<Op, Error>>,
         last: impl FnOnce(&mut fjall::Batch),
     ) -> Result<u64, Error> {
         let mut n = 0u64;
         let mut batch = self.keyspace.batch();
         let mut bytes = 0usize;
+        let mut keys = Vec::new();
         for op in ops {
             let op = op?;
-            bytes += put_into(&mut batch, gen, op);
+            bytes += put_into(&mut batch, gen, &mut keys, op);
             n += 1;
             if bytes >= BATCH_BYTES {
+                put_keys(&mut batch, dig, &mut keys);
                 batch.commit().map_err(|e| self.fail("cannot write", e))?;
                 batch = self.keyspace.batch();
                 bytes = 0;
             }
         }
+        put_keys(&mut batch, dig, &mut keys);
         last(&mut batch);
         let batch = batch.durability(Some(PersistMode::SyncAll));
         batch.commit().map_err(|e| self.fail("cannot commit", e))?;
@@ -512,8 +566,8 @@ impl Store {
                     format!("{}: {e}", path.display()),
                 )
             })?;
-            let gen = self.current();
-            let n = self.apply_chunks(&gen, read_journal(&path, file), |b| {
+            let (gen, dig) = self.current();
+            let n = self.apply_chunks((&gen, &dig), read_journal(&path, file), |b| {
                 b.remove(&self.meta, key.as_str())
             })?;
             crate::report!(
@@ -543,12 +597,94 @@ fn sweep_unfinished_partitions(store: &Path) {
     }
 }
 
-/// Adds `op` to `batch`; gives the bytes it holds.
-fn put_into(batch: &mut fjall::Batch, gen: &PartitionHandle, op: Op) -> usize {
+/// The key prefix of `digest`'s captures in a digest partition: its
+/// algorithm's name, `:` and its bytes.
+fn digest_prefix(digest: &Digest) -> Vec<u8> {
+    let name = digest.algo().name().as_bytes();
+    [name, b":", digest.bytes()].concat()
+}
+
+/// Calls `f` with each digest a stored line gives, as a digest file of
+/// it lists them: a CDX line's (9 to 11 columns: pywb's formats all have
+/// it sixth); a CDXJ line's `digest`; a UKVS line's second value (the
+/// `ukvs` profile's `offset digest`) and its stated `payload_digest`.
+/// Spellings that are no digest are none; a digest is given once.
+fn for_each_digest(line: &[u8], mut f: impl FnMut(Digest)) {
+    let field = |i: usize| line.split(|&b| b == b' ').nth(i).unwrap_or_default();
+    let parse = |t: &[u8]| {
+        std::str::from_utf8(t)
+            .ok()
+            .and_then(|t| Digest::parse(t).ok())
+    };
+    let Some(json_at) = memchr::memmem::find(line, b" {") else {
+        let columns = memchr::memchr_iter(b' ', line).count() + 1;
+        if let Some(d) = (9..=11)
+            .contains(&columns)
+            .then(|| parse(field(5)))
+            .flatten()
+        {
+            f(d);
+        }
+        return;
+    };
+    let json = &line[json_at + 1..];
+    let cdxj = memchr::memchr_iter(b' ', &line[..json_at]).count() == 1;
+    let first = match cdxj {
+        true => json_string(json, b"\"digest\"").and_then(parse),
+        false => parse(field(3)),
+    };
+    let second = json_string(json, b"\"payload_digest\"").and_then(parse);
+    if let Some(d) = &first {
+        f(d.clone());
+    }
+    if let Some(d) = second.filter(|d| Some(d) != first.as_ref()) {
+        f(d);
+    }
+}
+
+/// The string value of the member `name` (quoted) of a flat JSON
+/// object, without parsing the object: the first `name` followed by
+/// `:` and a string (a string value equal to the name is followed by
+/// `,` or `}`, and a quote inside a string is escaped). `None` when the
+/// value is no string or holds an escape (no digest spelling has one).
+fn json_string<'j>(json: &'j [u8], name: &[u8]) -> Option<&'j [u8]> {
+    let mut from = 0;
+    while let Some(at) = memchr::memmem::find(&json[from..], name) {
+        let rest = json[from + at + name.len()..].trim_ascii_start();
+        from += at + name.len();
+        let Some(rest) = rest.strip_prefix(b":") else {
+            continue;
+        };
+        let value = rest.trim_ascii_start().strip_prefix(b"\"")?;
+        let end = memchr::memchr2(b'"', b'\\', value)?;
+        return (value[end] == b'"').then(|| &value[..end]);
+    }
+    None
+}
+
+fn op_id(op: &Op) -> &[u8] {
+    match op {
+        Op::Put { id, .. } | Op::Delete { id } => id,
+    }
+}
+
+/// Adds `op`'s entry to `batch` and a put's digest keys to `keys` (put
+/// in the digest partition by [`put_keys`]); gives the bytes they hold.
+fn put_into(
+    batch: &mut fjall::Batch,
+    gen: &PartitionHandle,
+    keys: &mut Vec<Vec<u8>>,
+    op: Op,
+) -> usize {
     match op {
         Op::Put { id, line } => {
             let entry = entry_of(&id, &line);
-            let n = id.len() + entry.len() + 32;
+            let mut n = id.len() + entry.len() + 32;
+            for_each_digest(&line, |d| {
+                let key = [&digest_prefix(&d)[..], &id].concat();
+                n += key.len() + 32;
+                keys.push(key);
+            });
             batch.insert(gen, id, entry);
             n
         }
@@ -557,6 +693,15 @@ fn put_into(batch: &mut fjall::Batch, gen: &PartitionHandle, op: Op) -> usize {
             batch.insert(gen, id, b"");
             n
         }
+    }
+}
+
+/// Adds `keys` to `batch` in `dig`, in key order (as a batch's entries
+/// are: its memtable inserts then walk where the last one did).
+fn put_keys(batch: &mut fjall::Batch, dig: &PartitionHandle, keys: &mut Vec<Vec<u8>>) {
+    keys.sort_unstable();
+    for key in keys.drain(..) {
+        batch.insert(dig, key, b"");
     }
 }
 
@@ -689,9 +834,9 @@ impl Delta {
         cap: usize,
     ) -> Result<u64, Error> {
         let _writing = self.store.switch.read().unwrap_or_else(|e| e.into_inner());
-        let gen = self.store.current();
+        let (gen, dig) = self.store.current();
         let mut ops = ops.into_iter();
-        let mut held = Vec::new();
+        let mut held: Vec<Op> = Vec::new();
         let mut bytes = 0usize;
         for op in ops.by_ref() {
             let op = op.map_err(|e| self.fail("cannot read the batch", e))?;
@@ -701,19 +846,26 @@ impl Delta {
             };
             held.push(op);
             if bytes > cap {
-                return self.roll_forward(&gen, held, ops);
+                return self.roll_forward((&gen, &dig), held, ops);
             }
         }
         let n = held.len() as u64;
+        // In id order, the memtable's inserts walk its skip list where
+        // the last one did (in cache) rather than all over it (a fifth
+        // more lines/s in `scripts/bench_live.sh`); stable, so that of
+        // two ops on one capture the later wins.
+        held.sort_by(|a, b| op_id(a).cmp(op_id(b)));
         let mut batch = self
             .store
             .keyspace
             .batch()
             .durability(Some(PersistMode::SyncAll));
         // Each op freed as the batch takes its copy.
+        let mut keys = Vec::new();
         for op in held {
-            put_into(&mut batch, &gen, op);
+            put_into(&mut batch, &gen, &mut keys, op);
         }
+        put_keys(&mut batch, &dig, &mut keys);
         batch.commit().map_err(|e| self.fail("cannot commit", e))?;
         Ok(n)
     }
@@ -721,7 +873,7 @@ impl Delta {
     /// A batch too large for memory: journal, intent, chunks.
     fn roll_forward<E: std::fmt::Display>(
         &self,
-        gen: &PartitionHandle,
+        gen: (&PartitionHandle, &PartitionHandle),
         held: Vec<Op>,
         rest: impl Iterator<Item = Result<Op, E>>,
     ) -> Result<u64, Error> {
@@ -796,26 +948,91 @@ impl Delta {
 
     fn hider_holding(&self, range: &KeyRange, held: usize) -> Result<Hider, Error> {
         let gens = self.store.gens_from(self.floor);
-        let mut ids = HashSet::new();
-        for gen in &gens {
-            for kv in gen.range(range.start.clone()..) {
-                let (id, _) = kv.map_err(|e| self.fail("cannot read", e))?;
-                if range.is_past(&id) {
-                    break;
-                }
-                if ids.len() == held {
-                    return Ok(Hider {
-                        kind: HiderKind::Store(gens),
-                        path: self.store.dir.clone(),
-                    });
-                }
-                ids.insert(id.to_vec());
+        // One scan of the range, newest winning: the entries held are
+        // the range's delta lines too (`Hider::lines`), so a query reads
+        // the store once.
+        let mut merged = Merged::<Entries>::new(&gens, range);
+        let mut entries: Vec<fjall::KvPair> = Vec::new();
+        let mut bytes = 0;
+        while let Some(kv) = merged.next_entry() {
+            let kv = kv.map_err(|e| self.fail("cannot read", e))?;
+            bytes += kv.0.len() + kv.1.len();
+            if entries.len() == held || bytes > HIDDEN_BYTES {
+                return Ok(Hider {
+                    kind: HiderKind::Store(gens),
+                    path: self.store.dir.clone(),
+                });
             }
+            entries.push(kv);
         }
         Ok(Hider {
-            kind: HiderKind::Held(ids),
+            kind: HiderKind::Held(entries),
             path: self.store.dir.clone(),
         })
+    }
+
+    /// The captures that may have the payload digest `digest`, by id:
+    /// every capture put with it in a generation this view reads or
+    /// folded into the bases. A capture's newest entry
+    /// ([`Delta::newest`]), or without one the bases' line of it, says
+    /// whether it still has that digest.
+    pub fn digest_ids(&self, digest: &Digest) -> Result<Vec<Vec<u8>>, Error> {
+        let prefix = digest_prefix(digest);
+        let mut ids = std::collections::BTreeSet::new();
+        let mut digs = self.store.digs_from(self.floor);
+        digs.push(self.store.dig_base.clone());
+        for dig in digs {
+            for kv in dig.prefix(&prefix) {
+                let (key, _) = kv.map_err(|e| self.fail("cannot read", e))?;
+                ids.insert(key[prefix.len()..].to_vec());
+            }
+        }
+        Ok(ids.into_iter().collect())
+    }
+
+    /// The newest entry of the capture `id` in the generations this view
+    /// reads: `None` when none holds it, `Some(None)` when it is deleted,
+    /// else its line.
+    pub fn newest(&self, id: &[u8]) -> Result<Option<Option<Vec<u8>>>, Error> {
+        for gen in self.store.gens_from(self.floor) {
+            if let Some(entry) = gen.get(id).map_err(|e| self.fail("cannot read", e))? {
+                return Ok(Some(line_of(id, &entry)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The delta's lines of captures whose payload digest is `digest`
+    /// (in id order): every capture a generation this view reads put
+    /// with that digest, unless a newer entry deleted it or replaced it
+    /// with a line of another digest.
+    pub fn digest_lines(&self, digest: &Digest) -> Result<Vec<Vec<u8>>, Error> {
+        let mut out = Vec::new();
+        for id in self.digest_ids(digest)? {
+            let Some(Some(line)) = self.newest(&id)? else {
+                continue;
+            };
+            let mut still = false;
+            for_each_digest(&line, |d| still |= d == *digest);
+            if still {
+                out.push(line);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a generation this view reads holds the capture `id` (put
+    /// or deleted: the bases' line of it is hidden).
+    pub fn holds(&self, id: &[u8]) -> Result<bool, Error> {
+        for gen in self.store.gens_from(self.floor) {
+            if gen
+                .contains_key(id)
+                .map_err(|e| self.fail("cannot read", e))?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// How many lines the delta holds and how many captures it hides
@@ -884,6 +1101,11 @@ impl Delta {
             .keyspace
             .open_partition(&gen_name(next), partition_options())
             .map_err(|e| self.fail("cannot start a generation", e))?;
+        let dig = self
+            .store
+            .keyspace
+            .open_partition(&dig_name(next), partition_options())
+            .map_err(|e| self.fail("cannot start a generation", e))?;
         let mut b = self
             .store
             .keyspace
@@ -894,6 +1116,7 @@ impl Delta {
             .map_err(|e| self.fail("cannot start a generation", e))?;
         let mut st = self.store.state.write().unwrap_or_else(|e| e.into_inner());
         st.gens.insert(next, gen);
+        st.digs.insert(next, dig);
         st.current = next;
         let gens: Vec<PartitionHandle> = st
             .gens
@@ -901,9 +1124,16 @@ impl Delta {
             .rev()
             .map(|(_, h)| h.clone())
             .collect();
+        let digs: Vec<PartitionHandle> = st
+            .digs
+            .range(floor..next)
+            .rev()
+            .map(|(_, h)| h.clone())
+            .collect();
         Ok(Some(Frozen {
             delta: self,
             gens,
+            digs,
             upto: next - 1,
             _guard: guard,
         }))
@@ -916,6 +1146,8 @@ pub struct Frozen<'d> {
     delta: &'d Delta,
     /// Newest first.
     gens: Vec<PartitionHandle>,
+    /// Their digest partitions.
+    digs: Vec<PartitionHandle>,
     upto: u64,
     _guard: std::sync::MutexGuard<'d, ()>,
 }
@@ -967,10 +1199,25 @@ impl Frozen<'_> {
             .filter_map(|b| b.file_name())
             .map(PathBuf::from)
             .collect();
-        let mut b = store
-            .keyspace
-            .batch()
-            .durability(Some(PersistMode::SyncAll));
+        // The frozen generations' digest keys go on in `dig_base`
+        // (written before the floor is raised: while the frozen
+        // generations are read, a lookup finds their captures there).
+        let mut b = store.keyspace.batch();
+        let mut bytes = 0;
+        for dig in &self.digs {
+            for kv in dig.iter() {
+                let (key, _) = kv.map_err(|e| store.fail("cannot read", e))?;
+                bytes += key.len() + 32;
+                b.insert(&store.dig_base, key, b"");
+                if bytes >= BATCH_BYTES {
+                    b.commit()
+                        .map_err(|e| store.fail("cannot record the folded digests", e))?;
+                    b = store.keyspace.batch();
+                    bytes = 0;
+                }
+            }
+        }
+        let mut b = b.durability(Some(PersistMode::SyncAll));
         b.insert(&store.meta, "floor", floor.to_le_bytes());
         b.insert(&store.meta, "given", encode_paths(&given));
         b.insert(&store.meta, "bases", encode_paths(&names));
@@ -1053,8 +1300,10 @@ impl Iterator for FrozenEntries {
     }
 }
 
-/// Tombstones a query holds in memory at most ([`Delta::hider`]).
+/// Entries of the delta a query holds in memory at most
+/// ([`Delta::hider`]), and their bytes.
 pub const HIDDEN_HELD: usize = 100_000;
+const HIDDEN_BYTES: usize = 16 << 20;
 
 /// The tombstones of a range ([`Delta::hider`]).
 pub struct Hider {
@@ -1063,20 +1312,40 @@ pub struct Hider {
 }
 
 enum HiderKind {
-    Held(HashSet<Vec<u8>>),
+    /// Every entry of the range, in id order (newest of each id).
+    Held(Vec<fjall::KvPair>),
     Store(Vec<PartitionHandle>),
 }
 
 impl Hider {
-    /// Whether no capture of the range is hidden.
+    /// Whether no capture of the range is hidden (then the delta has
+    /// no line there either).
     pub fn is_empty(&self) -> bool {
-        matches!(&self.kind, HiderKind::Held(ids) if ids.is_empty())
+        matches!(&self.kind, HiderKind::Held(entries) if entries.is_empty())
+    }
+
+    /// The delta's lines of the range, as [`Delta::lines`] gives them,
+    /// from the entries held (`None` when the range held too many: read
+    /// them from the store).
+    pub fn lines(&self) -> Option<DeltaLines> {
+        match &self.kind {
+            HiderKind::Held(entries) => Some(DeltaLines {
+                merged: EntrySource::Held(entries.clone().into_iter()),
+                group: Vec::new(),
+                next: None,
+                path: self.path.clone(),
+                done: false,
+            }),
+            HiderKind::Store(_) => None,
+        }
     }
 
     /// Whether the capture `id` is hidden.
     pub fn hides(&self, id: &[u8]) -> Result<bool, Error> {
         match &self.kind {
-            HiderKind::Held(ids) => Ok(ids.contains(id)),
+            HiderKind::Held(entries) => {
+                Ok(entries.binary_search_by(|(k, _)| k[..].cmp(id)).is_ok())
+            }
             HiderKind::Store(gens) => {
                 for g in gens {
                     if g.contains_key(id).map_err(|e| Error {
@@ -1248,11 +1517,27 @@ impl<S: Source> Merged<S> {
     }
 }
 
+/// Where [`DeltaLines`] reads entries from: the store, or entries a
+/// [`Hider`] holds.
+enum EntrySource {
+    Store(Merged),
+    Held(std::vec::IntoIter<fjall::KvPair>),
+}
+
+impl EntrySource {
+    fn next_entry(&mut self) -> Option<fjall::Result<fjall::KvPair>> {
+        match self {
+            EntrySource::Store(m) => m.next_entry(),
+            EntrySource::Held(it) => it.next().map(Ok),
+        }
+    }
+}
+
 /// The lines of a delta within a range ([`Delta::lines`]), in byte
 /// order: ids order lines but for those sharing key and datetime, which
 /// are gathered and sorted.
 pub struct DeltaLines {
-    merged: Merged,
+    merged: EntrySource,
     /// Lines of one `key datetime`, sorted, given from the back.
     group: Vec<Vec<u8>>,
     /// The first entry past the group.
@@ -1264,7 +1549,7 @@ pub struct DeltaLines {
 impl DeltaLines {
     fn new(gens: &[PartitionHandle], range: &KeyRange, path: PathBuf) -> DeltaLines {
         DeltaLines {
-            merged: Merged::new(gens, range),
+            merged: EntrySource::Store(Merged::new(gens, range)),
             group: Vec::new(),
             next: None,
             path,
@@ -1569,6 +1854,84 @@ mod tests {
             .collect();
         assert_eq!(d.apply_capped(ops, 1000).unwrap(), 200);
         assert_eq!(d.counts().unwrap(), (300, 300));
+    }
+
+    #[test]
+    fn every_shape_gives_its_digests_once() {
+        let sha1 = "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB";
+        let sha256 = format!("sha256:{}", "ab".repeat(32));
+        let got = |line: &str| {
+            let mut v = Vec::new();
+            for_each_digest(line.as_bytes(), |d| v.push(d.canonical()));
+            v
+        };
+        let cdx11 = "k 2020 http://a/ text/html 200 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB - - 1 2 f";
+        assert_eq!(got(cdx11), vec![sha1]);
+        let cdxj = r#"k 2020 {"url": "http://a/", "digest": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB"}"#;
+        assert_eq!(got(cdxj), vec![sha1]);
+        let ukvs = format!(
+            r#"k 2020 12 sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB {{"payload_digest": "{sha256}"}}"#
+        );
+        assert_eq!(got(&ukvs), vec![sha1.to_string(), sha256.clone()]);
+        // No digest, or none a digest spelling reads: none.
+        assert!(got("k 2020 http://a/ text/html 200 - - - 1 2 f").is_empty());
+        assert!(got(r#"k 2020 {"digest": "not one"}"#).is_empty());
+        assert!(got("k 2020 a b").is_empty());
+        // A string equal to a member's name is no member; spacing as any.
+        let tricky = r#"k 2020 {"mime": "digest", "digest":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB"}"#;
+        assert_eq!(got(tricky), vec![sha1]);
+        let escaped = r#"k 2020 {"url": "http://a/?\"digest\": \"x", "digest" : "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB"}"#;
+        assert_eq!(got(escaped), vec![sha1]);
+    }
+
+    #[test]
+    fn digest_keys_follow_puts_deletes_replacements_and_folds() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Delta::open(dir.path()).unwrap();
+        let a = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB";
+        let b = "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA";
+        let line = |key: &str, off: &str, digest: &str| {
+            format!("{key} 2020 http://x/ text/html 200 {digest} - - 1 {off} f.warc.gz")
+        };
+        let put = |key: &str, off: &str, digest: &str| Op::Put {
+            id: capture_id(key.as_bytes(), b"2020", b"f.warc.gz", off.as_bytes()),
+            line: line(key, off, digest).into_bytes(),
+        };
+        let da = Digest::parse(a).unwrap();
+        let db = Digest::parse(b).unwrap();
+        let lines = |d: &Delta, digest: &Digest| -> Vec<String> {
+            d.digest_lines(digest)
+                .unwrap()
+                .into_iter()
+                .map(|l| String::from_utf8(l).unwrap())
+                .collect()
+        };
+        d.apply::<String>(vec![Ok(put("k1", "1", a)), Ok(put("k2", "2", a))])
+            .unwrap();
+        assert_eq!(lines(&d, &da), vec![line("k1", "1", a), line("k2", "2", a)]);
+        // Replaced by a line of another digest, and deleted.
+        d.apply::<String>(vec![
+            Ok(put("k1", "1", b)),
+            Ok(Op::Delete {
+                id: capture_id(b"k2", b"2020", b"f.warc.gz", b"2"),
+            }),
+        ])
+        .unwrap();
+        assert!(lines(&d, &da).is_empty());
+        assert_eq!(lines(&d, &db), vec![line("k1", "1", b)]);
+        // Folded: the keys go on in `dig_base`, for the bases' lines.
+        let frozen = d.freeze().unwrap().unwrap();
+        let base = frozen.base_path(".cdx");
+        std::fs::write(&base, format!("{}\n", line("k1", "1", b))).unwrap();
+        let view = frozen.commit(&[], &base).unwrap();
+        drop(d);
+        let id1 = capture_id(b"k1", b"2020", b"f.warc.gz", b"1");
+        assert_eq!(view.newest(&id1).unwrap(), None);
+        assert!(view.digest_ids(&db).unwrap().contains(&id1));
+        // Deleted after the fold: its newest entry says so.
+        view.apply::<String>(vec![Ok(Op::Delete { id: id1.clone() })])
+            .unwrap();
+        assert_eq!(view.newest(&id1).unwrap(), Some(None));
     }
 
     #[test]

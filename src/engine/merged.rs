@@ -105,9 +105,12 @@ impl<'a> Merged<'a> {
         self.within
     }
 
-    /// The tombstones of `range`, `None` when nothing there is hidden.
+    /// The tombstones of `range`, `None` when nothing there is hidden
+    /// (or there are no bases to hide lines of). It holds the delta's
+    /// lines of the range too ([`Merged::delta_lines_of`]).
     pub fn hider(&self, range: &KeyRange) -> Result<Option<Arc<Hider>>, Error> {
         match self.delta {
+            Some(_) if self.bases.is_none() => Ok(None),
             Some(d) => {
                 let h = d.hider(range)?;
                 Ok((!h.is_empty()).then(|| Arc::new(h)))
@@ -180,6 +183,30 @@ impl<'a> Merged<'a> {
         )))
     }
 
+    /// The delta's lines within `range`, given the range's `hider`
+    /// ([`Merged::hider`]): read from what it holds, so that the store
+    /// is read once for both.
+    pub fn delta_lines_of(
+        &self,
+        range: &KeyRange,
+        hider: Option<&Arc<Hider>>,
+    ) -> Result<Lines<'a>, Error> {
+        if self.delta.is_none() {
+            return Ok(Box::new(std::iter::empty()));
+        }
+        match hider {
+            // Nothing held: no entry in the range, when there are bases.
+            None if self.bases.is_some() => Ok(Box::new(std::iter::empty())),
+            Some(h) => match h.lines() {
+                Some(lines) => Ok(Box::new(
+                    lines.map(|l| l.map(Cow::Owned).map_err(Error::from)),
+                )),
+                None => self.delta_lines(range),
+            },
+            None => self.delta_lines(range),
+        }
+    }
+
     /// One base's lines of `range` as the collection holds them: less
     /// what the delta hides, and with the delta's lines merged in when
     /// they belong within ([`Merged::delta_within`]).
@@ -189,15 +216,18 @@ impl<'a> Merged<'a> {
         hider: Option<Arc<Hider>>,
         range: &KeyRange,
     ) -> Result<Lines<'a>, Error> {
+        let delta = if self.within {
+            Some(self.delta_lines_of(range, hider.as_ref())?)
+        } else {
+            None
+        };
         let lines = self.unhidden(lines, hider);
-        if !self.within {
+        let Some(delta) = delta else {
             return Ok(lines);
-        }
+        };
         Ok(Box::new(
-            MergeBy::new(vec![lines, self.delta_lines(range)?], |a: &Cow<[u8]>, b| {
-                a < b
-            })
-            .map(|r| r.map(|(line, _)| line)),
+            MergeBy::new(vec![lines, delta], |a: &Cow<[u8]>, b| a < b)
+                .map(|r| r.map(|(line, _)| line)),
         ))
     }
 
@@ -206,6 +236,7 @@ impl<'a> Merged<'a> {
     /// server reads it ([`Source::lines_as_pywb`]), a cluster in full.
     pub fn lines(&self, range: &'a KeyRange) -> Result<Lines<'a>, Error> {
         let hider = self.hider(range)?;
+        let delta = self.delta_lines_of(range, hider.as_ref())?;
         let bases: Lines<'a> = match self.bases {
             Some(b) => {
                 let found = b
@@ -219,10 +250,8 @@ impl<'a> Merged<'a> {
             return Ok(bases);
         }
         Ok(Box::new(
-            MergeBy::new(vec![bases, self.delta_lines(range)?], |a: &Cow<[u8]>, b| {
-                a < b
-            })
-            .map(|r| r.map(|(line, _)| line)),
+            MergeBy::new(vec![bases, delta], |a: &Cow<[u8]>, b| a < b)
+                .map(|r| r.map(|(line, _)| line)),
         ))
     }
 }
@@ -267,56 +296,20 @@ impl super::digests::ByKey for Merged<'_> {
 
 impl Merged<'_> {
     /// Every capture of `digest` in the collection, oldest first, as
-    /// digest-file lines: those of `digests` (the digest files of its
-    /// bases) less the captures the delta hides, and the delta's own
-    /// captures of that payload, which no digest file holds: found by a
-    /// scan of the delta, O(delta) (a fold makes them a base's).
+    /// digest-file lines: those `digests` (the digest files of its bases)
+    /// and the delta's digest keys name, each as the collection holds it
+    /// now ([`digests::captures_with`](super::digests::captures_with)).
     pub fn captures(
         &self,
         digests: &Collection,
         digest: &crate::digest::Digest,
     ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
-        let all = KeyRange::all();
-        let hider = self.hider(&all)?;
-        let keep = move |line: &[u8]| -> anyhow::Result<bool> {
-            let (Some(hider), Some(e)) = (&hider, crate::digest::Entry::parse(line)) else {
-                return Ok(true);
-            };
-            let r = &e.record;
-            let field = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-            let id = crate::ukvs::post::capture_id(
-                field(&r.surt).as_bytes(),
-                field(&r.datetime).as_bytes(),
-                field(&r.filename).as_bytes(),
-                field(&r.offset).as_bytes(),
-            );
-            Ok(!hider.hides(&id)?)
-        };
-        let want = digest.canonical();
-        let mut held = Vec::new();
-        let mut buf = Vec::new();
-        for line in self.delta_lines(&all)? {
-            let line = line?;
-            let guessed = super::digests::guessed_names(&line);
-            // A UKVS line's values are named by the bases' headers.
-            let names = if guessed == ["offset", "digest"] {
-                self.value_names
-            } else {
-                &guessed[..]
-            };
-            let Some(rec) = crate::digest::IndexRecord::parse(&line, names) else {
-                continue;
-            };
-            buf.clear();
-            rec.digest_lines(&mut buf);
-            for l in buf.split(|&b| b == b'\n') {
-                let of = l.split(|&b| b == b' ').next();
-                if of == Some(want.as_bytes()) {
-                    held.push(Ok(l.to_vec()));
-                }
-            }
-        }
-        super::digests::captures_with(digests, digest, keep, held.into_iter())
+        super::digests::captures_with(
+            Some(digests),
+            self.delta,
+            self.bases.map(|b| (b, self.value_names)),
+            digest,
+        )
     }
 }
 

@@ -389,7 +389,8 @@ fn query_objs<'a>(
         each.push(source_objs(
             coll,
             sources.len(),
-            read.delta_lines(&q.range).map_err(internal)?,
+            read.delta_lines_of(&q.range, hidden.as_ref())
+                .map_err(internal)?,
             with_source,
         ));
     }

@@ -1,5 +1,8 @@
 //! `/NAME/digest?digest=...`: every capture of one payload, at any URL,
-//! oldest first, from the collection's digest files (`NAME=digests:PATH`).
+//! oldest first, from the collection's digest files (`NAME=digests:PATH`)
+//! and, for a live collection, its delta: captures it deleted or replaced
+//! are left out of the files' answer, and its own captures of the
+//! payload added (`engine::digests::captures_with`).
 //!
 //! Parameters: `digest` (any spelling `ukvs::digest::Digest::parse`
 //! reads), `output` (`cdxj`, the default, `json` or `text`, as `/NAME/cdx`
@@ -86,14 +89,21 @@ fn run(coll: &Coll, query: &str, sink: &mut Sink) -> Result<(), ApiError> {
     };
     let digest = Digest::parse(&digest)
         .map_err(|e| ApiError::Bad(format!("Invalid value for digest= param: {e}")))?;
-    let Some(digests) = &coll.digests else {
+    if coll.digests.is_none() && coll.live.is_none() {
         return Err(ApiError::Bad(format!(
             "collection {} has no digest file (serve one with {}=digests:PATH)",
             coll.name, coll.name
         )));
-    };
-    let lines = ukvs::engine::digests::captures(digests, &digest)
-        .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+    }
+    let lines = ukvs::engine::digests::captures_with(
+        coll.digests.as_ref(),
+        coll.live.as_deref(),
+        coll.index
+            .as_ref()
+            .map(|i| (i, coll.value_names.as_slice())),
+        &digest,
+    )
+    .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
     let (content_type, fl) = match output {
         Output::Cdxj => ("text/x-cdxj", fields.as_deref()),
         Output::Json => ("text/x-ndjson", fields.as_deref()),

@@ -3,13 +3,17 @@
 //! delta into a new base (`engine::fold`).
 //!
 //! ```text
-//! body ─► lines (at most ukvs::post::MAX_LINE bytes each) ─► ukvs::post:
-//!   checked, re-keyed, capture id ─► pywb's reader must read it too
-//!   ─► spooled to an unnamed file in --data (the body's size is the
-//!   disk's business, not memory's)
+//! body ─► lines (at most ukvs::post::MAX_LINE bytes each), gathered
+//!   a chunk (1 MiB) at a time ─► spawn_blocking, so that the threads
+//!   that answer reads never re-key: ukvs::post checks and re-keys each
+//!   line, gives its capture id ─► pywb's reader must read it too (a
+//!   CDX line of 9-11 columns it reads without fail)
+//!   ─► ops held in memory up to 4 MiB (a POST of one WARC's lines),
+//!   past that all spooled to an unnamed file in --data (the body's size
+//!   is the disk's business, not memory's)
 //! whole body read, no bad line (or ?badLines=skip) ─► spawn_blocking:
-//!   the spool replayed into ONE durable batch (engine::live; past
-//!   32 MiB rolled forward through a journal: see there)
+//!   the ops applied as ONE durable batch (engine::live; past 8 MiB
+//!   rolled forward through a journal: see there)
 //!   ─► `Added N records` / `Deleted N records`
 //! ```
 //!
@@ -269,26 +273,24 @@ pub async fn post(
     if action == Action::Fold {
         return fold(shared, coll, delta).await;
     }
-    let spool = match Spool::new(&writes.dir) {
-        Ok(s) => s,
-        Err(e) => {
-            ukvs::report!("ukvs serve: {name}: cannot spool a POST: {e}");
-            return http::text(503, "cannot take writes now (the data directory fails)\n");
-        }
-    };
-    let read = match read_body(req.into_body(), &coll, delete, skip, spool).await {
+    let read = match read_body(req.into_body(), &coll, &writes.dir, delete, skip).await {
         Ok(r) => r,
         Err(res) => return res,
     };
     let BodyRead {
-        spool,
+        taken,
         ops,
         skipped,
         named,
     } = read;
-    let applied = tokio::task::spawn_blocking(move || {
-        let records = spool.replay()?;
-        delta.apply(records).map_err(|e| e.to_string())
+    let applied = tokio::task::spawn_blocking(move || match taken {
+        Taken::Held(held) => delta
+            .apply(held.into_iter().map(Ok::<Op, String>))
+            .map_err(|e| e.to_string()),
+        Taken::Spooled(spool) => {
+            let records = spool.replay()?;
+            delta.apply(records).map_err(|e| e.to_string())
+        }
     })
     .await;
     let n = match applied {
@@ -446,39 +448,90 @@ fn writes_of(shared: &Shared) -> &Writes {
 
 /// A body read through.
 struct BodyRead {
-    spool: Spool,
+    taken: Taken,
     ops: u64,
     skipped: u64,
     named: Vec<String>,
 }
 
-/// Reads the body line by line into the spool.
-async fn read_body(
-    mut body: hyper::body::Incoming,
-    coll: &Coll,
+/// A body's ops until they are committed: in memory up to [`HELD_BYTES`],
+/// past that all of them in a spool on disk.
+enum Taken {
+    Held(Vec<Op>),
+    Spooled(Spool),
+}
+
+/// Bytes of ops a POST holds in memory before they go to a spool: a
+/// POST of 5,000 CDX lines (one WARC's) is about 1 MiB.
+const HELD_BYTES: usize = 4 << 20;
+
+/// Bytes of body lines gathered before they are checked and re-keyed
+/// (on a blocking thread, not on the threads that answer reads).
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// What the lines of a body came to so far.
+struct Taking {
+    coll: Arc<Coll>,
+    dir: PathBuf,
     delete: bool,
     skip: bool,
-    mut spool: Spool,
-) -> Result<BodyRead, http::Response> {
-    let mut lines = Body::new(&coll.surt, &coll.value_names);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut too_long: Option<usize> = None;
-    let mut line_no = 0u64;
-    let mut ops = 0u64;
-    let mut skipped = 0u64;
-    let mut named = Vec::new();
-    let mut refused: Option<String> = None;
-    let mut spool_failed: Option<std::io::Error> = None;
-    let mut take =
-        |line: &[u8], long: Option<usize>, line_no: u64, refused: &mut Option<String>| {
-            if refused.is_some() || spool_failed.is_some() {
-                return;
+    shape: Option<ukvs::ukvs::post::Shape>,
+    held: Vec<Op>,
+    held_bytes: usize,
+    spool: Option<Spool>,
+    ops: u64,
+    skipped: u64,
+    named: Vec<String>,
+    refused: Option<String>,
+    spool_failed: Option<std::io::Error>,
+}
+
+/// Lines gathered from a body: each line followed by `\n`; a line too
+/// long to keep is an empty one, with its length in `long`.
+#[derive(Default)]
+struct Chunk {
+    text: Vec<u8>,
+    /// (index of the line in the chunk, its length)
+    long: Vec<(usize, usize)>,
+    lines: usize,
+    /// The body's line number of the chunk's first line.
+    first_line: u64,
+}
+
+impl Taking {
+    /// Checks and re-keys the lines of `chunk`, keeping their ops.
+    fn take(&mut self, chunk: &Chunk) {
+        let coll = self.coll.clone();
+        let mut body = Body::resume(&coll.surt, &coll.value_names, self.shape);
+        let mut long = chunk.long.iter().peekable();
+        let lines = chunk.text.split(|&b| b == b'\n').take(chunk.lines);
+        for (i, line) in lines.enumerate() {
+            if self.refused.is_some() || self.spool_failed.is_some() {
+                break;
             }
-            let got = match long {
+            let too_long = match long.peek() {
+                Some(&&(at, n)) if at == i => {
+                    long.next();
+                    Some(n)
+                }
+                _ => None,
+            };
+            let got = match too_long {
                 Some(n) => Err(format!(
                     "{n} bytes long, longer than the {MAX_LINE} bytes a line may have"
                 )),
-                None => lines.line(line).and_then(|r| match r {
+                None => body.line(line).and_then(|r| match r {
+                    // pywb's reader splits a CDX line of 9 to 11 columns
+                    // without fail, and reads a CDXJ line's JSON block
+                    // as `Body::line` just read it (both when the line
+                    // has no trailing spaces, which it trims): only
+                    // UKVS lines are tried.
+                    Some(r)
+                        if !matches!(body.shape(), Some(ukvs::ukvs::post::Shape::Ukvs))
+                            && r.line.last() != Some(&b' ') =>
+                    {
+                        Ok(Some(r))
+                    }
                     Some(r) => match Obj::parse(&r.line, &coll.value_names) {
                         Ok(_) => Ok(Some(r)),
                         Err(e) => Err(format!("pywb's reader cannot read it: {e}")),
@@ -489,7 +542,7 @@ async fn read_body(
             match got {
                 Ok(None) => {}
                 Ok(Some(r)) => {
-                    let op = if delete {
+                    let op = if self.delete {
                         Op::Delete { id: r.id }
                     } else {
                         Op::Put {
@@ -497,24 +550,113 @@ async fn read_body(
                             line: r.line,
                         }
                     };
-                    if let Err(e) = spool.push(&op) {
-                        spool_failed = Some(e);
-                    }
-                    ops += 1;
+                    self.keep(op);
+                    self.ops += 1;
                 }
                 Err(why) => {
-                    let said = format!("line {line_no}: {why}");
-                    if skip {
-                        skipped += 1;
-                        if named.len() < NAMED {
-                            named.push(said);
+                    let said = format!("line {}: {why}", chunk.first_line + i as u64);
+                    if self.skip {
+                        self.skipped += 1;
+                        if self.named.len() < NAMED {
+                            self.named.push(said);
                         }
                     } else {
-                        *refused = Some(said);
+                        self.refused = Some(said);
                     }
                 }
             }
-        };
+        }
+        self.shape = body.shape();
+    }
+
+    /// Holds `op`, or spools it (with every op held so far, once they
+    /// pass [`HELD_BYTES`]).
+    fn keep(&mut self, op: Op) {
+        if self.spool.is_none() {
+            self.held_bytes += match &op {
+                Op::Put { id, line } => id.len() + line.len() + 48,
+                Op::Delete { id } => id.len() + 48,
+            };
+            self.held.push(op);
+            if self.held_bytes <= HELD_BYTES {
+                return;
+            }
+            let spooled = Spool::new(&self.dir).and_then(|mut spool| {
+                for op in self.held.drain(..) {
+                    spool.push(&op)?;
+                }
+                Ok(spool)
+            });
+            self.held = Vec::new();
+            match spooled {
+                Ok(spool) => self.spool = Some(spool),
+                Err(e) => self.spool_failed = Some(e),
+            }
+            return;
+        }
+        if let Some(spool) = &mut self.spool {
+            if let Err(e) = spool.push(&op) {
+                self.spool_failed = Some(e);
+            }
+        }
+    }
+}
+
+/// Checks and re-keys `chunk` on a blocking thread.
+async fn take_chunk(taking: Taking, chunk: Chunk) -> Result<(Taking, Chunk), http::Response> {
+    tokio::task::spawn_blocking(move || {
+        let mut taking = taking;
+        taking.take(&chunk);
+        (taking, chunk)
+    })
+    .await
+    .map_err(|e| {
+        ukvs::report!("ukvs serve: a POST's lines could not be read: {e}");
+        http::text(503, "the write failed; nothing of it was kept\n")
+    })
+}
+
+/// Reads the body line by line; its lines are checked, re-keyed and
+/// kept (held, or spooled in `dir`) a chunk at a time on a blocking
+/// thread.
+async fn read_body(
+    mut body: hyper::body::Incoming,
+    coll: &Arc<Coll>,
+    dir: &Path,
+    delete: bool,
+    skip: bool,
+) -> Result<BodyRead, http::Response> {
+    let mut taking = Taking {
+        coll: coll.clone(),
+        dir: dir.to_path_buf(),
+        delete,
+        skip,
+        shape: None,
+        held: Vec::new(),
+        held_bytes: 0,
+        spool: None,
+        ops: 0,
+        skipped: 0,
+        named: Vec::new(),
+        refused: None,
+        spool_failed: None,
+    };
+    let mut chunk = Chunk {
+        first_line: 1,
+        ..Chunk::default()
+    };
+    // The line being read, and its length once it is too long to keep.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut too_long: Option<usize> = None;
+    let mut line_no = 0u64;
+    let push = |chunk: &mut Chunk, line: &[u8], long: Option<usize>| {
+        match long {
+            Some(n) => chunk.long.push((chunk.lines, n)),
+            None => chunk.text.extend_from_slice(line),
+        }
+        chunk.text.push(b'\n');
+        chunk.lines += 1;
+    };
     loop {
         let frame = match body.frame().await {
             None => break,
@@ -535,11 +677,15 @@ async fn read_body(
                 Some(i) => {
                     line_no += 1;
                     let long = too_long.take().map(|n| n + i);
-                    if long.is_none() {
-                        buf.extend_from_slice(&rest[..i]);
+                    if buf.is_empty() && long.is_none() {
+                        push(&mut chunk, &rest[..i], None);
+                    } else {
+                        if long.is_none() {
+                            buf.extend_from_slice(&rest[..i]);
+                        }
+                        push(&mut chunk, &buf, long);
+                        buf.clear();
                     }
-                    take(&buf, long, line_no, &mut refused);
-                    buf.clear();
                     rest = &rest[i + 1..];
                 }
                 None => {
@@ -557,29 +703,47 @@ async fn read_body(
                 }
             }
         }
+        // Once refused, the rest of the body is read and dropped.
+        if chunk.text.len() >= CHUNK_BYTES {
+            if taking.refused.is_none() && taking.spool_failed.is_none() {
+                let (t, c) = take_chunk(taking, std::mem::take(&mut chunk)).await?;
+                taking = t;
+                chunk = c;
+            }
+            chunk.text.clear();
+            chunk.long.clear();
+            chunk.lines = 0;
+            chunk.first_line = line_no + 1;
+        }
     }
     if !buf.is_empty() || too_long.is_some() {
-        line_no += 1;
-        take(&buf, too_long, line_no, &mut refused);
+        push(&mut chunk, &buf, too_long);
     }
-    if let Some(said) = refused {
+    if chunk.lines > 0 && taking.refused.is_none() && taking.spool_failed.is_none() {
+        taking = take_chunk(taking, chunk).await?.0;
+    }
+    if let Some(said) = taking.refused {
         return Err(http::text(
             400,
             &format!("{said}\nnothing of this POST was written\n"),
         ));
     }
-    if let Some(e) = spool_failed {
+    if let Some(e) = taking.spool_failed {
         ukvs::report!("ukvs serve: {}: cannot spool a POST: {e}", coll.name);
         return Err(http::text(
             503,
             "cannot take writes now (the data directory fails)\n",
         ));
     }
+    let taken = match taking.spool {
+        Some(spool) => Taken::Spooled(spool),
+        None => Taken::Held(taking.held),
+    };
     Ok(BodyRead {
-        spool,
-        ops,
-        skipped,
-        named,
+        taken,
+        ops: taking.ops,
+        skipped: taking.skipped,
+        named: taking.named,
     })
 }
 

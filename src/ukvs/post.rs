@@ -16,6 +16,8 @@
 //! CDX, CDXJ or UKVS, not a mix. The module only turns bytes into lines
 //! and ids; storing them is [`crate::engine::live`]'s.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// Longest line taken, in bytes (without its newline). A capture line is
@@ -89,6 +91,26 @@ impl<'a> Body<'a> {
         }
     }
 
+    /// A body whose lines were found to have `shape` (from
+    /// [`Body::shape`]), to read on where another `Body` stopped.
+    pub fn resume(
+        surt: &'a crate::surt::Options,
+        value_names: &'a [String],
+        shape: Option<Shape>,
+    ) -> Body<'a> {
+        Body {
+            surt,
+            value_names,
+            shape,
+        }
+    }
+
+    /// The shape of the body's lines, once its legend or first data line
+    /// said it.
+    pub fn shape(&self) -> Option<Shape> {
+        self.shape
+    }
+
     /// Reads one line (no newline; a trailing `\r` is dropped): `Ok(None)`
     /// for a blank line or the legend, the line ready to store, or why
     /// it cannot be taken.
@@ -159,7 +181,7 @@ fn shape_of(text: &str) -> Result<Shape, String> {
         Some(rest) if rest.contains(" {") => return Ok(Shape::Ukvs),
         _ => {}
     }
-    let n = text.split(' ').count();
+    let n = memchr::memchr_iter(b' ', text.as_bytes()).count() + 1;
     match n {
         9..=11 => Ok(Shape::Cdx(n)),
         _ => Err(format!(
@@ -202,14 +224,33 @@ fn check_datetime(dt: &str) -> Result<(), String> {
 }
 
 /// The fields of a line that make its id, and its URL: `(key, datetime,
-/// url, filename, offset, the line after the key)`.
+/// url, filename, offset, the line after the key)`. A CDX line's fields
+/// are borrowed; only a JSON block's are made.
 struct Parts<'t> {
     key: &'t str,
     datetime: &'t str,
-    url: String,
-    filename: String,
-    offset: String,
+    url: Cow<'t, str>,
+    filename: Cow<'t, str>,
+    offset: Cow<'t, str>,
     after_key: &'t str,
+}
+
+/// The columns of a CDX line, borrowed, with their count: at most 11 are
+/// kept, which is all a CDX line taken has (a longer line is refused by
+/// its count).
+fn cdx_columns(text: &str) -> ([&str; 11], usize) {
+    let mut cols = [""; 11];
+    let mut n = 0;
+    let mut start = 0;
+    for end in memchr::memchr_iter(b' ', text.as_bytes()).chain(std::iter::once(text.len())) {
+        if let Some(c) = cols.get_mut(n) {
+            // Spaces are ASCII: the cuts fall between characters.
+            *c = &text[start..end];
+        }
+        n += 1;
+        start = end + 1;
+    }
+    (cols, n)
 }
 
 fn parts<'t>(text: &'t str, shape: Shape, value_names: &[String]) -> Result<Parts<'t>, String> {
@@ -217,19 +258,16 @@ fn parts<'t>(text: &'t str, shape: Shape, value_names: &[String]) -> Result<Part
     let datetime = after_key.split(' ').next().unwrap_or_default();
     match shape {
         Shape::Cdx(n) => {
-            let cols: Vec<&str> = text.split(' ').collect();
-            if cols.len() != n {
-                return Err(format!(
-                    "{} columns where this body's CDX has {n}",
-                    cols.len()
-                ));
+            let (cols, count) = cdx_columns(text);
+            if count != n {
+                return Err(format!("{count} columns where this body's CDX has {n}"));
             }
             Ok(Parts {
                 key,
                 datetime,
-                url: cols[2].to_string(),
-                filename: cols[n - 1].to_string(),
-                offset: cols[n - 2].to_string(),
+                url: Cow::Borrowed(cols[2]),
+                filename: Cow::Borrowed(cols[n - 1]),
+                offset: Cow::Borrowed(cols[n - 2]),
                 after_key,
             })
         }
@@ -239,9 +277,9 @@ fn parts<'t>(text: &'t str, shape: Shape, value_names: &[String]) -> Result<Part
             Ok(Parts {
                 key,
                 datetime,
-                url: member(&o, &["url", "u"]),
-                filename: member(&o, &["filename", "f"]),
-                offset: member(&o, &["offset", "o"]),
+                url: member(&o, &["url", "u"]).into(),
+                filename: member(&o, &["filename", "f"]).into(),
+                offset: member(&o, &["offset", "o"]).into(),
                 after_key,
             })
         }
@@ -259,9 +297,13 @@ fn parts<'t>(text: &'t str, shape: Shape, value_names: &[String]) -> Result<Part
             Ok(Parts {
                 key,
                 datetime,
-                url: member(&o, &["url"]),
-                filename: named("filename").unwrap_or_else(|| member(&o, &["filename"])),
-                offset: named("offset").unwrap_or_else(|| member(&o, &["offset"])),
+                url: member(&o, &["url"]).into(),
+                filename: named("filename")
+                    .unwrap_or_else(|| member(&o, &["filename"]))
+                    .into(),
+                offset: named("offset")
+                    .unwrap_or_else(|| member(&o, &["offset"]))
+                    .into(),
                 after_key,
             })
         }
@@ -283,16 +325,20 @@ fn ready(
     if p.url.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err("the URL holds a space or a control character".into());
     }
-    let key = crate::surt::key(p.url.as_bytes(), surt).0;
-    if key.iter().any(|&b| b <= b' ' || b == 0x7f) {
+    // The key is written straight into the stored line (a URL that
+    // cannot be keyed keys itself, as `surt::key` has it).
+    let mut line = Vec::with_capacity(p.url.len() + 16 + p.after_key.len());
+    if crate::surt::key_into(p.url.as_bytes(), surt, &mut line).is_err() {
+        line.extend_from_slice(p.url.as_bytes());
+    }
+    let key_len = line.len();
+    if line.iter().any(|&b| b <= b' ' || b == 0x7f) {
         return Err("the URL's SURT key would hold a space or a control character".into());
     }
-    let mut line = Vec::with_capacity(key.len() + 1 + p.after_key.len());
-    line.extend_from_slice(&key);
     line.push(b' ');
     line.extend_from_slice(p.after_key.as_bytes());
     let id = capture_id(
-        &key,
+        &line[..key_len],
         p.datetime.as_bytes(),
         p.filename.as_bytes(),
         p.offset.as_bytes(),

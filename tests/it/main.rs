@@ -12,6 +12,7 @@ mod house;
 mod index;
 mod kulturarw3;
 mod live;
+mod live_digest;
 mod live_lookup;
 mod mementomap;
 mod nedlib;
