@@ -234,8 +234,9 @@ pub fn captures_with(
         keyed.extend_from_slice(line);
         sorter.push(&keyed).context("cannot order captures")
     };
-    // Capture ids, with the digest-file line that named each (if one did).
-    let mut ids = std::collections::BTreeMap::new();
+    // Capture ids, with the digest-file lines that named each (a file
+    // may hold copies of a line).
+    let mut ids: std::collections::BTreeMap<Vec<u8>, Vec<Vec<u8>>> = Default::default();
     if let Some(digests) = digests {
         for hit in digests.lines(&range, |_| None)? {
             let hit = hit?;
@@ -243,7 +244,7 @@ pub fn captures_with(
                 None => push(&hit.line)?,
                 Some(_) => {
                     if let Some(id) = entry_id(&hit.line) {
-                        ids.insert(id, Some(hit.line.into_owned()));
+                        ids.entry(id).or_default().push(hit.line.into_owned());
                     }
                 }
             }
@@ -251,7 +252,7 @@ pub fn captures_with(
     }
     if let Some(delta) = delta {
         for id in delta.digest_ids(digest)? {
-            ids.entry(id).or_insert(None);
+            ids.entry(id).or_default();
         }
         let mut buf = Vec::new();
         for (id, filed) in ids {
@@ -277,8 +278,8 @@ pub fn captures_with(
                     // files of the collection's files): a digest file's
                     // line the delta leaves alone is taken as it is.
                     None => {
-                        if let Some(line) = filed {
-                            push(&line)?;
+                        for line in &filed {
+                            push(line)?;
                         }
                         continue;
                     }
