@@ -56,5 +56,6 @@ pub mod reader;
 pub mod sorted;
 pub mod stats;
 pub mod surt;
+pub mod table;
 pub mod ukvs;
 pub mod warc;

@@ -24,6 +24,7 @@ mod serve;
 mod sort;
 mod stats;
 mod surt;
+mod table;
 mod validate;
 mod zipnum;
 
@@ -51,6 +52,7 @@ enum Command {
     Serve(serve::Args),
     Stats(stats::Args),
     Digests(digests::Args),
+    Table(table::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -70,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Digests(args) => digests::run(args),
+        Command::Table(args) => table::run(args),
     };
     match result {
         Ok(code) => code,
