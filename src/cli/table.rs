@@ -14,8 +14,9 @@ use ukvs::table::Naming;
 /// capture table (url_surtkey, url, url_host_*, fetch_time, ...,
 /// warc_filename, warc_record_offset, crawl, subset) and ukvs's own after
 /// them; columns the index cannot fill are null. Reads UKVS, CDXJ and CDX
-/// indexes (plain, gzip, zstd), ZipNum clusters, directories of index
-/// files, and live collections (--data), several merged by key.
+/// indexes, ZipNum clusters, directories of index files and live
+/// collections (--data), several merged by key; a gzip or zstd index, or
+/// `-` (stdin), alone.
 ///
 /// `-o FILE.parquet` writes one file (with the crawl and subset columns);
 /// any other name a directory partitioned as Hive writes it
@@ -26,7 +27,7 @@ use ukvs::table::Naming;
 /// (no 14-digit datetime) are reported and skipped: exit code 2.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Index files, ZipNum clusters or directories.
+    /// Index files, ZipNum clusters or directories (`-` = stdin).
     #[arg(required_unless_present = "data", value_name = "INDEX")]
     inputs: Vec<PathBuf>,
     /// A live collection's directory (`DIR/NAME` of `ukvs serve --data
@@ -97,18 +98,33 @@ pub fn collection_name(path: &Path) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let live = Live::open(&args.inputs, args.data.as_deref(), args.no_mmap)?;
     let named_by = match (&args.data, args.inputs.first()) {
         (Some(d), _) => d.clone(),
         (None, Some(first)) => first.clone(),
         (None, None) => args.output.clone(),
     };
     let out = args.naming.output(&args.output, &named_by);
-    let source = match args.inputs.as_slice() {
-        [one] if args.data.is_none() => one.display().to_string(),
-        _ => "the collection".to_string(),
+    let summary = match args.inputs.as_slice() {
+        [one] if args.data.is_none() && job::is_stream(one) => job::from_stream(&out, one)?,
+        inputs => {
+            if let Some(s) = inputs
+                .iter()
+                .find(|p| inputs.len() > 1 && job::is_stream(p))
+            {
+                anyhow::bail!(
+                    "{} is compressed or stdin: it can be converted alone, not merged with \
+                     other inputs (decompress it, or build a cluster with `ukvs zipnum build`)",
+                    s.display()
+                );
+            }
+            let live = Live::open(inputs, args.data.as_deref(), args.no_mmap)?;
+            let source = match inputs {
+                [one] if args.data.is_none() => one.display().to_string(),
+                _ => "the collection".to_string(),
+            };
+            job::from_collection(&out, live.merged(), live.value_names.clone(), &source)?
+        }
     };
-    let summary = job::from_collection(&out, live.merged(), live.value_names.clone(), &source)?;
     if !args.quiet {
         ukvs::report!(
             "ukvs table: {} rows in {} files, {} lines skipped",

@@ -119,6 +119,32 @@ pub fn from_collection(
     sink.finish()
 }
 
+/// Whether an input is read front to back rather than opened as a
+/// source to merge: stdin, or a gzip or zstd file (no binary search).
+pub fn is_stream(path: &Path) -> bool {
+    use std::io::Read;
+    if path == Path::new("-") {
+        return true;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic[..2] == [0x1f, 0x8b] || magic == [0x28, 0xb5, 0x2f, 0xfd])
+}
+
+/// The table of one index read front to back (stdin, gzip, zstd): its
+/// headers name its values.
+pub fn from_stream(out: &TableOutput, path: &Path) -> anyhow::Result<Summary> {
+    let source = super::fs::input_name(path);
+    let mut sink = TableSink::create(out, vec!["offset".into(), "digest".into()], &source)?;
+    let input = super::fs::open_input(path)?;
+    super::fs::for_each_line(&source, input, |line, _| {
+        sink.line(line)?;
+        Ok(true)
+    })?;
+    sink.finish()
+}
+
 /// Rows into one Parquet file.
 struct PartWriter {
     builders: Builders,
