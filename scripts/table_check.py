@@ -99,6 +99,19 @@ def host_columns(host, icann, private):
     return cols
 
 
+def fetch_time(dt):
+    """A 14-digit datetime as an instant; parts out of range clamped (a
+    minute 88 is 59), as ukvs reads every datetime."""
+    import calendar
+    y, mo, d, h, mi, se = (int(dt[0:4]), int(dt[4:6]), int(dt[6:8]), int(dt[8:10]),
+                           int(dt[10:12]), int(dt[12:14]))
+    y = min(max(y, 1900), 2999)
+    mo = min(max(mo, 1), 12)
+    d = min(max(d, 1), calendar.monthrange(y, mo)[1])
+    return datetime.datetime(y, mo, d, min(h, 23), min(mi, 59), min(se, 59),
+                             tzinfo=datetime.timezone.utc)
+
+
 def expected_row(line, names, crawl, subset, icann, private):
     key, dt, m = members(line, names)
     url = m.get("url") or ""
@@ -126,8 +139,7 @@ def expected_row(line, names, crawl, subset, icann, private):
         "url_port": port,
         "url_path": path,
         "url_query": s.query if "?" in url.split("#")[0] else None,
-        "fetch_time": datetime.datetime.strptime(dt, "%Y%m%d%H%M%S").replace(
-            tzinfo=datetime.timezone.utc),
+        "fetch_time": fetch_time(dt),
         "fetch_status": status,
         "fetch_redirect": m.get("redirect"),
         "content_digest": digest,
@@ -149,7 +161,18 @@ def expected_row(line, names, crawl, subset, icann, private):
         "content_payload_digest": m.get("payload_digest"),
     }
     row.update(host_columns(host.lower(), icann, private))
+    extra = {k: v for k, v in m.items() if k not in OWN_COLUMNS}
+    row["extra_fields"] = extra or None
     return row
+
+
+# Members with a column of their own (the others are in extra_fields).
+OWN_COLUMNS = {
+    "url", "status", "redirect", "digest", "mime", "mime-detected", "charset", "languages",
+    "truncated", "filename", "offset", "length", "record_type", "refers_to_uri",
+    "refers_to_date", "refers_to", "profile", "payload_digest", "ip", "datetime_raw",
+    "serial", "describes", "replaces", "urlkey", "timestamp",
+}
 
 
 def read_rows_arrow(table):
@@ -206,6 +229,8 @@ def cmd_rows(index, table, crawl, subset):
         for i, (got, want) in enumerate(zip(rows, exp)):
             for k, v in want.items():
                 g = got.get(k)
+                if k == "extra_fields" and g is not None:
+                    g = json.loads(g)
                 if isinstance(g, datetime.datetime) and g.tzinfo is None:
                     g = g.replace(tzinfo=datetime.timezone.utc)
                 if g != v:
@@ -319,8 +344,9 @@ def python_answers(cdxj, crawl):
     from collections import Counter, defaultdict
     icann = extractor(False)
     caps = []
-    for line in lines_of(cdxj)[1]:
-        key, dt, m = members(line, [])
+    names, lines = lines_of(cdxj)
+    for line in lines:
+        key, dt, m = members(line, names)
         url = m.get("url", "")
         host = (urlsplit(url).hostname or "").lower()
         status = int(m["status"]) if str(m.get("status", "")).isdigit() else -1

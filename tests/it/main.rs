@@ -23,6 +23,7 @@ mod spark;
 mod stats;
 mod stats_html;
 mod surt;
+mod table;
 mod ukvs;
 mod util;
 mod warc;
