@@ -97,13 +97,14 @@ for i in range(k):
     for l in lines:
         if len(out) >= want:
             break
-        key, rest = l.split(b")", 1)
-        tag = b"" if i == 0 else b",w%d" % i
-        url_host = b"www.w%d." % i if i else b""
-        l2 = key + tag + b")" + rest
+        key = l.split(b" ", 1)[0]
+        if i and b")" not in key:
+            continue  # dns: and other keys without a host: once
         if i:
-            l2 = l2.replace(b'"url": "http://', b'"url": "http://' + url_host, 1)
-        out.append(l2)
+            key_host, rest = l.split(b")", 1)
+            l = key_host + b",w%d)" % i + rest
+            l = l.replace(b'"url": "http://', b'"url": "http://www.w%d.' % i, 1)
+        out.append(l)
 out.sort()
 open(dst, "wb").writelines(out)
 EOF

@@ -190,7 +190,8 @@ impl TableSink {
             .build();
         let dir = if out.is_dir() {
             Some(
-                OutputDir::create(&out.path, |_| false)
+                // A table written before is replaced whole.
+                OutputDir::create(&out.path, |name| name.starts_with("crawl="))
                     .with_context(|| format!("cannot write {}", out.path.display()))?,
             )
         } else {
@@ -245,16 +246,17 @@ impl TableSink {
         self.previous.clear();
         self.previous.extend_from_slice(key);
         // A single file has one writer for every partition.
+        let single = Partition::default();
         let which = match self.dir {
-            Some(_) => row.partition.clone(),
-            None => Partition::default(),
+            Some(_) => &row.partition,
+            None => &single,
         };
-        let part = match self.parts.get_mut(&which) {
-            Some(p) => p,
-            None => {
-                let p = self.open_part(&which)?;
-                self.parts.entry(which).or_insert(p)
-            }
+        if !self.parts.contains_key(which) {
+            let p = self.open_part(which)?;
+            self.parts.insert(which.clone(), p);
+        }
+        let Some(part) = self.parts.get_mut(which) else {
+            bail!("the writer of a partition was lost");
         };
         part.builders.push(&row);
         self.summary.rows += 1;

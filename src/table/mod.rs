@@ -187,38 +187,41 @@ pub struct Host {
     pub reversed: Option<String>,
 }
 
-/// Members that have a column of their own (the rest go to
+/// Whether a member has a column of its own (the rest go to
 /// `extra_fields`). Names are those of every profile: UKVS and CDXJ
 /// members, CDX columns as [`crate::ukvs::convert::cdx_letter_name`]
-/// names them.
-const MAPPED: &[&str] = &[
-    "url",
-    "status",
-    "redirect",
-    "digest",
-    "mime",
-    "mime-detected",
-    "charset",
-    "languages",
-    "truncated",
-    "filename",
-    "offset",
-    "length",
-    "record_type",
-    "refers_to_uri",
-    "refers_to_date",
-    "refers_to",
-    "profile",
-    "payload_digest",
-    "ip",
-    "datetime_raw",
-    "serial",
-    "describes",
-    "replaces",
-    // Written by Common Crawl's own CDX; the columns come from the path.
-    "urlkey",
-    "timestamp",
-];
+/// names them; `urlkey` and `timestamp` are Common Crawl's own CDX's
+/// (the key and datetime again).
+fn has_column(member: &str) -> bool {
+    matches!(
+        member,
+        "url"
+            | "status"
+            | "redirect"
+            | "digest"
+            | "mime"
+            | "mime-detected"
+            | "charset"
+            | "languages"
+            | "truncated"
+            | "filename"
+            | "offset"
+            | "length"
+            | "record_type"
+            | "refers_to_uri"
+            | "refers_to_date"
+            | "refers_to"
+            | "profile"
+            | "payload_digest"
+            | "ip"
+            | "datetime_raw"
+            | "serial"
+            | "describes"
+            | "replaces"
+            | "urlkey"
+            | "timestamp"
+    )
+}
 
 impl Row {
     /// The row of one data line. `names` name the values after key and
@@ -270,7 +273,7 @@ impl Row {
         };
         let mut extra = Map::new();
         for (k, v) in &members {
-            if !MAPPED.contains(&k.as_str()) {
+            if !has_column(k) {
                 extra.insert(k.clone(), v.clone());
             }
         }
