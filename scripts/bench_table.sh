@@ -152,12 +152,12 @@ print(f'CDXJ {c:,} B; gzip -6 {g:,} B; table {t:,} B ({t / g:.2f}x the gzip); '
 
 # ---------------------------------------------------------------- 4. query
 echo "== 4. a SURT-prefix query"
-prefix=$(cut -d')' -f1 "$WORK/wide.cdxj" | uniq -c | sort -rn | head -1 | awk '{print $2}')
+prefix=$(cut -d')' -f1 "$WORK/wide.cdxj" | uniq -c | awk '$1 > n { n = $1; p = $2 } END { print p }')
 prefix="$prefix)"
 cat > "$WORK/query.py" << EOF
 import duckdb
 n = duckdb.sql("""SELECT count(*) FROM read_parquet('$WORK/wide.parquet')
-                  WHERE url_surtkey >= '$prefix' AND url_surtkey < '$prefix~'""").fetchone()[0]
+                  WHERE url_surtkey >= '$prefix' AND url_surtkey < '$prefix~'""").fetchall()[0][0]
 print(n)
 EOF
 a=$(python3 "$WORK/query.py")

@@ -54,7 +54,7 @@ pub struct Args {
 pub struct NamingArgs {
     /// The `crawl` of every row (default: the collection's name: the
     /// index's file name up to its first dot, or the live collection's
-    /// NAME). Files named as Common Crawl's (`crawl-data/CRAWL/...`)
+    /// NAME; the table's name for stdin). Files named as Common Crawl's (`crawl-data/CRAWL/...`)
     /// give their own.
     #[arg(long, value_name = "NAME")]
     pub crawl: Option<String>,
@@ -100,8 +100,9 @@ pub fn collection_name(path: &Path) -> String {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let named_by = match (&args.data, args.inputs.first()) {
         (Some(d), _) => d.clone(),
-        (None, Some(first)) => first.clone(),
-        (None, None) => args.output.clone(),
+        // Stdin has no name: the table's is the collection's.
+        (None, Some(first)) if first.as_os_str() != "-" => first.clone(),
+        (None, _) => args.output.clone(),
     };
     let out = args.naming.output(&args.output, &named_by);
     let summary = match args.inputs.as_slice() {

@@ -379,6 +379,21 @@ fn table_refuses_unsorted_input_and_reports_lines_without_datetime() {
         b"",
     );
     assert_eq!(o.status.code(), Some(2));
+
+    // A table directory is replaced whole on a second run; a directory
+    // holding anything else is left alone.
+    let tdir = d.join("t");
+    let good = "org,b)/ 20200101000000 {\"url\": \"http://b.org/\", \"status\": \"200\"}\n";
+    for _ in 0..2 {
+        assert_ok(&run(&["table", "-q", "-", "-o", s(&tdir)], good.as_bytes()));
+    }
+    assert!(tdir
+        .join("crawl=t/subset=warc/part-00000.parquet")
+        .is_file());
+    std::fs::write(tdir.join("notes.txt"), "mine").unwrap();
+    let o = run(&["table", "-q", "-", "-o", s(&tdir)], good.as_bytes());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(tdir.join("notes.txt").is_file());
 }
 
 #[test]
