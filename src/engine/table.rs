@@ -51,6 +51,12 @@ pub const PAGE_ROWS: usize = 8 * 1024;
 /// Rows gathered before they are handed to the writer.
 const BATCH: usize = 16 * 1024;
 
+/// Lines handed to the thread pool at once (fewer are mapped in place).
+const PARALLEL_FROM: usize = 256;
+
+/// Lines read ahead from a collection or a stream, for the pool.
+const READ_AHEAD: usize = 8 * 1024;
+
 /// Where a table goes, and how rows are named.
 #[derive(Debug, Clone)]
 pub struct TableOutput {
@@ -95,9 +101,11 @@ pub fn from_chunks(
     let mut sink = TableSink::create(out, names, "the index")?;
     sink.line_no = headers.len() as u64;
     for chunk in chunks.take_while(|c| !c.is_empty()) {
-        for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            sink.line(line)?;
-        }
+        let lines: Vec<&[u8]> = chunk
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        sink.lines(&lines)?;
     }
     sink.finish()
 }
@@ -112,10 +120,15 @@ pub fn from_collection(
 ) -> anyhow::Result<Summary> {
     let mut sink = TableSink::create(out, names, source)?;
     let all = crate::sorted::KeyRange::all();
+    let mut ahead = Vec::with_capacity(READ_AHEAD);
     for line in merged.lines(&all)? {
-        let line = line.with_context(|| format!("cannot read {source}"))?;
-        sink.line(&line)?;
+        ahead.push(line.with_context(|| format!("cannot read {source}"))?);
+        if ahead.len() == READ_AHEAD {
+            sink.lines(&ahead.iter().map(|l| l.as_ref()).collect::<Vec<_>>())?;
+            ahead.clear();
+        }
     }
+    sink.lines(&ahead.iter().map(|l| l.as_ref()).collect::<Vec<_>>())?;
     sink.finish()
 }
 
@@ -138,10 +151,32 @@ pub fn from_stream(out: &TableOutput, path: &Path) -> anyhow::Result<Summary> {
     let source = super::fs::input_name(path);
     let mut sink = TableSink::create(out, vec!["offset".into(), "digest".into()], &source)?;
     let input = super::fs::open_input(path)?;
+    // Lines end to end, with where each ends.
+    let (mut buf, mut ends) = (Vec::new(), Vec::with_capacity(READ_AHEAD));
+    let flush = |sink: &mut TableSink, buf: &mut Vec<u8>, ends: &mut Vec<usize>| {
+        let mut start = 0;
+        let lines: Vec<&[u8]> = ends
+            .iter()
+            .map(|&end| {
+                let line = &buf[start..end];
+                start = end;
+                line
+            })
+            .collect();
+        let r = sink.lines(&lines);
+        buf.clear();
+        ends.clear();
+        r
+    };
     super::fs::for_each_line(&source, input, |line, _| {
-        sink.line(line)?;
+        buf.extend_from_slice(line);
+        ends.push(buf.len());
+        if ends.len() == READ_AHEAD {
+            flush(&mut sink, &mut buf, &mut ends)?;
+        }
         Ok(true)
     })?;
+    flush(&mut sink, &mut buf, &mut ends)?;
     sink.finish()
 }
 
@@ -213,14 +248,55 @@ impl TableSink {
     /// Takes one line of the index (headers are passed over; a `!fields`
     /// header or CDX legend names the values of the lines after it).
     pub fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
-        self.line_no += 1;
-        if crate::stats::is_header(line) {
-            if let Some(names) = super::lookup::value_names_in([line]) {
-                self.names = names;
+        self.lines(&[line])
+    }
+
+    /// Takes lines of the index in order, mapped to rows on the thread
+    /// pool (a row depends on its line, the names and the naming alone),
+    /// then written in order.
+    pub fn lines(&mut self, lines: &[&[u8]]) -> anyhow::Result<()> {
+        use rayon::prelude::*;
+        let mut rest = lines;
+        while !rest.is_empty() {
+            // Header lines change the names of the lines after them.
+            let headers = rest
+                .iter()
+                .take_while(|l| crate::stats::is_header(l))
+                .count();
+            for line in &rest[..headers] {
+                self.line_no += 1;
+                if let Some(names) = super::lookup::value_names_in([*line]) {
+                    self.names = names;
+                }
             }
-            return Ok(());
+            rest = &rest[headers..];
+            let data = rest
+                .iter()
+                .take_while(|l| !crate::stats::is_header(l))
+                .count();
+            let (names, naming) = (&self.names, &self.out.naming);
+            let rows: Vec<Result<Row, crate::table::Error>> = if data < PARALLEL_FROM {
+                rest[..data]
+                    .iter()
+                    .map(|l| Row::from_line(l, names, naming))
+                    .collect()
+            } else {
+                rest[..data]
+                    .par_iter()
+                    .map(|l| Row::from_line(l, names, naming))
+                    .collect()
+            };
+            rest = &rest[data..];
+            for row in rows {
+                self.row(row)?;
+            }
         }
-        let row = match Row::from_line(line, &self.names, &self.out.naming) {
+        Ok(())
+    }
+
+    fn row(&mut self, row: Result<Row, crate::table::Error>) -> anyhow::Result<()> {
+        self.line_no += 1;
+        let row = match row {
             Ok(row) => row,
             Err(e) => {
                 self.summary.skipped += 1;
