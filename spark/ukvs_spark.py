@@ -130,6 +130,14 @@ def parse_args(argv):
     p.add_argument("--via-spark", action="store_true",
                    help="read local files through Spark too and stream them to ukvs, as "
                    "non-local URLs always are")
+    p.add_argument("--table", metavar="DIR",
+                   help="also the capture table (Parquet, Common Crawl's schema) in DIR, "
+                   "partitioned crawl=.../subset=..., one file per shard and partition: "
+                   "the rows `ukvs table` writes for the whole index")
+    p.add_argument("--crawl", metavar="NAME",
+                   help="the table's crawl (default: OUTDIR's name; see `ukvs table --help`)")
+    p.add_argument("--subset", metavar="NAME",
+                   help="the table's subset of every row (default: per row)")
     p.add_argument("--master", help="Spark master (e.g. local[2]); spark-submit's when absent")
     p.add_argument("--remote", help="Spark Connect URL (sc://host:port) instead of a master")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -466,7 +474,9 @@ class ShardJob:
     """What each shard task needs: the binary, the staging directory, the
     header lines and the shards already in the cluster."""
 
-    def __init__(self, ukvs_spec, outdir, staging, headers, lines_per_block, old_idx):
+    def __init__(self, ukvs_spec, outdir, staging, headers, lines_per_block, old_idx,
+                 table_args=None):
+        self.table_args = table_args  # `ukvs table` naming options, or None
         self.ukvs_spec = ukvs_spec
         self.outdir = outdir
         self.staging = staging
@@ -535,6 +545,11 @@ class ShardJob:
         run_ukvs(ukvs, ["stats", "--json", "--top", "0", "-q", "-j", "1", "-o",
                         os.path.join(self.staging, f"stats-{shard + 1:02}.json"), index],
                  f"shard {name}", cwd=tmp)
+        if self.table_args is not None:
+            # The shard's rows, partitioned as the whole table is.
+            run_ukvs(ukvs, ["table", "-q", *self.table_args, "-o",
+                            os.path.join(self.staging, f"table-{shard + 1:02}"), index],
+                     f"shard {name}", cwd=tmp)
         with open(os.path.join(cluster, "index.idx"), "rb") as f:
             idx = f.read()
         return pa.RecordBatch.from_arrays(
@@ -624,6 +639,8 @@ def commit(ukvs, args, staging, built, old_idx, shards, splits, headers):
             key, _, offset, length, _ = line.split(b"\t")
             block_no += 1
             idx.append(b"\t".join([key, name, offset, length, str(block_no).encode()]) + b"\n")
+    if args.table:
+        commit_table(args.table, staging, built)
     write_file(os.path.join(outdir, "index.headers"), b"".join(h + b"\n" for h in headers))
     write_file(os.path.join(outdir, "splits.txt"), b"".join(s + b"\n" for s in splits))
     write_file(os.path.join(outdir, "index.loc"), b"".join(loc))
@@ -657,6 +674,31 @@ def commit(ukvs, args, staging, built, old_idx, shards, splits, headers):
     return len(present)
 
 
+def commit_table(table, staging, built):
+    """Puts each built shard's table files in place: shard N's rows of a
+    partition are `crawl=C/subset=S/part-0000N.parquet`, so the files of a
+    partition in name order hold its rows in key order (shards are key
+    ranges). A rebuilt shard's old files go first."""
+    os.makedirs(table, exist_ok=True)
+    for shard in sorted(built):
+        part = f"part-{shard + 1:05}.parquet"
+        for root, _, files in os.walk(table):
+            if part in files:
+                os.remove(os.path.join(root, part))
+        shard_dir = os.path.join(staging, f"table-{shard + 1:02}")
+        for root, _, files in os.walk(shard_dir):
+            for f in files:
+                rel = os.path.relpath(root, shard_dir)
+                os.makedirs(os.path.join(table, rel), exist_ok=True)
+                os.replace(os.path.join(root, f), os.path.join(table, rel, part))
+
+
+def table_args(args):
+    """The naming options of `ukvs table` for the shards' tables."""
+    crawl = args.crawl or os.path.basename(os.path.normpath(args.output)).split(".")[0]
+    return ["--crawl", crawl] + (["--subset", args.subset] if args.subset else [])
+
+
 # ---------------------------------------------------------------------------
 
 def spark_session(args):
@@ -688,6 +730,8 @@ def main(argv=None):
     if not inputs:
         raise SystemExit("ukvs_spark: no inputs (give files, directories or --list FILE)")
     args.output = os.path.abspath(args.output)
+    if args.table:
+        args.table = os.path.abspath(args.table)
     os.makedirs(args.output, exist_ok=True)
     existing = read_cluster(args.output)
     splits = None
@@ -764,7 +808,8 @@ def run_job(spark, args, inputs, splits, existing):
     staging = os.path.join(args.output, f"_staging-{uuid.uuid4().hex}")
     os.makedirs(staging)
     try:
-        job = ShardJob(args.ukvs, args.output, staging, headers, args.lines_per_block, old_idx)
+        job = ShardJob(args.ukvs, args.output, staging, headers, args.lines_per_block, old_idx,
+                       table_args(args) if args.table else None)
         by_shard = (
             indexed.filter(F.col("kind") == DATA)
             .select(shard_column(F, F.col("key"), splits).alias("shard"), "line")

@@ -57,6 +57,7 @@ pub mod reader;
 pub mod sorted;
 pub mod stats;
 pub mod surt;
+pub mod table;
 pub mod ukvs;
 pub mod wacz;
 pub mod warc;

@@ -138,6 +138,13 @@ pub struct Args {
     /// memory, spilling to --tmp-dir. Needs sorted output.
     #[arg(long, value_name = "FILE")]
     digests: Option<PathBuf>,
+    /// Also write the capture table of the index, from the same scan: the
+    /// Parquet table `ukvs table INDEX -o FILE|DIR` makes (a directory
+    /// unless FILE ends in `.parquet`). Needs sorted output.
+    #[arg(long, value_name = "FILE|DIR")]
+    table: Option<PathBuf>,
+    #[command(flatten)]
+    table_naming: super::table::NamingArgs,
     /// How many of the largest hosts and domains --stats lists (0 = all).
     #[arg(long, default_value_t = 10, value_name = "N", requires = "stats")]
     stats_top: usize,
@@ -256,6 +263,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mem: args.mem,
         tmp_dir: args.tmp_dir.clone(),
     });
+    let table = args.table.as_ref().map(|path| {
+        let named_by = args.output.as_deref().unwrap_or(path);
+        args.table_naming.output(path, named_by)
+    });
     let job = IndexJob {
         inputs: args.inputs,
         output: args.output,
@@ -280,6 +291,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mementomap,
         stats,
         digests,
+        table,
     };
     let bar = progress_bar(args.quiet);
     job::run(&job, bar.as_ref().map(|b| b as &dyn Progress))

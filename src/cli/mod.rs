@@ -24,6 +24,7 @@ mod serve;
 mod sort;
 mod stats;
 mod surt;
+mod table;
 mod validate;
 mod wacz;
 mod zipnum;
@@ -54,6 +55,7 @@ enum Command {
     Digests(digests::Args),
     #[command(subcommand)]
     Wacz(wacz::Command),
+    Table(table::Args),
 }
 
 /// Parses the command line, runs the subcommand and maps errors to exit codes.
@@ -74,6 +76,7 @@ pub fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Digests(args) => digests::run(args),
         Command::Wacz(cmd) => wacz::run(cmd),
+        Command::Table(args) => table::run(args),
     };
     match result {
         Ok(code) => code,

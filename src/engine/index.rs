@@ -75,6 +75,8 @@ pub struct IndexJob {
     pub stats: Option<StatsOutput>,
     /// Also the digest file of the index, made the same way.
     pub digests: Option<super::digests::DigestOutput>,
+    /// Also the capture table of the index (Parquet), made the same way.
+    pub table: Option<super::table::TableOutput>,
 }
 
 /// Where the statistics of an index go when it is written.
@@ -125,9 +127,15 @@ const KEY_WARNINGS: u64 = 5;
 const CHUNK: usize = 256 * 1024;
 
 pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<ExitCode> {
-    if job.no_sort && (job.mementomap.is_some() || job.stats.is_some() || job.digests.is_some()) {
+    if job.no_sort
+        && (job.mementomap.is_some()
+            || job.stats.is_some()
+            || job.digests.is_some()
+            || job.table.is_some())
+    {
         anyhow::bail!(
-            "a MementoMap, statistics and a digest file are made of a sorted index: drop --no-sort"
+            "a MementoMap, statistics, a digest file and a table are made of a sorted index: \
+             drop --no-sort"
         );
     }
     let profile = job.profile;
@@ -1776,6 +1784,7 @@ struct Taps {
         StatsOutput,
     )>,
     digests: Option<std::thread::JoinHandle<anyhow::Result<super::digests::Summary>>>,
+    table: Option<std::thread::JoinHandle<anyhow::Result<super::table::Summary>>>,
 }
 
 /// Lines go to the taps in chunks of about this many bytes.
@@ -1783,7 +1792,11 @@ const TAP_CHUNK: usize = 256 * 1024;
 
 impl Taps {
     fn start(job: &IndexJob, headers: &[Vec<u8>]) -> anyhow::Result<Option<Taps>> {
-        if job.mementomap.is_none() && job.stats.is_none() && job.digests.is_none() {
+        if job.mementomap.is_none()
+            && job.stats.is_none()
+            && job.digests.is_none()
+            && job.table.is_none()
+        {
             return Ok(None);
         }
         let mut taps = Taps {
@@ -1792,7 +1805,19 @@ impl Taps {
             map: None,
             stats: None,
             digests: None,
+            table: None,
         };
+        if let Some(out) = &job.table {
+            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
+            let (out, headers) = (out.clone(), headers.to_vec());
+            taps.senders.push(tx);
+            taps.table = Some(
+                std::thread::Builder::new()
+                    .name("table".into())
+                    .spawn(move || super::table::from_chunks(&out, &headers, rx.into_iter()))
+                    .context("cannot start a thread")?,
+            );
+        }
         if let Some(out) = &job.digests {
             let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
             let (out, headers) = (out.clone(), headers.to_vec());
@@ -1879,6 +1904,9 @@ impl Taps {
         }
         if let Some(digests) = self.digests.take() {
             joined(digests.join()).context("cannot make the digest file")?;
+        }
+        if let Some(table) = self.table.take() {
+            joined(table.join()).context("cannot make the table")?;
         }
         Ok(())
     }

@@ -65,6 +65,7 @@ pub mod seeds;
 pub mod sigbus;
 pub mod sort;
 pub mod stats;
+pub mod table;
 pub mod validate;
 pub mod wacz;
 pub mod zipnum;

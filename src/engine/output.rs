@@ -333,15 +333,16 @@ pub struct OutputDir {
 
 impl OutputDir {
     /// Starts building the directory `target`. An existing target must
-    /// hold only files that `owned` accepts (the files this output
-    /// writes): the whole directory is replaced.
+    /// hold only files and directories that `owned` accepts (those this
+    /// output writes): the whole directory is replaced.
     pub fn create(target: &Path, owned: impl Fn(&str) -> bool) -> io::Result<OutputDir> {
         match fs::symlink_metadata(target) {
             Ok(m) if m.is_dir() => {
                 for e in fs::read_dir(target).map_err(|e| with_name(e, "cannot list", target))? {
                     let e = e.map_err(|e| with_name(e, "cannot list", target))?;
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if !owned(&name) || !e.file_type().is_ok_and(|t| t.is_file()) {
+                    // Directories too: a table's `crawl=...` partitions.
+                    if !owned(&name) || !e.file_type().is_ok_and(|t| t.is_file() || t.is_dir()) {
                         return Err(io::Error::new(
                             io::ErrorKind::AlreadyExists,
                             format!(

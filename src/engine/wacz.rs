@@ -198,6 +198,7 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
         mementomap: None,
         stats: None,
         digests: None,
+        table: None,
     };
     let code = super::index::run(&index, None)?;
     if code != std::process::ExitCode::SUCCESS {

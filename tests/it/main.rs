@@ -26,6 +26,7 @@ mod spark;
 mod stats;
 mod stats_html;
 mod surt;
+mod table;
 mod ukvs;
 mod util;
 mod wacz;
