@@ -75,7 +75,8 @@ type Read<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a>;
 enum Fail {
     /// 400: the message names the parameter.
     Bad(String),
-    /// 500: an index that cannot be read.
+    /// 500: an index that cannot be read (502 when it is a remote shard
+    /// or idx that cannot be had: the upstream's failure, named).
     Internal(String),
 }
 
@@ -83,6 +84,7 @@ impl Fail {
     fn head(&self) -> Head {
         let (status, msg) = match self {
             Fail::Bad(m) => (400, m.as_str()),
+            Fail::Internal(m) if ukvs::engine::remote::tells_failed_request(m) => (502, m.as_str()),
             Fail::Internal(m) => (500, m.as_str()),
         };
         Head::Fail(

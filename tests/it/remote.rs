@@ -488,6 +488,17 @@ fn remote_clusters_serve_as_local_ones() {
         body.contains("cdx-00001.gz") && body.contains("403"),
         "{body}"
     );
+    // The Wayback Machine's API answers the same failure the same way.
+    let (status, _, body) = get(
+        &a,
+        &server.url(&format!("/bad/cdx/search/cdx?url={middle}")),
+    );
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 502, "{body}");
+    assert!(
+        body.contains("cdx-00001.gz") && body.contains("403"),
+        "{body}"
+    );
 }
 
 /// moto's S3 server on a free port, or `None` (skip) without moto.
