@@ -143,6 +143,14 @@ impl Coll {
     }
 }
 
+/// A collection searched by URL for the originals of revisits: its bases
+/// and its delta, less what the delta deleted.
+impl ukvs::engine::digests::ByKey for Coll {
+    fn key_lines(&self, range: &ukvs::sorted::KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+        self.merged().key_lines(range)
+    }
+}
+
 /// Every served collection by name.
 pub struct Catalog {
     colls: BTreeMap<String, Arc<Coll>>,

@@ -629,10 +629,8 @@ fn resolve_revisits<'a>(
 ) -> impl Iterator<Item = Result<Obj, ApiError>> + 'a {
     let mut originals: HashMap<String, Obj> = HashMap::new();
     let finder = ukvs::engine::digests::Originals {
-        index: coll
-            .index
-            .as_ref()
-            .map(|c| c as &dyn ukvs::engine::digests::ByKey),
+        index: (coll.index.is_some() || coll.live.is_some())
+            .then_some(coll as &dyn ukvs::engine::digests::ByKey),
         value_names: coll.value_names.clone(),
         surt: coll.surt.clone(),
         digests: coll.digests.as_ref(),

@@ -699,3 +699,58 @@ fn pywb_replays_a_revisit_of_another_url_through_our_cdx_server() {
     assert_eq!(revisit.0, 200, "{}", String::from_utf8_lossy(&revisit.2));
     assert_eq!(revisit.2, AGNOSTIC_BODY);
 }
+
+/// On a live collection the original of a revisit of another URL is
+/// found in its delta too: the index less the original's line as the
+/// base, that line POSTed; deleted again, the revisit is left as pywb
+/// leaves it.
+#[test]
+fn a_live_collection_resolves_revisits_to_originals_posted_to_it() {
+    let test = "a_live_collection_resolves_revisits_to_originals_posted_to_it";
+    let Some(tmp) = corpus(test, 3) else { return };
+    let dir = tmp.path();
+    let (ukvs, cdxj) = (p(dir, "idx.ukvs"), p(dir, "idx.cdxj"));
+    index(dir, "ukvs", &ukvs, &[]);
+    index(dir, "cdxj", &cdxj, &[]);
+    let o = line_of(&cdxj, "http://orig.example/a");
+    let want = (s(&o["filename"]), s(&o["offset"]), s(&o["length"]));
+    let dash = ("-".to_string(), "-".to_string(), "-".to_string());
+    let text = std::fs::read_to_string(&ukvs).unwrap();
+    let (posted, rest): (Vec<&str>, Vec<&str>) = text
+        .lines()
+        .partition(|l| l.starts_with("example,orig)/a "));
+    assert_eq!(posted.len(), 1, "{text}");
+    let base = p(dir, "base.ukvs");
+    std::fs::write(&base, rest.join("\n") + "\n").unwrap();
+    let data = p(dir, "data");
+    let server = Server::start(&[
+        "--quiet".to_string(),
+        format!("l={base}"),
+        "--data".to_string(),
+        data,
+    ]);
+    let agent = agent();
+    let ask = || {
+        let q = "/l/cdx?url=http://copy.example/b&resolveRevisits=true&output=json";
+        let (status, _, body) = get(&agent, &server.url(q));
+        assert_eq!(status, 200, "{q}");
+        let line = String::from_utf8_lossy(&body)
+            .lines()
+            .next()
+            .map(str::to_string);
+        orig(&serde_json::from_str(&line.unwrap_or_default()).unwrap())
+    };
+    assert_eq!(ask(), dash, "the base alone has no original");
+    let send = |path: &str| {
+        let mut res = agent
+            .post(&server.url(path))
+            .send(format!("{}\n", posted[0]).as_bytes())
+            .unwrap();
+        let answer = res.body_mut().read_to_string().unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}: {answer}");
+    };
+    send("/l");
+    assert_eq!(ask(), want, "the original posted");
+    send("/l/delete");
+    assert_eq!(ask(), dash, "the original deleted");
+}
