@@ -1018,17 +1018,8 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         Ok((_, Some(map))) => {
             let map = std::sync::Arc::new(map);
             let behind = Some(Behind::new(map.clone()));
-            if warc::is_warc(&map[..]) || named_warc(job.path) {
-                let rdr = warc::Reader::from_shared(map, warc::Options::default());
-                if job.post_append || job.pair_request {
-                    index_records(job, Paired::new(rdr, job), behind, tx);
-                } else {
-                    index_records(job, rdr, behind, tx);
-                }
-            } else {
-                let rdr = arc::Reader::from_shared(map, arc::Options::default());
-                index_records(job, rdr, behind, tx);
-            }
+            let is_warc = warc::is_warc(&map[..]) || named_warc(job.path);
+            index_in_place(job, map, is_warc, behind, tx);
         }
         Ok((mut f, None)) => {
             let len_at_open = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
@@ -1135,17 +1126,7 @@ fn index_member(job: &Job, entry: &crate::wacz::Entry, no_mmap: bool, tx: &mut S
             range: range.start as usize..range.end as usize,
         });
         let is_warc = warc::is_warc(bytes.as_ref().as_ref()) || named_warc(Path::new(&entry.name));
-        if is_warc {
-            let rdr = warc::Reader::from_shared(bytes, warc::Options::default());
-            if job.post_append || job.pair_request {
-                index_records(job, Paired::new(rdr, job), None, tx);
-            } else {
-                index_records(job, rdr, None, tx);
-            }
-        } else {
-            let rdr = arc::Reader::from_shared(bytes, arc::Options::default());
-            index_records(job, rdr, None, tx);
-        }
+        index_in_place(job, bytes, is_warc, None, tx);
         return;
     }
     let mut f = f;
@@ -1243,6 +1224,29 @@ fn file_failed(job: &Job, tx: &SyncSender<Msg>, what: String) {
 
 /// Indexes the records of one file read by `rdr`, releasing the pages of
 /// its map (when it is mapped) as it goes.
+/// Indexes an archive read in place from `bytes` (a file's map, or a
+/// stored entry of a package): WARC records (paired when the job asks)
+/// or ARC records.
+fn index_in_place(
+    job: &Job,
+    bytes: crate::input::SharedBytes,
+    is_warc: bool,
+    behind: Option<Behind>,
+    tx: &mut SyncSender<Msg>,
+) {
+    if is_warc {
+        let rdr = warc::Reader::from_shared(bytes, warc::Options::default());
+        if job.post_append || job.pair_request {
+            index_records(job, Paired::new(rdr, job), behind, tx);
+        } else {
+            index_records(job, rdr, behind, tx);
+        }
+    } else {
+        let rdr = arc::Reader::from_shared(bytes, arc::Options::default());
+        index_records(job, rdr, behind, tx);
+    }
+}
+
 fn index_records<D: RecReader>(
     job: &Job,
     mut rdr: D,
