@@ -10,6 +10,7 @@
 //! | [`IdxEntry`], [`parse_idx`] | the lines of a `cdxj-gzip-1.0` `.idx` file, and their conversion to a ZipNum secondary index |
 //! | [`IdxWriter`] | writes the `.idx` and `.cdx.gz` of the `cdxj-gzip-1.0` layout |
 //! | [`Resource`], [`parse_datapackage`] | the resources `datapackage.json` lists, with their digests |
+//! | [`byte_range`], [`RangeError`] | the HTTP `Range` a replay system asks of an entry's bytes |
 //!
 //! A leaf module: it reads a ZIP through any `Read + Seek` (a memory map
 //! in a `Cursor`, or a file) and parses bytes; opening files is the
@@ -499,6 +500,73 @@ pub fn digest_reader(alg: &str, mut rdr: impl Read) -> io::Result<Option<(String
     }
 }
 
+/// Why a `Range` header cannot be answered with part of an entry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RangeError {
+    /// Not `bytes=FIRST-LAST`, `bytes=FIRST-` or `bytes=-SUFFIX` (416).
+    #[error("Range {0:?} is not bytes=FIRST-LAST, bytes=FIRST- or bytes=-SUFFIX")]
+    Malformed(String),
+    /// Several ranges in one request: not served (416).
+    #[error("Range {0:?} asks for several ranges; ask for one at a time")]
+    Several(String),
+    /// The range starts at or past the end of the entry's `size` bytes.
+    #[error("Range {range:?} starts past the end of the entry ({size} bytes)")]
+    Unsatisfiable { range: String, size: u64 },
+}
+
+/// The bytes of an entry of `size` bytes that an HTTP `Range` header
+/// (RFC 9110 section 14.1.2) asks for, as `first..end` (end exclusive):
+/// `bytes=FIRST-LAST` (LAST past the end is cut to it), `bytes=FIRST-`,
+/// `bytes=-SUFFIX` (the last SUFFIX bytes). One range only: replay
+/// systems (pywb, warcio) ask for one record at a time. Spaces around
+/// the parts are allowed, as the RFC's optional whitespace.
+pub fn byte_range(value: &str, size: u64) -> Result<std::ops::Range<u64>, RangeError> {
+    let malformed = || RangeError::Malformed(value.to_string());
+    let (unit, spec) = value.trim().split_once('=').ok_or_else(malformed)?;
+    if !unit.trim().eq_ignore_ascii_case("bytes") {
+        return Err(malformed());
+    }
+    if spec.contains(',') {
+        return Err(RangeError::Several(value.to_string()));
+    }
+    let (first, last) = spec.split_once('-').ok_or_else(malformed)?;
+    let (first, last) = (first.trim(), last.trim());
+    // Digits only: `u64::from_str` would take a leading `+`.
+    let number = |s: &str| -> Result<u64, RangeError> {
+        match !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+            true => s.parse().map_err(|_| malformed()),
+            false => Err(malformed()),
+        }
+    };
+    let unsatisfiable = || RangeError::Unsatisfiable {
+        range: value.to_string(),
+        size,
+    };
+    if first.is_empty() {
+        let suffix = number(last)?;
+        if suffix == 0 || size == 0 {
+            return Err(unsatisfiable());
+        }
+        return Ok(size - suffix.min(size)..size);
+    }
+    let first = number(first)?;
+    let end = match last.is_empty() {
+        true => size,
+        false => {
+            let last = number(last)?;
+            if last < first {
+                return Err(malformed());
+            }
+            last.saturating_add(1).min(size)
+        }
+    };
+    if first >= size {
+        return Err(unsatisfiable());
+    }
+    Ok(first..end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -556,6 +624,47 @@ mod tests {
         assert_eq!(parse_datapackage(v11).unwrap(), want);
         assert_eq!(parse_datapackage(v10).unwrap(), want);
         assert!(parse_datapackage(b"{}").is_err());
+    }
+
+    #[test]
+    fn ranges_as_rfc_9110_reads_them() {
+        assert_eq!(byte_range("bytes=0-9", 100), Ok(0..10));
+        assert_eq!(byte_range("bytes=90-200", 100), Ok(90..100));
+        assert_eq!(byte_range(" bytes = 5 - ", 100), Ok(5..100));
+        assert_eq!(byte_range("bytes=-10", 100), Ok(90..100));
+        assert_eq!(byte_range("bytes=-1000", 100), Ok(0..100));
+        assert_eq!(byte_range("BYTES=99-99", 100), Ok(99..100));
+        for bad in [
+            "",
+            "bytes",
+            "bytes=",
+            "bytes=-",
+            "bytes=a-1",
+            "bytes=+1-2",
+            "lines=1-2",
+        ] {
+            assert!(
+                matches!(byte_range(bad, 100), Err(RangeError::Malformed(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            byte_range("bytes=9-1", 100),
+            Err(RangeError::Malformed(_))
+        ));
+        assert!(matches!(
+            byte_range("bytes=0-1,5-6", 100),
+            Err(RangeError::Several(_))
+        ));
+        for past in ["bytes=100-", "bytes=100-200", "bytes=-0"] {
+            assert!(
+                matches!(byte_range(past, 100), Err(RangeError::Unsatisfiable { .. })),
+                "{past}"
+            );
+        }
+        assert!(byte_range("bytes=0-", 0).is_err());
+        let big = format!("bytes={}-{}", u64::MAX, u64::MAX);
+        assert!(byte_range(&big, 100).is_err());
     }
 
     #[test]

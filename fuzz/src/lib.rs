@@ -486,6 +486,16 @@ pub fn wacz_package(data: &[u8]) {
     };
     check_idx(data);
     let _ = wacz::parse_datapackage(data);
+    // The same bytes as the Range header of a request for an entry's
+    // bytes (`ukvs serve`'s /NAME/archive/FILE): any range it gives lies
+    // within the entry and is not empty.
+    if let Ok(text) = std::str::from_utf8(data) {
+        for size in [0, 1, 7, 1 << 20, u64::MAX] {
+            if let Ok(r) = wacz::byte_range(text, size) {
+                assert!(r.start < r.end && r.end <= size, "{text:?} {size}: {r:?}");
+            }
+        }
+    }
     let Ok(package) = wacz::Package::read(std::io::Cursor::new(data)) else {
         return;
     };

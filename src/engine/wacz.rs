@@ -351,3 +351,79 @@ fn created_now() -> String {
         rem % 60
     )
 }
+
+/// A WARC of a package, found by the name a package's index gives it
+/// (`filename`): the package's path and the entry.
+#[derive(Clone, Debug)]
+pub struct ArchiveEntry {
+    pub package: std::path::PathBuf,
+    pub entry: crate::wacz::Entry,
+}
+
+/// Finds the WARC named `filename` (as a package's index names it: its
+/// path under `archive/`) in the packages among `paths` (WACZ files, and
+/// directories holding them, not descended into), the first that has it.
+/// Packages that cannot be read are passed over; `None` when none has it.
+pub fn find_archive(paths: &[std::path::PathBuf], filename: &str) -> Option<ArchiveEntry> {
+    let mut packages = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut inside: Vec<_> = std::fs::read_dir(p)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|e| super::fs::is_package(e))
+                .collect();
+            inside.sort();
+            packages.extend(inside);
+        } else if super::fs::is_package(p) {
+            packages.push(p.clone());
+        }
+    }
+    packages.into_iter().find_map(|package| {
+        let file = File::open(&package).ok()?;
+        let read = Package::read(BufReader::new(file)).ok()?;
+        let entry = read
+            .archives()
+            .find(|e| e.archive_name() == filename)?
+            .clone();
+        Some(ArchiveEntry { package, entry })
+    })
+}
+
+/// Copies bytes `range` of a stored entry (offsets within the entry) to
+/// `out`, a MiB at a time with positioned reads. A deflated entry has no
+/// byte offsets to read at: an error saying so.
+pub fn copy_entry_range(
+    found: &ArchiveEntry,
+    range: std::ops::Range<u64>,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
+    let ArchiveEntry { package, entry } = found;
+    if entry.method != crate::wacz::Method::Stored {
+        anyhow::bail!(
+            "{} entry {}: compressed in the ZIP, so its records have no byte offsets to read at",
+            package.display(),
+            entry.name
+        );
+    }
+    let file = File::open(package)?;
+    let mut buf = vec![0u8; (range.end - range.start).min(1 << 20) as usize];
+    let mut at = range.start;
+    while at < range.end {
+        let want = ((range.end - at) as usize).min(buf.len());
+        let got = super::fs::read_full_at(&file, &mut buf[..want], entry.data_start + at)?;
+        if got < want {
+            anyhow::bail!(
+                "{} entry {}: the package ends at byte {} of the entry (cut short)",
+                package.display(),
+                entry.name,
+                at + got as u64
+            );
+        }
+        out.write_all(&buf[..got])?;
+        at += got as u64;
+    }
+    Ok(())
+}

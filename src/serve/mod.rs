@@ -14,6 +14,8 @@
 //!             ─► /NAME/timemap/link/URL     cdx::timemap     (RFC 7089)
 //!             ─► /NAME/mementomap?url=...   maps::answer
 //!             ─► /NAME/digest?digest=...    digest::answer   (by payload)
+//!             ─► /NAME/archive/FILE         archive::answer  (a WACZ's WARC,
+//!                                                             Range requests)
 //!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
 //!             ─► POST /NAME/fold            live::post       (delta folded into a base)
 //!        │
@@ -28,6 +30,7 @@
 //! streams when the client accepts it (`http::gzip`). SIGTERM stops accepting, lets the
 //! answers in flight finish (for a bounded time) and exits 0.
 
+mod archive;
 mod catalog;
 mod cdx;
 mod digest;
@@ -376,6 +379,12 @@ async fn route(
         "mementomap" => maps::answer(coll, query).await,
         "digest" => digest::answer(coll, query).await,
         "stats" => stats(&coll),
+        _ if what.starts_with("archive/") => {
+            let file = &what["archive/".len()..];
+            let range = req.headers().get(hyper::header::RANGE);
+            let head_only = req.method() == hyper::Method::HEAD;
+            archive::answer(coll, file, range, head_only).await
+        }
         _ => match what.strip_prefix("timemap/link/") {
             Some(_) => {
                 // The URL may hold its own `?`: take it whole from the
@@ -397,7 +406,8 @@ async fn route(
                 &format!(
                     "not found: collection {name:?} serves /{name}?url=URL, /{name}/cdx, \
                      /{name}/cdx/search/cdx, /{name}/timemap/link/URL, \
-                     /{name}/mementomap, /{name}/digest and /{name}/stats\n"
+                     /{name}/mementomap, /{name}/digest, /{name}/archive/FILE and \
+                     /{name}/stats\n"
                 ),
             ),
         },

@@ -79,7 +79,10 @@ pub(crate) fn get(agent: &ureq::Agent, url: &str) -> (u16, String, Vec<u8>) {
 }
 
 /// [`get`], or why it failed.
-fn try_get(agent: &ureq::Agent, url: &str) -> Result<(u16, String, Vec<u8>), ureq::Error> {
+pub(crate) fn try_get(
+    agent: &ureq::Agent,
+    url: &str,
+) -> Result<(u16, String, Vec<u8>), ureq::Error> {
     let mut res = agent.get(url).call()?;
     let status = res.status().as_u16();
     let ctype = res

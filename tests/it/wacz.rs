@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::serve::{agent, get, Server};
+use crate::serve::{agent, get, start_pywb, try_get, Server};
 use crate::util::{self, assert_ok, data_dir, run};
 
 /// The options py-wacz indexes its WARCs with (cdxj-indexer's `-p -d
@@ -776,4 +776,253 @@ fn a_plain_cdxj_index_in_a_package_is_read_as_the_file() {
     assert!(!stdout(&ukvs(&["lookup", p, "example.com/"])).is_empty());
     assert_eq!(stdout(&ukvs(&["cat", p])), stdout(&ukvs(&["cat", x])));
     assert_eq!(stdout(&ukvs(&["stats", p])), stdout(&ukvs(&["stats", x])));
+}
+
+/// Each response's payload (the HTTP body, de-chunked, as pywb replays
+/// it in `id_` mode) read by warcio from the extracted WARCs in `dir`, by
+/// (file name, offset) of the index lines `index`.
+fn warcio_payloads(index: &Path, dir: &Path) -> std::collections::HashMap<(String, u64), Vec<u8>> {
+    let script = r#"
+import json, sys, os
+from warcio.archiveiterator import ArchiveIterator
+for line in open(sys.argv[1], encoding='utf-8'):
+    key, ts, block = line.split(' ', 2)
+    rec = json.loads(block)
+    f, off = rec.get('filename'), rec.get('offset')
+    if not f or off is None:
+        continue
+    with open(os.path.join(sys.argv[2], f), 'rb') as fh:
+        fh.seek(int(off))
+        for r in ArchiveIterator(fh):
+            if r.rec_type in ('response', 'resource'):
+                print(f, off, r.content_stream().read().hex())
+            break
+"#;
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(index)
+        .arg(dir)
+        .output()
+        .expect("run warcio");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut map = std::collections::HashMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let mut p = line.split(' ');
+        let (f, off, hexed) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap_or(""));
+        let bytes = (0..hexed.len() / 2)
+            .map(|i| u8::from_str_radix(&hexed[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        map.insert((f.to_string(), off.parse().unwrap()), bytes);
+    }
+    map
+}
+
+/// A gzipped WARC (written by warcio) of 60 captures of distinct URLs:
+/// statuses 200, 404 and 301, payloads of 0 bytes to 100 KB, text and
+/// binary, some chunked; its path.
+fn many_captures_warc(dir: &Path) -> PathBuf {
+    let script = r#"
+import sys, random
+from io import BytesIO
+from warcio.warcwriter import WARCWriter
+from warcio.statusandheaders import StatusAndHeaders
+rnd = random.Random(7)
+with open(sys.argv[1], 'wb') as out:
+    w = WARCWriter(out, gzip=True)
+    for i in range(60):
+        status = ['200 OK', '404 Not Found', '301 Moved Permanently'][i % 3]
+        n = [0, 10, 3000, 100000][i % 4]
+        body = bytes(rnd.getrandbits(8) for _ in range(n)) if i % 2 else (b'page %d ' % i) * (n // 8)
+        headers = [('Content-Type', 'text/html' if i % 2 == 0 else 'application/octet-stream')]
+        if i % 5 == 0:
+            chunked = b''.join(b'%x\r\n%s\r\n' % (len(c), c) for c in [body[:7], body[7:]] if c) + b'0\r\n\r\n'
+            headers.append(('Transfer-Encoding', 'chunked'))
+            payload = chunked
+        else:
+            headers.append(('Content-Length', str(len(body))))
+            payload = body
+        if status.startswith('301'):
+            headers.append(('Location', 'http://example.org/moved/%d' % i))
+        http = StatusAndHeaders(status, headers, protocol='HTTP/1.1')
+        rec = w.create_warc_record('http://example.org/page/%d' % i, 'response',
+                                   payload=BytesIO(payload), http_headers=http,
+                                   warc_headers_dict={'WARC-Date': '2021-01-%02dT10:00:00Z' % (i % 28 + 1)})
+        w.write_record(rec)
+"#;
+    let path = dir.join("many.warc.gz");
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(&path)
+        .output()
+        .expect("run warcio");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    path
+}
+
+/// A GET with a Range header: status, Content-Range and body.
+fn get_range(url: &str, range: &str) -> (u16, String, Vec<u8>) {
+    let mut res = agent().get(url).header("Range", range).call().unwrap();
+    let cr = res
+        .headers()
+        .get("content-range")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = res.body_mut().read_to_vec().unwrap();
+    (res.status().as_u16(), cr, body)
+}
+
+#[test]
+fn serve_gives_a_packages_warc_bytes_by_range() {
+    let test = "serve_gives_a_packages_warc_bytes_by_range";
+    let tmp = tempfile::tempdir().unwrap();
+    let package = tmp.path().join("p.wacz");
+    if !py_wacz_create(&package, &fixture_warcs(), test) {
+        return;
+    }
+    let warc = tmp.path().join("x/archive/example.warc.gz");
+    extract_archives(&package, &tmp.path().join("x"));
+    let whole = std::fs::read(&warc).unwrap();
+    let ours = Server::start(&["--quiet".into(), format!("w={}", package.display())]);
+    let url = format!("http://{}/w/archive/example.warc.gz", ours.addr);
+    let n = whole.len();
+    assert_eq!(get(&agent(), &url).2, whole, "no Range: the whole entry");
+    let (status, cr, body) = get_range(&url, "bytes=100-299");
+    assert_eq!((status, cr.as_str()), (206, &*format!("bytes 100-299/{n}")));
+    assert_eq!(body, &whole[100..300]);
+    let (status, _, body) = get_range(&url, &format!("bytes={}-", n - 10));
+    assert_eq!((status, body.as_slice()), (206, &whole[n - 10..]));
+    let (status, _, body) = get_range(&url, "bytes=-7");
+    assert_eq!((status, body.as_slice()), (206, &whole[n - 7..]));
+    // Bad requests: 4xx with a message.
+    for (range, want) in [
+        (format!("bytes={n}-"), "past the end"),
+        ("bytes=5-1".to_string(), "is not bytes="),
+        ("bytes=0-1,4-5".to_string(), "several ranges"),
+        ("pages=1".to_string(), "is not bytes="),
+    ] {
+        let (status, _, body) = get_range(&url, &range);
+        assert_eq!(status, 416, "{range}");
+        assert!(String::from_utf8_lossy(&body).contains(want), "{range}");
+    }
+    let (status, _, body) = get(
+        &agent(),
+        &format!("http://{}/w/archive/nope.warc", ours.addr),
+    );
+    assert_eq!(status, 404);
+    assert!(String::from_utf8_lossy(&body).contains("nope.warc"));
+}
+
+/// pywb replays every capture of a package with ukvs serve as its index
+/// and as its archive (the WARC bytes by Range from the package in
+/// place): each answer as pywb gives it from the extracted WARCs and
+/// their index, and each response's payload as warcio reads it.
+#[test]
+fn pywb_replays_every_capture_of_a_package_through_serve() {
+    let test = "pywb_replays_every_capture_of_a_package_through_serve";
+    if !util::ensure_pywb(test) || !util::has_python_module("warcio", test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let package = tmp.path().join("p.wacz");
+    let mut warcs = fixture_warcs();
+    warcs.push(many_captures_warc(tmp.path()));
+    if !py_wacz_create(&package, &warcs, test) {
+        return;
+    }
+    let x = tmp.path().join("x");
+    extract_archives(&package, &x);
+    let index = tmp.path().join("index.cdxj");
+    std::fs::write(&index, package_lines(&package)).unwrap();
+    let ours = Server::start(&["--quiet".into(), format!("w={}", package.display())]);
+    let config = format!(
+        "collections:\n  w:\n    index: cdx+http://{a}/w/cdx\n    archive_paths: http://{a}/w/archive/\n  \
+         local:\n    index: {}\n    archive_paths: {}/\n",
+        index.display(),
+        x.join("archive").display(),
+        a = ours.addr,
+    );
+    std::fs::write(tmp.path().join("config.yaml"), config).unwrap();
+    let (_pywb, pywb) = start_pywb(tmp.path(), "/local/cdx?url=example.com/").expect("start pywb");
+    let payloads = warcio_payloads(&index, &x.join("archive"));
+    let text = std::fs::read_to_string(&index).unwrap();
+    let lines: Vec<(&str, serde_json::Value)> = text
+        .lines()
+        .map(|l| {
+            let mut p = l.splitn(3, ' ');
+            let (_, ts, json) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
+            (ts, serde_json::from_str(json).unwrap())
+        })
+        .collect();
+    let mut seen: std::collections::HashMap<(&str, &str), usize> = Default::default();
+    for (ts, rec) in &lines {
+        *seen
+            .entry((ts, rec["url"].as_str().unwrap_or("")))
+            .or_default() += 1;
+    }
+    // Redirects are answers to compare, not to follow.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .build()
+        .into();
+    let (mut replayed, mut checked, mut bad) = (0, 0, Vec::new());
+    for (ts, rec) in &lines {
+        let raw = rec["url"].as_str().unwrap_or("");
+        // A POST capture is keyed by its body (`__wb_method=post&...`): a
+        // GET of its URL is a fuzzy match among the POSTs, not a replay
+        // of this capture.
+        if !raw.starts_with("http") || rec.get("method").is_some() {
+            continue;
+        }
+        let url = raw.replace(' ', "%20");
+        let Ok(local) = try_get(&agent, &format!("{pywb}/local/{ts}id_/{url}")) else {
+            bad.push(format!(
+                "{ts} {url}: pywb cannot replay it from the extracted WARCs"
+            ));
+            continue;
+        };
+        let served = get(&agent, &format!("{pywb}/w/{ts}id_/{url}"));
+        if served.0 != local.0 || served.2 != local.2 {
+            bad.push(format!(
+                "{ts} {url}: through ukvs serve {} ({} bytes), from the extracted WARCs {} ({} bytes)",
+                served.0,
+                served.2.len(),
+                local.0,
+                local.2.len()
+            ));
+            continue;
+        }
+        replayed += 1;
+        let unique = seen[&(*ts, raw)] == 1;
+        let status = rec["status"].as_str().and_then(|s| s.parse::<u16>().ok());
+        let key = (
+            rec["filename"].as_str().unwrap_or("").to_string(),
+            rec["offset"]
+                .as_str()
+                .and_then(|o| o.parse().ok())
+                .unwrap_or(u64::MAX),
+        );
+        if unique && rec["mime"].as_str() != Some("warc/revisit") {
+            if let (Some(want), Some(payload)) = (status, payloads.get(&key)) {
+                checked += 1;
+                if served.0 != want || &served.2 != payload {
+                    bad.push(format!(
+                        "{ts} {url}: replayed {} with {} bytes, the record has {want} with {}",
+                        served.0,
+                        served.2.len(),
+                        payload.len()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    eprintln!("{replayed} captures replayed alike, {checked} with the record's status and payload");
+    assert!(replayed >= 60, "only {replayed} captures replayed");
+    assert!(
+        checked >= 50,
+        "only {checked} statuses and payloads compared"
+    );
 }
