@@ -113,6 +113,9 @@ pub struct Args {
     /// Recompute the payload of every WARC record that states a SHA-1
     /// WARC-Payload-Digest, and the checksum of every ARC revision-3.0
     /// record that has one, and report a mismatch as damage (exit 2).
+    /// Each WARC of a WACZ package is also hashed whole and compared with
+    /// the digest its datapackage.json states (sha256 or md5): a
+    /// mismatch names the entry, which is still indexed.
     #[arg(long)]
     verify_digests: bool,
     /// Read input files instead of mapping them into memory (for files

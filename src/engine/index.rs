@@ -150,6 +150,9 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
     let mut names = std::collections::HashMap::new();
     let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors)?;
     let (paths, members) = open_packages(paths, &mut input_errors);
+    if job.verify_digests {
+        verify_packages(&paths, &members, &mut input_errors);
+    }
     for e in &input_errors {
         crate::report!("ukvs index: {e}");
     }
@@ -388,6 +391,35 @@ fn open_packages(
         }
     }
     (out, members)
+}
+
+/// With `--verify-digests`: each WARC of the packages among the inputs
+/// hashed and compared with the digest its `datapackage.json` states.
+/// A mismatch (or an entry that cannot be checked) is an input error
+/// naming the package and the entry; the entry is indexed all the same,
+/// as the others are.
+fn verify_packages(
+    paths: &[PathBuf],
+    members: &[Option<crate::wacz::Entry>],
+    errors: &mut Vec<String>,
+) {
+    let mut packages: Vec<&PathBuf> = paths
+        .iter()
+        .zip(members)
+        .filter_map(|(p, m)| m.as_ref().map(|_| p))
+        .collect();
+    packages.dedup();
+    for package in packages {
+        match super::wacz::check_package_archives(package) {
+            Ok(report) => errors.extend(
+                report
+                    .problems
+                    .into_iter()
+                    .map(|p| format!("{}: {p}", package.display())),
+            ),
+            Err(e) => errors.push(format!("{}: {e:#}", package.display())),
+        }
+    }
 }
 
 /// Whether the file is a WACZ package: named `.wacz`, or a ZIP.

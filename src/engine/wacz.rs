@@ -28,6 +28,16 @@ pub struct PackageReport {
 /// cannot be read at all is an error; everything else is a problem of
 /// the report, and the other entries are still checked.
 pub fn check_package(path: &Path) -> anyhow::Result<PackageReport> {
+    check_resources(path, |_| true)
+}
+
+/// [`check_package`] of the WARCs alone (resources under `archive/`):
+/// what `ukvs index --verify-digests` checks of a package it indexes.
+pub fn check_package_archives(path: &Path) -> anyhow::Result<PackageReport> {
+    check_resources(path, |p| p.starts_with("archive/"))
+}
+
+fn check_resources(path: &Path, wanted: impl Fn(&str) -> bool) -> anyhow::Result<PackageReport> {
     let name = path.display();
     let mut file = File::open(path)?;
     let package = Package::read(BufReader::new(&mut file))?;
@@ -46,7 +56,7 @@ pub fn check_package(path: &Path) -> anyhow::Result<PackageReport> {
             return Ok(report);
         }
     };
-    for r in resources {
+    for r in resources.into_iter().filter(|r| wanted(&r.path)) {
         let Some(entry) = package.entry(&r.path) else {
             let what = format!(
                 "entry {}: listed in datapackage.json, not in the package",

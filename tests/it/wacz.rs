@@ -604,6 +604,42 @@ fn damaged_packages_are_named_and_the_others_still_read() {
     );
     assert!(out.contains("1 problems"), "only the WARC: {out}");
     assert!(out.contains("1 records"), "the index is still read: {out}");
+    // `index --verify-digests` says the same of the changed WARC, exit 2,
+    // and still indexes it and the other packages; without the option
+    // only the damaged gzip member is told, and the good package
+    // verifies.
+    let o = ukvs(&[
+        "index",
+        "--verify-digests",
+        s(&bad),
+        s(&good),
+        "--format",
+        "cdxj",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("changed.wacz: entry archive/example-collection.warc: its sha256 is"),
+        "{err}"
+    );
+    assert!(!err.contains("valid_example_2.wacz"), "{err}");
+    let plain = ukvs(&["index", s(&bad), "--format", "cdxj"]);
+    let plain_err = String::from_utf8_lossy(&plain.stderr);
+    assert!(!plain_err.contains("sha256"), "{plain_err}");
+    let mut both = plain.stdout.clone();
+    both.extend_from_slice(&good_index);
+    let mut got: Vec<&[u8]> = o.stdout.split(|&b| b == b'\n').collect();
+    let mut want: Vec<&[u8]> = both.split(|&b| b == b'\n').collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "both packages still indexed");
+    assert_ok(&ukvs(&[
+        "index",
+        "--verify-digests",
+        s(&good),
+        "--format",
+        "cdxj",
+    ]));
 
     // No index: the streaming jobs and lookups say so, exit 2; indexing
     // the WARCs still works.
@@ -1025,4 +1061,50 @@ fn pywb_replays_every_capture_of_a_package_through_serve() {
         checked >= 50,
         "only {checked} statuses and payloads compared"
     );
+}
+
+/// `index --verify-digests` on a package py-wacz hashed with MD5, one
+/// of its WARCs changed after: that entry is named with both digests,
+/// exit 2; the other WARC verifies and both are indexed.
+#[test]
+fn verify_digests_names_a_changed_warc_of_an_md5_package() {
+    let test = "verify_digests_names_a_changed_warc_of_an_md5_package";
+    if !util::has_python_module("wacz", test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let package = tmp.path().join("md5.wacz");
+    let warcs = [
+        data_dir().join("warc/example.warc"),
+        data_dir().join("warc/post-test-more.warc"),
+    ];
+    let o = Command::new("python3")
+        .args(["-m", "wacz", "create", "--hash-type", "md5", "-o"])
+        .arg(&package)
+        .args(&warcs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = stdout(&ukvs(&["index", s(&package), "--format", "cdxj"]));
+    assert_ok(&ukvs(&["index", "--verify-digests", s(&package)]));
+    // A byte of a payload (past every header) of example.warc changed.
+    let mut bytes = std::fs::read(&package).unwrap();
+    let (start, len) = {
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(&package).unwrap()).unwrap();
+        let f = zip.by_name("archive/example.warc").unwrap();
+        (f.data_start() as usize, f.compressed_size() as usize)
+    };
+    let at = start + len - 10;
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&package, &bytes).unwrap();
+    let o = ukvs(&["index", "--verify-digests", s(&package), "--format", "cdxj"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("entry archive/example.warc: its md5 is")
+            && err.contains("datapackage.json says"),
+        "{err}"
+    );
+    assert!(!err.contains("post-test-more.warc"), "{err}");
+    assert_eq!(o.stdout, before, "every entry still indexed");
 }
