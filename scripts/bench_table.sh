@@ -119,34 +119,60 @@ open(dst, "wb").writelines(out)
 EOF
 fi
 lines=$(wc -l < "$WORK/wide.cdxj")
-# DuckDB reads the CDXJ as three columns (key, datetime, JSON text) and
-# parses the JSON with its own reader.
+# DuckDB reads each line as one VARCHAR column (read_csv with a
+# delimiter no line holds: a space delimiter would split the JSON block),
+# splits key and datetime off with split_part, and extracts the seven
+# members from the JSON block with one json_extract_string call over a
+# list of paths (one parse of the block per line). threads = 2: both
+# cores, as ukvs uses them.
 cat > "$WORK/duck.py" << EOF
 import duckdb
 con = duckdb.connect()
+con.execute("SET threads = 2")
 con.execute("""
 COPY (
   SELECT key AS url_surtkey, strptime(ts, '%Y%m%d%H%M%S') AS fetch_time,
-         j->>'url' AS url, j->>'mime' AS content_mime_type,
-         TRY_CAST(j->>'status' AS SMALLINT) AS fetch_status, j->>'digest' AS content_digest,
-         CAST(j->>'length' AS INTEGER) AS warc_record_length,
-         CAST(j->>'offset' AS INTEGER) AS warc_record_offset, j->>'filename' AS warc_filename
+         v[1] AS url, v[2] AS content_mime_type, TRY_CAST(v[3] AS SMALLINT) AS fetch_status,
+         v[4] AS content_digest, CAST(v[5] AS INTEGER) AS warc_record_length,
+         CAST(v[6] AS INTEGER) AS warc_record_offset, v[7] AS warc_filename
   FROM (SELECT split_part(line, ' ', 1) AS key, split_part(line, ' ', 2) AS ts,
-               CAST(substr(line, strpos(line, ' {') + 1) AS JSON) AS j
+               json_extract_string(substr(line, strpos(line, ' {') + 1),
+                 ['\$.url', '\$.mime', '\$.status', '\$.digest', '\$.length', '\$.offset',
+                  '\$.filename']) AS v
         FROM read_csv('$WORK/wide.cdxj', columns = {'line': 'VARCHAR'}, delim = '\x01',
                       quote = '', escape = '', header = false))
 ) TO '$WORK/duck.parquet' (FORMAT parquet, COMPRESSION zstd)
 """)
 EOF
+# OLD=path/to/an/earlier/ukvs is timed in the same run, and its table
+# compared with this one's row for row (DuckDB EXCEPT ALL, both ways).
+old=()
+[ -n "${OLD:-}" ] && old=(-n "ukvs table (OLD)" "$OLD table -q $WORK/wide.cdxj -o $WORK/wide-old.parquet --crawl BENCH")
 hyperfine --warmup 1 --runs "$RUNS" --export-json "$WORK/results/convert.json" \
     -n "ukvs table" "$UKVS table -q $WORK/wide.cdxj -o $WORK/wide.parquet --crawl BENCH" \
-    -n "duckdb" "python3 $WORK/duck.py"
+    -n "duckdb" "python3 $WORK/duck.py" "${old[@]}"
+if [ -n "${OLD:-}" ]; then
+    python3 - "$WORK/wide.parquet" "$WORK/wide-old.parquet" << 'EOF'
+import duckdb, sys
+new, old = sys.argv[1], sys.argv[2]
+q = "SELECT count(*) FROM (SELECT * FROM read_parquet('{}') EXCEPT ALL SELECT * FROM read_parquet('{}'))"
+a = duckdb.sql(q.format(new, old)).fetchall()[0][0]
+b = duckdb.sql(q.format(old, new)).fetchall()[0][0]
+n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{new}')").fetchall()[0][0]
+print(f"the new table against OLD's: {n:,} rows; {a} only in the new, {b} only in OLD's")
+sys.exit(1 if a or b else 0)
+EOF
+fi
 u=$(mean "$WORK/results/convert.json" 0)
 d=$(mean "$WORK/results/convert.json" 1)
 python3 -c "
 u, d, n = $u, $d, $lines
 print(f'ukvs table: {u:.2f} s ({n / u:,.0f} rows/s); duckdb: {d:.2f} s ({n / d:,.0f} rows/s): '
       f'ukvs {d / u:.2f}x faster (target >= 3x)')"
+if [ -n "${OLD:-}" ]; then
+    o=$(mean "$WORK/results/convert.json" 2)
+    python3 -c "print(f'OLD ukvs table: {$o:.2f} s: the new one is {$o / $u:.2f}x faster')"
+fi
 
 # ---------------------------------------------------------------- 3. sizes
 echo "== 3. sizes"
