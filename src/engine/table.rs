@@ -104,13 +104,29 @@ pub fn from_chunks(
         .unwrap_or_else(|| vec!["offset".into(), "digest".into()]);
     let mut sink = TableSink::create(out, names, "the index")?;
     sink.line_no = headers.len() as u64;
-    for chunk in chunks.take_while(|c| !c.is_empty()) {
-        let lines: Vec<&[u8]> = chunk
-            .split(|&b| b == b'\n')
+    // Chunks are gathered up to READ_AHEAD lines, for the pool to map
+    // several CHUNKs of them at once.
+    let mut held: Vec<Arc<Vec<u8>>> = Vec::new();
+    let mut held_lines = 0;
+    let flush = |sink: &mut TableSink, held: &mut Vec<Arc<Vec<u8>>>| {
+        let lines: Vec<&[u8]> = held
+            .iter()
+            .flat_map(|c| c.split(|&b| b == b'\n'))
             .filter(|l| !l.is_empty())
             .collect();
-        sink.lines(&lines)?;
+        let r = sink.lines(&lines);
+        held.clear();
+        r
+    };
+    for chunk in chunks.take_while(|c| !c.is_empty()) {
+        held_lines += memchr::memchr_iter(b'\n', &chunk).count();
+        held.push(chunk);
+        if held_lines >= READ_AHEAD {
+            flush(&mut sink, &mut held)?;
+            held_lines = 0;
+        }
     }
+    flush(&mut sink, &mut held)?;
     sink.finish()
 }
 
