@@ -28,14 +28,18 @@
 #    over the table vs `ukvs lookup X.cdxj --key P --match prefix | wc -l`;
 #    the counts must agree.
 #
-# One run (RECORDS=40000, LINES=1000000, RUNS=3) on 2 cores shared with
-# four other builds (load average 10): index 3.86 s, with --table 4.36 s
-# (1.13x; CPU 1.50 -> 1.84 s); ukvs table 21.1 s (CPU 5.9 s) against
-# DuckDB 11.2 s (CPU 4.9 s): the 3x target is not met; the table is
-# 10.6 MB against 35.0 MB of gzip'd CDXJ (0.30x); a prefix query of 891
-# rows takes 18 ms in DuckDB (in process) against 1.6 ms for `ukvs
-# lookup` on the CDXJ. With rows mapped on the pool, at load 4: ukvs
-# table 6.1 s (7.4 s CPU), DuckDB 2.5 s (3.9 s CPU).
+# One run (RECORDS=40000, LINES=1000000, RUNS=3, OLD= the binary before
+# rows borrowed their line and columns were encoded on the pool) on 2
+# cores shared with four other builds (load average about 10): index
+# 3.11 s, with --table 3.24 s (1.04x; CPU 1.30 -> 1.44 s); ukvs table
+# 5.53 s (CPU 2.44 s) against DuckDB 6.48 s (CPU 2.18 s) and OLD 16.1 s
+# (CPU 7.13 s): 1.17x DuckDB, 2.9x OLD, tables equal row for row; the 3x
+# target over DuckDB is not met. The table is 10.6 MB against 35.0 MB of
+# gzip'd CDXJ (0.30x); a prefix query of 891 rows takes 434 ms in DuckDB
+# (process start included) against 7.6 ms for `ukvs lookup` on the CDXJ.
+# Where the CPU goes now (perf, 200k lines): mapping lines to column
+# batches 56 % (the builders' copies 21 %, reading the line 30 %),
+# encoding columns 33 % (zstd 16 %).
 #
 # Timing: hyperfine --warmup 1, RUNS (default 5) runs each; results in
 # WORKDIR/results (JSON). The machine may be shared: compare within a run.
