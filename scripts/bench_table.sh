@@ -28,14 +28,18 @@
 #    over the table vs `ukvs lookup X.cdxj --key P --match prefix | wc -l`;
 #    the counts must agree.
 #
-# One run (RECORDS=40000, LINES=1000000, RUNS=3) on 2 cores shared with
-# four other builds (load average 10): index 3.86 s, with --table 4.36 s
-# (1.13x; CPU 1.50 -> 1.84 s); ukvs table 21.1 s (CPU 5.9 s) against
-# DuckDB 11.2 s (CPU 4.9 s): the 3x target is not met; the table is
-# 10.6 MB against 35.0 MB of gzip'd CDXJ (0.30x); a prefix query of 891
-# rows takes 18 ms in DuckDB (in process) against 1.6 ms for `ukvs
-# lookup` on the CDXJ. With rows mapped on the pool, at load 4: ukvs
-# table 6.1 s (7.4 s CPU), DuckDB 2.5 s (3.9 s CPU).
+# One run (RECORDS=40000, LINES=1000000, RUNS=3, OLD= the binary before
+# rows borrowed their line and columns were encoded on the pool) on 2
+# cores shared with four other builds (load average about 10): index
+# 3.11 s, with --table 3.24 s (1.04x; CPU 1.30 -> 1.44 s); ukvs table
+# 5.53 s (CPU 2.44 s) against DuckDB 6.48 s (CPU 2.18 s) and OLD 16.1 s
+# (CPU 7.13 s): 1.17x DuckDB, 2.9x OLD, tables equal row for row; the 3x
+# target over DuckDB is not met. The table is 10.6 MB against 35.0 MB of
+# gzip'd CDXJ (0.30x); a prefix query of 891 rows takes 434 ms in DuckDB
+# (process start included) against 7.6 ms for `ukvs lookup` on the CDXJ.
+# Where the CPU goes now (perf, 200k lines): mapping lines to column
+# batches 56 % (the builders' copies 21 %, reading the line 30 %),
+# encoding columns 33 % (zstd 16 %).
 #
 # Timing: hyperfine --warmup 1, RUNS (default 5) runs each; results in
 # WORKDIR/results (JSON). The machine may be shared: compare within a run.
@@ -119,34 +123,60 @@ open(dst, "wb").writelines(out)
 EOF
 fi
 lines=$(wc -l < "$WORK/wide.cdxj")
-# DuckDB reads the CDXJ as three columns (key, datetime, JSON text) and
-# parses the JSON with its own reader.
+# DuckDB reads each line as one VARCHAR column (read_csv with a
+# delimiter no line holds: a space delimiter would split the JSON block),
+# splits key and datetime off with split_part, and extracts the seven
+# members from the JSON block with one json_extract_string call over a
+# list of paths (one parse of the block per line). threads = 2: both
+# cores, as ukvs uses them.
 cat > "$WORK/duck.py" << EOF
 import duckdb
 con = duckdb.connect()
+con.execute("SET threads = 2")
 con.execute("""
 COPY (
   SELECT key AS url_surtkey, strptime(ts, '%Y%m%d%H%M%S') AS fetch_time,
-         j->>'url' AS url, j->>'mime' AS content_mime_type,
-         TRY_CAST(j->>'status' AS SMALLINT) AS fetch_status, j->>'digest' AS content_digest,
-         CAST(j->>'length' AS INTEGER) AS warc_record_length,
-         CAST(j->>'offset' AS INTEGER) AS warc_record_offset, j->>'filename' AS warc_filename
+         v[1] AS url, v[2] AS content_mime_type, TRY_CAST(v[3] AS SMALLINT) AS fetch_status,
+         v[4] AS content_digest, CAST(v[5] AS INTEGER) AS warc_record_length,
+         CAST(v[6] AS INTEGER) AS warc_record_offset, v[7] AS warc_filename
   FROM (SELECT split_part(line, ' ', 1) AS key, split_part(line, ' ', 2) AS ts,
-               CAST(substr(line, strpos(line, ' {') + 1) AS JSON) AS j
+               json_extract_string(substr(line, strpos(line, ' {') + 1),
+                 ['\$.url', '\$.mime', '\$.status', '\$.digest', '\$.length', '\$.offset',
+                  '\$.filename']) AS v
         FROM read_csv('$WORK/wide.cdxj', columns = {'line': 'VARCHAR'}, delim = '\x01',
                       quote = '', escape = '', header = false))
 ) TO '$WORK/duck.parquet' (FORMAT parquet, COMPRESSION zstd)
 """)
 EOF
+# OLD=path/to/an/earlier/ukvs is timed in the same run, and its table
+# compared with this one's row for row (DuckDB EXCEPT ALL, both ways).
+old=()
+[ -n "${OLD:-}" ] && old=(-n "ukvs table (OLD)" "$OLD table -q $WORK/wide.cdxj -o $WORK/wide-old.parquet --crawl BENCH")
 hyperfine --warmup 1 --runs "$RUNS" --export-json "$WORK/results/convert.json" \
     -n "ukvs table" "$UKVS table -q $WORK/wide.cdxj -o $WORK/wide.parquet --crawl BENCH" \
-    -n "duckdb" "python3 $WORK/duck.py"
+    -n "duckdb" "python3 $WORK/duck.py" "${old[@]}"
+if [ -n "${OLD:-}" ]; then
+    python3 - "$WORK/wide.parquet" "$WORK/wide-old.parquet" << 'EOF'
+import duckdb, sys
+new, old = sys.argv[1], sys.argv[2]
+q = "SELECT count(*) FROM (SELECT * FROM read_parquet('{}') EXCEPT ALL SELECT * FROM read_parquet('{}'))"
+a = duckdb.sql(q.format(new, old)).fetchall()[0][0]
+b = duckdb.sql(q.format(old, new)).fetchall()[0][0]
+n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{new}')").fetchall()[0][0]
+print(f"the new table against OLD's: {n:,} rows; {a} only in the new, {b} only in OLD's")
+sys.exit(1 if a or b else 0)
+EOF
+fi
 u=$(mean "$WORK/results/convert.json" 0)
 d=$(mean "$WORK/results/convert.json" 1)
 python3 -c "
 u, d, n = $u, $d, $lines
 print(f'ukvs table: {u:.2f} s ({n / u:,.0f} rows/s); duckdb: {d:.2f} s ({n / d:,.0f} rows/s): '
       f'ukvs {d / u:.2f}x faster (target >= 3x)')"
+if [ -n "${OLD:-}" ]; then
+    o=$(mean "$WORK/results/convert.json" 2)
+    python3 -c "print(f'OLD ukvs table: {$o:.2f} s: the new one is {$o / $u:.2f}x faster')"
+fi
 
 # ---------------------------------------------------------------- 3. sizes
 echo "== 3. sizes"

@@ -2,21 +2,22 @@
 //! schema ([`crate::table`]), one file or a Hive-partitioned directory.
 //!
 //! ```text
-//! sorted index lines ──► Row::from_line ──► column builders (one set per partition)
-//!                                                │ every BATCH rows
-//!                                                ▼
-//!                                      ArrowWriter (zstd, dictionaries, page statistics)
-//!                                                │ a row group per GROUP rows
-//!                                                ▼
-//!              FILE.parquet, or DIR/crawl=C/subset=S/part-00000.parquet
+//! sorted index lines, READ_AHEAD at a time
+//!      │ chunks of CHUNK lines, one per task of the pool:
+//!      ▼ Row::from_line (borrowing the line) ──► column builders ──► a batch per partition
+//! batches in line order (keys checked, skipped lines reported)
+//!      │ one task per column: ArrowColumnWriter (dictionary, page statistics, zstd)
+//!      ▼ a row group closed every GROUP rows
+//! FILE.parquet, or DIR/crawl=C/subset=S/part-00000.parquet
 //! ```
 //!
 //! Lines come in key order (an index as `ukvs index` writes it, or the
 //! sources of a collection merged by key), so every row group, and every
 //! file, is sorted by `url_surtkey`; the sink checks the order and refuses
 //! input that breaks it. Memory is one row group per partition open at
-//! once, whatever the input's size: a collection with a handful of crawls
-//! and Common Crawl's three subsets holds a few.
+//! once (encoded pages), and the batches of READ_AHEAD lines, whatever
+//! the input's size: a collection with a handful of crawls and Common
+//! Crawl's three subsets holds a few.
 //!
 //! Row groups of [`GROUP`] rows keep a SURT-prefix query to a few groups
 //! (their minimum and maximum keys prune the rest), and pages of
@@ -33,13 +34,16 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::Schema;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{compute_leaves, get_column_writers, ArrowColumnWriter};
+use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
 use parquet::format::SortingColumn;
+use parquet::schema::types::SchemaDescriptor;
 
 use super::output::{Output, OutputDir};
-use crate::table::{Naming, Partition, Row};
+use crate::table::{Host, Naming, Partition, Row};
 
 /// Rows per row group: about 4 to 8 MB of Parquet for index lines, so
 /// that a prefix query reads little beyond the rows it wants.
@@ -48,14 +52,14 @@ pub const GROUP: usize = 128 * 1024;
 /// Rows per page, the unit the page index lets a reader skip to.
 pub const PAGE_ROWS: usize = 8 * 1024;
 
-/// Rows gathered before they are handed to the writer.
-const BATCH: usize = 16 * 1024;
-
-/// Lines handed to the thread pool at once (fewer are mapped in place).
-const PARALLEL_FROM: usize = 256;
+/// Lines mapped to one batch of rows by one task of the pool.
+const CHUNK: usize = 8 * 1024;
 
 /// Lines read ahead from a collection or a stream, for the pool.
-const READ_AHEAD: usize = 8 * 1024;
+const READ_AHEAD: usize = 8 * CHUNK;
+
+/// The zstd level of every page.
+const ZSTD_LEVEL: i32 = 3;
 
 /// Where a table goes, and how rows are named.
 #[derive(Debug, Clone)]
@@ -100,13 +104,29 @@ pub fn from_chunks(
         .unwrap_or_else(|| vec!["offset".into(), "digest".into()]);
     let mut sink = TableSink::create(out, names, "the index")?;
     sink.line_no = headers.len() as u64;
-    for chunk in chunks.take_while(|c| !c.is_empty()) {
-        let lines: Vec<&[u8]> = chunk
-            .split(|&b| b == b'\n')
+    // Chunks are gathered up to READ_AHEAD lines, for the pool to map
+    // several CHUNKs of them at once.
+    let mut held: Vec<Arc<Vec<u8>>> = Vec::new();
+    let mut held_lines = 0;
+    let flush = |sink: &mut TableSink, held: &mut Vec<Arc<Vec<u8>>>| {
+        let lines: Vec<&[u8]> = held
+            .iter()
+            .flat_map(|c| c.split(|&b| b == b'\n'))
             .filter(|l| !l.is_empty())
             .collect();
-        sink.lines(&lines)?;
+        let r = sink.lines(&lines);
+        held.clear();
+        r
+    };
+    for chunk in chunks.take_while(|c| !c.is_empty()) {
+        held_lines += memchr::memchr_iter(b'\n', &chunk).count();
+        held.push(chunk);
+        if held_lines >= READ_AHEAD {
+            flush(&mut sink, &mut held)?;
+            held_lines = 0;
+        }
     }
+    flush(&mut sink, &mut held)?;
     sink.finish()
 }
 
@@ -180,11 +200,20 @@ pub fn from_stream(out: &TableOutput, path: &Path) -> anyhow::Result<Summary> {
     sink.finish()
 }
 
-/// Rows into one Parquet file.
+/// Rows into one Parquet file: the row group in progress is one encoder
+/// per column, fed batches on the thread pool (a column per task), and
+/// closed into the file every [`GROUP`] rows.
 struct PartWriter {
-    builders: Builders,
-    writer: ArrowWriter<Output>,
+    file: SerializedFileWriter<Output>,
+    writers: Vec<ArrowColumnWriter>,
+    /// Rows in the row group in progress.
+    rows: usize,
+    /// Batches waiting to be encoded.
+    pending: Vec<RecordBatch>,
     schema: Arc<Schema>,
+    parquet: SchemaDescriptor,
+    props: Arc<WriterProperties>,
+    group: usize,
 }
 
 /// The table being written.
@@ -193,11 +222,28 @@ pub struct TableSink {
     dir: Option<OutputDir>,
     parts: BTreeMap<Partition, PartWriter>,
     props: WriterProperties,
+    group: usize,
     names: Vec<String>,
-    previous: Vec<u8>,
+    previous: String,
     line_no: u64,
     summary: Summary,
     source: String,
+}
+
+/// What one chunk of lines makes, mapped on the pool: a batch per
+/// partition met (in a single file, one), the lines that made no row,
+/// and where the chunk's keys fall out of order if they do.
+struct ChunkOut {
+    batches: Vec<(Partition, RecordBatch)>,
+    skipped: Vec<(usize, crate::table::Error)>,
+    /// The index and key of the chunk's first row.
+    first: Option<(usize, String)>,
+    /// The index and key of the first line whose key is below the one
+    /// before it in the chunk, and that one.
+    disorder: Option<(usize, String, String)>,
+    /// The key of the chunk's last row.
+    last: Option<String>,
+    rows: u64,
 }
 
 impl TableSink {
@@ -211,7 +257,7 @@ impl TableSink {
             out.group_rows
         };
         let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
             .set_dictionary_enabled(true)
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_size(group)
@@ -237,8 +283,9 @@ impl TableSink {
             dir,
             parts: BTreeMap::new(),
             props,
+            group,
             names,
-            previous: Vec::new(),
+            previous: String::new(),
             line_no: 0,
             summary: Summary::default(),
             source: source.to_owned(),
@@ -251,9 +298,9 @@ impl TableSink {
         self.lines(&[line])
     }
 
-    /// Takes lines of the index in order, mapped to rows on the thread
-    /// pool (a row depends on its line, the names and the naming alone),
-    /// then written in order.
+    /// Takes lines of the index in order: chunks of them are mapped to
+    /// column batches on the thread pool (a row depends on its line, the
+    /// names and the naming alone), then checked and written in order.
     pub fn lines(&mut self, lines: &[&[u8]]) -> anyhow::Result<()> {
         use rayon::prelude::*;
         let mut rest = lines;
@@ -275,69 +322,81 @@ impl TableSink {
                 .take_while(|l| !crate::stats::is_header(l))
                 .count();
             let (names, naming) = (&self.names, &self.out.naming);
-            let rows: Vec<Result<Row, crate::table::Error>> = if data < PARALLEL_FROM {
-                rest[..data]
-                    .iter()
-                    .map(|l| Row::from_line(l, names, naming))
-                    .collect()
+            let by_partition = self.dir.is_some();
+            let map = |chunk: &[&[u8]]| build_chunk(chunk, names, naming, by_partition);
+            let outs: Vec<ChunkOut> = if data <= CHUNK {
+                vec![map(&rest[..data])]
             } else {
-                rest[..data]
-                    .par_iter()
-                    .map(|l| Row::from_line(l, names, naming))
-                    .collect()
+                rest[..data].par_chunks(CHUNK).map(map).collect()
             };
             rest = &rest[data..];
-            for row in rows {
-                self.row(row)?;
+            for (i, out) in outs.into_iter().enumerate() {
+                self.chunk(out, self.line_no + (i * CHUNK) as u64)?;
             }
+            self.line_no += data as u64;
+            self.encode()?;
         }
         Ok(())
     }
 
-    fn row(&mut self, row: Result<Row, crate::table::Error>) -> anyhow::Result<()> {
-        self.line_no += 1;
-        let row = match row {
-            Ok(row) => row,
-            Err(e) => {
-                self.summary.skipped += 1;
-                crate::report!(
-                    "ukvs table: {}: line {}: no row: {e}",
-                    self.source,
-                    self.line_no
-                );
-                return Ok(());
+    /// Takes a chunk's batches in order; `line_no` is that of the line
+    /// before the chunk.
+    fn chunk(&mut self, out: ChunkOut, line_no: u64) -> anyhow::Result<()> {
+        let disorder_at = out.disorder.as_ref().map_or(usize::MAX, |d| d.0);
+        for (i, e) in &out.skipped {
+            if *i > disorder_at {
+                break;
             }
-        };
-        let key = row.url_surtkey.as_bytes();
-        if key < self.previous.as_slice() {
-            bail!(
-                "{}: line {}: the key {} comes after {}: a table is written from sorted \
-                 lines (sort the index with `ukvs sort` first)",
+            self.summary.skipped += 1;
+            crate::report!(
+                "ukvs table: {}: line {}: no row: {e}",
                 self.source,
-                self.line_no,
-                row.url_surtkey,
-                String::from_utf8_lossy(&self.previous)
+                line_no + *i as u64 + 1
             );
         }
-        self.previous.clear();
-        self.previous.extend_from_slice(key);
-        // A single file has one writer for every partition.
-        let single = Partition::default();
-        let which = match self.dir {
-            Some(_) => &row.partition,
-            None => &single,
+        let out_of_order = |at: usize, previous: &str, got: &str| {
+            anyhow::anyhow!(
+                "{}: line {}: the key {got} comes after {previous}: a table is written from \
+                 sorted lines (sort the index with `ukvs sort` first)",
+                self.source,
+                line_no + at as u64 + 1,
+            )
         };
-        if !self.parts.contains_key(which) {
-            let p = self.open_part(which)?;
-            self.parts.insert(which.clone(), p);
+        if let Some((at, first)) = &out.first {
+            if first.as_str() < self.previous.as_str() {
+                return Err(out_of_order(*at, &self.previous, first));
+            }
         }
-        let Some(part) = self.parts.get_mut(which) else {
-            bail!("the writer of a partition was lost");
-        };
-        part.builders.push(&row);
-        self.summary.rows += 1;
-        if part.builders.len >= BATCH {
-            part.flush_batch()?;
+        if let Some((at, previous, got)) = &out.disorder {
+            return Err(out_of_order(*at, previous, got));
+        }
+        if let Some(last) = out.last {
+            self.previous = last;
+        }
+        self.summary.rows += out.rows;
+        for (partition, batch) in out.batches {
+            // A single file has one writer for every partition.
+            let which = if self.dir.is_some() {
+                partition
+            } else {
+                Partition::default()
+            };
+            if !self.parts.contains_key(&which) {
+                let p = self.open_part(&which)?;
+                self.parts.insert(which.clone(), p);
+            }
+            let Some(part) = self.parts.get_mut(&which) else {
+                bail!("the writer of a partition was lost");
+            };
+            part.pending.push(batch);
+        }
+        Ok(())
+    }
+
+    /// Encodes the batches waiting in every part.
+    fn encode(&mut self) -> anyhow::Result<()> {
+        for part in self.parts.values_mut() {
+            part.encode()?;
         }
         Ok(())
     }
@@ -363,13 +422,8 @@ impl TableSink {
                     .with_context(|| format!("cannot write {}", dir.target().display()))?
             }
         };
-        let writer = ArrowWriter::try_new(output, Arc::clone(&schema), Some(self.props.clone()))
-            .context("cannot start a Parquet file")?;
-        Ok(PartWriter {
-            builders: Builders::new(with_partitions),
-            writer,
-            schema,
-        })
+        PartWriter::create(output, schema, self.props.clone(), self.group)
+            .context("cannot start a Parquet file")
     }
 
     /// Writes what is left and puts the files in place.
@@ -380,11 +434,9 @@ impl TableSink {
             self.parts.insert(Partition::default(), p);
         }
         let name = self.out.path.display().to_string();
-        for (_, mut part) in std::mem::take(&mut self.parts) {
-            part.flush_batch()?;
+        for (_, part) in std::mem::take(&mut self.parts) {
             let output = part
-                .writer
-                .into_inner()
+                .finish()
                 .with_context(|| format!("cannot write {name}"))?;
             output
                 .commit()
@@ -399,18 +451,183 @@ impl TableSink {
     }
 }
 
+/// The rows of a chunk of data lines, in their builders (one set per
+/// partition when `by_partition`). The host columns are computed once
+/// per run of lines with the same host: sorted lines bring a host's
+/// captures together.
+fn build_chunk(lines: &[&[u8]], names: &[String], naming: &Naming, by_partition: bool) -> ChunkOut {
+    let mut out = ChunkOut {
+        batches: Vec::new(),
+        skipped: Vec::new(),
+        first: None,
+        last: None,
+        disorder: None,
+        rows: 0,
+    };
+    let mut sets: Vec<(Partition, Builders)> = Vec::new();
+    let mut last_set = 0;
+    let mut host = Host::default();
+    let mut host_of = None::<String>;
+    let mut previous = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let row = match Row::from_line(line, names, naming) {
+            Ok(row) => row,
+            Err(e) => {
+                out.skipped.push((i, e));
+                continue;
+            }
+        };
+        if out.first.is_none() {
+            out.first = Some((i, row.url_surtkey.to_string()));
+        } else if *row.url_surtkey < *previous {
+            out.disorder = Some((
+                i,
+                std::mem::take(&mut previous),
+                row.url_surtkey.into_owned(),
+            ));
+            break;
+        }
+        previous.clear();
+        previous.push_str(&row.url_surtkey);
+        if host_of.as_deref() != Some(&*row.host_name) {
+            host = Host::of(&row.host_name);
+            host_of = Some(row.host_name.to_string());
+        }
+        let same =
+            |p: &Partition| !by_partition || (p.crawl == row.crawl && p.subset == row.subset);
+        if !sets.get(last_set).is_some_and(|(p, _)| same(p)) {
+            last_set = match sets.iter().position(|(p, _)| same(p)) {
+                Some(at) => at,
+                None => {
+                    let p = if by_partition {
+                        row.partition()
+                    } else {
+                        Partition::default()
+                    };
+                    sets.push((p, Builders::new(!by_partition, lines.len())));
+                    sets.len() - 1
+                }
+            };
+        }
+        sets[last_set].1.push(&row, &host);
+        out.rows += 1;
+    }
+    if out.first.is_some() {
+        out.last = Some(previous);
+    }
+    for (p, mut b) in sets {
+        let schema = crate::table::schema(!by_partition);
+        match RecordBatch::try_new(schema, b.finish()) {
+            Ok(batch) => out.batches.push((p, batch)),
+            // The builders follow the schema (a unit test holds them to
+            // it): a batch that cannot be assembled is a bug.
+            Err(e) => unreachable!("the column builders do not fit the schema: {e}"),
+        }
+    }
+    out
+}
+
 impl PartWriter {
-    fn flush_batch(&mut self) -> anyhow::Result<()> {
-        if self.builders.len == 0 {
+    fn create(
+        output: Output,
+        schema: Arc<Schema>,
+        mut props: WriterProperties,
+        group: usize,
+    ) -> parquet::errors::Result<PartWriter> {
+        let parquet = ArrowSchemaConverter::new()
+            .with_coerce_types(props.coerce_types())
+            .convert(&schema)?;
+        // The Arrow schema goes in the metadata, as ArrowWriter puts it
+        // (readers take the timestamp's zone from it).
+        add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        let props = Arc::new(props);
+        let file =
+            SerializedFileWriter::new(output, parquet.root_schema_ptr(), Arc::clone(&props))?;
+        let writers = get_column_writers(&parquet, &props, &schema)?;
+        Ok(PartWriter {
+            file,
+            writers,
+            rows: 0,
+            pending: Vec::new(),
+            schema,
+            parquet,
+            props,
+            group,
+        })
+    }
+
+    /// Encodes the pending batches, a column per task, closing a row
+    /// group every `group` rows.
+    fn encode(&mut self) -> anyhow::Result<()> {
+        let mut pending: std::collections::VecDeque<RecordBatch> =
+            std::mem::take(&mut self.pending).into();
+        let mut now = Vec::new();
+        while let Some(batch) = pending.pop_front() {
+            let room = self.group - self.rows;
+            let batch = if batch.num_rows() > room {
+                pending.push_front(batch.slice(room, batch.num_rows() - room));
+                batch.slice(0, room)
+            } else {
+                batch
+            };
+            self.rows += batch.num_rows();
+            now.push(batch);
+            if self.rows == self.group {
+                self.encode_now(&std::mem::take(&mut now))?;
+                self.close_group()?;
+            }
+        }
+        self.encode_now(&now)
+    }
+
+    fn encode_now(&mut self, batches: &[RecordBatch]) -> anyhow::Result<()> {
+        use rayon::prelude::*;
+        if batches.is_empty() {
             return Ok(());
         }
-        let columns = self.builders.finish();
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)
-            .context("cannot assemble the rows")?;
-        self.writer
-            .write(&batch)
+        let fields = self.schema.fields();
+        self.writers
+            .par_iter_mut()
+            .enumerate()
+            .try_for_each(|(i, w)| -> parquet::errors::Result<()> {
+                for batch in batches {
+                    for leaf in compute_leaves(&fields[i], batch.column(i))? {
+                        w.write(&leaf)?;
+                    }
+                }
+                Ok(())
+            })
+            .context("cannot write the Parquet file")
+    }
+
+    /// Closes the row group in progress into the file (nothing when it
+    /// is empty).
+    fn close_group(&mut self) -> anyhow::Result<()> {
+        use rayon::prelude::*;
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let fresh = get_column_writers(&self.parquet, &self.props, &self.schema)?;
+        let writers = std::mem::replace(&mut self.writers, fresh);
+        let chunks = writers
+            .into_par_iter()
+            .map(ArrowColumnWriter::close)
+            .collect::<parquet::errors::Result<Vec<_>>>()
             .context("cannot write the Parquet file")?;
+        let mut group = self.file.next_row_group()?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut group)?;
+        }
+        group.close()?;
+        self.rows = 0;
         Ok(())
+    }
+
+    /// The file, finished.
+    fn finish(mut self) -> anyhow::Result<Output> {
+        self.encode()?;
+        self.close_group()?;
+        Ok(self.file.into_inner()?)
     }
 }
 
@@ -437,7 +654,6 @@ fn hive_escape(v: &str) -> String {
 
 /// One builder per column, in the schema's order.
 struct Builders {
-    len: usize,
     with_partitions: bool,
     strings: Vec<StringBuilder>,
     url_port: Int32Builder,
@@ -461,7 +677,8 @@ const STRINGS_EXTRA_A: usize = 11;
 const STRINGS_EXTRA_B: usize = 1;
 
 impl Builders {
-    fn new(with_partitions: bool) -> Builders {
+    /// Builders for about `rows` rows.
+    fn new(with_partitions: bool, rows: usize) -> Builders {
         let n = STRINGS_A
             + STRINGS_B
             + STRINGS_C
@@ -470,73 +687,75 @@ impl Builders {
             + STRINGS_EXTRA_A
             + STRINGS_EXTRA_B;
         Builders {
-            len: 0,
             with_partitions,
-            strings: (0..n).map(|_| StringBuilder::new()).collect(),
-            url_port: Int32Builder::new(),
-            fetch_time: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-            fetch_status: Int16Builder::new(),
-            offset: Int32Builder::new(),
-            length: Int32Builder::new(),
-            offset_long: Int64Builder::new(),
-            length_long: Int64Builder::new(),
+            strings: (0..n)
+                .map(|_| StringBuilder::with_capacity(rows, rows * 16))
+                .collect(),
+            url_port: Int32Builder::with_capacity(rows),
+            fetch_time: TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC"),
+            fetch_status: Int16Builder::with_capacity(rows),
+            offset: Int32Builder::with_capacity(rows),
+            length: Int32Builder::with_capacity(rows),
+            offset_long: Int64Builder::with_capacity(rows),
+            length_long: Int64Builder::with_capacity(rows),
         }
     }
 
-    fn push(&mut self, r: &Row) {
-        let h = &r.host;
-        let mut strings: Vec<Option<&str>> = vec![
-            Some(&r.url_surtkey),
-            Some(&r.url),
-            Some(&h.name),
-            h.parts[0].as_deref(),
-            h.parts[1].as_deref(),
-            h.parts[2].as_deref(),
-            h.parts[3].as_deref(),
-            h.parts[4].as_deref(),
-            h.registry_suffix.as_deref(),
-            h.registered_domain.as_deref(),
-            h.private_suffix.as_deref(),
-            h.private_domain.as_deref(),
-            h.reversed.as_deref(),
-            Some(&r.url_protocol),
-            // url_port
-            Some(&r.url_path),
-            r.url_query.as_deref(),
-            // fetch_time, fetch_status
-            r.fetch_redirect.as_deref(),
-            r.content_digest.as_deref(),
-            r.content_mime_type.as_deref(),
-            r.content_mime_detected.as_deref(),
-            r.content_charset.as_deref(),
-            r.content_languages.as_deref(),
-            r.content_truncated.as_deref(),
-            Some(&r.warc_filename),
-            // offset, length
-            r.warc_segment.as_deref(),
-        ];
+    /// Appends a row; `h` is the host columns of its `host_name`.
+    fn push(&mut self, r: &Row<'_>, h: &Host) {
+        let mut columns = self.strings.iter_mut();
+        let mut put = |v: Option<&str>| {
+            if let Some(b) = columns.next() {
+                b.append_option(v);
+            }
+        };
+        put(Some(&r.url_surtkey));
+        put(Some(&r.url));
+        put(Some(&h.name));
+        for part in &h.parts {
+            put(part.as_deref());
+        }
+        put(h.registry_suffix.as_deref());
+        put(h.registered_domain.as_deref());
+        put(h.private_suffix.as_deref());
+        put(h.private_domain.as_deref());
+        put(h.reversed.as_deref());
+        put(Some(&r.url_protocol));
+        // url_port
+        put(Some(&r.url_path));
+        put(r.url_query.as_deref());
+        // fetch_time, fetch_status
+        put(r.fetch_redirect.as_deref());
+        put(r.content_digest.as_deref());
+        put(r.content_mime_type.as_deref());
+        put(r.content_mime_detected.as_deref());
+        put(r.content_charset.as_deref());
+        put(r.content_languages.as_deref());
+        put(r.content_truncated.as_deref());
+        put(Some(&r.warc_filename));
+        // offset, length
+        put(r.warc_segment.as_deref());
         if self.with_partitions {
-            strings.push(Some(&r.partition.crawl));
-            strings.push(Some(&r.partition.subset));
+            put(Some(&r.crawl));
+            put(Some(&r.subset));
         }
-        strings.extend([
-            r.record_type.as_deref(),
-            r.revisit_refers_to_uri.as_deref(),
-            r.revisit_refers_to_date.as_deref(),
-            r.revisit_refers_to.as_deref(),
-            r.revisit_profile.as_deref(),
-            r.content_payload_digest.as_deref(),
-            r.fetch_ip.as_deref(),
-            r.fetch_time_raw.as_deref(),
-            r.arc_serial.as_deref(),
-            r.arc_describes.as_deref(),
-            r.arc_replaces.as_deref(),
-            // offset_long, length_long
-            r.extra_fields.as_deref(),
-        ]);
-        for (b, v) in self.strings.iter_mut().zip(strings) {
-            b.append_option(v);
+        for v in [
+            &r.record_type,
+            &r.revisit_refers_to_uri,
+            &r.revisit_refers_to_date,
+            &r.revisit_refers_to,
+            &r.revisit_profile,
+            &r.content_payload_digest,
+            &r.fetch_ip,
+            &r.fetch_time_raw,
+            &r.arc_serial,
+            &r.arc_describes,
+            &r.arc_replaces,
+        ] {
+            put(v.as_deref());
         }
+        // offset_long, length_long
+        put(r.extra_fields.as_deref());
         self.url_port.append_option(r.url_port);
         self.fetch_time.append_value(r.fetch_time);
         self.fetch_status.append_value(r.fetch_status);
@@ -549,13 +768,11 @@ impl Builders {
         self.length.append_option(small(r.warc_record_length));
         self.offset_long.append_option(large(r.warc_record_offset));
         self.length_long.append_option(large(r.warc_record_length));
-        self.len += 1;
     }
 
     /// The columns gathered so far, in the schema's order; the builders
     /// start over.
     fn finish(&mut self) -> Vec<ArrayRef> {
-        self.len = 0;
         let mut cols: Vec<ArrayRef> = Vec::with_capacity(self.strings.len() + 7);
         let mut s = self
             .strings
@@ -585,14 +802,15 @@ mod tests {
     #[test]
     fn builders_follow_the_schema() {
         for with_partitions in [true, false] {
-            let mut b = Builders::new(with_partitions);
+            let mut b = Builders::new(with_partitions, 1);
             let line = br#"com,example)/ 20140216050221 151 sha1:AAAA {"url":"http://example.com/","status":200,"length":5000000000,"filename":"f.arc"}"#;
             let naming = Naming {
                 crawl: "c".into(),
                 subset: None,
             };
             let names = vec!["offset".to_string(), "digest".to_string()];
-            b.push(&Row::from_line(line, &names, &naming).unwrap());
+            let row = Row::from_line(line, &names, &naming).unwrap();
+            b.push(&row, &Host::of(&row.host_name));
             let schema = crate::table::schema(with_partitions);
             let batch = RecordBatch::try_new(schema, b.finish()).unwrap();
             assert_eq!(batch.num_rows(), 1);

@@ -20,6 +20,7 @@
 //! null. Where Common Crawl's own converter puts a fixed value for a
 //! missing one, so do we (`fetch_status` -1 without a status).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -131,44 +132,48 @@ pub struct Naming {
     pub subset: Option<String>,
 }
 
-/// One row. Strings are owned: a row outlives the line's buffer only
-/// until it is appended to the column builders.
+/// One row, borrowing from its line (and from the naming) wherever the
+/// line holds the value as written: a row costs no allocation unless a
+/// value must be lower-cased, unescaped or rebuilt.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Row {
-    pub url_surtkey: String,
-    pub url: String,
-    pub host: Host,
-    pub url_protocol: String,
+pub struct Row<'a> {
+    pub url_surtkey: Cow<'a, str>,
+    pub url: Cow<'a, str>,
+    /// The URL's host, lower-cased: the `url_host_*` columns are
+    /// [`Host::of`] it (the sink computes them once per run of a host).
+    pub host_name: Cow<'a, str>,
+    pub url_protocol: Cow<'a, str>,
     pub url_port: Option<i32>,
-    pub url_path: String,
-    pub url_query: Option<String>,
+    pub url_path: Cow<'a, str>,
+    pub url_query: Option<Cow<'a, str>>,
     /// Microseconds since 1970 (UTC).
     pub fetch_time: i64,
     pub fetch_status: i16,
-    pub fetch_redirect: Option<String>,
+    pub fetch_redirect: Option<Cow<'a, str>>,
     /// Base32 SHA-1 without `sha1:`, as Common Crawl writes it.
-    pub content_digest: Option<String>,
-    pub content_mime_type: Option<String>,
-    pub content_mime_detected: Option<String>,
-    pub content_charset: Option<String>,
-    pub content_languages: Option<String>,
-    pub content_truncated: Option<String>,
-    pub warc_filename: String,
+    pub content_digest: Option<Cow<'a, str>>,
+    pub content_mime_type: Option<Cow<'a, str>>,
+    pub content_mime_detected: Option<Cow<'a, str>>,
+    pub content_charset: Option<Cow<'a, str>>,
+    pub content_languages: Option<Cow<'a, str>>,
+    pub content_truncated: Option<Cow<'a, str>>,
+    pub warc_filename: Cow<'a, str>,
     pub warc_record_offset: Option<u64>,
     pub warc_record_length: Option<u64>,
-    pub warc_segment: Option<String>,
-    pub partition: Partition,
-    pub record_type: Option<String>,
-    pub revisit_refers_to_uri: Option<String>,
-    pub revisit_refers_to_date: Option<String>,
-    pub revisit_refers_to: Option<String>,
-    pub revisit_profile: Option<String>,
-    pub content_payload_digest: Option<String>,
-    pub fetch_ip: Option<String>,
-    pub fetch_time_raw: Option<String>,
-    pub arc_serial: Option<String>,
-    pub arc_describes: Option<String>,
-    pub arc_replaces: Option<String>,
+    pub warc_segment: Option<Cow<'a, str>>,
+    pub crawl: Cow<'a, str>,
+    pub subset: Cow<'a, str>,
+    pub record_type: Option<Cow<'a, str>>,
+    pub revisit_refers_to_uri: Option<Cow<'a, str>>,
+    pub revisit_refers_to_date: Option<Cow<'a, str>>,
+    pub revisit_refers_to: Option<Cow<'a, str>>,
+    pub revisit_profile: Option<Cow<'a, str>>,
+    pub content_payload_digest: Option<Cow<'a, str>>,
+    pub fetch_ip: Option<Cow<'a, str>>,
+    pub fetch_time_raw: Option<Cow<'a, str>>,
+    pub arc_serial: Option<Cow<'a, str>>,
+    pub arc_describes: Option<Cow<'a, str>>,
+    pub arc_replaces: Option<Cow<'a, str>>,
     /// Members of the line no column holds, as a JSON object.
     pub extra_fields: Option<String>,
 }
@@ -223,83 +228,111 @@ fn has_column(member: &str) -> bool {
     )
 }
 
-impl Row {
+/// A member's value: a string (unescaped), the JSON text of any other
+/// value (a number as written, `true`, an array), or null.
+#[derive(Debug, Clone, PartialEq)]
+enum Val<'a> {
+    Str(Cow<'a, str>),
+    Json(Cow<'a, str>),
+    Null,
+}
+
+/// A line's members by name, each name once, in the order a JSON object
+/// of them would list them.
+type Members<'a> = Vec<(Cow<'a, str>, Val<'a>)>;
+
+/// The value of `name`: `-` and null are no value, a string is itself,
+/// anything else its JSON text.
+fn text<'a>(members: &Members<'a>, name: &str) -> Option<Cow<'a, str>> {
+    match &members.iter().find(|(k, _)| k == name)?.1 {
+        Val::Null => None,
+        Val::Str(s) if s == "-" => None,
+        Val::Str(s) | Val::Json(s) => Some(s.clone()),
+    }
+}
+
+/// The value of `name` as a whole number (a JSON number or a string of
+/// digits).
+fn number(members: &Members<'_>, name: &str) -> Option<u64> {
+    match &members.iter().find(|(k, _)| k == name)?.1 {
+        Val::Null => None,
+        Val::Str(s) | Val::Json(s) => s.parse().ok(),
+    }
+}
+
+impl<'a> Row<'a> {
     /// The row of one data line. `names` name the values after key and
     /// datetime when the line has no JSON block (a CDX legend's, or a
     /// UKVS `!fields` header's); a CDX line without a legend is named by
     /// its number of columns, as pywb names it.
-    pub fn from_line(line: &[u8], names: &[String], naming: &Naming) -> Result<Row, Error> {
+    pub fn from_line(
+        line: &'a [u8],
+        names: &'a [String],
+        naming: &'a Naming,
+    ) -> Result<Row<'a>, Error> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let members = members(line, names)?;
+        let (members, extra) = members(line, names)?;
         let (key, datetime) = key_datetime(line);
         if key.is_empty() {
             return Err(Error::NoKey);
         }
         let fetch_time = micros(datetime)
             .ok_or_else(|| Error::Datetime(String::from_utf8_lossy(datetime).into_owned()))?;
-        let text = |name: &str| -> Option<String> {
-            match members.get(name) {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) if s == "-" => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(v) => Some(v.to_string()),
-            }
-        };
-        let number = |name: &str| -> Option<u64> {
-            match members.get(name)? {
-                Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.parse().ok(),
-                _ => None,
-            }
-        };
+        let text = |name: &str| text(&members, name);
         let url = text("url").unwrap_or_default();
-        let parts = UrlParts::of(&url);
-        let fetch_status = number("status")
+        // Parts of a value the row owns are owned too.
+        let parts = match &url {
+            Cow::Borrowed(u) => UrlParts::of(u),
+            Cow::Owned(u) => UrlParts::of(u).into_owned(),
+        };
+        let fetch_status = number(&members, "status")
             .and_then(|s| i16::try_from(s).ok())
             .unwrap_or(-1);
         let filename = text("filename").unwrap_or_default();
-        let (cc_crawl, warc_segment, cc_subset) = match cc_path(&filename) {
+        let own = |v: Cow<'_, str>| -> Cow<'a, str> { Cow::Owned(v.into_owned()) };
+        let cc = match &filename {
+            Cow::Borrowed(f) => cc_path(f),
+            Cow::Owned(f) => cc_path(f).map(|(c, g, s)| (own(c), own(g), own(s))),
+        };
+        let (cc_crawl, warc_segment, cc_subset) = match cc {
             Some((c, g, s)) => (Some(c), Some(g), Some(s)),
             None => (None, None, None),
         };
         let mime = text("mime");
-        let partition = Partition {
-            crawl: cc_crawl.unwrap_or_else(|| naming.crawl.clone()),
-            subset: match (&naming.subset, cc_subset) {
-                (Some(s), _) => s.clone(),
-                (None, Some(s)) => s,
-                (None, None) => subset_of(&parts.path, fetch_status, mime.as_deref()).into(),
-            },
+        let crawl = cc_crawl.unwrap_or(Cow::Borrowed(naming.crawl.as_str()));
+        let subset = match (&naming.subset, cc_subset) {
+            (Some(s), _) => Cow::Borrowed(s.as_str()),
+            (None, Some(s)) => s,
+            (None, None) => Cow::Borrowed(subset_of(&parts.path, fetch_status, mime.as_deref())),
         };
-        let mut extra = Map::new();
-        for (k, v) in &members {
-            if !has_column(k) {
-                extra.insert(k.clone(), v.clone());
-            }
-        }
+        let digest = text("digest").map(|d| match d {
+            Cow::Borrowed(d) => Cow::Borrowed(d.strip_prefix("sha1:").unwrap_or(d)),
+            Cow::Owned(d) => match d.strip_prefix("sha1:") {
+                Some(s) => Cow::Owned(s.to_owned()),
+                None => Cow::Owned(d),
+            },
+        });
         Ok(Row {
-            url_surtkey: String::from_utf8_lossy(key).into_owned(),
-            host: Host::of(&parts.host),
+            url_surtkey: String::from_utf8_lossy(key),
+            host_name: parts.host,
             url_protocol: parts.protocol,
             url_port: parts.port,
             url_path: parts.path,
             url_query: parts.query,
-            url,
             fetch_time,
             fetch_status,
             fetch_redirect: text("redirect"),
-            content_digest: text("digest")
-                .map(|d| d.strip_prefix("sha1:").map(str::to_owned).unwrap_or(d)),
+            content_digest: digest,
             content_mime_type: mime,
             content_mime_detected: text("mime-detected"),
             content_charset: text("charset"),
             content_languages: text("languages"),
             content_truncated: text("truncated"),
-            warc_filename: filename,
-            warc_record_offset: number("offset"),
-            warc_record_length: number("length"),
+            warc_record_offset: number(&members, "offset"),
+            warc_record_length: number(&members, "length"),
             warc_segment,
-            partition,
+            crawl,
+            subset,
             record_type: text("record_type"),
             revisit_refers_to_uri: text("refers_to_uri"),
             revisit_refers_to_date: text("refers_to_date"),
@@ -311,8 +344,18 @@ impl Row {
             arc_serial: text("serial"),
             arc_describes: text("describes"),
             arc_replaces: text("replaces"),
-            extra_fields: (!extra.is_empty()).then(|| Value::Object(extra).to_string()),
+            extra_fields: extra,
+            url,
+            warc_filename: filename,
         })
+    }
+
+    /// The partition the row belongs to.
+    pub fn partition(&self) -> Partition {
+        Partition {
+            crawl: self.crawl.clone().into_owned(),
+            subset: self.subset.clone().into_owned(),
+        }
     }
 }
 
@@ -323,8 +366,17 @@ fn key_datetime(line: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// The line's members by name: its values after key and datetime named
-/// by `names` (`-` left out), then its JSON block's.
-fn members(line: &[u8], names: &[String]) -> Result<Map<String, Value>, Error> {
+/// by `names` (`-` left out), then its JSON block's; and those no column
+/// holds, as a JSON object.
+///
+/// A JSON block of plain members (strings without escapes, whole
+/// numbers, booleans, null; each name once, each with a column: what
+/// every index writer writes) is read in place by [`scan_object`]; any
+/// other goes through serde_json, which gives the same members.
+fn members<'a>(
+    line: &'a [u8],
+    names: &'a [String],
+) -> Result<(Members<'a>, Option<String>), Error> {
     // The JSON block opens at the first ` {` (keys and datetimes hold
     // neither spaces nor braces).
     let (head, json) = match memchr::memmem::find(line, b" {") {
@@ -332,15 +384,17 @@ fn members(line: &[u8], names: &[String]) -> Result<Map<String, Value>, Error> {
         None => (line, None),
     };
     let values: Vec<&[u8]> = head.split(|&b| b == b' ').skip(2).collect();
-    let mut map = Map::new();
-    let by_count;
-    let names: Vec<&str> = if json.is_none() && names.len() != values.len() {
-        by_count = crate::ukvs::convert::legend_by_count(line);
-        match &by_count {
-            Some(legend) => legend.letters[2..]
-                .iter()
-                .filter_map(|&c| crate::ukvs::convert::cdx_letter_name(c))
-                .collect(),
+    let mut members = Members::new();
+    let legend_names: Vec<&'static str>;
+    let names: Vec<&'a str> = if json.is_none() && names.len() != values.len() {
+        match crate::ukvs::convert::legend_by_count(line) {
+            Some(legend) => {
+                legend_names = legend.letters[2..]
+                    .iter()
+                    .filter_map(|&c| crate::ukvs::convert::cdx_letter_name(c))
+                    .collect();
+                legend_names.clone()
+            }
             None => names.iter().map(String::as_str).collect(),
         }
     } else {
@@ -350,39 +404,187 @@ fn members(line: &[u8], names: &[String]) -> Result<Map<String, Value>, Error> {
         if *v == b"-" || v.is_empty() {
             continue;
         }
-        let name = names
-            .get(i)
-            .map_or_else(|| format!("field{}", i + 3), |n| n.to_string());
-        map.insert(name, Value::String(unquote(v)));
-    }
-    if let Some(json) = json {
-        let text = String::from_utf8_lossy(json);
-        match json5_or_json(text.trim_end()) {
-            Ok(Value::Object(obj)) => {
-                for (k, v) in obj {
-                    map.entry(k).or_insert(v);
-                }
-            }
-            Ok(_) => return Err(Error::Json("not an object".into())),
-            Err(e) => return Err(Error::Json(e)),
+        let name = match names.get(i) {
+            Some(n) => Cow::Borrowed(*n),
+            None => Cow::Owned(format!("field{}", i + 3)),
+        };
+        let v = Val::Str(unquote(v));
+        // A name met again takes the later value, in the first's place.
+        match members.iter_mut().find(|(k, _)| *k == name) {
+            Some(m) => m.1 = v,
+            None => members.push((name, v)),
         }
     }
-    Ok(map)
+    let Some(json) = json else {
+        return Ok(extra_of(members));
+    };
+    let fast = members.len();
+    if let Ok(text) = std::str::from_utf8(json) {
+        if scan_object(text, &mut members).is_some() && plain(&members) {
+            return Ok((members, None));
+        }
+    }
+    members.truncate(fast);
+    serde_members(json, &mut members)?;
+    Ok(extra_of(members))
 }
 
-/// Strict JSON (what every writer of index lines writes).
-fn json5_or_json(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| e.to_string())
+/// The members of a JSON block read by serde_json, after those of the
+/// line's head (which a member of the same name does not replace).
+fn serde_members<'a>(json: &[u8], members: &mut Members<'a>) -> Result<(), Error> {
+    let text = String::from_utf8_lossy(json);
+    match serde_json::from_str::<Value>(text.trim_end()) {
+        Ok(Value::Object(obj)) => {
+            for (k, v) in obj {
+                if members.iter().any(|(name, _)| *name == k) {
+                    continue;
+                }
+                let v = match v {
+                    Value::Null => Val::Null,
+                    Value::String(s) => Val::Str(Cow::Owned(s)),
+                    v => Val::Json(Cow::Owned(v.to_string())),
+                };
+                members.push((Cow::Owned(k), v));
+            }
+            Ok(())
+        }
+        Ok(_) => Err(Error::Json("not an object".into())),
+        Err(e) => Err(Error::Json(e.to_string())),
+    }
+}
+
+/// Whether members read in place need nothing more: every one has a
+/// column and is named once.
+fn plain(members: &Members<'_>) -> bool {
+    members
+        .iter()
+        .enumerate()
+        .all(|(i, (k, _))| has_column(k) && !members[..i].iter().any(|(other, _)| other == k))
+}
+
+/// Members, and those no column holds as a JSON object.
+fn extra_of(members: Members<'_>) -> (Members<'_>, Option<String>) {
+    let mut extra = Map::new();
+    for (k, v) in &members {
+        if !has_column(k) {
+            let v = match v {
+                Val::Null => Value::Null,
+                Val::Str(s) => Value::String(s.to_string()),
+                Val::Json(s) => serde_json::from_str(s).unwrap_or(Value::String(s.to_string())),
+            };
+            extra.insert(k.to_string(), v);
+        }
+    }
+    let extra = (!extra.is_empty()).then(|| Value::Object(extra).to_string());
+    (members, extra)
+}
+
+/// Reads a JSON object of plain members in place, appending them to
+/// `out`: None (and `out` partly filled) for anything else (an escape,
+/// a control character, a fraction or exponent, an array or object,
+/// text after the object), which serde_json reads instead.
+fn scan_object<'a>(text: &'a str, out: &mut Members<'a>) -> Option<()> {
+    let b = text.as_bytes();
+    let ws = |i: &mut usize| {
+        while b
+            .get(*i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            *i += 1;
+        }
+    };
+    // A string without escapes, from its opening quote.
+    let string = |i: &mut usize| -> Option<&'a str> {
+        if b.get(*i) != Some(&b'"') {
+            return None;
+        }
+        let start = *i + 1;
+        let end = start
+            + b[start..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        if b[end] != b'"' {
+            return None;
+        }
+        *i = end + 1;
+        Some(&text[start..end])
+    };
+    let mut i = 0;
+    ws(&mut i);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    ws(&mut i);
+    if b.get(i) == Some(&b'}') {
+        i += 1;
+    } else {
+        loop {
+            let key = string(&mut i)?;
+            ws(&mut i);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i += 1;
+            ws(&mut i);
+            let val = match *b.get(i)? {
+                b'"' => Val::Str(Cow::Borrowed(string(&mut i)?)),
+                b'-' | b'0'..=b'9' => {
+                    let start = i;
+                    if b[i] == b'-' {
+                        i += 1;
+                    }
+                    let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    if digits == 0 || (digits > 1 && b[i] == b'0') {
+                        return None;
+                    }
+                    i += digits;
+                    if matches!(b.get(i), Some(b'.' | b'e' | b'E')) {
+                        return None;
+                    }
+                    Val::Json(Cow::Borrowed(&text[start..i]))
+                }
+                _ if b[i..].starts_with(b"true") => {
+                    i += 4;
+                    Val::Json(Cow::Borrowed("true"))
+                }
+                _ if b[i..].starts_with(b"false") => {
+                    i += 5;
+                    Val::Json(Cow::Borrowed("false"))
+                }
+                _ if b[i..].starts_with(b"null") => {
+                    i += 4;
+                    Val::Null
+                }
+                _ => return None,
+            };
+            out.push((Cow::Borrowed(key), val));
+            ws(&mut i);
+            match b.get(i)? {
+                b',' => {
+                    i += 1;
+                    ws(&mut i);
+                }
+                b'}' => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    ws(&mut i);
+    (i == b.len()).then_some(())
 }
 
 /// A UKVS field as written: a quoted one unescaped (2 bytes at least).
-fn unquote(v: &[u8]) -> String {
+fn unquote(v: &[u8]) -> Cow<'_, str> {
     if v.len() >= 2 && v[0] == b'"' && v[v.len() - 1] == b'"' {
         if let Ok(Value::String(s)) = serde_json::from_slice(v) {
-            return s;
+            return Cow::Owned(s);
         }
     }
-    String::from_utf8_lossy(v).into_owned()
+    String::from_utf8_lossy(v)
 }
 
 /// Microseconds since 1970 of a 14-digit datetime.
@@ -395,15 +597,19 @@ fn micros(datetime: &[u8]) -> Option<i64> {
 
 /// Crawl, segment and subset of a path laid out as Common Crawl's
 /// (`crawl-data/CRAWL/segments/SEGMENT/SUBSET/...`).
-fn cc_path(filename: &str) -> Option<(String, String, String)> {
+#[allow(clippy::type_complexity)]
+fn cc_path(filename: &str) -> Option<(Cow<'_, str>, Cow<'_, str>, Cow<'_, str>)> {
     let rest = filename.strip_prefix("common-crawl/").unwrap_or(filename);
     let rest = rest.strip_prefix("crawl-data/")?;
     let mut it = rest.splitn(5, '/');
     let (crawl, segments, segment, subset, _) =
         (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
     let known = matches!(subset, "warc" | "crawldiagnostics" | "robotstxt");
-    (segments == "segments" && known && !crawl.is_empty() && !segment.is_empty())
-        .then(|| (crawl.into(), segment.into(), subset.into()))
+    (segments == "segments" && known && !crawl.is_empty() && !segment.is_empty()).then_some((
+        crawl.into(),
+        segment.into(),
+        subset.into(),
+    ))
 }
 
 /// The subset Common Crawl would file a capture under.
@@ -417,21 +623,30 @@ pub fn subset_of(path: &str, status: i16, mime: Option<&str>) -> &'static str {
     }
 }
 
+/// `s` lower-cased (ASCII), borrowed when it is already.
+fn ascii_lower(s: &str) -> Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(s.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 /// A URL split as `java.net.URL` splits it (what Common Crawl's table
 /// holds): scheme lower-cased; host lower-cased, without user info or
 /// port; port only when written; path up to `?` or `#` (empty when there
 /// is none); query after `?` up to `#`, null without `?`.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct UrlParts {
-    protocol: String,
-    host: String,
+struct UrlParts<'a> {
+    protocol: Cow<'a, str>,
+    host: Cow<'a, str>,
     port: Option<i32>,
-    path: String,
-    query: Option<String>,
+    path: Cow<'a, str>,
+    query: Option<Cow<'a, str>>,
 }
 
-impl UrlParts {
-    fn of(url: &str) -> UrlParts {
+impl UrlParts<'_> {
+    fn of(url: &str) -> UrlParts<'_> {
         let Some(colon) = url.find(':').filter(|&i| {
             i > 0
                 && url[..i]
@@ -439,11 +654,11 @@ impl UrlParts {
                     .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
         }) else {
             return UrlParts {
-                path: url.to_owned(),
+                path: Cow::Borrowed(url),
                 ..UrlParts::default()
             };
         };
-        let protocol = url[..colon].to_ascii_lowercase();
+        let protocol = ascii_lower(&url[..colon]);
         let rest = &url[colon + 1..];
         let rest = rest.split('#').next().unwrap_or_default();
         let (authority, path_query) = match rest.strip_prefix("//") {
@@ -458,15 +673,26 @@ impl UrlParts {
         let authority = authority.rsplit('@').next().unwrap_or_default();
         let (host, port) = split_port(authority);
         let (path, query) = match path_query.find('?') {
-            Some(i) => (&path_query[..i], Some(path_query[i + 1..].to_owned())),
+            Some(i) => (&path_query[..i], Some(Cow::Borrowed(&path_query[i + 1..]))),
             None => (path_query, None),
         };
         UrlParts {
             protocol,
-            host: host.to_ascii_lowercase(),
+            host: ascii_lower(host),
             port,
-            path: path.to_owned(),
+            path: Cow::Borrowed(path),
             query,
+        }
+    }
+
+    fn into_owned(self) -> UrlParts<'static> {
+        let own = |v: Cow<'_, str>| Cow::Owned(v.into_owned());
+        UrlParts {
+            protocol: own(self.protocol),
+            host: own(self.host),
+            port: self.port,
+            path: own(self.path),
+            query: self.query.map(own),
         }
     }
 }
@@ -569,14 +795,16 @@ mod tests {
     fn ukvs_line_fills_the_columns() {
         let line = br#"com,example)/a?b=1 20140216050221 151 sha1:B2LTWWPUOYAH7UIPQ7ZUPQ4VMBSVC36A {"url":"http://www.Example.com:8080/a?b=1#frag","mime":"text/html","status":200,"length":1656,"filename":"example.arc","ip":"93.184.216.119","snapshot":"x"}"#;
         let names = vec!["offset".to_string(), "digest".to_string()];
-        let row = Row::from_line(line, &names, &naming()).unwrap();
+        let naming = naming();
+        let row = Row::from_line(line, &names, &naming).unwrap();
+        let host = Host::of(&row.host_name);
         assert_eq!(row.url_surtkey, "com,example)/a?b=1");
-        assert_eq!(row.host.name, "www.example.com");
-        assert_eq!(row.host.parts[0].as_deref(), Some("com"));
-        assert_eq!(row.host.parts[2].as_deref(), Some("www"));
-        assert_eq!(row.host.parts[3], None);
-        assert_eq!(row.host.reversed.as_deref(), Some("com.example.www"));
-        assert_eq!(row.host.registered_domain.as_deref(), Some("example.com"));
+        assert_eq!(host.name, "www.example.com");
+        assert_eq!(host.parts[0].as_deref(), Some("com"));
+        assert_eq!(host.parts[2].as_deref(), Some("www"));
+        assert_eq!(host.parts[3], None);
+        assert_eq!(host.reversed.as_deref(), Some("com.example.www"));
+        assert_eq!(host.registered_domain.as_deref(), Some("example.com"));
         assert_eq!(row.url_protocol, "http");
         assert_eq!(row.url_port, Some(8080));
         assert_eq!(row.url_path, "/a");
@@ -590,21 +818,22 @@ mod tests {
         assert_eq!(row.warc_record_offset, Some(151));
         assert_eq!(row.warc_record_length, Some(1656));
         assert_eq!(row.fetch_ip.as_deref(), Some("93.184.216.119"));
-        assert_eq!(row.partition.crawl, "COLL");
-        assert_eq!(row.partition.subset, "warc");
+        assert_eq!(row.crawl, "COLL");
+        assert_eq!(row.subset, "warc");
         assert_eq!(row.extra_fields.as_deref(), Some(r#"{"snapshot":"x"}"#));
     }
 
     #[test]
     fn cdx11_line_without_legend_is_named_by_count() {
         let line = b"com,example)/ 20140216050221 http://example.com/ text/html 404 ABC - - 1656 151 crawl-data/CC-MAIN-2017-39/segments/1505818689752.21/crawldiagnostics/x.warc.gz";
-        let row = Row::from_line(line, &[], &naming()).unwrap();
+        let naming = naming();
+        let row = Row::from_line(line, &[], &naming).unwrap();
         assert_eq!(row.fetch_status, 404);
         assert_eq!(row.content_digest.as_deref(), Some("ABC"));
         assert_eq!(row.fetch_redirect, None);
         assert_eq!(row.warc_segment.as_deref(), Some("1505818689752.21"));
-        assert_eq!(row.partition.crawl, "CC-MAIN-2017-39");
-        assert_eq!(row.partition.subset, "crawldiagnostics");
+        assert_eq!(row.crawl, "CC-MAIN-2017-39");
+        assert_eq!(row.subset, "crawldiagnostics");
         assert_eq!(row.url_path, "/");
         assert_eq!(row.url_query, None);
     }
@@ -612,9 +841,10 @@ mod tests {
     #[test]
     fn cdxj_strings_and_missing_status() {
         let line = br#"org,example)/robots.txt 20200101000000 {"url": "https://example.org/robots.txt", "length": "10", "offset": "0", "filename": "a.warc.gz"}"#;
-        let row = Row::from_line(line, &[], &naming()).unwrap();
+        let naming = naming();
+        let row = Row::from_line(line, &[], &naming).unwrap();
         assert_eq!(row.fetch_status, -1);
-        assert_eq!(row.partition.subset, "robotstxt");
+        assert_eq!(row.subset, "robotstxt");
         assert_eq!(row.warc_record_length, Some(10));
         assert_eq!(row.url_port, None);
     }
@@ -622,8 +852,9 @@ mod tests {
     #[test]
     fn datetime_must_be_14_digits() {
         let line = br#"com,example)/ - {"url":"http://example.com/"}"#;
+        let naming = naming();
         assert!(matches!(
-            Row::from_line(line, &[], &naming()),
+            Row::from_line(line, &[], &naming),
             Err(Error::Datetime(_))
         ));
     }
@@ -654,16 +885,52 @@ mod tests {
     #[test]
     fn urls_split_as_java_does() {
         let u = UrlParts::of("HTTPS://user@host.org");
-        assert_eq!(
-            (u.protocol.as_str(), u.host.as_str()),
-            ("https", "host.org")
-        );
-        assert_eq!((u.path.as_str(), u.query.as_deref()), ("", None));
+        assert_eq!((&*u.protocol, &*u.host), ("https", "host.org"));
+        assert_eq!((&*u.path, u.query.as_deref()), ("", None));
         let u = UrlParts::of("http://[::1]:81/x?");
-        assert_eq!((u.host.as_str(), u.port), ("[::1]", Some(81)));
+        assert_eq!((&*u.host, u.port), ("[::1]", Some(81)));
         assert_eq!(u.query.as_deref(), Some(""));
         let u = UrlParts::of("dns:www.example.com");
         assert_eq!(u.host, "www.example.com");
+    }
+
+    #[test]
+    fn json_read_in_place_equals_serde_json() {
+        let blocks = [
+            r#"{"url": "http://a.com/", "status": "200", "length": 12, "offset": 0}"#,
+            r#"{"url":"http://a.com/","status":-3,"length":123456789012345678901234}"#,
+            r#" { "url" : "x" , "mime" : null , "truncated" : true, "charset": false }  "#,
+            r#"{}"#,
+            r#"{"url": "caf\u00e9"}"#,
+            r#"{"url": "a\"b"}"#,
+            r#"{"length": 1.5}"#,
+            r#"{"length": 1e3}"#,
+            r#"{"length": 012}"#,
+            r#"{"length": -}"#,
+            r#"{"url": ["a"], "mime": {"x": 1}}"#,
+            r#"{"url": "a", "url": "b"}"#,
+            r#"{"url": "a", "snapshot": "b"}"#,
+            r#"{"url": "a"} x"#,
+            r#"{"url": "a",}"#,
+            r#"{"url": "a""#,
+            "{\"url\": \"a\tb\"}",
+            r#"[1]"#,
+        ];
+        for block in blocks {
+            let mut fast = Members::new();
+            let mut slow = Members::new();
+            let slow_ok = serde_members(block.as_bytes(), &mut slow).is_ok();
+            if scan_object(block, &mut fast).is_some() && plain(&fast) {
+                assert!(slow_ok, "{block}: read in place, refused by serde_json");
+                assert_eq!(fast, slow, "{block}");
+            }
+        }
+        // The plain ones are read in place.
+        let mut m = Members::new();
+        assert!(scan_object(blocks[0], &mut m).is_some() && plain(&m));
+        assert_eq!(text(&m, "status").as_deref(), Some("200"));
+        assert_eq!(number(&m, "length"), Some(12));
+        assert!(matches!(m[0].0, Cow::Borrowed(_)));
     }
 
     #[test]
