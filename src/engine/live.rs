@@ -112,6 +112,50 @@ const WRITE_BUFFER_BYTES: u64 = 32 << 20;
 /// Journal on disk before memtables are written out to free it.
 const JOURNAL_BYTES: u64 = 128 << 20;
 
+/// The nice value of the threads that write deltas (the write pool's,
+/// [`spawn_write`], and the store's own flush and compaction threads):
+/// under load the scheduler gives the threads that answer reads the
+/// cores first, so that ingest does not make lookups wait.
+const WRITE_NICE: i32 = 10;
+
+/// Threads of the write pool: a POST's lines are re-keyed and applied
+/// there, and a writer waiting for a shared fsync holds one.
+const WRITE_THREADS: usize = 4;
+
+/// Lowers the calling thread's priority to [`WRITE_NICE`] (Linux sets a
+/// nice value per thread; the threads it starts inherit it). Best
+/// effort: a system that refuses leaves the thread as it was.
+fn lower_priority() {
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), WRITE_NICE);
+}
+
+/// Runs `f` on the write pool: a few threads of lower priority
+/// ([`WRITE_NICE`]) kept for writes to deltas, so that a server's
+/// ingest work yields the cores to its reads. A panic in `f` is
+/// reported and ends `f` only (what it was to send is dropped).
+pub fn spawn_write(f: impl FnOnce() + Send + 'static) {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(WRITE_THREADS)
+            .thread_name(|i| format!("ukvs-write-{i}"))
+            .start_handler(|_| lower_priority())
+            .panic_handler(|_| crate::report!("ukvs: a write to a live collection panicked"))
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.spawn(f),
+        // No pool could be made: a thread of its own.
+        None => {
+            std::thread::spawn(move || {
+                lower_priority();
+                f()
+            });
+        }
+    }
+}
+
 /// A delta that cannot be opened, read or written: the store's
 /// directory, what failed and the store's message (a full disk, a
 /// directory another process holds, a damaged store to restore from a
@@ -171,6 +215,24 @@ struct Store {
     /// Held for the store's life: the directory's lock.
     _lock: std::fs::File,
     journals: std::sync::atomic::AtomicU64,
+    /// Batches committed and made durable, for group commit.
+    syncs: Mutex<Syncs>,
+    synced: std::sync::Condvar,
+}
+
+/// Group commit: batches are written to the journal one after another,
+/// and one fsync of it makes every batch written before it durable. A
+/// writer whose batch is written waits for a sync that began after it
+/// (doing it itself when none is under way), so that writers arriving
+/// together share one fsync.
+#[derive(Default)]
+struct Syncs {
+    /// Batches written to the journal.
+    written: u64,
+    /// Batches known durable: the first `synced` written.
+    synced: u64,
+    /// Whether a writer is syncing the journal now.
+    syncing: bool,
 }
 
 struct State {
@@ -322,12 +384,21 @@ impl Store {
             },
         )?;
         sweep_unfinished_partitions(&dir.join(STORE_DIR));
-        let keyspace = fjall::Config::new(dir.join(STORE_DIR))
+        let config = fjall::Config::new(dir.join(STORE_DIR))
             .cache_size(CACHE_BYTES)
             .max_write_buffer_size(WRITE_BUFFER_BYTES)
-            .max_journaling_size(JOURNAL_BYTES)
-            .open()
-            .map_err(|e| fail("cannot open the store", &e))?;
+            .max_journaling_size(JOURNAL_BYTES);
+        // Opened on a thread of lower priority: the flush and compaction
+        // threads the store starts inherit it.
+        let keyspace = std::thread::scope(|s| {
+            s.spawn(|| {
+                lower_priority();
+                config.open()
+            })
+            .join()
+        })
+        .map_err(|_| fail("cannot open the store", &"its opening panicked"))?
+        .map_err(|e| fail("cannot open the store", &e))?;
         let meta = keyspace
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
@@ -417,6 +488,8 @@ impl Store {
             pins: Mutex::new(BTreeMap::new()),
             _lock: lock,
             journals: Default::default(),
+            syncs: Default::default(),
+            synced: Default::default(),
         };
         store.replay_intents()?;
         store.clean_files()?;
@@ -517,6 +590,45 @@ impl Store {
             .rev()
             .map(|(_, h)| h.clone())
             .collect()
+    }
+
+    /// Commits `batch` (atomic: the journal marks where it ends, and a
+    /// batch written in part is dropped at recovery) and returns once it
+    /// is durable, syncing the journal together with the writers
+    /// committing at the same time ([`Syncs`]). Readers may see the batch
+    /// before it is durable, as with any batch of a store: what was
+    /// answered is durable, and what was not is all there or absent.
+    fn commit_durable(&self, batch: fjall::Batch) -> Result<(), Error> {
+        batch.commit().map_err(|e| self.fail("cannot commit", e))?;
+        let lock = || self.syncs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut syncs = lock();
+        syncs.written += 1;
+        let mine = syncs.written;
+        while syncs.synced < mine {
+            if syncs.syncing {
+                syncs = self
+                    .synced
+                    .wait(syncs)
+                    .unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            // Every batch counted in `written` is in the journal's
+            // buffer: the sync takes them all.
+            syncs.syncing = true;
+            let upto = syncs.written;
+            drop(syncs);
+            // The journal is allocated ahead (its length does not change
+            // as it is written): fdatasync is enough.
+            let done = self.keyspace.persist(PersistMode::SyncData);
+            syncs = lock();
+            syncs.syncing = false;
+            if done.is_ok() {
+                syncs.synced = syncs.synced.max(upto);
+            }
+            self.synced.notify_all();
+            done.map_err(|e| self.fail("cannot make a commit durable", e))?;
+        }
+        Ok(())
     }
 
     /// Applies `ops` to `gen` in batches of up to [`BATCH_BYTES`]; the
@@ -855,18 +967,14 @@ impl Delta {
         // more lines/s in `scripts/bench_live.sh`); stable, so that of
         // two ops on one capture the later wins.
         held.sort_by(|a, b| op_id(a).cmp(op_id(b)));
-        let mut batch = self
-            .store
-            .keyspace
-            .batch()
-            .durability(Some(PersistMode::SyncAll));
+        let mut batch = self.store.keyspace.batch();
         // Each op freed as the batch takes its copy.
         let mut keys = Vec::new();
         for op in held {
             put_into(&mut batch, &gen, &mut keys, op);
         }
         put_keys(&mut batch, &dig, &mut keys);
-        batch.commit().map_err(|e| self.fail("cannot commit", e))?;
+        self.store.commit_durable(batch)?;
         Ok(n)
     }
 
