@@ -4,7 +4,7 @@
 //! reads in place.
 //!
 //! The store is [fjall](https://docs.rs/fjall) 2.11 (an LSM tree: a
-//! journal fsync'd per commit, sorted tables compressed with lz4); this
+//! journal, sorted tables compressed with lz4); this
 //! module is the only one that names it. One collection's delta is one
 //! directory:
 //!
@@ -61,7 +61,9 @@
 //! the intent. Opening a store replays every pending intent whole before
 //! anything reads it. So after a crash a batch is all there or absent,
 //! and one `apply` answered is all there; a reader may see a large batch
-//! in part before `apply` returns.
+//! in part before `apply` returns. Batches committed together share
+//! one fsync of the journal (group commit: `Store::commit_durable`), each
+//! `apply` returning once a sync begun after its commit is done.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -111,50 +113,6 @@ const WRITE_BUFFER_BYTES: u64 = 32 << 20;
 
 /// Journal on disk before memtables are written out to free it.
 const JOURNAL_BYTES: u64 = 128 << 20;
-
-/// The nice value of the threads that write deltas (the write pool's,
-/// [`spawn_write`], and the store's own flush and compaction threads):
-/// under load the scheduler gives the threads that answer reads the
-/// cores first, so that ingest does not make lookups wait.
-const WRITE_NICE: i32 = 10;
-
-/// Threads of the write pool: a POST's lines are re-keyed and applied
-/// there, and a writer waiting for a shared fsync holds one.
-const WRITE_THREADS: usize = 4;
-
-/// Lowers the calling thread's priority to [`WRITE_NICE`] (Linux sets a
-/// nice value per thread; the threads it starts inherit it). Best
-/// effort: a system that refuses leaves the thread as it was.
-fn lower_priority() {
-    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), WRITE_NICE);
-}
-
-/// Runs `f` on the write pool: a few threads of lower priority
-/// ([`WRITE_NICE`]) kept for writes to deltas, so that a server's
-/// ingest work yields the cores to its reads. A panic in `f` is
-/// reported and ends `f` only (what it was to send is dropped).
-pub fn spawn_write(f: impl FnOnce() + Send + 'static) {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(WRITE_THREADS)
-            .thread_name(|i| format!("ukvs-write-{i}"))
-            .start_handler(|_| lower_priority())
-            .panic_handler(|_| crate::report!("ukvs: a write to a live collection panicked"))
-            .build()
-            .ok()
-    });
-    match pool {
-        Some(pool) => pool.spawn(f),
-        // No pool could be made: a thread of its own.
-        None => {
-            std::thread::spawn(move || {
-                lower_priority();
-                f()
-            });
-        }
-    }
-}
 
 /// A delta that cannot be opened, read or written: the store's
 /// directory, what failed and the store's message (a full disk, a
@@ -233,6 +191,8 @@ struct Syncs {
     synced: u64,
     /// Whether a writer is syncing the journal now.
     syncing: bool,
+    /// Syncs made (at most one per batch; fewer when writers share).
+    fsyncs: u64,
 }
 
 struct State {
@@ -384,21 +344,12 @@ impl Store {
             },
         )?;
         sweep_unfinished_partitions(&dir.join(STORE_DIR));
-        let config = fjall::Config::new(dir.join(STORE_DIR))
+        let keyspace = fjall::Config::new(dir.join(STORE_DIR))
             .cache_size(CACHE_BYTES)
             .max_write_buffer_size(WRITE_BUFFER_BYTES)
-            .max_journaling_size(JOURNAL_BYTES);
-        // Opened on a thread of lower priority: the flush and compaction
-        // threads the store starts inherit it.
-        let keyspace = std::thread::scope(|s| {
-            s.spawn(|| {
-                lower_priority();
-                config.open()
-            })
-            .join()
-        })
-        .map_err(|_| fail("cannot open the store", &"its opening panicked"))?
-        .map_err(|e| fail("cannot open the store", &e))?;
+            .max_journaling_size(JOURNAL_BYTES)
+            .open()
+            .map_err(|e| fail("cannot open the store", &e))?;
         let meta = keyspace
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
@@ -606,10 +557,7 @@ impl Store {
         let mine = syncs.written;
         while syncs.synced < mine {
             if syncs.syncing {
-                syncs = self
-                    .synced
-                    .wait(syncs)
-                    .unwrap_or_else(|e| e.into_inner());
+                syncs = self.synced.wait(syncs).unwrap_or_else(|e| e.into_inner());
                 continue;
             }
             // Every batch counted in `written` is in the journal's
@@ -622,6 +570,7 @@ impl Store {
             let done = self.keyspace.persist(PersistMode::SyncData);
             syncs = lock();
             syncs.syncing = false;
+            syncs.fsyncs += 1;
             if done.is_ok() {
                 syncs.synced = syncs.synced.max(upto);
             }
@@ -1814,6 +1763,36 @@ mod tests {
             .join()
             .unwrap();
         assert_eq!(lines, vec![last]);
+    }
+
+    #[test]
+    fn concurrent_batches_share_syncs_and_every_one_answered_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (threads, batches, ops) = (8, 12, 40);
+        {
+            let d = Delta::open(dir.path()).unwrap();
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let d = &d;
+                    s.spawn(move || {
+                        for b in 0..batches {
+                            let batch = (0..ops).map(|i| {
+                                let key = format!("com,t{t})/b{b}/{i}");
+                                Ok::<_, String>(put(&key, "20200101000000", "1", "{}"))
+                            });
+                            assert_eq!(d.apply(batch).unwrap(), ops as u64);
+                        }
+                    });
+                }
+            });
+            let syncs = d.store.syncs.lock().unwrap();
+            assert_eq!((syncs.written, syncs.synced), (96, 96));
+            assert!((1..=96).contains(&syncs.fsyncs), "{}", syncs.fsyncs);
+        }
+        let d = Delta::open(dir.path()).unwrap();
+        let n = (threads * batches * ops) as u64;
+        assert_eq!(d.counts().unwrap(), (n, n));
+        assert_eq!(all(&d, "com,t7)/b11/", MatchType::Prefix).len(), ops);
     }
 
     #[test]

@@ -4,17 +4,15 @@
 //!
 //! ```text
 //! body ─► lines (at most ukvs::post::MAX_LINE bytes each), gathered
-//!   a chunk (1 MiB) at a time ─► the engine's write pool (threads of
-//!   lower priority), so that the threads that answer reads never
-//!   re-key: ukvs::post checks and re-keys each line, gives its
-//!   capture id ─► pywb's reader must read it too (a
+//!   a chunk (1 MiB) at a time ─► spawn_blocking, so that the threads
+//!   that answer reads never re-key: ukvs::post checks and re-keys each
+//!   line, gives its capture id ─► pywb's reader must read it too (a
 //!   CDX line of 9-11 columns it reads without fail)
 //!   ─► ops held in memory up to 4 MiB (a POST of one WARC's lines),
 //!   past that all spooled to an unnamed file in --data (the body's size
 //!   is the disk's business, not memory's)
-//! whole body read, no bad line (or ?badLines=skip) ─► the write pool:
-//!   the ops applied as ONE durable batch, its fsync shared with the
-//!   POSTs committing at the same time (engine::live; past 8 MiB
+//! whole body read, no bad line (or ?badLines=skip) ─► spawn_blocking:
+//!   the ops applied as ONE durable batch (engine::live; past 8 MiB
 //!   rolled forward through a journal: see there)
 //!   ─► `Added N records` / `Deleted N records`
 //! ```
@@ -285,7 +283,7 @@ pub async fn post(
         skipped,
         named,
     } = read;
-    let applied = on_write_thread(move || match taken {
+    let applied = tokio::task::spawn_blocking(move || match taken {
         Taken::Held(held) => delta
             .apply(held.into_iter().map(Ok::<Op, String>))
             .map_err(|e| e.to_string()),
@@ -604,22 +602,9 @@ impl Taking {
     }
 }
 
-/// Runs `f` on the engine's write pool (threads that yield the cores to
-/// the ones answering reads) and gives what it returns; an error when
-/// `f` panicked.
-async fn on_write_thread<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, tokio::sync::oneshot::error::RecvError> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    ukvs::engine::live::spawn_write(move || {
-        let _ = tx.send(f());
-    });
-    rx.await
-}
-
-/// Checks and re-keys `chunk` on a write thread.
+/// Checks and re-keys `chunk` on a blocking thread.
 async fn take_chunk(taking: Taking, chunk: Chunk) -> Result<(Taking, Chunk), http::Response> {
-    on_write_thread(move || {
+    tokio::task::spawn_blocking(move || {
         let mut taking = taking;
         taking.take(&chunk);
         (taking, chunk)
