@@ -40,6 +40,8 @@
 # Needs python3 (the generator), wrk (`apt-get install -y wrk`), curl and
 # GNU xargs. wrk, the posters and the server share the machine's cores.
 set -euo pipefail
+# A bench says why it stops: any command that fails names its line.
+trap 'echo "bench_live.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LINES=${LINES:-1000000}
@@ -169,7 +171,7 @@ print("%d lines in %d batches, %d hosts, %d query URLs" % (n, warc, HOSTS, min(Q
       file=sys.stderr)
 EOF
 cdx_bytes=$(cat "$WORK"/batches/*.cdx | grep -v '^ CDX' | wc -c)
-nbatches=$(ls "$WORK/batches" | wc -l)
+nbatches=$(find "$WORK/batches" -name '*.cdx' | wc -l)
 
 # wrk: exact lookups (`/NAME/cdx?url=`) of URLs picked at random; done()
 # prints one RESULT line: requests, duration (us), p50, p99, max (us),
@@ -205,10 +207,17 @@ EOF
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$UKVS" serve --quiet --bind "127.0.0.1:$port" --data "$WORK/data" 2> "$WORK/serve.log" &
 SERVER_PID=$!
+up=0
 for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
+    if curl -sf "http://127.0.0.1:$port/health" > /dev/null; then up=1; break; fi
+    kill -0 "$SERVER_PID" 2> /dev/null || break
     sleep 0.1
 done
+if [ "$up" = 0 ]; then
+    echo "bench_live.sh: the server did not start; its log ($WORK/serve.log):" >&2
+    cat "$WORK/serve.log" >&2
+    exit 1
+fi
 URL="http://127.0.0.1:$port/$COLL"
 WRK=(wrk -t"$WRK_THREADS" -c"$CONNS" --latency --timeout 10s -s "$WORK/lookup.lua" "http://127.0.0.1:$port")
 
@@ -222,8 +231,12 @@ post_all() {
     ' _ {} "$URL"
 }
 
+# The batch files by name, from an array: `ls | head -n` under pipefail
+# fails at random (head closes the pipe before ls has written every name:
+# SIGPIPE, exit 141) and set -e then stopped the bench without a word.
+batches=("$WORK"/batches/*.cdx)
 first=$(( (nbatches + 9) / 10 ))
-ls "$WORK"/batches/*.cdx | head -n "$first" | post_all
+printf '%s\n' "${batches[@]:0:first}" | post_all
 pre_lines=$(( first * BATCH < LINES ? first * BATCH : LINES ))
 
 wrk_result() { grep '^RESULT ' "$1" | tail -n 1; }
@@ -235,7 +248,7 @@ echo "posting $((nbatches - first)) batches with $POSTERS posters while wrk runs
 WRK_PID=$!
 sleep 0.5
 t0=$EPOCHREALTIME
-ls "$WORK"/batches/*.cdx | tail -n +"$((first + 1))" | post_all
+printf '%s\n' "${batches[@]:first}" | post_all
 t1=$EPOCHREALTIME
 kill -INT "$WRK_PID"
 wait "$WRK_PID" || true
@@ -246,7 +259,9 @@ echo "idle lookups ($DURATION s) over $LINES lines ..." >&2
 "${WRK[@]}" -d"${DURATION}s" -- "$COLL" "$WORK/urls.txt" "$((SEED + 2))" > "$WORK/idle2.wrk"
 
 stored=$(curl -s "$URL" | sed -n 's/.*live: \([0-9]*\) line.*/\1/p')
-delta_bytes=$(du -sb "$WORK/data/$COLL" | cut -f1)
+# Bytes allocated, not apparent sizes: the store allocates its journal
+# file ahead (32 MiB, sparse), which `du -b` counted as written.
+delta_bytes=$(du -s --block-size=1 "$WORK/data/$COLL" | cut -f1)
 
 # ------------------------------------------------------------ report
 row() {

@@ -4,7 +4,7 @@
 //! reads in place.
 //!
 //! The store is [fjall](https://docs.rs/fjall) 2.11 (an LSM tree: a
-//! journal fsync'd per commit, sorted tables compressed with lz4); this
+//! journal, sorted tables compressed with lz4); this
 //! module is the only one that names it. One collection's delta is one
 //! directory:
 //!
@@ -61,7 +61,9 @@
 //! the intent. Opening a store replays every pending intent whole before
 //! anything reads it. So after a crash a batch is all there or absent,
 //! and one `apply` answered is all there; a reader may see a large batch
-//! in part before `apply` returns.
+//! in part before `apply` returns. Batches committed together share
+//! one fsync of the journal (group commit: `Store::commit_durable`), each
+//! `apply` returning once a sync begun after its commit is done.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -171,6 +173,26 @@ struct Store {
     /// Held for the store's life: the directory's lock.
     _lock: std::fs::File,
     journals: std::sync::atomic::AtomicU64,
+    /// Batches committed and made durable, for group commit.
+    syncs: Mutex<Syncs>,
+    synced: std::sync::Condvar,
+}
+
+/// Group commit: batches are written to the journal one after another,
+/// and one fsync of it makes every batch written before it durable. A
+/// writer whose batch is written waits for a sync that began after it
+/// (doing it itself when none is under way), so that writers arriving
+/// together share one fsync.
+#[derive(Default)]
+struct Syncs {
+    /// Batches written to the journal.
+    written: u64,
+    /// Batches known durable: the first `synced` written.
+    synced: u64,
+    /// Whether a writer is syncing the journal now.
+    syncing: bool,
+    /// Syncs made (at most one per batch; fewer when writers share).
+    fsyncs: u64,
 }
 
 struct State {
@@ -417,6 +439,8 @@ impl Store {
             pins: Mutex::new(BTreeMap::new()),
             _lock: lock,
             journals: Default::default(),
+            syncs: Default::default(),
+            synced: Default::default(),
         };
         store.replay_intents()?;
         store.clean_files()?;
@@ -517,6 +541,43 @@ impl Store {
             .rev()
             .map(|(_, h)| h.clone())
             .collect()
+    }
+
+    /// Commits `batch` (atomic: the journal marks where it ends, and a
+    /// batch written in part is dropped at recovery) and returns once it
+    /// is durable, syncing the journal together with the writers
+    /// committing at the same time ([`Syncs`]). Readers may see the batch
+    /// before it is durable, as with any batch of a store: what was
+    /// answered is durable, and what was not is all there or absent.
+    fn commit_durable(&self, batch: fjall::Batch) -> Result<(), Error> {
+        batch.commit().map_err(|e| self.fail("cannot commit", e))?;
+        let lock = || self.syncs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut syncs = lock();
+        syncs.written += 1;
+        let mine = syncs.written;
+        while syncs.synced < mine {
+            if syncs.syncing {
+                syncs = self.synced.wait(syncs).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            // Every batch counted in `written` is in the journal's
+            // buffer: the sync takes them all.
+            syncs.syncing = true;
+            let upto = syncs.written;
+            drop(syncs);
+            // The journal is allocated ahead (its length does not change
+            // as it is written): fdatasync is enough.
+            let done = self.keyspace.persist(PersistMode::SyncData);
+            syncs = lock();
+            syncs.syncing = false;
+            syncs.fsyncs += 1;
+            if done.is_ok() {
+                syncs.synced = syncs.synced.max(upto);
+            }
+            self.synced.notify_all();
+            done.map_err(|e| self.fail("cannot make a commit durable", e))?;
+        }
+        Ok(())
     }
 
     /// Applies `ops` to `gen` in batches of up to [`BATCH_BYTES`]; the
@@ -855,18 +916,14 @@ impl Delta {
         // more lines/s in `scripts/bench_live.sh`); stable, so that of
         // two ops on one capture the later wins.
         held.sort_by(|a, b| op_id(a).cmp(op_id(b)));
-        let mut batch = self
-            .store
-            .keyspace
-            .batch()
-            .durability(Some(PersistMode::SyncAll));
+        let mut batch = self.store.keyspace.batch();
         // Each op freed as the batch takes its copy.
         let mut keys = Vec::new();
         for op in held {
             put_into(&mut batch, &gen, &mut keys, op);
         }
         put_keys(&mut batch, &dig, &mut keys);
-        batch.commit().map_err(|e| self.fail("cannot commit", e))?;
+        self.store.commit_durable(batch)?;
         Ok(n)
     }
 
@@ -1706,6 +1763,36 @@ mod tests {
             .join()
             .unwrap();
         assert_eq!(lines, vec![last]);
+    }
+
+    #[test]
+    fn concurrent_batches_share_syncs_and_every_one_answered_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (threads, batches, ops) = (8, 12, 40);
+        {
+            let d = Delta::open(dir.path()).unwrap();
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let d = &d;
+                    s.spawn(move || {
+                        for b in 0..batches {
+                            let batch = (0..ops).map(|i| {
+                                let key = format!("com,t{t})/b{b}/{i}");
+                                Ok::<_, String>(put(&key, "20200101000000", "1", "{}"))
+                            });
+                            assert_eq!(d.apply(batch).unwrap(), ops as u64);
+                        }
+                    });
+                }
+            });
+            let syncs = d.store.syncs.lock().unwrap();
+            assert_eq!((syncs.written, syncs.synced), (96, 96));
+            assert!((1..=96).contains(&syncs.fsyncs), "{}", syncs.fsyncs);
+        }
+        let d = Delta::open(dir.path()).unwrap();
+        let n = (threads * batches * ops) as u64;
+        assert_eq!(d.counts().unwrap(), (n, n));
+        assert_eq!(all(&d, "com,t7)/b11/", MatchType::Prefix).len(), ops);
     }
 
     #[test]
