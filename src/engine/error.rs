@@ -6,10 +6,13 @@
 //! sorted::Error ─┼─► lookup::Error ─┐
 //! io::Error ─────┘                  ├─► merged::Error ─► .kind() ─► Kind
 //! live::Error ──────────────────────┘
+//! fs::Error (inputs) ─► sort::Error ────────────────► .kind() ─► Kind
 //! ```
 //!
-//! Each job's error is its own enum (thiserror) naming the file, line or
-//! byte offset at fault; every one of them says its [`Kind`]. The front
+//! This module sits below the jobs (it names none of them); each job's
+//! error is its own enum (thiserror) naming the file, line or
+//! byte offset at fault, and its `kind()` (built on [`Kind::of_io`] and
+//! [`Kind::of_sorted`]) says its [`Kind`]. The front
 //! ends map kinds, not variants: the server answers [`Kind::Remote`]
 //! 502 and the others 500 (a client's own mistakes, its parameters, are
 //! found and answered 400 before the engine is asked); the command line
@@ -65,37 +68,6 @@ impl Kind {
             }
         }
     }
-
-    /// The kind of an error chain from a job that still reports with
-    /// `anyhow`: the first engine error found in it by type, else
-    /// [`Kind::Io`].
-    pub fn of_chain(e: &anyhow::Error) -> Kind {
-        e.chain().find_map(Kind::of_cause).unwrap_or(Kind::Io)
-    }
-
-    /// The kind of one cause, when its type is one of the engine's.
-    fn of_cause(cause: &(dyn std::error::Error + 'static)) -> Option<Kind> {
-        if let Some(e) = cause.downcast_ref::<super::merged::Error>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = cause.downcast_ref::<super::lookup::Error>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = cause.downcast_ref::<sorted::Error>() {
-            return Some(Kind::of_sorted(e));
-        }
-        if let Some(e) = cause.downcast_ref::<remote::Error>() {
-            return Some(match e {
-                remote::Error::Request { .. } | remote::Error::ShortAnswer { .. } => Kind::Remote,
-            });
-        }
-        // An io::Error forwards `source()` past what it holds: look in.
-        let e = cause.downcast_ref::<io::Error>()?;
-        match e.get_ref() {
-            Some(inner) => Kind::of_cause(inner).or(Some(Kind::of_io(e))),
-            None => Some(Kind::of_io(e)),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -126,8 +98,6 @@ mod tests {
         assert_eq!(search.kind(), Kind::Remote);
         let merged = super::super::merged::Error::from(search);
         assert_eq!(merged.kind(), Kind::Remote);
-        let chain = anyhow::Error::from(merged).context("resolving revisits");
-        assert_eq!(Kind::of_chain(&chain), Kind::Remote);
         // The same text without the type is local.
         let text = io::Error::other("GET http://h/a bytes 0-9 failed: forbidden");
         assert_eq!(Kind::of_io(&text), Kind::Io);
