@@ -919,9 +919,14 @@ mod tests {
         ] {
             assert_eq!(first(&bytes), expected, "{what}");
         }
-        let index_content_at =
-            |name: &str| index_content_of(&samples.join(name), &File::open(samples.join(name))?);
+        let index_content_at = |name: &str| {
+            index_content_of(
+                &samples.join(name),
+                &File::open(samples.join(name)).unwrap(),
+            )
+        };
         let err = index_content_at("example.warc.gz").unwrap_err();
+        assert_eq!(err.kind(), super::super::error::Kind::BadInput);
         let err = err.to_string();
         assert!(
             err.contains("example.warc.gz holds WARC records, not index lines"),

@@ -345,3 +345,61 @@ fn temp_run(cause: io::Error) -> Error {
         cause,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_that_disagree_name_both_inputs_as_bad_input() {
+        let headers = vec![
+            (b"!fields a b\r".to_vec(), "one.cdxj".to_string()),
+            (b"!meta {}".to_vec(), "two.cdxj".to_string()),
+            (b"!fields a b".to_vec(), "two.cdxj".to_string()),
+        ];
+        // The same `!fields` (a CR aside) combine into one.
+        let combined = combine_headers(headers).unwrap();
+        assert_eq!(
+            combined,
+            vec![b"!fields a b".to_vec(), b"!meta {}".to_vec()]
+        );
+        let headers = vec![
+            (b"!fields a b".to_vec(), "one.cdxj".to_string()),
+            (b"!fields a c".to_vec(), "two.cdxj".to_string()),
+        ];
+        let err = combine_headers(headers).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert_eq!(
+            err.to_string(),
+            "one.cdxj and two.cdxj declare different `!fields` headers (\"!fields a b\" and \
+             \"!fields a c\"); their lines cannot share one file"
+        );
+    }
+
+    #[test]
+    fn a_missing_tmp_dir_is_bad_input_and_a_missing_input_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = SortJob {
+            inputs: vec![dir.path().join("absent.cdxj")],
+            output: dir.path().join("out.cdxj"),
+            mem: 1 << 20,
+            unique: false,
+            tmp_dir: Some(dir.path().join("no-such-dir")),
+            threads: 1,
+        };
+        let err = sort(&job).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert!(
+            err.to_string().ends_with("no-such-dir is not a directory"),
+            "{err}"
+        );
+        let err = sort(&SortJob {
+            tmp_dir: None,
+            ..job
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing);
+        assert!(err.to_string().starts_with("cannot open "), "{err}");
+        assert!(!dir.path().join("out.cdxj").exists());
+    }
+}
