@@ -103,6 +103,9 @@ fn broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
         return e.kind() == io::ErrorKind::BrokenPipe
             || e.get_ref().is_some_and(|inner| broken_pipe_cause(inner));
     }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::sort::Error>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
     match cause.downcast_ref::<ukvs::ukvs::Error>() {
         Some(ukvs::ukvs::Error::Io(e)) => broken_pipe_cause(e),
         _ => false,
@@ -123,6 +126,8 @@ mod tests {
         assert!(is_broken_pipe(&transparent));
         let wrapped = anyhow::Error::from(io::Error::other(ukvs::ukvs::Error::Io(pipe())));
         assert!(is_broken_pipe(&wrapped));
+        let sorting = anyhow::Error::from(ukvs::engine::sort::Error::Output(pipe()));
+        assert!(is_broken_pipe(&sorting));
         let other = anyhow::Error::from(ukvs::ukvs::Error::Io(io::Error::other("disk full")));
         assert!(!is_broken_pipe(&other));
     }

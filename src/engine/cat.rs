@@ -188,7 +188,7 @@ fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyho
     };
     let mut file = FileState::new(&name, from);
     let mut whole = true;
-    for_each_line(&name, rdr, |line, _| {
+    for_each_line::<anyhow::Error>(&name, rdr, |line, _| {
         whole = file.line(line, out)?;
         Ok(whole)
     })?;

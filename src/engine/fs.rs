@@ -11,8 +11,8 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
 use flate2::read::MultiGzDecoder;
+use thiserror::Error as ThisError;
 
 use crate::sorted::lines::cannot_read;
 use crate::ukvs::{read_gap, LINE_ALIGN};
@@ -129,6 +129,92 @@ const PAGE: usize = 4096;
 
 // ------------------------------------------------------------- streams
 
+/// An input that cannot be opened, or that holds something other than
+/// what the job reads. (Causes are part of the message, not a `source`,
+/// so that a report of the whole chain says them once.)
+#[derive(Debug, ThisError)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input cannot be opened, read or decompressed.
+    #[error("cannot {what} {name}: {cause}")]
+    Io {
+        /// `open`, `read` or `decompress`.
+        what: &'static str,
+        name: String,
+        cause: io::Error,
+    },
+    /// The input holds archive records: index it first, as `todo` says.
+    #[error("{name} holds {format} records, not {}: {todo}", expected.lines())]
+    Archive {
+        name: String,
+        format: &'static str,
+        expected: Expected,
+        todo: String,
+    },
+    /// The input is compressed in a format no command reads.
+    #[error(
+        "{name} is {kind}-compressed: decompress it first ({} are read plain, or gzip- or \
+         zstd-compressed)",
+        expected.files()
+    )]
+    Unread {
+        name: String,
+        kind: &'static str,
+        expected: Expected,
+    },
+    /// A line cannot be read (a damaged gzip member, say): the input,
+    /// the line it follows and the byte near which it happened. (Here
+    /// the cause is the `source`, as a job's context gave it.)
+    #[error("{}", cannot_read(name, *line, *at))]
+    Line {
+        name: String,
+        line: u64,
+        at: u64,
+        #[source]
+        cause: io::Error,
+    },
+    /// A WACZ package whose index cannot be had: the message names the
+    /// package and the entry.
+    #[error("{0}")]
+    Package(String),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> super::error::Kind {
+        use super::error::Kind;
+        match self {
+            Error::Io { cause, .. } => Kind::of_io(cause),
+            Error::Line { cause, .. } => match Kind::of_io(cause) {
+                Kind::Io | Kind::Missing => Kind::Damaged,
+                k => k,
+            },
+            Error::Archive { .. } | Error::Unread { .. } => Kind::BadInput,
+            Error::Package(_) => Kind::Damaged,
+        }
+    }
+
+    fn io(what: &'static str, name: impl std::fmt::Display) -> impl FnOnce(io::Error) -> Error {
+        move |cause| Error::Io {
+            what,
+            name: name.to_string(),
+            cause,
+        }
+    }
+}
+
+/// `e` and its causes, as a report of an error chain gives them.
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// The first bytes of gzip data.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -151,17 +237,17 @@ pub fn is_stdin(path: &Path) -> bool {
 /// name) is decompressed, concatenated members or frames as one stream.
 /// What holds no index lines (an archive, or another compression) is
 /// refused ([`as_expected`]).
-pub fn open_input(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>, Error> {
     open_input_with(path, 1 << 20, Expected::Index)
 }
 
 /// [`open_input`] for a MementoMap.
-pub fn open_map(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+pub fn open_map(path: &Path) -> Result<Box<dyn BufRead + Send>, Error> {
     open_input_with(path, 1 << 20, Expected::Map)
 }
 
 /// [`open_input`] for queries (URLs or SURTs, one per line).
-pub fn open_queries(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+pub fn open_queries(path: &Path) -> Result<Box<dyn BufRead + Send>, Error> {
     open_input_with(path, 1 << 20, Expected::Queries)
 }
 
@@ -172,17 +258,15 @@ pub fn open_input_with(
     path: &Path,
     capacity: usize,
     expected: Expected,
-) -> anyhow::Result<Box<dyn BufRead + Send>> {
+) -> Result<Box<dyn BufRead + Send>, Error> {
     let raw: Box<dyn Read + Send> = match is_stdin(path) {
         true => Box::new(io::stdin()),
-        false => {
-            Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
-        }
+        false => Box::new(File::open(path).map_err(Error::io("open", path.display()))?),
     };
     let mut rdr = AlignedReader::with_capacity(capacity, raw);
     let first = rdr
         .fill_buf()
-        .with_context(|| format!("cannot read {}", input_name(path)))?;
+        .map_err(Error::io("read", input_name(path)))?;
     Ok(match as_expected(path, content(first), expected)? {
         PACKAGE => package_index(path, capacity)?,
         Content::Gzip => Box::new(BufReader::with_capacity(capacity, MultiGzDecoder::new(rdr))),
@@ -194,11 +278,11 @@ pub fn open_input_with(
 /// [`open_input`] for a reader that reads large blocks itself (a
 /// `LineReader`): a plain file is given as it is, with no buffer in
 /// between that would copy every byte once more.
-pub fn open_input_unbuffered(path: &Path) -> anyhow::Result<Box<dyn Read + Send>> {
+pub fn open_input_unbuffered(path: &Path) -> Result<Box<dyn Read + Send>, Error> {
     if is_stdin(path) {
         return Ok(open_input(path)?);
     }
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = File::open(path).map_err(Error::io("open", path.display()))?;
     Ok(match index_content_of(path, &file)? {
         PACKAGE => package_index(path, 1 << 20)?,
         Content::Gzip => Box::new(MultiGzDecoder::new(AlignedReader::with_capacity(
@@ -296,19 +380,23 @@ impl<R: Read> BufRead for AlignedReader<R> {
 /// straight from the UKVS module's block reader, which copies a line only
 /// when it straddles two reads, so memory stays flat however large the
 /// input. A read error (a damaged gzip member, say) names the input, the
-/// line it follows and the byte near which it happened. The lines read.
-pub fn for_each_line(
+/// line it follows and the byte near which it happened
+/// ([`Error::Line`]). The lines read.
+pub fn for_each_line<E: From<Error>>(
     name: &str,
     r: impl Read,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<bool>,
-) -> anyhow::Result<u64> {
+    mut f: impl FnMut(&[u8], u64) -> Result<bool, E>,
+) -> Result<u64, E> {
     let mut lines = crate::ukvs::LineReader::new(r);
     let mut no = 0u64;
     loop {
         let at = lines.offset();
-        let line = lines
-            .next_line()
-            .with_context(|| cannot_read(name, no, at))?;
+        let line = lines.next_line().map_err(|cause| Error::Line {
+            name: name.to_string(),
+            line: no,
+            at,
+            cause,
+        })?;
         let Some(line) = line else {
             return Ok(no);
         };
@@ -323,9 +411,8 @@ pub fn for_each_line(
 fn zstd_decoder<R: BufRead>(
     path: &Path,
     rdr: R,
-) -> anyhow::Result<zstd::stream::read::Decoder<'static, R>> {
-    zstd::stream::read::Decoder::with_buffer(rdr)
-        .with_context(|| format!("cannot decompress {}", input_name(path)))
+) -> Result<zstd::stream::read::Decoder<'static, R>, Error> {
+    zstd::stream::read::Decoder::with_buffer(rdr).map_err(Error::io("decompress", input_name(path)))
 }
 
 /// What an input holds, told from its first bytes.
@@ -391,8 +478,8 @@ fn content_of(file: &File) -> io::Result<Content> {
 /// The [`content`] of `file`, opened from `path` where index lines are
 /// expected; an error naming it when it holds something else (see
 /// [`as_expected`]), or cannot be read.
-pub fn index_content_of(path: &Path, file: &File) -> anyhow::Result<Content> {
-    let content = content_of(file).with_context(|| format!("cannot read {}", path.display()))?;
+pub fn index_content_of(path: &Path, file: &File) -> Result<Content, Error> {
+    let content = content_of(file).map_err(Error::io("read", path.display()))?;
     as_expected(path, content, Expected::Index)
 }
 
@@ -468,26 +555,38 @@ const PACKAGE: Content = Content::Unread("zip");
 /// its `cdxj-gzip-1.0` data file (named by `indexes/index.idx`) inflated
 /// member after member, or its plain `indexes/*.cdxj`. The entry is read
 /// from the package in place; the errors name the package and the entry.
-pub fn package_index(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn BufRead + Send>> {
+pub fn package_index(path: &Path, capacity: usize) -> Result<Box<dyn BufRead + Send>, Error> {
     use crate::wacz::{IndexLayout, Package};
     use std::io::Seek;
     let name = path.display();
-    let mut file = File::open(path).with_context(|| format!("cannot open {name}"))?;
-    let package =
-        Package::read(BufReader::new(&mut file)).with_context(|| format!("{name}: cannot read"))?;
+    // What failed, with the causes (as `context` would give them).
+    let failed = |what: String| {
+        move |e: &(dyn std::error::Error + 'static)| {
+            let causes = with_causes(e);
+            Error::Package(match what.is_empty() {
+                true => causes,
+                false => format!("{what}: {causes}"),
+            })
+        }
+    };
+    let mut file = File::open(path).map_err(Error::io("open", &name))?;
+    let package = Package::read(BufReader::new(&mut file))
+        .map_err(|e| failed(format!("{name}: cannot read"))(&e))?;
     let len = file.metadata().map_or(0, |m| m.len());
-    let stored = |file: &mut File, e: &crate::wacz::Entry| -> anyhow::Result<Vec<u8>> {
+    let stored = |file: &mut File, e: &crate::wacz::Entry| -> Result<Vec<u8>, Error> {
         if e.range().end > len {
-            anyhow::bail!(
+            return Err(Error::Package(format!(
                 "{name}: entry {}: its bytes run past the end of the file (cut short)",
                 e.name
-            );
+            )));
         }
-        let mut buf = vec![0; usize::try_from(e.compressed_size)?];
-        file.seek(io::SeekFrom::Start(e.data_start))?;
+        let size = usize::try_from(e.compressed_size).map_err(|e| failed(String::new())(&e))?;
+        let mut buf = vec![0; size];
+        file.seek(io::SeekFrom::Start(e.data_start))
+            .map_err(|e| failed(String::new())(&e))?;
         file.read_exact(&mut buf)
-            .with_context(|| format!("{name}: entry {}: cut short", e.name))?;
-        Ok(e.contents(&buf)?)
+            .map_err(|err| failed(format!("{name}: entry {}: cut short", e.name))(&err))?;
+        e.contents(&buf).map_err(|e| failed(String::new())(&e))
     };
     // The `.idx` names its data file: read it first (it is small).
     let data_name = match package.entry("indexes/index.idx") {
@@ -496,22 +595,24 @@ pub fn package_index(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn Buf
     };
     let layout = package
         .index(data_name.as_deref())
-        .with_context(|| format!("{name}: cannot read its index"))?;
+        .map_err(|e| failed(format!("{name}: cannot read its index"))(&e))?;
     let (entry, gzip) = match &layout {
         IndexLayout::CdxjGzip { data, .. } => (data.clone(), true),
         IndexLayout::Cdxj(e) => (e.clone(), false),
     };
     file.seek(io::SeekFrom::Start(entry.data_start))
-        .with_context(|| format!("cannot read {name}"))?;
+        .map_err(Error::io("read", &name))?;
     let raw = AlignedReader::with_capacity(capacity, file.take(entry.compressed_size));
     let contents: Box<dyn Read + Send> = match entry.method {
         crate::wacz::Method::Stored => Box::new(raw),
         crate::wacz::Method::Deflated => Box::new(flate2::bufread::DeflateDecoder::new(raw)),
-        crate::wacz::Method::Other(n) => anyhow::bail!(
-            "{name}: entry {} is compressed with ZIP method {n}; WACZ entries are stored or \
-             deflated",
-            entry.name
-        ),
+        crate::wacz::Method::Other(n) => {
+            return Err(Error::Package(format!(
+                "{name}: entry {} is compressed with ZIP method {n}; WACZ entries are stored or \
+                 deflated",
+                entry.name
+            )))
+        }
     };
     Ok(match gzip {
         true => Box::new(BufReader::with_capacity(
@@ -524,9 +625,8 @@ pub fn package_index(path: &Path, capacity: usize) -> anyhow::Result<Box<dyn Buf
 
 /// The `content` of the input at `path` when it holds the lines
 /// `expected`, or the error that says why it does not, and what to do.
-fn as_expected(path: &Path, content: Content, expected: Expected) -> anyhow::Result<Content> {
+fn as_expected(path: &Path, content: Content, expected: Expected) -> Result<Content, Error> {
     let name = input_name(path);
-    let lines = expected.lines();
     match content {
         // A package's index is read in place (not from stdin: the
         // central directory is at the end).
@@ -534,12 +634,18 @@ fn as_expected(path: &Path, content: Content, expected: Expected) -> anyhow::Res
         Content::Archive(format) => {
             let named = (!is_stdin(path)).then_some(name.as_str());
             let todo = expected.from_archive(named);
-            anyhow::bail!("{name} holds {format} records, not {lines}: {todo}")
+            Err(Error::Archive {
+                todo,
+                name,
+                format,
+                expected,
+            })
         }
-        Content::Unread(kind) => anyhow::bail!(
-            "{name} is {kind}-compressed: decompress it first ({} are read plain, or gzip- or zstd-compressed)",
-            expected.files()
-        ),
+        Content::Unread(kind) => Err(Error::Unread {
+            name,
+            kind,
+            expected,
+        }),
         c => Ok(c),
     }
 }
@@ -813,9 +919,14 @@ mod tests {
         ] {
             assert_eq!(first(&bytes), expected, "{what}");
         }
-        let index_content_at =
-            |name: &str| index_content_of(&samples.join(name), &File::open(samples.join(name))?);
+        let index_content_at = |name: &str| {
+            index_content_of(
+                &samples.join(name),
+                &File::open(samples.join(name)).unwrap(),
+            )
+        };
         let err = index_content_at("example.warc.gz").unwrap_err();
+        assert_eq!(err.kind(), super::super::error::Kind::BadInput);
         let err = err.to_string();
         assert!(
             err.contains("example.warc.gz holds WARC records, not index lines"),

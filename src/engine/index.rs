@@ -17,7 +17,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{self, sync_channel, SyncSender};
 use std::sync::Arc;
 
 use crate::arc;
@@ -220,7 +220,8 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
                                 dir_root,
                                 path,
                                 member: members[i].as_ref(),
-                                name: names_ref.get(path).map(Vec::as_slice),
+                                name: names_ref.get(path).map(|k| k.name.as_slice()),
+                                seed: names_ref.get(path).and_then(|k| k.seed),
                                 opts: opts_ref,
                                 abort: abort_ref,
                                 pb,
@@ -318,8 +319,17 @@ fn collect_inputs(
     Ok(paths)
 }
 
-/// The `filename` of the files that do not go by their base name.
-type Names = std::collections::HashMap<PathBuf, Vec<u8>>;
+/// What the walk learnt of the files that do not go by their base name.
+type Names = std::collections::HashMap<PathBuf, Known>;
+
+/// A file of a seed format, as the walk found it.
+struct Known {
+    /// The `filename` its lines give.
+    name: Vec<u8>,
+    /// Its format, when the walk read its first bytes to tell it (the
+    /// indexing then reads the file once, and does not tell it again).
+    seed: Option<seeds::Seed>,
+}
 
 fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &mut Vec<String>) {
     match std::fs::metadata(path) {
@@ -342,7 +352,8 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
             {
                 let data = seeds::nedlib_data_path(path);
                 if let Some(n) = data.file_name() {
-                    names.insert(path.to_path_buf(), os_bytes(n));
+                    let name = os_bytes(n);
+                    names.insert(path.to_path_buf(), Known { name, seed: None });
                 }
             }
             paths.push(path.to_path_buf())
@@ -507,21 +518,22 @@ fn walk_dir(
             continue;
         }
         let rel = |p: &Path| os_bytes(p.strip_prefix(root).unwrap_or(p).as_os_str());
-        match seeds::sniff(&path, &first) {
-            Some(seeds::Seed::Kulturarw3) => {
-                names.insert(path.clone(), rel(&path));
-                paths.push(path);
-            }
+        let seed = seeds::sniff(&path, &first);
+        let named = match seed {
+            Some(seeds::Seed::Kulturarw3) => path.clone(),
             Some(seeds::Seed::NedlibMeta) => {
                 nedlib_seen = true;
                 let data = seeds::nedlib_data_path(&path);
-                if data.is_file() {
-                    names.insert(path.clone(), rel(&data));
-                    paths.push(path);
+                if !data.is_file() {
+                    continue;
                 }
+                data
             }
-            None => {}
-        }
+            None => continue,
+        };
+        let name = rel(&named);
+        names.insert(path.clone(), Known { name, seed });
+        paths.push(path);
     }
     if nedlib_seen {
         for o in &pairing.orphans {
@@ -1012,6 +1024,8 @@ struct Job<'a> {
     /// The `filename` its lines give when not its base name (files of
     /// the tree formats).
     name: Option<&'a [u8]>,
+    /// Its seed format, when the walk told it already.
+    seed: Option<seeds::Seed>,
     opts: &'a capture::Options,
     abort: &'a AtomicBool,
     pb: Option<&'a dyn Progress>,
@@ -1041,28 +1055,31 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
         };
         (f, map)
     });
+    // The seed format: the walk's, or told from the first bytes here.
+    let seed_of = |first: &[u8]| {
+        job.seed
+            .or_else(|| seeds::sniff(job.path, &first[..first.len().min(seeds::SNIFF)]))
+    };
     match opened {
-        Ok((_, Some(map)))
-            if seeds::sniff(job.path, &map[..map.len().min(seeds::SNIFF)]).is_some() =>
-        {
-            index_seed(job, &map[..], tx);
-        }
-        Ok((_, Some(map))) => {
-            let map = std::sync::Arc::new(map);
-            let behind = Some(Behind::new(map.clone()));
-            let is_warc = warc::is_warc(&map[..]) || named_warc(job.path);
-            index_in_place(job, map, is_warc, behind, tx);
-        }
+        Ok((_, Some(map))) => match seed_of(&map) {
+            Some(seed) => index_seed(job, seed, &map[..], tx),
+            None => {
+                let map = std::sync::Arc::new(map);
+                let behind = Some(Behind::new(map.clone()));
+                let is_warc = warc::is_warc(&map[..]) || named_warc(job.path);
+                index_in_place(job, map, is_warc, behind, tx);
+            }
+        },
         Ok((mut f, None)) => {
             let len_at_open = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
             // The first bytes tell the format; they are read again.
             let mut first = Vec::new();
             let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
             let is_warc = warc::is_warc(&first) || named_warc(job.path);
-            if got.is_ok() && seeds::sniff(job.path, &first).is_some() {
+            if let Some(seed) = got.as_ref().ok().and_then(|_| seed_of(&first)) {
                 let mut all = first;
                 match f.read_to_end(&mut all) {
-                    Ok(_) => index_seed(job, &all, tx),
+                    Ok(_) => index_seed(job, seed, &all, tx),
                     Err(e) => file_failed(job, tx, format!("cannot read: {e}")),
                 }
                 return;
@@ -1184,22 +1201,21 @@ fn index_member(job: &Job, entry: &crate::wacz::Entry, no_mmap: bool, tx: &mut S
 }
 
 /// Indexes a file of a seed format (`bytes` its contents): a Kulturarw3
-/// file, or a Nedlib `.meta` file with its data file.
-fn index_seed(job: &Job, bytes: &[u8], tx: &SyncSender<Msg>) {
+/// file, or a Nedlib `.meta` file with its data file, as `seed` says.
+fn index_seed(job: &Job, seed: seeds::Seed, bytes: &[u8], tx: &SyncSender<Msg>) {
     let base = job.path.file_name().map_or_else(Vec::new, os_bytes);
     let name = job.name.unwrap_or(&base);
     // Nedlib lines name the data file, Kulturarw3 lines the file itself.
     let rooted = job.dir_root.map(|root| {
-        let named = match seeds::sniff(job.path, &bytes[..bytes.len().min(seeds::SNIFF)]) {
-            Some(seeds::Seed::NedlibMeta) => seeds::nedlib_data_path(job.path),
-            _ => job.path.to_path_buf(),
+        let named = match seed {
+            seeds::Seed::NedlibMeta => seeds::nedlib_data_path(job.path),
+            seeds::Seed::Kulturarw3 => job.path.to_path_buf(),
         };
         relative_name(&named, root)
     });
     let name = rooted.as_deref().unwrap_or(name);
-    let first = &bytes[..bytes.len().min(seeds::SNIFF)];
-    let done = match seeds::sniff(job.path, first) {
-        Some(seeds::Seed::NedlibMeta) => {
+    let done = match seed {
+        seeds::Seed::NedlibMeta => {
             let data_path = seeds::nedlib_data_path(job.path);
             match std::fs::read(&data_path) {
                 Ok(data) => seeds::nedlib(bytes, &data, job.path, name, job.opts),
@@ -1209,7 +1225,7 @@ fn index_seed(job: &Job, bytes: &[u8], tx: &SyncSender<Msg>) {
                 }
             }
         }
-        _ => seeds::kulturarw3(bytes, job.path, name, job.opts),
+        seeds::Seed::Kulturarw3 => seeds::kulturarw3(bytes, job.path, name, job.opts),
     };
     let stats = FileStats {
         records: done.records,
@@ -1297,6 +1313,7 @@ fn index_records<D: RecReader>(
         opts,
         abort,
         pb,
+        seed: _,
     } = *job;
     let mut stats = FileStats::default();
     // A package's WARC is named as the package's own index names it.
@@ -1844,63 +1861,58 @@ impl Taps {
             table: None,
         };
         if let Some(out) = &job.table {
-            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
             let (out, headers) = (out.clone(), headers.to_vec());
-            taps.senders.push(tx);
-            taps.table = Some(
-                std::thread::Builder::new()
-                    .name("table".into())
-                    .spawn(move || super::table::from_chunks(&out, &headers, rx.into_iter()))
-                    .context("cannot start a thread")?,
-            );
+            taps.table = Some(taps.spawn("table", Vec::new(), move |chunks| {
+                super::table::from_chunks(&out, &headers, chunks)
+            })?);
         }
         if let Some(out) = &job.digests {
-            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
             let (out, headers) = (out.clone(), headers.to_vec());
-            taps.senders.push(tx);
-            taps.digests = Some(
-                std::thread::Builder::new()
-                    .name("digests".into())
-                    .spawn(move || super::digests::from_chunks(&out, &headers, rx.into_iter()))
-                    .context("cannot start a thread")?,
-            );
+            taps.digests = Some(taps.spawn("digests", Vec::new(), move |chunks| {
+                super::digests::from_chunks(&out, &headers, chunks)
+            })?);
         }
         if let Some(map) = &job.mementomap {
-            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
             let (map, headers) = (map.clone(), headers.to_vec());
-            taps.senders.push(tx);
-            taps.map = Some(
-                std::thread::Builder::new()
-                    .name("mementomap".into())
-                    .spawn(move || {
-                        super::mementomap::generate_from_chunks(map, &headers, rx.into_iter())
-                    })
-                    .context("cannot start a thread")?,
-            );
+            taps.map = Some(taps.spawn("mementomap", Vec::new(), move |chunks| {
+                super::mementomap::generate_from_chunks(map, &headers, chunks)
+            })?);
         }
         if let Some(st) = &job.stats {
-            let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
+            // The statistics read the headers as lines, and stop at the
+            // empty chunk that ends the index.
             let top = st.top;
             let mut head = Vec::new();
             for h in headers {
                 head.extend_from_slice(h);
                 head.push(b'\n');
             }
-            if !head.is_empty() {
-                tx.send(Arc::new(head)).ok();
-            }
-            taps.senders.push(tx);
-            taps.stats = Some((
-                std::thread::Builder::new()
-                    .name("stats".into())
-                    .spawn(move || {
-                        super::stats::scan_chunks(top, rx.into_iter().take_while(|c| !c.is_empty()))
-                    })
-                    .context("cannot start a thread")?,
-                st.clone(),
-            ));
+            let scan = taps.spawn("stats", head, move |chunks| {
+                super::stats::scan_chunks(top, chunks.take_while(|c| !c.is_empty()))
+            })?;
+            taps.stats = Some((scan, st.clone()));
         }
         Ok(Some(taps))
+    }
+
+    /// Starts the tap `name` on a thread of its own: `make` reads the
+    /// chunks of lines sent to it (`first` before them, unless empty)
+    /// and makes the tap's output.
+    fn spawn<T: Send + 'static>(
+        &mut self,
+        name: &str,
+        first: Vec<u8>,
+        make: impl FnOnce(mpsc::IntoIter<Arc<Vec<u8>>>) -> anyhow::Result<T> + Send + 'static,
+    ) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<T>>> {
+        let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
+        if !first.is_empty() {
+            tx.send(Arc::new(first)).ok();
+        }
+        self.senders.push(tx);
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || make(rx.into_iter()))
+            .context("cannot start a thread")
     }
 
     fn line(&mut self, line: &[u8]) {

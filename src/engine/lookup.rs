@@ -24,6 +24,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::cluster::{self, Shards};
+use super::error::Kind as Failure;
 use crate::sorted::zipnum::{Block, BlockLines, Cluster};
 use crate::sorted::{
     self, lines, prefix_key_for_url, url_shortcut, KeyRange, MatchType, Search, TimeFilter,
@@ -96,6 +97,20 @@ pub enum Error {
 }
 
 impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Failure {
+        match self {
+            Error::Io { error, .. } => Failure::of_io(error),
+            Error::Compressed { .. }
+            | Error::Archive { .. }
+            | Error::SeveralIdx(_)
+            | Error::Empty(_)
+            | Error::Profiles(_) => Failure::BadInput,
+            Error::Search { error, .. } => Failure::of_sorted(error),
+            Error::Package { .. } => Failure::BadInput,
+        }
+    }
+
     fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Error + 'p {
         move |error| Error::Io {
             what,

@@ -1037,7 +1037,7 @@ pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
                     a.strict,
                     |feed| {
                         let name = input_name(p);
-                        for_each_line(&name, input, |line, no| {
+                        for_each_line::<anyhow::Error>(&name, input, |line, no| {
                             feed.line(0, line, no).map(|()| true)
                         })
                         .map(drop)

@@ -44,6 +44,18 @@ pub enum Error {
     Delta(#[from] super::live::Error),
 }
 
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> super::error::Kind {
+        match self {
+            Error::Index(e) => e.kind(),
+            Error::Read(e) => super::error::Kind::of_sorted(e),
+            // The delta's store is a local one.
+            Error::Delta(_) => super::error::Kind::Io,
+        }
+    }
+}
+
 /// Lines of one source, or of a base and the delta merged, in byte order.
 pub type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + Send + 'a>;
 

@@ -21,6 +21,7 @@
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`cluster`] | a ZipNum cluster's idx and shards, local or remote, in our, pywb's (`.loc`, several locations per shard) or Common Crawl's layout (`cluster.idx`, no `.loc`); its blocks read through the block cache, a scan's next remote blocks in flight |
 //! | [`blocks`] | the process's cache of inflated ZipNum blocks, shared by every thread, with hit and miss counts |
+//! | [`error`] | what kind of failure an engine error is ([`error::Kind`]: bad input, damage, missing, remote, I/O), for the front ends to map to statuses and exit codes |
 //! | [`remote`] | objects on HTTP servers and in S3 read by byte range (`object_store`, on a small runtime of its own): retries with backoff, errors naming URL and status |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`digests`] | digest files: captures keyed by payload digest, made from an index or as it is written; lookups by digest and of revisits' originals |
@@ -48,6 +49,7 @@ pub mod blocks;
 pub mod cat;
 pub mod cluster;
 pub mod digests;
+pub mod error;
 pub mod fold;
 pub mod format;
 pub mod fs;

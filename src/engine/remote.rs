@@ -70,12 +70,62 @@ pub fn parent(url: &str) -> &str {
     }
 }
 
-/// Whether an error's message tells of a remote request that failed
-/// (made by [`Object`]'s reads: `GET URL ... failed: ...`), for a server
-/// that answers those 502 rather than 500.
-pub fn tells_failed_request(msg: &str) -> bool {
-    msg.match_indices("GET ")
-        .any(|(i, _)| is_url(&msg[i + 4..]) && msg[i..].contains(" failed: "))
+/// A request that failed. The reads return it inside their
+/// [`io::Error`] (its `get_ref`), so that a caller that must tell an
+/// upstream's failure from a local one (a server answering 502 rather
+/// than 500) finds it by type: see [`Error::in_io`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store answered with an error, or not at all (after the
+    /// retries). Check the URL, the credentials, the store's health.
+    #[error("GET {url}{} failed: {reason}", bytes(*range))]
+    Request {
+        /// The object's URL.
+        url: String,
+        /// The byte range asked (offset, length), if one was.
+        range: Option<(u64, u64)>,
+        /// The HTTP status, when the store's error says which it was
+        /// (404, 403, 401, 412, 409, 304); `None` for a server error
+        /// retried in vain, a timeout or a dropped connection.
+        status: Option<u16>,
+        /// The store's message, with its causes.
+        reason: String,
+    },
+    /// The store answered a ranged GET with fewer bytes than asked: the
+    /// object is shorter than its index says (rebuild the index, or fix
+    /// the `.loc`).
+    #[error(
+        "GET {url} bytes {offset}-{}: {got} bytes came, not {length}",
+        offset + length - 1
+    )]
+    ShortAnswer {
+        url: String,
+        offset: u64,
+        length: u64,
+        got: u64,
+    },
+}
+
+impl Error {
+    /// The failed request `e` carries, if it carries one.
+    pub fn in_io(e: &io::Error) -> Option<&Error> {
+        e.get_ref()?.downcast_ref::<Error>()
+    }
+
+    /// The object's URL.
+    pub fn url(&self) -> &str {
+        match self {
+            Error::Request { url, .. } | Error::ShortAnswer { url, .. } => url,
+        }
+    }
+}
+
+/// ` bytes FIRST-LAST` of a range, for messages.
+fn bytes(range: Option<(u64, u64)>) -> String {
+    range.map_or(String::new(), |(o, l)| {
+        format!(" bytes {o}-{}", o + l.max(1) - 1)
+    })
 }
 
 /// One remote object.
@@ -147,11 +197,12 @@ impl Object {
                 Ok(b) if b.len() as u64 == length => Ok(b.to_vec()),
                 Ok(b) => Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "GET {url} bytes {offset}-{}: {} bytes came, not {length}",
-                        offset + length - 1,
-                        b.len()
-                    ),
+                    Error::ShortAnswer {
+                        url,
+                        offset,
+                        length,
+                        got: b.len() as u64,
+                    },
                 )),
                 Err(e) => Err(failure(&url, Some((offset, length)), e)),
             };
@@ -175,17 +226,20 @@ impl Object {
     }
 }
 
-/// A failed request as an I/O error naming the URL (and the status,
-/// which `object_store`'s message carries); a missing object is
-/// `NotFound`, which callers that probe for a file tell apart.
+/// A failed request as an I/O error carrying [`Error::Request`]; a
+/// missing object is `NotFound`, which callers that probe for a file
+/// tell apart.
 fn failure(url: &str, range: Option<(u64, u64)>, e: object_store::Error) -> io::Error {
-    let kind = match e {
-        object_store::Error::NotFound { .. } => io::ErrorKind::NotFound,
-        _ => io::ErrorKind::Other,
+    use object_store::Error as E;
+    let (kind, status) = match e {
+        E::NotFound { .. } => (io::ErrorKind::NotFound, Some(404)),
+        E::PermissionDenied { .. } => (io::ErrorKind::Other, Some(403)),
+        E::Unauthenticated { .. } => (io::ErrorKind::Other, Some(401)),
+        E::Precondition { .. } => (io::ErrorKind::Other, Some(412)),
+        E::AlreadyExists { .. } => (io::ErrorKind::Other, Some(409)),
+        E::NotModified { .. } => (io::ErrorKind::Other, Some(304)),
+        _ => (io::ErrorKind::Other, None),
     };
-    let bytes = range.map_or(String::new(), |(o, l)| {
-        format!(" bytes {o}-{}", o + l.max(1) - 1)
-    });
     // The whole chain: the status is in an inner error's message.
     let mut msg = e.to_string();
     let mut source = std::error::Error::source(&e);
@@ -197,7 +251,13 @@ fn failure(url: &str, range: Option<(u64, u64)>, e: object_store::Error) -> io::
         }
         source = s.source();
     }
-    io::Error::new(kind, format!("GET {url}{bytes} failed: {}", msg.trim_end()))
+    let failed = Error::Request {
+        url: url.to_string(),
+        range,
+        status,
+        reason: msg.trim_end().to_string(),
+    };
+    io::Error::new(kind, failed)
 }
 
 /// The runtime the requests run on: two threads, made on first use.
@@ -400,11 +460,35 @@ mod tests {
     }
 
     #[test]
-    fn failed_requests_are_told_in_messages() {
-        let e = "searching x: ZipNum shard a: block at byte 0 cannot be read: \
-                 GET http://h/a bytes 0-9 failed: status 403";
-        assert!(tells_failed_request(e));
-        assert!(!tells_failed_request("GET /x failed: 500"));
+    fn failed_requests_are_found_by_type_and_read_as_before() {
+        let e = failure(
+            "http://h/a",
+            Some((0, 10)),
+            object_store::Error::NotFound {
+                path: "a".into(),
+                source: "no such key".into(),
+            },
+        );
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        let Some(Error::Request { url, status, .. }) = Error::in_io(&e) else {
+            panic!("{e:?} carries no failed request");
+        };
+        assert_eq!((url.as_str(), *status), ("http://h/a", Some(404)));
+        assert!(e
+            .to_string()
+            .starts_with("GET http://h/a bytes 0-9 failed: "));
+        // A message that merely looks like one is not one.
+        assert!(Error::in_io(&io::Error::other("GET http://h/a failed: 500")).is_none());
+        let short = Error::ShortAnswer {
+            url: "s3://b/k".into(),
+            offset: 5,
+            length: 10,
+            got: 3,
+        };
+        assert_eq!(
+            short.to_string(),
+            "GET s3://b/k bytes 5-14: 3 bytes came, not 10"
+        );
     }
 
     #[test]

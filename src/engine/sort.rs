@@ -7,11 +7,85 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::{mpsc, Mutex};
 
-use anyhow::{bail, Context};
-
+use super::error::Kind;
 use super::fs::{for_each_line, input_name, open_input, open_input_unbuffered};
 use super::output::Output;
 use crate::sorted::{self, Merge, Run};
+
+/// Why a sort or merge failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input cannot be opened or read, or is not index lines.
+    #[error(transparent)]
+    Input(#[from] super::fs::Error),
+    /// `--tmp-dir` names no directory: give one that exists.
+    #[error("--tmp-dir {} is not a directory", .0.display())]
+    TmpDir(PathBuf),
+    /// Two inputs describe their lines differently (`!fields`,
+    /// `!context`, CDX legends): convert one, or keep them apart.
+    #[error(
+        "{first_name} and {name} declare different {header} headers ({first:?} and {got:?}); \
+         their lines cannot share one file"
+    )]
+    Headers {
+        /// The input that declared it first, and its header.
+        first_name: String,
+        first: String,
+        /// The input that declares it otherwise, and its header.
+        name: String,
+        got: String,
+        /// Which header: `` `!fields` ``, `` `!context` `` or `CDX legend`.
+        header: &'static str,
+    },
+    /// A temporary run cannot be written or merged (`what` says which):
+    /// see the cause; `--tmp-dir` puts them elsewhere.
+    #[error("{what}")]
+    Temp {
+        what: &'static str,
+        #[source]
+        cause: io::Error,
+    },
+    /// The threads that sort runs stopped, or could not be started.
+    #[error("{0}")]
+    Threads(&'static str),
+    /// An input is not sorted, or its lines broke off (the input and
+    /// line are named).
+    #[error(transparent)]
+    Sorted(#[from] sorted::Error),
+    /// A merge stopped part way; `stopped` says what became of the output.
+    #[error("{stopped}")]
+    Stopped {
+        stopped: String,
+        #[source]
+        cause: sorted::Error,
+    },
+    /// The output cannot be written (the error names it).
+    #[error(transparent)]
+    Output(#[from] io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::TmpDir(_) | Error::Headers { .. } => Kind::BadInput,
+            Error::Temp { cause, .. } | Error::Output(cause) => Kind::of_io(cause),
+            Error::Threads(_) => Kind::Io,
+            Error::Sorted(e) | Error::Stopped { cause: e, .. } => Kind::of_sorted(e),
+        }
+    }
+
+    /// The I/O error the output failed with, if that is what failed (a
+    /// front end tells a closed pipe from it).
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Output(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// An external sort of index lines in byte order with bounded memory.
 #[derive(Clone, Debug)]
@@ -45,7 +119,7 @@ pub struct MergeJob {
 /// duplicates. Inputs that declare different `!fields`, `!context` or CDX
 /// legends describe their lines differently and cannot share one file:
 /// that is an error naming both.
-pub fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> anyhow::Result<Vec<Vec<u8>>> {
+pub fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> Result<Vec<Vec<u8>>, Error> {
     fn kind(h: &[u8]) -> Option<&'static str> {
         let word = h.split(|&b| b == b' ').next().unwrap_or_default();
         match word {
@@ -61,12 +135,15 @@ pub fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> anyhow::Result<Vec<Ve
         let h = h.strip_suffix(b"\r").unwrap_or(h);
         if let Some(k) = kind(h) {
             match declared.iter().find(|(dk, _, _)| *dk == k) {
-                Some((_, first, first_name)) if *first != h => bail!(
-                    "{first_name} and {name} declare different {k} headers ({:?} and {:?}); \
-                     their lines cannot share one file",
-                    String::from_utf8_lossy(first),
-                    String::from_utf8_lossy(h)
-                ),
+                Some((_, first, first_name)) if *first != h => {
+                    return Err(Error::Headers {
+                        first_name: first_name.to_string(),
+                        first: String::from_utf8_lossy(first).into_owned(),
+                        name: name.clone(),
+                        got: String::from_utf8_lossy(h).into_owned(),
+                        header: k,
+                    })
+                }
                 Some(_) => {}
                 None => declared.push((k, h, name)),
             }
@@ -82,7 +159,7 @@ pub fn combine_headers(headers: Vec<(Vec<u8>, String)>) -> anyhow::Result<Vec<Ve
 const RESERVE: u64 = 16 << 20;
 
 /// Sorts index lines (see [`SortJob`]).
-pub fn sort(args: &SortJob) -> anyhow::Result<()> {
+pub fn sort(args: &SortJob) -> Result<(), Error> {
     let threads = super::thread_count(args.threads);
     let inputs = if args.inputs.is_empty() {
         vec![PathBuf::from("-")]
@@ -91,7 +168,7 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
     };
     if let Some(dir) = &args.tmp_dir {
         if !dir.is_dir() {
-            bail!("--tmp-dir {} is not a directory", dir.display());
+            return Err(Error::TmpDir(dir.clone()));
         }
     }
     // The filling run plus one run per sorting thread share the bound.
@@ -109,7 +186,7 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
     let mut last_run = Run::default();
     let mut run_count = 0usize;
 
-    std::thread::scope(|scope| -> anyhow::Result<()> {
+    std::thread::scope(|scope| -> Result<(), Error> {
         if threads > 1 {
             for _ in 0..threads {
                 let (work_rx, free_tx, spilled, failure) =
@@ -143,19 +220,20 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
             }
         }
         let mut run = Run::default();
-        let mut send = |run: &mut Run| -> anyhow::Result<()> {
+        let mut send = |run: &mut Run| -> Result<(), Error> {
+            let stopped = |_| Error::Threads("run sorter stopped");
             if threads > 1 {
-                let next = free_rx.recv().context("run sorter stopped")?;
+                let next = free_rx.recv().map_err(stopped)?;
                 let full = std::mem::replace(run, next);
                 work_tx
                     .send((run_count, full))
-                    .context("run sorter stopped")?;
+                    .map_err(|_| Error::Threads("run sorter stopped"))?;
             } else {
                 run.sort();
-                let file = sorted::spill(run, tmp_dir).context("writing a temporary run")?;
+                let file = sorted::spill(run, tmp_dir).map_err(temp_run)?;
                 spilled
                     .lock()
-                    .map_err(|_| anyhow::anyhow!("lock"))?
+                    .map_err(|_| Error::Threads("lock"))?
                     .push((run_count, file));
                 run.clear();
             }
@@ -165,7 +243,7 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
         for path in &inputs {
             let name = input_name(path);
             let mut at_top = true;
-            for_each_line(&name, open_input_unbuffered(path)?, |line, _| {
+            for_each_line::<Error>(&name, open_input_unbuffered(path)?, |line, _| {
                 // A CDX legend is never data: one in the middle is the
                 // legend of a concatenated file, not a line to sort.
                 if (at_top && sorted::lines::is_header(line)) || line.starts_with(b" CDX ") {
@@ -185,7 +263,7 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
         Ok(())
     })?;
     if let Some(err) = failure.into_inner().ok().flatten() {
-        return Err(err).context("writing a temporary run");
+        return Err(temp_run(err));
     }
     let headers = combine_headers(headers)?;
 
@@ -194,14 +272,14 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
         out.write_all(h)?;
         out.write_all(b"\n")?;
     }
-    let mut spilled = spilled.into_inner().map_err(|_| anyhow::anyhow!("lock"))?;
+    let mut spilled = spilled.into_inner().map_err(|_| Error::Threads("lock"))?;
     if spilled.is_empty() && threads > 1 {
         // Everything fitted in one run: the sorting threads are idle, and
         // this run is all the work left.
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
-            .context("starting threads")?;
+            .map_err(|_| Error::Threads("starting threads"))?;
         pool.install(|| last_run.par_sort());
     } else {
         last_run.sort();
@@ -225,7 +303,10 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
         // keeping it makes a run's position in an error message stable.
         spilled.sort_by_key(|(no, _)| *no);
         let files = spilled.into_iter().map(|(_, f)| f).collect();
-        let files = sorted::reduce_runs(files, tmp_dir).context("merging temporary runs")?;
+        let files = sorted::reduce_runs(files, tmp_dir).map_err(|cause| Error::Temp {
+            what: "merging temporary runs",
+            cause,
+        })?;
         let mut merge = sorted::merge_runs(files)?;
         merge.write_to(&mut out, args.unique)?;
     }
@@ -234,7 +315,7 @@ pub fn sort(args: &SortJob) -> anyhow::Result<()> {
 }
 
 /// Merges sorted index files (see [`MergeJob`]).
-pub fn merge(args: &MergeJob) -> anyhow::Result<()> {
+pub fn merge(args: &MergeJob) -> Result<(), Error> {
     let mut inputs = Vec::new();
     for path in &args.inputs {
         inputs.push((input_name(path), open_input(path)?));
@@ -250,7 +331,75 @@ pub fn merge(args: &MergeJob) -> anyhow::Result<()> {
         Output::Temp { target, .. } => format!("merge stopped; {} not written", target.display()),
         _ => format!("merge stopped; the output to {} is incomplete", out.name()),
     };
-    merge.write_to(&mut out, args.unique).context(stopped)?;
+    merge
+        .write_to(&mut out, args.unique)
+        .map_err(|cause| Error::Stopped { stopped, cause })?;
     out.commit()?;
     Ok(())
+}
+
+/// A temporary run that cannot be written.
+fn temp_run(cause: io::Error) -> Error {
+    Error::Temp {
+        what: "writing a temporary run",
+        cause,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_that_disagree_name_both_inputs_as_bad_input() {
+        let headers = vec![
+            (b"!fields a b\r".to_vec(), "one.cdxj".to_string()),
+            (b"!meta {}".to_vec(), "two.cdxj".to_string()),
+            (b"!fields a b".to_vec(), "two.cdxj".to_string()),
+        ];
+        // The same `!fields` (a CR aside) combine into one.
+        let combined = combine_headers(headers).unwrap();
+        assert_eq!(
+            combined,
+            vec![b"!fields a b".to_vec(), b"!meta {}".to_vec()]
+        );
+        let headers = vec![
+            (b"!fields a b".to_vec(), "one.cdxj".to_string()),
+            (b"!fields a c".to_vec(), "two.cdxj".to_string()),
+        ];
+        let err = combine_headers(headers).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert_eq!(
+            err.to_string(),
+            "one.cdxj and two.cdxj declare different `!fields` headers (\"!fields a b\" and \
+             \"!fields a c\"); their lines cannot share one file"
+        );
+    }
+
+    #[test]
+    fn a_missing_tmp_dir_is_bad_input_and_a_missing_input_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = SortJob {
+            inputs: vec![dir.path().join("absent.cdxj")],
+            output: dir.path().join("out.cdxj"),
+            mem: 1 << 20,
+            unique: false,
+            tmp_dir: Some(dir.path().join("no-such-dir")),
+            threads: 1,
+        };
+        let err = sort(&job).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert!(
+            err.to_string().ends_with("no-such-dir is not a directory"),
+            "{err}"
+        );
+        let err = sort(&SortJob {
+            tmp_dir: None,
+            ..job
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing);
+        assert!(err.to_string().starts_with("cannot open "), "{err}");
+        assert!(!dir.path().join("out.cdxj").exists());
+    }
 }

@@ -506,7 +506,7 @@ fn scan_stream(
             pending: 0,
         };
         let input = super::fs::open_input(path)?;
-        super::fs::for_each_line(&names[0], input, |line, no| {
+        super::fs::for_each_line::<anyhow::Error>(&names[0], input, |line, no| {
             ticker.add(line.len() as u64 + 1);
             feeds[0].line(&mut scan, keys.as_deref_mut(), line, At::Line(no))?;
             Ok(true)

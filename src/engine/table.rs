@@ -188,7 +188,7 @@ pub fn from_stream(out: &TableOutput, path: &Path) -> anyhow::Result<Summary> {
         ends.clear();
         r
     };
-    super::fs::for_each_line(&source, input, |line, _| {
+    super::fs::for_each_line::<anyhow::Error>(&source, input, |line, _| {
         buf.extend_from_slice(line);
         ends.push(buf.len());
         if ends.len() == READ_AHEAD {

@@ -91,7 +91,9 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
         }
         None => {
             let rdr = open_input(path)?;
-            for_each_line(&name, rdr, |line, _| Ok(feed(line, out).map(|()| true)?))?;
+            for_each_line::<anyhow::Error>(&name, rdr, |line, _| {
+                Ok(feed(line, out).map(|()| true)?)
+            })?;
         }
     }
     let (s, dialect) = match cdx {

@@ -75,7 +75,7 @@ fn for_each_line(
     let name = input_name(input);
     let mut prev = Vec::new();
     let (mut count, mut at_top) = (0u64, true);
-    super::fs::for_each_line(&name, open_input(input)?, |line, no| {
+    super::fs::for_each_line::<anyhow::Error>(&name, open_input(input)?, |line, no| {
         if at_top && is_header(line) {
             return Ok(true);
         }

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
+use ukvs::engine::error::Kind;
 use ukvs::engine::lookup::{ordered, MergeBy, Order};
 use ukvs::sorted::{prefix_key_for_url, url_shortcut, KeyRange, MatchType};
 
@@ -49,17 +50,77 @@ pub enum ApiError {
     Bad(String),
     /// An index that cannot be read: 500, with the message as the reason.
     Internal(String),
+    /// A remote shard or idx that cannot be had: 502, the upstream's
+    /// failure named.
+    Upstream(String),
+}
+
+/// An engine error as the answer: by its kind, never its text.
+pub(super) trait Failed: std::fmt::Display {
+    fn failure(&self) -> Kind;
+}
+
+impl Failed for ukvs::engine::merged::Error {
+    fn failure(&self) -> Kind {
+        self.kind()
+    }
+}
+
+impl Failed for ukvs::engine::lookup::Error {
+    fn failure(&self) -> Kind {
+        self.kind()
+    }
+}
+
+/// A job that still reports with `anyhow` (a digest lookup): the first
+/// engine error found in its chain, by type.
+impl Failed for anyhow::Error {
+    fn failure(&self) -> Kind {
+        self.chain().find_map(kind_of_cause).unwrap_or(Kind::Io)
+    }
+}
+
+/// The kind of one cause of a chain, when its type is the engine's.
+fn kind_of_cause(cause: &(dyn std::error::Error + 'static)) -> Option<Kind> {
+    use ukvs::engine::{fs, lookup, merged};
+    if let Some(e) = cause.downcast_ref::<merged::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = cause.downcast_ref::<lookup::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = cause.downcast_ref::<fs::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = cause.downcast_ref::<ukvs::sorted::Error>() {
+        return Some(Kind::of_sorted(e));
+    }
+    // An io::Error forwards `source()` past what it holds: look in.
+    let e = cause.downcast_ref::<std::io::Error>()?;
+    let inner = e.get_ref().and_then(|i| kind_of_cause(i));
+    Some(inner.unwrap_or(Kind::of_io(e)))
 }
 
 impl ApiError {
+    /// The answer to an engine error: 502 for a remote store's failure,
+    /// else 500 (the server's own index; the client's mistakes are
+    /// answered 400 before the engine is asked). `alternate` gives the
+    /// whole chain of an `anyhow` error (`{:#}`).
+    pub(super) fn failed(e: &impl Failed, alternate: bool) -> ApiError {
+        let msg = match alternate {
+            true => format!("{e:#}"),
+            false => e.to_string(),
+        };
+        match e.failure() {
+            Kind::Remote => ApiError::Upstream(msg),
+            _ => ApiError::Internal(msg),
+        }
+    }
+
     pub(super) fn head(&self) -> Head {
         let (status, msg) = match self {
             ApiError::Bad(m) => (400, m.clone()),
-            // A remote shard or idx that cannot be had: the upstream's
-            // failure, named.
-            ApiError::Internal(m) if ukvs::engine::remote::tells_failed_request(m) => {
-                (502, format!("Bad Gateway: {m}"))
-            }
+            ApiError::Upstream(m) => (502, format!("Bad Gateway: {m}")),
             ApiError::Internal(m) => (500, format!("Internal Error: {m}")),
         };
         let mut body = String::new();
@@ -353,7 +414,7 @@ fn query_objs<'a>(
     let paged_index = p.flag("showPagedIndex");
     let read = coll.merged();
     let sources = read.sources();
-    let internal = |e: ukvs::engine::merged::Error| ApiError::Internal(e.to_string());
+    let internal = |e: ukvs::engine::merged::Error| ApiError::failed(&e, false);
     // A live collection: the captures its delta hides, and where its
     // lines go (`Merged::delta_within`).
     let hidden = read.hider(&q.range).map_err(internal)?;
@@ -361,7 +422,7 @@ fn query_objs<'a>(
         let lines = if source.is_cluster() {
             let blocks = source
                 .blocks(&q.range)
-                .map_err(|e| ApiError::Internal(e.to_string()))?;
+                .map_err(|e| ApiError::failed(&e, false))?;
             let blocks = page_blocks(source, &q.range, blocks, page_size, page.as_deref())?;
             if paged_index {
                 // The page's secondary-index lines themselves.
@@ -374,7 +435,7 @@ fn query_objs<'a>(
         } else {
             source
                 .lines_as_pywb(&q.range)
-                .map_err(|e| ApiError::Internal(e.to_string()))?
+                .map_err(|e| ApiError::failed(&e, false))?
         };
         let lines = read
             .source_lines(lines, hidden.clone(), &q.range)
@@ -527,7 +588,7 @@ fn source_objs<'a>(coll: &'a Coll, i: usize, lines: Lines<'a>, with_source: bool
         .unwrap_or_else(|| coll.name.clone());
     let names = &coll.value_names;
     Box::new(lines.map(move |line| {
-        let line = line.map_err(|e| ApiError::Internal(e.to_string()))?;
+        let line = line.map_err(|e| ApiError::failed(&e, false))?;
         let mut o = Obj::parse(&line, names).map_err(ApiError::Bad)?;
         if with_source && o.get("url").is_some() {
             let source = match o.str_field("source") {
@@ -707,10 +768,7 @@ fn other_url_original(
         payload_digest: text("payload_digest"),
         ..Default::default()
     };
-    let Some(found) = finder
-        .find(&rev)
-        .map_err(|e| ApiError::Internal(format!("{e:#}")))?
-    else {
+    let Some(found) = finder.find(&rev).map_err(|e| ApiError::failed(&e, true))? else {
         return Ok(None);
     };
     let entry = ukvs::digest::Entry {
@@ -787,7 +845,7 @@ fn num_pages(coll: &Coll, q: &Query, p: &Params, sink: &mut Sink) -> Result<(), 
     for source in index.sources().iter().filter(|s| s.is_cluster()) {
         let blocks = source
             .blocks(&q.range)
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+            .map_err(|e| ApiError::failed(&e, false))?;
         if blocks.is_empty() {
             continue;
         }
@@ -1040,14 +1098,8 @@ fn normalize(key: &str, rule: usize) -> String {
 fn timemap_lines(coll: &Coll, range: &KeyRange) -> Result<Vec<Vec<u8>>, ApiError> {
     let read = coll.merged();
     let mut found = Vec::new();
-    for line in read
-        .lines(range)
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-    {
-        found.push(
-            line.map_err(|e| ApiError::Internal(e.to_string()))?
-                .into_owned(),
-        );
+    for line in read.lines(range).map_err(|e| ApiError::failed(&e, false))? {
+        found.push(line.map_err(|e| ApiError::failed(&e, false))?.into_owned());
     }
     if read.is_live() {
         // A file out of order gives its lines as pywb finds them: the

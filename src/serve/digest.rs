@@ -103,7 +103,7 @@ fn run(coll: &Coll, query: &str, sink: &mut Sink) -> Result<(), ApiError> {
             .map(|i| (i, coll.value_names.as_slice())),
         &digest,
     )
-    .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+    .map_err(|e| ApiError::failed(&e, true))?;
     let (content_type, fl) = match output {
         Output::Cdxj => ("text/x-cdxj", fields.as_deref()),
         Output::Json => ("text/x-ndjson", fields.as_deref()),
@@ -118,7 +118,7 @@ fn run(coll: &Coll, query: &str, sink: &mut Sink) -> Result<(), ApiError> {
         if n >= limit {
             break;
         }
-        let line = line.map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+        let line = line.map_err(|e| ApiError::failed(&e, true))?;
         let Some(entry) = Entry::parse(&line) else {
             continue;
         };

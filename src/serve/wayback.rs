@@ -34,13 +34,14 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::Write;
 use std::sync::Arc;
 
+use ukvs::engine::error::Kind;
 use ukvs::engine::lookup::{MergeBy, Source};
 use ukvs::sorted::{
     datetime_to_secs, prefix_key_for_url, url_shortcut, KeyRange, MatchType, Upper,
 };
 
 use super::catalog::Coll;
-use super::cdx::{base_sources, Lines};
+use super::cdx::{base_sources, Failed, Lines};
 use super::http::{self, Head, Sink};
 use super::pywb::Obj;
 use params::{Collapse, Field, Match, Params, Sort};
@@ -69,22 +70,33 @@ const PYWB_NAMES: [&str; 11] = [
 ];
 
 /// Lines of an answer in the order read, with read errors said.
-type Read<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a>;
+type Read<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Fail>> + 'a>;
 
 /// An answer that is an error.
 enum Fail {
     /// 400: the message names the parameter.
     Bad(String),
-    /// 500: an index that cannot be read (502 when it is a remote shard
-    /// or idx that cannot be had: the upstream's failure, named).
+    /// 500: an index that cannot be read.
     Internal(String),
+    /// 502: a remote shard or idx that cannot be had: the upstream's
+    /// failure, named.
+    Upstream(String),
 }
 
 impl Fail {
+    /// The answer to an engine error, by its kind (see
+    /// [`ApiError::failed`](super::cdx::ApiError::failed)).
+    fn failed(e: &(impl Failed + ?Sized)) -> Fail {
+        match e.failure() {
+            Kind::Remote => Fail::Upstream(e.to_string()),
+            _ => Fail::Internal(e.to_string()),
+        }
+    }
+
     fn head(&self) -> Head {
         let (status, msg) = match self {
             Fail::Bad(m) => (400, m.as_str()),
-            Fail::Internal(m) if ukvs::engine::remote::tells_failed_request(m) => (502, m.as_str()),
+            Fail::Upstream(m) => (502, m.as_str()),
             Fail::Internal(m) => (500, m.as_str()),
         };
         Head::Fail(
@@ -106,7 +118,7 @@ pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
         if let Err(e) = run(&coll, &params, sink) {
             if sink.is_started() {
                 let msg = match e {
-                    Fail::Bad(m) | Fail::Internal(m) => m,
+                    Fail::Bad(m) | Fail::Internal(m) | Fail::Upstream(m) => m,
                 };
                 ukvs::report!("ukvs serve: {}: answer cut: {msg}", coll.name);
             } else {
@@ -214,10 +226,7 @@ fn page_of<T>(blocks: Vec<T>, page: usize, size: usize) -> Vec<T> {
 fn num_pages(sources: &[Source], range: &KeyRange, size: usize) -> Result<usize, Fail> {
     let mut pages = None;
     for s in sources.iter().filter(|s| s.is_cluster()) {
-        let n = s
-            .blocks(range)
-            .map_err(|e| Fail::Internal(e.to_string()))?
-            .len();
+        let n = s.blocks(range).map_err(|e| Fail::failed(&e))?.len();
         pages = Some(pages.unwrap_or(0).max(n.div_ceil(size)));
     }
     Ok(pages.unwrap_or(1))
@@ -323,23 +332,21 @@ fn forward_lines<'a>(
     read: &'a KeyRange,
     page: Option<usize>,
     page_size: usize,
-) -> Result<impl Iterator<Item = Result<Cow<'a, [u8]>, String>> + 'a, Fail> {
+) -> Result<impl Iterator<Item = Result<Cow<'a, [u8]>, Fail>> + 'a, Fail> {
     let sources = base_sources(coll);
     let view = coll.merged();
     // The tombstones from the resume line's second on: a capture id is
     // `key datetime\0...`, below the line of its capture.
     let hidden = view
         .hider(&block_range(read))
-        .map_err(|e| Fail::Internal(e.to_string()))?;
+        .map_err(|e| Fail::failed(&e))?;
     let mut each: Vec<Lines<'_>> = Vec::new();
     let first_page = page.map_or(true, |n| n == 0);
     for source in sources {
         let lines = if source.is_cluster() {
             match page {
                 Some(n) => {
-                    let blocks = source
-                        .blocks(range)
-                        .map_err(|e| Fail::Internal(e.to_string()))?;
+                    let blocks = source.blocks(range).map_err(|e| Fail::failed(&e))?;
                     source.page_lines(page_of(blocks, n, page_size), read)
                 }
                 None => {
@@ -349,27 +356,22 @@ fn forward_lines<'a>(
                     // key the whole line passes.
                     let blocks = source
                         .blocks(&block_range(read))
-                        .map_err(|e| Fail::Internal(e.to_string()))?;
+                        .map_err(|e| Fail::failed(&e))?;
                     source.page_lines(blocks, read)
                 }
             }
         } else if first_page {
-            source
-                .lines(read, None)
-                .map_err(|e| Fail::Internal(e.to_string()))?
+            source.lines(read, None).map_err(|e| Fail::failed(&e))?
         } else {
             continue;
         };
         each.push(view.unhidden(lines, hidden.clone()));
     }
     if coll.live.is_some() && first_page {
-        each.push(
-            view.delta_lines(read)
-                .map_err(|e| Fail::Internal(e.to_string()))?,
-        );
+        each.push(view.delta_lines(read).map_err(|e| Fail::failed(&e))?);
     }
     let merged = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a < b);
-    Ok(merged.map(|r| r.map(|(l, _)| l).map_err(|e| e.to_string())))
+    Ok(merged.map(|r| r.map(|(l, _)| l).map_err(|e| Fail::failed(&e))))
 }
 
 /// The answer read backwards, newest first: `sort=reverse` (IA reads
@@ -420,7 +422,7 @@ fn backward(
     };
     let mut tail = VecDeque::new();
     for line in forward_lines(coll, range, &read, page, page_size)? {
-        let line = line.map_err(Fail::Internal)?;
+        let line = line?;
         if !read.contains(&line) {
             continue;
         }
@@ -444,7 +446,7 @@ fn backward_lines<'a>(
     page: Option<usize>,
     page_size: usize,
 ) -> Result<Option<Read<'a>>, Fail> {
-    let internal = |e: &dyn std::fmt::Display| Fail::Internal(e.to_string());
+    let internal = |e: &dyn Failed| Fail::failed(e);
     let view = coll.merged();
     let mut each: Vec<Lines<'_>> = Vec::new();
     let first_page = page.map_or(true, |n| n == 0);
@@ -475,7 +477,7 @@ fn backward_lines<'a>(
     // The delta first: of equal lines, the one a forward read gives last.
     let merged = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a > b);
     Ok(Some(Box::new(
-        merged.map(|r| r.map(|(l, _)| l).map_err(|e| e.to_string())),
+        merged.map(|r| r.map(|(l, _)| l).map_err(|e| Fail::failed(&e))),
     )))
 }
 
@@ -496,7 +498,7 @@ fn paged_index(
     }
     start(sink, false);
     for s in sources.iter().filter(|s| s.is_cluster()) {
-        let blocks = s.blocks(range).map_err(|e| Fail::Internal(e.to_string()))?;
+        let blocks = s.blocks(range).map_err(|e| Fail::failed(&e))?;
         for b in page_of(blocks, page, size) {
             let _ = writeln!(
                 sink,
@@ -730,7 +732,7 @@ fn answer_lines<'a>(
     coll: &Coll,
     p: &Params,
     m: MatchType,
-    lines: impl Iterator<Item = Result<Cow<'a, [u8]>, String>>,
+    lines: impl Iterator<Item = Result<Cow<'a, [u8]>, Fail>>,
     at: Position,
     how: How,
     sink: &mut Sink,
@@ -809,7 +811,7 @@ fn answer_lines<'a>(
     };
 
     for line in lines {
-        let line = line.map_err(Fail::Internal)?;
+        let line = line?;
         let same = prev.as_ref().is_some_and(|(l, _)| l[..] == line[..]);
         if skip > 0 {
             if same {

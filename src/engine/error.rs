@@ -1,0 +1,112 @@
+//! What kind of failure an engine error is, so that a front end answers
+//! it (an exit code, an HTTP status) from its type, never from its text.
+//!
+//! ```text
+//! remote::Error ─┐ (inside the io::Error of a read)
+//! sorted::Error ─┼─► lookup::Error ─┐
+//! io::Error ─────┘                  ├─► merged::Error ─► .kind() ─► Kind
+//! live::Error ──────────────────────┘
+//! fs::Error (inputs) ─► sort::Error ────────────────► .kind() ─► Kind
+//! ```
+//!
+//! This module sits below the jobs (it names none of them); each job's
+//! error is its own enum (thiserror) naming the file, line or
+//! byte offset at fault, and its `kind()` (built on [`Kind::of_io`] and
+//! [`Kind::of_sorted`]) says its [`Kind`]. The front
+//! ends map kinds, not variants: the server answers [`Kind::Remote`]
+//! 502 and the others 500 (a client's own mistakes, its parameters, are
+//! found and answered 400 before the engine is asked); the command line
+//! exits 2 on any of them.
+
+use std::io;
+
+use super::remote;
+use crate::sorted;
+
+/// What failed, as a front end needs to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// An input is not what the job takes: compressed where a binary
+    /// search needs a plain file, an archive given as an index, a line
+    /// that does not parse, lines out of order. The message says how
+    /// to fix it.
+    BadInput,
+    /// An index or block read broke on damage: a ZipNum block that does
+    /// not inflate, a file cut short.
+    Damaged,
+    /// A file, directory or object that is not there.
+    Missing,
+    /// A remote store (HTTP, S3) failed or refused: an upstream's
+    /// failure, which a server answers 502.
+    Remote,
+    /// Local I/O failed (permissions, a full disk, a closed pipe).
+    Io,
+}
+
+impl Kind {
+    /// The kind of an I/O error: a failed remote request carried in it
+    /// ([`remote::Error::in_io`]), a missing file, or other I/O.
+    pub fn of_io(e: &io::Error) -> Kind {
+        match e.kind() {
+            _ if remote::Error::in_io(e).is_some() => Kind::Remote,
+            io::ErrorKind::NotFound => Kind::Missing,
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => Kind::Damaged,
+            _ => Kind::Io,
+        }
+    }
+
+    /// The kind of a sorted-file error (the format layer knows nothing
+    /// of remote stores: the cause it carries tells).
+    pub fn of_sorted(e: &sorted::Error) -> Kind {
+        use sorted::Error as E;
+        match e {
+            E::OutOfOrder { .. } | E::Unsorted { .. } | E::BadIndexLine { .. } => Kind::BadInput,
+            E::BadBlock { .. } => Kind::Damaged,
+            E::Io { err, .. } | E::Write { err, .. } | E::UnreadableBlock { err, .. } => {
+                Kind::of_io(err)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_failures_are_told_through_the_layers_that_wrap_them() {
+        let failed = || {
+            io::Error::other(remote::Error::Request {
+                url: "http://h/a".into(),
+                range: Some((0, 10)),
+                status: Some(403),
+                reason: "forbidden".into(),
+            })
+        };
+        assert_eq!(Kind::of_io(&failed()), Kind::Remote);
+        let block = sorted::Error::UnreadableBlock {
+            shard: "a".into(),
+            offset: 0,
+            err: failed(),
+        };
+        assert_eq!(Kind::of_sorted(&block), Kind::Remote);
+        let search = super::super::lookup::Error::Search {
+            name: "x".into(),
+            error: block,
+        };
+        assert_eq!(search.kind(), Kind::Remote);
+        let merged = super::super::merged::Error::from(search);
+        assert_eq!(merged.kind(), Kind::Remote);
+        // The same text without the type is local.
+        let text = io::Error::other("GET http://h/a bytes 0-9 failed: forbidden");
+        assert_eq!(Kind::of_io(&text), Kind::Io);
+        let unsorted = sorted::Error::Unsorted {
+            offset: 3,
+            line: "b".into(),
+        };
+        assert_eq!(Kind::of_sorted(&unsorted), Kind::BadInput);
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(Kind::of_io(&missing), Kind::Missing);
+    }
+}
