@@ -2,14 +2,22 @@
 //! process reads (and so by the server's threads).
 //!
 //! ```text
-//! cache() ─► BlockCache   16 parts, each a map + a clock ring under a Mutex
-//!   get(key)              a hit marks the block used (one more lap kept)
-//!   insert(key, text)     evicts blocks not used since the hand last passed
-//!   counts()              hits, misses, blocks and bytes held
+//! cache() ─► BlockCache   16 parts for whole blocks, 16 for pieces, each
+//!                         a map + a clock ring under a Mutex
+//!   get(key)              a hit marks the entry used (one more lap kept)
+//!   insert(key, text)     evicts entries not used since the hand last passed
+//!   counts()              hits, misses, blocks, pieces and bytes held
 //! ```
 //!
 //! A key is a cluster (numbered when opened, [`cluster_id`]), a shard and
-//! a byte offset: what the secondary index names a block by. The size is
+//! a byte offset: what the secondary index names a block by; and, for a
+//! piece, the key range it answers ([`range_tag`]). A piece is the lines
+//! of one lookup's range within one block (with the line that ends it):
+//! a thousandth of a block, so that the lookups real traffic repeats (a
+//! Zipf-shaped long tail of URLs, spread over every block) all stay held
+//! where whole blocks for them would need the inflated size of the whole
+//! cluster. Pieces get a quarter of the capacity, in parts of their own,
+//! so that the blocks a miss brings in do not push them out. The size is
 //! set once by the front end ([`set_capacity`], `--cache SIZE`), else
 //! [`default_capacity`]; 0 turns it off, and blocks are then inflated a
 //! piece at a time as a scan reads them, no further than it needs.
@@ -21,12 +29,37 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Locks: lookups on different blocks rarely wait for one another.
 const PARTS: usize = 16;
 
+/// The share of the capacity pieces get: a quarter.
+const PIECE_SHARE_SHIFT: u32 = 2;
+
 /// What a block is known by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub cluster: u64,
     pub shard: String,
     pub offset: u64,
+    /// Empty for the whole block; a range's [`range_tag`] for a piece.
+    pub range: Vec<u8>,
+}
+
+/// The bytes that tell a key range from any other in a piece's [`Key`]:
+/// the length of its start, its start, the kind of its upper bound and
+/// that bound's bytes.
+pub fn range_tag(range: &crate::sorted::KeyRange) -> Vec<u8> {
+    use crate::sorted::Upper;
+    let mut tag = Vec::with_capacity(range.start.len() + 8);
+    tag.extend_from_slice(&(range.start.len() as u32).to_le_bytes());
+    tag.extend_from_slice(&range.start);
+    match &range.upper {
+        Upper::Exact => tag.push(1),
+        Upper::Prefix => tag.push(2),
+        Upper::Before(b) => {
+            tag.push(3);
+            tag.extend_from_slice(b);
+        }
+        Upper::Unbounded => tag.push(4),
+    }
+    tag
 }
 
 struct Entry {
@@ -57,6 +90,7 @@ pub struct Counts {
     pub hits: u64,
     pub misses: u64,
     pub blocks: u64,
+    pub pieces: u64,
     pub bytes: u64,
 }
 
@@ -64,7 +98,7 @@ impl BlockCache {
     /// A cache of up to `capacity` bytes (0 = off).
     pub fn new(capacity: u64) -> BlockCache {
         BlockCache {
-            parts: (0..PARTS).map(|_| Mutex::default()).collect(),
+            parts: (0..2 * PARTS).map(|_| Mutex::default()).collect(),
             capacity: AtomicU64::new(capacity),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -79,23 +113,53 @@ impl BlockCache {
     fn part(&self, key: &Key) -> &Mutex<Part> {
         use std::hash::BuildHasher;
         let h = rustc_hash::FxBuildHasher.hash_one(key);
-        &self.parts[(h as usize >> 7) % PARTS]
+        let pieces = if key.range.is_empty() { 0 } else { PARTS };
+        &self.parts[pieces + (h as usize >> 7) % PARTS]
+    }
+
+    /// The bytes one part of `key`'s kind may hold.
+    fn share(&self, key: &Key) -> u64 {
+        let capacity = self.capacity.load(Ordering::Relaxed);
+        let pieces = capacity >> PIECE_SHARE_SHIFT;
+        match key.range.is_empty() {
+            true => (capacity - pieces) / PARTS as u64,
+            false => pieces / PARTS as u64,
+        }
+    }
+
+    /// What an entry costs.
+    fn size(key: &Key, text: &[u8]) -> u64 {
+        (text.len() + std::mem::size_of::<Entry>() + key.shard.len() + key.range.len()) as u64
     }
 
     /// The block, if held (counted as a hit or a miss).
     pub fn get(&self, key: &Key) -> Option<Arc<[u8]>> {
-        let mut part = self.part(key).lock().unwrap_or_else(|e| e.into_inner());
-        match part.map.get_mut(key) {
-            Some(e) => {
-                e.used = true;
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                Some(e.text.clone())
-            }
-            None => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-                None
-            }
+        let found = self.peek(key);
+        let count = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// The entry, if held, marked used; a piece found is counted as a
+    /// hit (no block read), one not found is not counted (the block is
+    /// asked for next).
+    pub fn get_piece(&self, key: &Key) -> Option<Arc<[u8]>> {
+        let found = self.peek(key);
+        if found.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
         }
+        found
+    }
+
+    fn peek(&self, key: &Key) -> Option<Arc<[u8]>> {
+        let mut part = self.part(key).lock().unwrap_or_else(|e| e.into_inner());
+        let e = part.map.get_mut(key)?;
+        e.used = true;
+        Some(e.text.clone())
     }
 
     /// Whether the block is held (neither a hit nor a miss).
@@ -107,8 +171,8 @@ impl BlockCache {
     /// Keeps a block, evicting others to stay within the part's share
     /// of the capacity; a block larger than that share is not kept.
     pub fn insert(&self, key: Key, text: Arc<[u8]>) {
-        let share = self.capacity.load(Ordering::Relaxed) / PARTS as u64;
-        let size = text.len() as u64 + std::mem::size_of::<Entry>() as u64 + key.shard.len() as u64;
+        let share = self.share(&key);
+        let size = Self::size(&key, &text);
         if size > share {
             return;
         }
@@ -131,9 +195,7 @@ impl BlockCache {
             if keep {
                 part.ring.push_back(k);
             } else if let Some(e) = part.map.remove(&k) {
-                part.bytes -= e.text.len() as u64
-                    + std::mem::size_of::<Entry>() as u64
-                    + k.shard.len() as u64;
+                part.bytes -= Self::size(&k, &e.text);
             }
         }
         part.bytes += size;
@@ -149,9 +211,12 @@ impl BlockCache {
             misses: self.misses.load(Ordering::Relaxed),
             ..Counts::default()
         };
-        for p in &self.parts {
+        for (i, p) in self.parts.iter().enumerate() {
             let p = p.lock().unwrap_or_else(|e| e.into_inner());
-            c.blocks += p.map.len() as u64;
+            match i < PARTS {
+                true => c.blocks += p.map.len() as u64,
+                false => c.pieces += p.map.len() as u64,
+            }
             c.bytes += p.bytes;
         }
         c
@@ -234,6 +299,7 @@ mod tests {
             cluster: 1,
             shard: "s".into(),
             offset,
+            range: Vec::new(),
         }
     }
 
@@ -251,7 +317,8 @@ mod tests {
     #[test]
     fn a_used_block_outlives_unused_ones() {
         // One part's worth: every key is in some part; find two in one.
-        let c = BlockCache::new(PARTS as u64 * 400);
+        // Blocks get three quarters: 400 bytes a part.
+        let c = BlockCache::new(PARTS as u64 * 400 * 4 / 3 + 1);
         let part_of = |k: &Key| c.part(k) as *const _ as usize;
         let keys: Vec<Key> = (0..1000).map(key).collect();
         let same: Vec<&Key> = keys
