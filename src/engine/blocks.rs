@@ -127,9 +127,11 @@ impl BlockCache {
         }
     }
 
-    /// What an entry costs.
+    /// What an entry costs: its text, and its key twice (in the map and
+    /// in the ring), which for a piece of a kilobyte is not negligible.
     fn size(key: &Key, text: &[u8]) -> u64 {
-        (text.len() + std::mem::size_of::<Entry>() + key.shard.len() + key.range.len()) as u64
+        let key_size = std::mem::size_of::<Key>() + key.shard.len() + key.range.len();
+        (text.len() + std::mem::size_of::<Entry>() + 2 * key_size) as u64
     }
 
     /// The block, if held (counted as a hit or a miss).
@@ -317,25 +319,55 @@ mod tests {
     #[test]
     fn a_used_block_outlives_unused_ones() {
         // One part's worth: every key is in some part; find two in one.
-        // Blocks get three quarters: 400 bytes a part.
-        let c = BlockCache::new(PARTS as u64 * 400 * 4 / 3 + 1);
+        // Blocks get three quarters: room for three and a half a part.
+        let block: Arc<[u8]> = vec![b'x'; 100].into();
+        let share = 7 * BlockCache::size(&key(0), &block) / 2;
+        let c = BlockCache::new((PARTS as u64 * share * 4).div_ceil(3));
         let part_of = |k: &Key| c.part(k) as *const _ as usize;
         let keys: Vec<Key> = (0..1000).map(key).collect();
         let same: Vec<&Key> = keys
             .iter()
             .filter(|k| part_of(k) == part_of(&keys[0]))
             .collect();
-        let block: Arc<[u8]> = vec![b'x'; 100].into();
         c.insert(same[0].clone(), block.clone());
         c.insert(same[1].clone(), block.clone());
         assert!(c.get(same[0]).is_some());
-        // Room for two or three: the unused one goes first.
+        // Room for three: the unused one goes first.
         c.insert(same[2].clone(), block.clone());
         c.insert(same[3].clone(), block.clone());
         assert!(c.get(same[0]).is_some());
         assert!(c.get(same[1]).is_none());
         let counts = c.counts();
         assert_eq!((counts.hits, counts.misses), (2, 1));
+    }
+
+    #[test]
+    fn blocks_coming_in_do_not_push_out_pieces() {
+        let c = BlockCache::new(PARTS as u64 * 4000);
+        let piece = Key {
+            range: b"com,a)/".to_vec(),
+            ..key(0)
+        };
+        c.insert(piece.clone(), vec![b'p'; 50].into());
+        // Blocks enough to fill every part many times over.
+        for i in 0..2000 {
+            c.insert(key(i), vec![b'x'; 500].into());
+        }
+        assert_eq!(c.get_piece(&piece).as_deref(), Some(&[b'p'; 50][..]));
+        let counts = c.counts();
+        assert_eq!(counts.pieces, 1);
+        assert!(
+            counts.blocks > 0 && counts.bytes <= counts.capacity,
+            "{counts:?}"
+        );
+        // A piece found is a hit; one not found is counted as nothing.
+        assert!(c
+            .get_piece(&Key {
+                range: b"x".to_vec(),
+                ..key(0)
+            })
+            .is_none());
+        assert_eq!((c.counts().hits, c.counts().misses), (1, 0));
     }
 
     #[test]
