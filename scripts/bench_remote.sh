@@ -244,9 +244,9 @@ fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else printf "n/a" }'; }
 echo
 echo "exact lookups, $LINES lines, $BLOCKS blocks of 3000 lines; wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-22s %9s %8s %8s %7s %9s\n' row 'req/s' 'p50 ms' 'p99 ms' errors 'hit rate'
+printf '%-26s %9s %8s %8s %7s %9s\n' row 'req/s' 'p50 ms' 'p99 ms' errors 'hit rate'
 for row in "${ROWS[@]}"; do
-    printf '%-22s %9s %8s %8s %7s %9s\n' "$row" "${RPS[$row]}" "${P50[$row]}" "${P99[$row]}" "${ERR[$row]}" "${HITS[$row]}"
+    printf '%-26s %9s %8s %8s %7s %9s\n' "$row" "${RPS[$row]}" "${P50[$row]}" "${P99[$row]}" "${ERR[$row]}" "${HITS[$row]}"
 done
 echo
 if [ "$PYWB" != 0 ]; then
