@@ -123,7 +123,8 @@ pub struct MapOutput {
 /// Build a MementoMap from sorted capture indexes.
 ///
 /// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
-/// or gzipped, files or "-" for stdin; each must be sorted in byte order
+/// or gzipped, files or "-" for stdin, ZipNum clusters (local or remote)
+/// and directories of sorted files; each must be sorted in byte order
 /// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
 /// a URL found in two of them counts once as URI-R (captures are lines: a
 /// line present in two inputs counts twice as URI-M). One streaming pass;
