@@ -18,9 +18,21 @@
 # traffic) or uniformly. Zipf rows get WARMUP seconds of load first;
 # uniform rows none (cold cache).
 #
+# Latency is wrk's (4.x): a closed loop of CONNS connections, each
+# sending its next request when the answer to the last is in, timed from
+# send to answer. It is not corrected for coordinated omission: while the
+# server stalls, fewer requests are sent and timed, so its p99 is that of
+# the requests made at the server's own pace, not of a fixed arrival
+# rate (which wrk2's -R would give).
+#
+# OLD=path/to/ukvs runs every ukvs row a second time with that binary
+# (rows `old-...`), one after the other in the same run, so a change can
+# be measured against the binary before it on the same busy machine.
+#
 # Env: LINES (default 10000000), QUERIES (default 100000), SEED (1),
 # DURATION (seconds per run, 20), WARMUP (5), CONNS (32), WRK_THREADS (2),
 # CACHE (--cache of the cached rows, default 1G), PYWB (0: skip pywb),
+# OLD (a second ukvs binary to compare, see above),
 # KEEP (1: keep the work dir), UKVS (default target/release/ukvs), DATA (a
 # directory where the generated cluster and query lists are kept and
 # found again by the next run with the same LINES, QUERIES and SEED).
@@ -69,6 +81,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 cp "$UKVS" "$WORK/ukvs"
 UKVS=$WORK/ukvs
+OLD=${OLD:-}
+if [ -n "$OLD" ]; then
+    cp "$OLD" "$WORK/ukvs-old"
+    OLD=$WORK/ukvs-old
+fi
 
 # ---------------------------------------------------------------- index
 KEPT=${DATA:+$DATA/lines$LINES-queries$QUERIES-seed$SEED}
@@ -159,10 +176,14 @@ declare -A RPS P50 P99 ERR HITS
 ROWS=()
 # run NAME SERVER SOURCE CACHE KEYS: one row.
 run() {
-    local name=$1 server=$2 source=$3 cache=$4 keys=$5 port pid
+    local name=$1 server=$2 source=$3 cache=$4 keys=$5 port pid bin=$UKVS
     port=$(free_port)
+    if [ "$server" = old ]; then
+        bin=$OLD
+        server=ukvs
+    fi
     if [ "$server" = ukvs ]; then
-        "$UKVS" serve --bind "127.0.0.1:$port" --quiet --cache "$cache" "$COLL=$source" 2> "$WORK/$name.log" &
+        "$bin" serve --bind "127.0.0.1:$port" --quiet --cache "$cache" "$COLL=$source" 2> "$WORK/$name.log" &
         pid=$!
     else
         mkdir -p "$WORK/pywb"
@@ -175,6 +196,7 @@ run() {
     if [ "$keys" = zipf ] && [ "$WARMUP" != 0 ]; then
         "${WRK[@]}" -d"${WARMUP}s" -- "$WORK/$keys.txt" > /dev/null
     fi
+    if [ "$server" = ukvs ]; then curl -s "http://127.0.0.1:$port/$COLL/stats" > "$WORK/$name.stats0"; fi
     "${WRK[@]}" -d"${DURATION}s" -- "$WORK/$keys.txt" > "$WORK/$name.wrk"
     local r d p50 p99 e
     read -r _ r d p50 p99 e < <(grep '^RESULT ' "$WORK/$name.wrk")
@@ -184,8 +206,15 @@ run() {
     ERR[$name]=$e
     HITS[$name]=-
     if [ "$server" = ukvs ]; then
-        HITS[$name]=$(curl -s "http://127.0.0.1:$port/$COLL/stats" |
-            python3 -c 'import json,sys; c = json.load(sys.stdin)["blockCache"]; t = c["hits"] + c["misses"]; print("%.1f%%" % (100 * c["hits"] / t) if t else "-")')
+        curl -s "http://127.0.0.1:$port/$COLL/stats" > "$WORK/$name.stats"
+        # Over the measured run only, not the warm-up.
+        HITS[$name]=$(python3 - "$WORK/$name.stats0" "$WORK/$name.stats" << 'EOF'
+import json, sys
+a, b = (json.load(open(p))["blockCache"] for p in sys.argv[1:])
+h, m = b["hits"] - a["hits"], b["misses"] - a["misses"]
+print("%.1f%%" % (100 * h / (h + m)) if h + m else "-")
+EOF
+)
     fi
     kill -TERM "$pid" 2> /dev/null || true
     wait "$pid" 2> /dev/null || true
@@ -195,12 +224,18 @@ run() {
 
 LOCAL=$WORK/www/cluster
 REMOTE=http://127.0.0.1:$HPORT/cluster/
-run local-cache-zipf ukvs "$LOCAL" "$CACHE" zipf
-run local-nocache-zipf ukvs "$LOCAL" 0 zipf
-run remote-cache-zipf ukvs "$REMOTE" "$CACHE" zipf
-run local-cache-uniform ukvs "$LOCAL" "$CACHE" uniform
-run local-nocache-uniform ukvs "$LOCAL" 0 uniform
-run remote-cache-uniform ukvs "$REMOTE" "$CACHE" uniform
+SERVERS=(ukvs)
+[ -n "$OLD" ] && SERVERS+=(old)
+for s in "${SERVERS[@]}"; do
+    p=${s/#ukvs/}
+    p=${p:+$p-}
+    run "${p}local-cache-zipf" "$s" "$LOCAL" "$CACHE" zipf
+    run "${p}local-nocache-zipf" "$s" "$LOCAL" 0 zipf
+    run "${p}remote-cache-zipf" "$s" "$REMOTE" "$CACHE" zipf
+    run "${p}local-cache-uniform" "$s" "$LOCAL" "$CACHE" uniform
+    run "${p}local-nocache-uniform" "$s" "$LOCAL" 0 uniform
+    run "${p}remote-cache-uniform" "$s" "$REMOTE" "$CACHE" uniform
+done
 if [ "$PYWB" != 0 ]; then
     run pywb-zipf pywb "$LOCAL" - zipf
     run pywb-uniform pywb "$LOCAL" - uniform
@@ -209,9 +244,9 @@ fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else printf "n/a" }'; }
 echo
 echo "exact lookups, $LINES lines, $BLOCKS blocks of 3000 lines; wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-22s %9s %8s %8s %7s %9s\n' row 'req/s' 'p50 ms' 'p99 ms' errors 'hit rate'
+printf '%-26s %9s %8s %8s %7s %9s\n' row 'req/s' 'p50 ms' 'p99 ms' errors 'hit rate'
 for row in "${ROWS[@]}"; do
-    printf '%-22s %9s %8s %8s %7s %9s\n' "$row" "${RPS[$row]}" "${P50[$row]}" "${P99[$row]}" "${ERR[$row]}" "${HITS[$row]}"
+    printf '%-26s %9s %8s %8s %7s %9s\n' "$row" "${RPS[$row]}" "${P50[$row]}" "${P99[$row]}" "${ERR[$row]}" "${HITS[$row]}"
 done
 echo
 if [ "$PYWB" != 0 ]; then
@@ -220,3 +255,11 @@ if [ "$PYWB" != 0 ]; then
 fi
 echo "cache vs none (Zipf): $(ratio "${RPS[local-cache-zipf]}" "${RPS[local-nocache-zipf]}")x req/s"
 echo "remote/local time per lookup: Zipf $(ratio "${RPS[local-cache-zipf]}" "${RPS[remote-cache-zipf]}")x, uniform $(ratio "${RPS[local-cache-uniform]}" "${RPS[remote-cache-uniform]}")x (target <= 3x)"
+if [ -n "$OLD" ]; then
+    echo "old binary:"
+    if [ "$PYWB" != 0 ]; then
+        echo "  Zipf, cached vs pywb: $(ratio "${RPS[old-local-cache-zipf]}" "${RPS[pywb-zipf]}")x; p99 ${P99[old-local-cache-zipf]} ms"
+        echo "  uniform, cold cache vs pywb: $(ratio "${RPS[old-local-cache-uniform]}" "${RPS[pywb-uniform]}")x"
+    fi
+    echo "  remote/local: Zipf $(ratio "${RPS[old-local-cache-zipf]}" "${RPS[old-remote-cache-zipf]}")x, uniform $(ratio "${RPS[old-local-cache-uniform]}" "${RPS[old-remote-cache-uniform]}")x"
+fi

@@ -91,7 +91,9 @@ struct OutputArgs {
 /// Build a MementoMap from sorted capture indexes.
 ///
 /// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
-/// or gzip- or zstd-compressed, files or "-" for stdin; each must be sorted in byte order
+/// or gzip- or zstd-compressed, files or "-" for stdin; ZipNum clusters
+/// (local, or the URL of their directory: `http(s)://`, `s3://`) and
+/// directories of sorted files; each must be sorted in byte order
 /// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
 /// a URL found in two of them counts once as URI-R (captures are lines: a
 /// line present in two inputs counts twice as URI-M). One streaming pass;
@@ -106,7 +108,8 @@ struct OutputArgs {
 /// file first).
 #[derive(Debug, clap::Args)]
 struct GenerateArgs {
-    /// Sorted capture indexes ("-" = stdin).
+    /// Sorted capture indexes, ZipNum clusters or directories ("-" =
+    /// stdin).
     #[arg(default_value = "-")]
     inputs: Vec<PathBuf>,
     /// A live collection's directory (`DIR/NAME` of `ukvs serve --data

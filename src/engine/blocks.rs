@@ -2,14 +2,22 @@
 //! process reads (and so by the server's threads).
 //!
 //! ```text
-//! cache() ─► BlockCache   16 parts, each a map + a clock ring under a Mutex
-//!   get(key)              a hit marks the block used (one more lap kept)
-//!   insert(key, text)     evicts blocks not used since the hand last passed
-//!   counts()              hits, misses, blocks and bytes held
+//! cache() ─► BlockCache   16 parts for whole blocks, 16 for pieces, each
+//!                         a map + a clock ring under a Mutex
+//!   get(key)              a hit marks the entry used (one more lap kept)
+//!   insert(key, text)     evicts entries not used since the hand last passed
+//!   counts()              hits, misses, blocks, pieces and bytes held
 //! ```
 //!
 //! A key is a cluster (numbered when opened, [`cluster_id`]), a shard and
-//! a byte offset: what the secondary index names a block by. The size is
+//! a byte offset: what the secondary index names a block by; and, for a
+//! piece, the key range it answers ([`range_tag`]). A piece is the lines
+//! of one lookup's range within one block (with the line that ends it):
+//! a thousandth of a block, so that the lookups real traffic repeats (a
+//! Zipf-shaped long tail of URLs, spread over every block) all stay held
+//! where whole blocks for them would need the inflated size of the whole
+//! cluster. Pieces get a quarter of the capacity, in parts of their own,
+//! so that the blocks a miss brings in do not push them out. The size is
 //! set once by the front end ([`set_capacity`], `--cache SIZE`), else
 //! [`default_capacity`]; 0 turns it off, and blocks are then inflated a
 //! piece at a time as a scan reads them, no further than it needs.
@@ -21,12 +29,37 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Locks: lookups on different blocks rarely wait for one another.
 const PARTS: usize = 16;
 
+/// The share of the capacity pieces get: a quarter.
+const PIECE_SHARE_SHIFT: u32 = 2;
+
 /// What a block is known by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub cluster: u64,
     pub shard: String,
     pub offset: u64,
+    /// Empty for the whole block; a range's [`range_tag`] for a piece.
+    pub range: Vec<u8>,
+}
+
+/// The bytes that tell a key range from any other in a piece's [`Key`]:
+/// the length of its start, its start, the kind of its upper bound and
+/// that bound's bytes.
+pub fn range_tag(range: &crate::sorted::KeyRange) -> Vec<u8> {
+    use crate::sorted::Upper;
+    let mut tag = Vec::with_capacity(range.start.len() + 8);
+    tag.extend_from_slice(&(range.start.len() as u32).to_le_bytes());
+    tag.extend_from_slice(&range.start);
+    match &range.upper {
+        Upper::Exact => tag.push(1),
+        Upper::Prefix => tag.push(2),
+        Upper::Before(b) => {
+            tag.push(3);
+            tag.extend_from_slice(b);
+        }
+        Upper::Unbounded => tag.push(4),
+    }
+    tag
 }
 
 struct Entry {
@@ -57,6 +90,7 @@ pub struct Counts {
     pub hits: u64,
     pub misses: u64,
     pub blocks: u64,
+    pub pieces: u64,
     pub bytes: u64,
 }
 
@@ -64,7 +98,7 @@ impl BlockCache {
     /// A cache of up to `capacity` bytes (0 = off).
     pub fn new(capacity: u64) -> BlockCache {
         BlockCache {
-            parts: (0..PARTS).map(|_| Mutex::default()).collect(),
+            parts: (0..2 * PARTS).map(|_| Mutex::default()).collect(),
             capacity: AtomicU64::new(capacity),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -79,23 +113,55 @@ impl BlockCache {
     fn part(&self, key: &Key) -> &Mutex<Part> {
         use std::hash::BuildHasher;
         let h = rustc_hash::FxBuildHasher.hash_one(key);
-        &self.parts[(h as usize >> 7) % PARTS]
+        let pieces = if key.range.is_empty() { 0 } else { PARTS };
+        &self.parts[pieces + (h as usize >> 7) % PARTS]
+    }
+
+    /// The bytes one part of `key`'s kind may hold.
+    fn share(&self, key: &Key) -> u64 {
+        let capacity = self.capacity.load(Ordering::Relaxed);
+        let pieces = capacity >> PIECE_SHARE_SHIFT;
+        match key.range.is_empty() {
+            true => (capacity - pieces) / PARTS as u64,
+            false => pieces / PARTS as u64,
+        }
+    }
+
+    /// What an entry costs: its text, and its key twice (in the map and
+    /// in the ring), which for a piece of a kilobyte is not negligible.
+    fn size(key: &Key, text: &[u8]) -> u64 {
+        let key_size = std::mem::size_of::<Key>() + key.shard.len() + key.range.len();
+        (text.len() + std::mem::size_of::<Entry>() + 2 * key_size) as u64
     }
 
     /// The block, if held (counted as a hit or a miss).
     pub fn get(&self, key: &Key) -> Option<Arc<[u8]>> {
-        let mut part = self.part(key).lock().unwrap_or_else(|e| e.into_inner());
-        match part.map.get_mut(key) {
-            Some(e) => {
-                e.used = true;
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                Some(e.text.clone())
-            }
-            None => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-                None
-            }
+        let found = self.peek(key);
+        let count = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// The entry, if held, marked used; a piece found is counted as a
+    /// hit (no block read), one not found is not counted (the block is
+    /// asked for next).
+    pub fn get_piece(&self, key: &Key) -> Option<Arc<[u8]>> {
+        let found = self.peek(key);
+        if found.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
         }
+        found
+    }
+
+    fn peek(&self, key: &Key) -> Option<Arc<[u8]>> {
+        let mut part = self.part(key).lock().unwrap_or_else(|e| e.into_inner());
+        let e = part.map.get_mut(key)?;
+        e.used = true;
+        Some(e.text.clone())
     }
 
     /// Whether the block is held (neither a hit nor a miss).
@@ -107,8 +173,8 @@ impl BlockCache {
     /// Keeps a block, evicting others to stay within the part's share
     /// of the capacity; a block larger than that share is not kept.
     pub fn insert(&self, key: Key, text: Arc<[u8]>) {
-        let share = self.capacity.load(Ordering::Relaxed) / PARTS as u64;
-        let size = text.len() as u64 + std::mem::size_of::<Entry>() as u64 + key.shard.len() as u64;
+        let share = self.share(&key);
+        let size = Self::size(&key, &text);
         if size > share {
             return;
         }
@@ -131,9 +197,7 @@ impl BlockCache {
             if keep {
                 part.ring.push_back(k);
             } else if let Some(e) = part.map.remove(&k) {
-                part.bytes -= e.text.len() as u64
-                    + std::mem::size_of::<Entry>() as u64
-                    + k.shard.len() as u64;
+                part.bytes -= Self::size(&k, &e.text);
             }
         }
         part.bytes += size;
@@ -149,9 +213,12 @@ impl BlockCache {
             misses: self.misses.load(Ordering::Relaxed),
             ..Counts::default()
         };
-        for p in &self.parts {
+        for (i, p) in self.parts.iter().enumerate() {
             let p = p.lock().unwrap_or_else(|e| e.into_inner());
-            c.blocks += p.map.len() as u64;
+            match i < PARTS {
+                true => c.blocks += p.map.len() as u64,
+                false => c.pieces += p.map.len() as u64,
+            }
             c.bytes += p.bytes;
         }
         c
@@ -234,6 +301,7 @@ mod tests {
             cluster: 1,
             shard: "s".into(),
             offset,
+            range: Vec::new(),
         }
     }
 
@@ -251,24 +319,55 @@ mod tests {
     #[test]
     fn a_used_block_outlives_unused_ones() {
         // One part's worth: every key is in some part; find two in one.
-        let c = BlockCache::new(PARTS as u64 * 400);
+        // Blocks get three quarters: room for three and a half a part.
+        let block: Arc<[u8]> = vec![b'x'; 100].into();
+        let share = 7 * BlockCache::size(&key(0), &block) / 2;
+        let c = BlockCache::new((PARTS as u64 * share * 4).div_ceil(3));
         let part_of = |k: &Key| c.part(k) as *const _ as usize;
         let keys: Vec<Key> = (0..1000).map(key).collect();
         let same: Vec<&Key> = keys
             .iter()
             .filter(|k| part_of(k) == part_of(&keys[0]))
             .collect();
-        let block: Arc<[u8]> = vec![b'x'; 100].into();
         c.insert(same[0].clone(), block.clone());
         c.insert(same[1].clone(), block.clone());
         assert!(c.get(same[0]).is_some());
-        // Room for two or three: the unused one goes first.
+        // Room for three: the unused one goes first.
         c.insert(same[2].clone(), block.clone());
         c.insert(same[3].clone(), block.clone());
         assert!(c.get(same[0]).is_some());
         assert!(c.get(same[1]).is_none());
         let counts = c.counts();
         assert_eq!((counts.hits, counts.misses), (2, 1));
+    }
+
+    #[test]
+    fn blocks_coming_in_do_not_push_out_pieces() {
+        let c = BlockCache::new(PARTS as u64 * 4000);
+        let piece = Key {
+            range: b"com,a)/".to_vec(),
+            ..key(0)
+        };
+        c.insert(piece.clone(), vec![b'p'; 50].into());
+        // Blocks enough to fill every part many times over.
+        for i in 0..2000 {
+            c.insert(key(i), vec![b'x'; 500].into());
+        }
+        assert_eq!(c.get_piece(&piece).as_deref(), Some(&[b'p'; 50][..]));
+        let counts = c.counts();
+        assert_eq!(counts.pieces, 1);
+        assert!(
+            counts.blocks > 0 && counts.bytes <= counts.capacity,
+            "{counts:?}"
+        );
+        // A piece found is a hit; one not found is counted as nothing.
+        assert!(c
+            .get_piece(&Key {
+                range: b"x".to_vec(),
+                ..key(0)
+            })
+            .is_none());
+        assert_eq!((c.counts().hits, c.counts().misses), (1, 0));
     }
 
     #[test]

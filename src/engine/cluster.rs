@@ -9,11 +9,19 @@
 //!   │   the shard column names the file beside the idx
 //!   ▼
 //! Shards ─► Reader (one per scan): FetchBlock for sorted::zipnum
-//!             cache hit ─► the inflated block, shared
+//!             piece held for this range and block ─► it, shared
+//!             block held ─► the inflated block, shared
 //!             miss ─► local pread, or one ranged GET (the next blocks of
 //!                     a scan already in flight) ─► inflated whole into
 //!                     the cache, or handed over as gzip when it is off
+//!             a lookup's block read or found ─► its piece into the cache
 //! ```
+//!
+//! A piece ([`piece`]) is the block's lines from the first in the range
+//! to the first past it: what [`BlockLines`] reads of the whole block, so
+//! that reading it instead gives the same lines.
+//!
+//! [`BlockLines`]: crate::sorted::zipnum::BlockLines
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -24,6 +32,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use super::blocks::{self, Key};
 use super::remote::{self, Object, Pending};
 use crate::sorted::zipnum::{decompress_block, parse_loc, Block, BlockBytes, FetchBlock};
+use crate::sorted::{KeyRange, Search};
 
 /// Blocks of a remote shard a range scan keeps in flight ahead of the
 /// one it reads.
@@ -33,6 +42,10 @@ pub const READ_AHEAD: usize = 4;
 /// blocks the cache holds but adds none: it would only push out the
 /// blocks that lookups come back to.
 pub const SCAN_KEEPS_UP_TO: usize = 32;
+
+/// A piece larger than this is not kept: a range that covers much of a
+/// block is served as well by the block.
+pub const PIECE_UP_TO: usize = 64 << 10;
 
 /// The names a cluster's secondary index goes by in its directory:
 /// pywb's and ours, then Common Crawl's.
@@ -156,6 +169,17 @@ impl Shards {
             ahead: VecDeque::new(),
             read: 0,
             keep: blocks <= SCAN_KEEPS_UP_TO,
+            range: None,
+        }
+    }
+
+    /// A reader for one scan of `blocks` blocks within `range`, which
+    /// keeps and takes the pieces of `range` in the blocks (see the
+    /// module doc).
+    pub fn range_reader<'r>(&'r self, blocks: usize, range: &'r KeyRange) -> Reader<'r> {
+        Reader {
+            range: Some(range),
+            ..self.reader(blocks)
         }
     }
 
@@ -255,6 +279,31 @@ pub struct Reader<'c> {
     read: usize,
     /// Whether blocks read are added to the cache.
     keep: bool,
+    /// The range the scan reads, if its pieces are kept.
+    range: Option<&'c KeyRange>,
+}
+
+/// The piece of the inflated `text` that a scan of `range` reads: from
+/// the first line at or after the range's start to the first line past
+/// it (kept: it tells the scan to stop), or to the block's end. `None`
+/// when it would be larger than [`PIECE_UP_TO`] or the block cannot be
+/// bisected.
+pub fn piece(text: &[u8], range: &KeyRange) -> Option<std::ops::Range<usize>> {
+    let start = Search::new(text).lower_bound(&range.start).ok()?;
+    let mut at = start;
+    while at < text.len() {
+        let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i);
+        let line = &text[at..end];
+        at = (end + 1).min(text.len());
+        if at - start > PIECE_UP_TO {
+            return None;
+        }
+        if line >= &range.start[..] && range.is_past(line) {
+            // Up to the line past the range, without its LF.
+            return Some(start..end);
+        }
+    }
+    Some(start..text.len())
 }
 
 impl Reader<'_> {
@@ -263,6 +312,21 @@ impl Reader<'_> {
             cluster: self.shards.id,
             shard: block.shard.clone(),
             offset: block.offset,
+            range: Vec::new(),
+        }
+    }
+
+    /// Keeps the piece of `text` this scan's range reads, if it has one.
+    fn keep_piece(&self, key: &Key, text: &[u8]) {
+        let Some(range) = self.range else {
+            return;
+        };
+        if let Some(at) = piece(text, range) {
+            let key = Key {
+                range: blocks::range_tag(range),
+                ..key.clone()
+            };
+            blocks::cache().insert(key, text[at].into());
         }
     }
 
@@ -321,9 +385,25 @@ impl FetchBlock for Reader<'_> {
     fn fetch(&mut self, block: &Block, ahead: &[Block]) -> io::Result<BlockBytes> {
         let cache = blocks::cache();
         let key = self.key(block);
+        let pieces = cache.is_on() && self.keep && self.range.is_some();
+        if pieces {
+            if let Some(range) = self.range {
+                let piece_key = Key {
+                    range: blocks::range_tag(range),
+                    ..key.clone()
+                };
+                if let Some(text) = cache.get_piece(&piece_key) {
+                    self.read += 1;
+                    return Ok(BlockBytes::Text(text));
+                }
+            }
+        }
         if cache.is_on() {
             if let Some(text) = cache.get(&key) {
                 self.read += 1;
+                if pieces {
+                    self.keep_piece(&key, &text);
+                }
                 return Ok(BlockBytes::Text(text));
             }
         }
@@ -343,7 +423,75 @@ impl FetchBlock for Reader<'_> {
         let text: Arc<[u8]> = decompress_block(&gzip, &block.shard, block.offset)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
             .into();
+        if pieces {
+            self.keep_piece(&key, &text);
+        }
         cache.insert(key, text.clone());
         Ok(BlockBytes::Text(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sorted::zipnum::BlockLines;
+    use crate::sorted::MatchType;
+
+    /// Gives each block as the same inflated text, whole or as the piece
+    /// of the range.
+    fn lines_of(text: &Arc<[u8]>, range: &KeyRange, as_piece: bool) -> Vec<Vec<u8>> {
+        let block = Block {
+            first_key: Vec::new(),
+            shard: "s".into(),
+            offset: 0,
+            length: 0,
+            block_no: 1,
+        };
+        let given: Arc<[u8]> = match as_piece {
+            true => text[piece(text, range).expect("a piece")].into(),
+            false => text.clone(),
+        };
+        let fetch = |_: &Block| Ok(BlockBytes::Text(given.clone()));
+        struct F<G>(G);
+        impl<G: FnMut(&Block) -> io::Result<BlockBytes>> FetchBlock for F<G> {
+            fn fetch(&mut self, block: &Block, _: &[Block]) -> io::Result<BlockBytes> {
+                (self.0)(block)
+            }
+        }
+        BlockLines::new(vec![block], range, F(fetch))
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_piece_reads_as_its_whole_block() {
+        // Keys repeated, a key at the block's start and end, empty and
+        // last lines without LF.
+        let lines: Vec<String> = (0..40).map(|i| format!("k{:02} {i:03}", i / 3)).collect();
+        let text: Arc<[u8]> = lines.join("\n").into_bytes().into();
+        let keys = (0..15)
+            .map(|k| format!("k{k:02}"))
+            .chain(["a".into(), "z".into()]);
+        for key in keys {
+            for m in [MatchType::Exact, MatchType::Prefix] {
+                let range = KeyRange::new(key.as_bytes(), m);
+                let whole = lines_of(&text, &range, false);
+                assert_eq!(lines_of(&text, &range, true), whole, "{key} {m:?}");
+                let at = piece(&text, &range).unwrap();
+                // The piece is the range's lines and the line that ends it.
+                assert!(at.len() <= whole.iter().map(|l| l.len() + 1).sum::<usize>() + 8);
+            }
+        }
+        let prefix = KeyRange::new(b"k", MatchType::Prefix);
+        assert_eq!(piece(&text, &prefix), Some(0..text.len()));
+    }
+
+    #[test]
+    fn a_large_piece_is_not_kept() {
+        let text = b"k 1\n".repeat(PIECE_UP_TO / 2);
+        let range = KeyRange::new(b"k", MatchType::Exact);
+        assert_eq!(piece(&text, &range), None);
+        let range = KeyRange::new(b"j", MatchType::Exact);
+        assert_eq!(piece(&text, &range), Some(0..3));
     }
 }

@@ -692,7 +692,7 @@ impl Source {
         range: &'s KeyRange,
         shards: &'s Shards,
     ) -> SourceLines<'s> {
-        let reader = shards.reader(blocks.len());
+        let reader = shards.range_reader(blocks.len(), range);
         SourceLines::Cluster(Box::new(BlockLines::new(blocks, range, reader)))
     }
 
@@ -835,7 +835,11 @@ impl Iterator for BlocksRev<'_> {
                 return Some(Ok(line));
             }
             let block = self.blocks.pop()?;
-            let lines = BlockLines::new(vec![block], self.range, self.shards.reader(1));
+            let lines = BlockLines::new(
+                vec![block],
+                self.range,
+                self.shards.range_reader(1, self.range),
+            );
             match lines.collect::<Result<Vec<_>, _>>() {
                 Ok(l) => self.held = l,
                 Err(e) => {

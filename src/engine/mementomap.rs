@@ -37,6 +37,7 @@ use super::fs::{
     for_each_line, index_content_of, input_name, is_stdin, open_input, open_input_unbuffered,
     open_input_with, open_map, AlignedReader, Content, Expected,
 };
+use super::lookup::Source as IndexSource;
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_part_line, shared_parts, PartInput, Span};
 
@@ -122,7 +123,8 @@ pub struct MapOutput {
 /// Build a MementoMap from sorted capture indexes.
 ///
 /// Inputs: our UKVS capture index, CDXJ, CDX or a plain SURT list, plain
-/// or gzipped, files or "-" for stdin; each must be sorted in byte order
+/// or gzipped, files or "-" for stdin, ZipNum clusters (local or remote)
+/// and directories of sorted files; each must be sorted in byte order
 /// (LC_ALL=C). Several inputs are merged into one sorted stream first, so
 /// a URL found in two of them counts once as URI-R (captures are lines: a
 /// line present in two inputs counts twice as URI-M). One streaming pass;
@@ -259,22 +261,93 @@ fn plain_input(p: &Path) -> anyhow::Result<Option<File>> {
 /// line number.
 type InputLine = (Vec<u8>, usize, u64);
 
+/// A ZipNum cluster among a generation's inputs (its directory, its
+/// `.idx`, or the URL of either), opened; `None` for a file or stdin.
+type ClusterInput = Option<Box<IndexSource>>;
+
+/// Whether `p` is read as a cluster or a directory of sorted files (as
+/// `cat` and `stats` read them) rather than as one file.
+fn is_listing(p: &Path) -> bool {
+    !is_stdin(p)
+        && (p.is_dir() || p.extension().is_some_and(|e| e == "idx") || super::cluster::is_remote(p))
+}
+
+/// The inputs of a generation as they are read: a ZipNum cluster, local
+/// or remote, opened (its lines are read block after block); a directory
+/// of sorted files replaced by its files, the parts of one index. The
+/// job's inputs become what is read; its `!meta` source stays the names
+/// given.
+fn open_clusters(a: &mut GenerateJob) -> anyhow::Result<Vec<ClusterInput>> {
+    if !a.inputs.iter().any(|p| is_listing(p)) {
+        return Ok(a.inputs.iter().map(|_| None).collect());
+    }
+    let mut inputs = Vec::new();
+    let mut clusters = Vec::new();
+    for p in &a.inputs {
+        if !is_listing(p) {
+            inputs.push(p.clone());
+            clusters.push(None);
+            continue;
+        }
+        match super::lookup::listing(p)? {
+            super::lookup::Listing::Cluster(idx) => {
+                clusters.push(Some(Box::new(IndexSource::cluster(&idx, a.no_mmap)?)));
+                inputs.push(p.clone());
+            }
+            super::lookup::Listing::File(f) => {
+                inputs.push(f);
+                clusters.push(None);
+            }
+            super::lookup::Listing::Dir(files) => {
+                clusters.extend(files.iter().map(|_| None));
+                inputs.extend(files);
+            }
+        }
+    }
+    if a.out.source.is_empty() {
+        a.out.source = a.inputs.iter().map(|p| p.display().to_string()).collect();
+    }
+    a.inputs = inputs;
+    Ok(clusters)
+}
+
+/// The lines of a cluster, numbered from 1, as input `i`.
+fn cluster_lines(
+    i: usize,
+    cluster: &IndexSource,
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>> + '_> {
+    let name = cluster.name();
+    let failed = move |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot read {name}: {e}");
+    let lines = cluster.every_line().map_err(|e| failed(&e))?;
+    Ok(lines.zip(1..).map(move |(line, no)| match line {
+        Ok(line) => Ok((line.into_owned(), i, no)),
+        Err(e) => Err(failed(&e)),
+    }))
+}
+
 /// The lines of several sorted inputs in byte order (a k-way merge; equal
-/// lines in input order). Memory: one line per input.
-fn merged_lines(
+/// lines in input order). Memory: one line per input (a cluster's: one
+/// block and the blocks read ahead).
+fn merged_lines<'s>(
     inputs: &[PathBuf],
-) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>>> {
-    let mut streams = Vec::with_capacity(inputs.len());
-    for (i, p) in inputs.iter().enumerate() {
+    clusters: &'s [ClusterInput],
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<InputLine>> + 's> {
+    let mut streams: Vec<Box<dyn Iterator<Item = anyhow::Result<InputLine>> + 's>> =
+        Vec::with_capacity(inputs.len());
+    for (i, (p, cluster)) in inputs.iter().zip(clusters).enumerate() {
+        if let Some(cluster) = cluster {
+            streams.push(Box::new(cluster_lines(i, cluster)?));
+            continue;
+        }
         let mut r = Numbered::new(input_name(p), open_input(p)?);
-        streams.push(std::iter::from_fn(move || {
+        streams.push(Box::new(std::iter::from_fn(move || {
             let mut buf = Vec::new();
             match r.read(&mut buf) {
                 Ok(false) => None,
                 Ok(true) => Some(Ok((buf, i, r.line()))),
                 Err(e) => Some(Err(anyhow::Error::new(e).context(r.cannot_read()))),
             }
-        }));
+        })));
     }
     // Errors first, so a failing input stops the run at once.
     Ok(itertools::kmerge_by(
@@ -352,7 +425,8 @@ fn record_surt_profile(header: &mut Header, profile: Option<crate::surt::Options
 /// Header lines of an index or a map (for compact to carry `!id` over,
 /// and for the SURT profile).
 fn read_headers(p: &Path, expected: Expected) -> anyhow::Result<Vec<String>> {
-    if is_stdin(p) {
+    // A ZipNum cluster holds no header lines.
+    if is_stdin(p) || (expected == Expected::Index && is_listing(p)) {
         return Ok(Vec::new());
     }
     let mut r = open_input_with(p, 16 << 10, expected)?;
@@ -985,88 +1059,107 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
     })
 }
 
-pub fn generate(a: GenerateJob) -> anyhow::Result<ExitCode> {
+pub fn generate(mut a: GenerateJob) -> anyhow::Result<ExitCode> {
     // Every input is refused before it is read when it holds no index
     // lines: by `plain_input`, or where it is opened as a stream.
     let opts = generate_options(&a)?;
+    let clusters = open_clusters(&mut a)?;
     let tmp = tmp_dir(&a.out);
-    let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) = if let [p] = a.inputs.as_slice() {
-        match plain_input(p)? {
-            Some(file) => {
-                // One regular file: its parts (cut between two SURTs, so
-                // every URL is in one part) are read in parallel.
-                // Exclusion entries count withheld URLs per part; their
-                // sum would turn an unknown count into a bound, so they
-                // keep one pass.
-                let threads = match opts.exclude.is_empty() {
-                    true => super::thread_count(a.threads),
-                    false => 1,
-                };
-                // More parts than threads: a large host then makes one
-                // part larger, not one thread later.
-                let cuts = cuts_between_surts(&file, threads, super::parts::PARALLEL_FROM)
-                    .with_context(|| format!("reading {}", p.display()))?;
-                // A thread with no part left takes half of what another
-                // has left to read: one part more, at most SHARES_MAX.
-                let parts_max = cuts.len() - 1 + super::parts::SHARES_MAX;
-                let late_mem = LATE_MEM / parts_max;
-                // A part's share of the memory of maps is what it was before
-                // any part is shared; shared parts take what is left.
-                let map_mem = &MapMemory::new(PARTS_MEM, PARTS_MEM / (cuts.len() - 1));
-                let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
-                let file = &file;
-                // Mapped once the cuts are found: every cut lies within the map.
-                let input = &PartInput::open(file, a.no_mmap);
-                let read = |span: &Span| {
-                    pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
-                        for_each_part_line(input, span, |line, no| feed.line(0, line, no))
-                            .with_context(|| format!("reading {}", p.display()))
-                    })
-                };
-                // This thread, idle while the others read, prepares the
-                // writing of the map.
-                shared_parts(file, &parts, threads, read, || prepare(&a))
-            }
-            None => {
-                let input = open_input_unbuffered(p)?;
-                let results = vec![pass_one(
-                    opts,
-                    &tmp,
-                    LATE_MEM,
-                    &MapMemory::new(PARTS_MEM, PARTS_MEM),
-                    a.strict,
-                    |feed| {
-                        let name = input_name(p);
-                        for_each_line::<anyhow::Error>(&name, input, |line, no| {
-                            feed.line(0, line, no).map(|()| true)
+    let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) =
+        if let [Some(cluster)] = clusters.as_slice() {
+            // One cluster: its lines block after block, in one pass.
+            let results = vec![pass_one(
+                opts,
+                &tmp,
+                LATE_MEM,
+                &MapMemory::new(PARTS_MEM, PARTS_MEM),
+                a.strict,
+                |feed| {
+                    for item in cluster_lines(0, cluster)? {
+                        let (line, input, no) = item?;
+                        feed.line(input, &line, no)?;
+                    }
+                    Ok(())
+                },
+            )];
+            (results, prepare(&a))
+        } else if let [p] = a.inputs.as_slice() {
+            match plain_input(p)? {
+                Some(file) => {
+                    // One regular file: its parts (cut between two SURTs, so
+                    // every URL is in one part) are read in parallel.
+                    // Exclusion entries count withheld URLs per part; their
+                    // sum would turn an unknown count into a bound, so they
+                    // keep one pass.
+                    let threads = match opts.exclude.is_empty() {
+                        true => super::thread_count(a.threads),
+                        false => 1,
+                    };
+                    // More parts than threads: a large host then makes one
+                    // part larger, not one thread later.
+                    let cuts = cuts_between_surts(&file, threads, super::parts::PARALLEL_FROM)
+                        .with_context(|| format!("reading {}", p.display()))?;
+                    // A thread with no part left takes half of what another
+                    // has left to read: one part more, at most SHARES_MAX.
+                    let parts_max = cuts.len() - 1 + super::parts::SHARES_MAX;
+                    let late_mem = LATE_MEM / parts_max;
+                    // A part's share of the memory of maps is what it was before
+                    // any part is shared; shared parts take what is left.
+                    let map_mem = &MapMemory::new(PARTS_MEM, PARTS_MEM / (cuts.len() - 1));
+                    let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+                    let file = &file;
+                    // Mapped once the cuts are found: every cut lies within the map.
+                    let input = &PartInput::open(file, a.no_mmap);
+                    let read = |span: &Span| {
+                        pass_one(opts.clone(), &tmp, late_mem, map_mem, a.strict, |feed| {
+                            for_each_part_line(input, span, |line, no| feed.line(0, line, no))
+                                .with_context(|| format!("reading {}", p.display()))
                         })
-                        .map(drop)
-                    },
-                )];
-                (results, prepare(&a))
-            }
-        }
-    } else {
-        // Several sorted inputs may overlap (the same URL in two
-        // indexes): merged into one sorted stream, the captures of a
-        // SURT are adjacent again, so a URL counts once as URI-R.
-        let merged = merged_lines(&a.inputs)?;
-        let results = vec![pass_one(
-            opts,
-            &tmp,
-            LATE_MEM,
-            &MapMemory::new(PARTS_MEM, PARTS_MEM),
-            a.strict,
-            |feed| {
-                for item in merged {
-                    let (line, input, no) = item?;
-                    feed.line(input, &line, no)?;
+                    };
+                    // This thread, idle while the others read, prepares the
+                    // writing of the map.
+                    shared_parts(file, &parts, threads, read, || prepare(&a))
                 }
-                Ok(())
-            },
-        )];
-        (results, prepare(&a))
-    };
+                None => {
+                    let input = open_input_unbuffered(p)?;
+                    let results = vec![pass_one(
+                        opts,
+                        &tmp,
+                        LATE_MEM,
+                        &MapMemory::new(PARTS_MEM, PARTS_MEM),
+                        a.strict,
+                        |feed| {
+                            let name = input_name(p);
+                            for_each_line::<anyhow::Error>(&name, input, |line, no| {
+                                feed.line(0, line, no).map(|()| true)
+                            })
+                            .map(drop)
+                        },
+                    )];
+                    (results, prepare(&a))
+                }
+            }
+        } else {
+            // Several sorted inputs may overlap (the same URL in two
+            // indexes): merged into one sorted stream, the captures of a
+            // SURT are adjacent again, so a URL counts once as URI-R.
+            let merged = merged_lines(&a.inputs, &clusters)?;
+            let results = vec![pass_one(
+                opts,
+                &tmp,
+                LATE_MEM,
+                &MapMemory::new(PARTS_MEM, PARTS_MEM),
+                a.strict,
+                |feed| {
+                    for item in merged {
+                        let (line, input, no) = item?;
+                        feed.line(input, &line, no)?;
+                    }
+                    Ok(())
+                },
+            )];
+            (results, prepare(&a))
+        };
     finish_generate(&a, results, prepared)
 }
 

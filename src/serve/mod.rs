@@ -327,6 +327,7 @@ fn stats(coll: &catalog::Coll) -> http::Response {
             "hits": c.hits,
             "misses": c.misses,
             "blocks": c.blocks,
+            "pieces": c.pieces,
             "bytes": c.bytes,
         },
     });

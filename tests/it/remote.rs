@@ -126,10 +126,16 @@ fn clusters(dir: &Path, lines: &[String], lines_per_block: usize) -> PathBuf {
 }
 
 fn ukvs(args: &[&str]) -> Output {
+    ukvs_env(args, &[])
+}
+
+/// [`ukvs`] with more settings in the environment.
+fn ukvs_env(args: &[&str], more: &[(&str, &str)]) -> Output {
     let env = S3_ENV.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Command::new(bin())
         .args(args)
         .envs(env)
+        .envs(more.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run ukvs")
@@ -208,6 +214,24 @@ fn assert_same_answers(local: &str, remote: &str, lines: &[String], more: &[&str
         assert!(!want.is_empty());
         assert_eq!(run(remote), want, "{cmd:?} {remote}");
     }
+    let want = mementomap(local, &[]);
+    assert!(want.lines().count() > 100, "{want}");
+    assert_eq!(
+        mementomap(remote, &[]),
+        want,
+        "mementomap generate {remote}"
+    );
+}
+
+/// `ukvs mementomap generate INPUTS ARGS` (the map's `source` and time
+/// fixed, so that maps of different inputs can be compared).
+fn mementomap(inputs: &str, args: &[&str]) -> String {
+    let mut a = vec!["mementomap", "generate", "-q", "--source", "idx"];
+    a.extend(inputs.split(' '));
+    a.extend_from_slice(args);
+    let o = ukvs_env(&a, &[("SOURCE_DATE_EPOCH", "0")]);
+    assert_ok(&o);
+    String::from_utf8(o.stdout).unwrap()
 }
 
 #[test]
@@ -241,6 +265,71 @@ fn remote_http_clusters_answer_as_local_ones() {
     let a = ukvs(&["cat", root.join("pywb").to_str().unwrap()]);
     let b = ukvs(&["cat", &srv.url("cc/")]);
     assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn remote_mementomap_generate_is_the_local_clusters_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = sorted_lines(3000, 23);
+    let root = clusters(tmp.path(), &lines, 40);
+    let test = "remote_mementomap_generate_is_the_local_clusters_map";
+    let Some(srv) = range_server(&root, &tmp.path().join("log"), &[], test) else {
+        return;
+    };
+    let plain = tmp.path().join("in.cdxj");
+    let plain = plain.to_str().unwrap();
+    for layout in ["pywb", "cc"] {
+        let local = root.join(layout);
+        let local = local.to_str().unwrap();
+        let remote = srv.url(&format!("{layout}/"));
+        // Every URL and capture counted: the map of the lines the cluster
+        // was built from, as it is, rolled up and with a decomposition.
+        for args in [
+            &[][..],
+            &["--hcf", "0.5", "--pcf", "0.5"],
+            &["--by", "status"],
+        ] {
+            let want = mementomap(plain, args);
+            let total = format!("\"frequency\":\"{}/", lines.len());
+            assert!(want.contains(&total), "{want}");
+            assert_eq!(mementomap(local, args), want, "{local} {args:?}");
+            assert_eq!(mementomap(&remote, args), want, "{remote} {args:?}");
+        }
+        // A remote cluster merged with a file: as the file twice.
+        assert_eq!(
+            mementomap(&format!("{remote} {plain}"), &[]),
+            mementomap(&format!("{plain} {plain}"), &[]),
+        );
+    }
+    // A refused shard: exit 2, naming its URL and the status; no map.
+    let Some(refusing) = range_server(
+        &root,
+        &tmp.path().join("log2"),
+        &["--forbid", "index-02"],
+        test,
+    ) else {
+        return;
+    };
+    let out = tmp.path().join("out.map");
+    let o = ukvs(&[
+        "mementomap",
+        "generate",
+        &refusing.url("pywb/"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&refusing.url("pywb/index-02.cdx.gz")) && err.contains("403"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // A missing cluster: exit 2 naming the URL.
+    let o = ukvs(&["mementomap", "generate", &refusing.url("nothing/")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&refusing.url("nothing/")), "{err}");
 }
 
 /// Keys whose lines lie inside one block, away from its first and last
