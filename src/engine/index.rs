@@ -421,7 +421,7 @@ fn verify_packages(
         .collect();
     packages.dedup();
     for package in packages {
-        match super::wacz::check_package_archives(package) {
+        match super::package::check_package_archives(package) {
             Ok(report) => errors.extend(
                 report
                     .problems

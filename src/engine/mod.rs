@@ -30,7 +30,8 @@
 //! | [`fold`] | a live collection's bases and delta folded into a new base, swapped in atomically |
 //! | [`maps`] | MementoMap lookups over a mapped map |
 //! | [`mementomap`] | MementoMap jobs: generate, compact, merge, look up, evaluate |
-//! | [`wacz`] | WACZ packages: their entries checked against `datapackage.json` |
+//! | [`package`] | WACZ packages read: their entries checked against `datapackage.json`, a WARC entry found and copied by range |
+//! | [`wacz`] | WACZ packages made (`ukvs wacz create`) from WARCs the index job indexes |
 
 /// Writes a line to stderr as `eprintln!` does, but goes on when stderr
 /// is gone (a closed pipe, as in `ukvs ... 2>&1 | head`), where
@@ -60,6 +61,7 @@ pub mod maps;
 pub mod mementomap;
 pub mod merged;
 pub mod output;
+pub mod package;
 pub mod parts;
 pub mod progress;
 pub mod remote;

@@ -41,7 +41,7 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
     let mut package_problems = 0;
     if path.as_os_str() != "-" && super::fs::is_package(path) {
         let report =
-            super::wacz::check_package(path).with_context(|| format!("cannot read {name}"))?;
+            super::package::check_package(path).with_context(|| format!("cannot read {name}"))?;
         for p in &report.problems {
             writeln!(out, "{name}: {p}")?;
         }

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use ukvs::engine::wacz::{copy_entry_range, find_archive};
+use ukvs::engine::package::{copy_entry_range, find_archive};
 use ukvs::wacz::{byte_range, Method, RangeError};
 
 use super::catalog::{Coll, Kind};
