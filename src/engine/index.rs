@@ -1888,7 +1888,10 @@ impl Taps {
                 head.push(b'\n');
             }
             let scan = taps.spawn("stats", head, move |chunks| {
-                super::stats::scan_chunks(top, chunks.take_while(|c| !c.is_empty()))
+                Ok(super::stats::scan_chunks(
+                    top,
+                    chunks.take_while(|c| !c.is_empty()),
+                )?)
             })?;
             taps.stats = Some((scan, st.clone()));
         }

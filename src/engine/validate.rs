@@ -87,7 +87,9 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
     match map_plain_file(path, args.no_mmap)? {
         Some(map) => {
             let whole = Span::new(0, map.len() as u64);
-            for_each_mapped_line(&Arc::new(map), &whole, |line, _| Ok(feed(line, out)?))?;
+            for_each_mapped_line::<anyhow::Error>(&Arc::new(map), &whole, |line, _| {
+                Ok(feed(line, out)?)
+            })?;
         }
         None => {
             let rdr = open_input(path)?;
