@@ -6,7 +6,9 @@
 //! sorted::Error ─┼─► lookup::Error ─┐
 //! io::Error ─────┘                  ├─► merged::Error ─► .kind() ─► Kind
 //! live::Error ──────────────────────┘
-//! fs::Error (inputs) ─► sort::Error ────────────────► .kind() ─► Kind
+//! fs::Error (inputs) ─┬► sort::Error ───────────────► .kind() ─► Kind
+//! lookup::Error ───────┴► stats::Error ─┬────────────► .kind() ─► Kind
+//! io, ukvs::Error ──────► index::Error ◄┘ (--stats) ─► .kind() ─► Kind
 //! ```
 //!
 //! This module sits below the jobs (it names none of them); each job's
