@@ -180,21 +180,15 @@ fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
         if let Some(e) = e.downcast_ref::<super::stats::Error>() {
             return e.kind();
         }
-        if let Some(e) = e.downcast_ref::<super::fs::Error>() {
-            return e.kind();
-        }
         if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
             return e.kind();
         }
-        if let Some(e) = e.downcast_ref::<crate::sorted::Error>() {
-            return Kind::of_sorted(e);
-        }
-        if let Some(e) = e.downcast_ref::<io::Error>() {
-            return Kind::of_io(e);
+        if let Some(e) = e.downcast_ref::<super::fs::Error>() {
+            return e.kind();
         }
         cause = e.source();
     }
-    Kind::Io
+    Kind::in_chain(e).unwrap_or(Kind::Io)
 }
 
 /// What to index, and how.
