@@ -316,7 +316,6 @@ impl CdxCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     const JOB: ValidateJob = ValidateJob {
         max_problems: 10,
