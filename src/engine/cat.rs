@@ -46,7 +46,10 @@ pub enum Error {
     Input(#[from] super::fs::Error),
     /// A ZipNum cluster whose blocks cannot be listed.
     #[error("cannot read {name}: {cause}")]
-    Cluster { name: String, cause: lookup::Error },
+    Cluster {
+        name: String,
+        cause: Box<lookup::Error>,
+    },
     /// A ZipNum cluster's lines broke off (a block that does not
     /// inflate, a remote store that fails).
     #[error("cannot read {name}: {cause}")]
@@ -268,7 +271,7 @@ fn cat_cluster<W: Write>(
     let mut file = FileState::new(name, from);
     let lines = cluster.every_line().map_err(|cause| Error::Cluster {
         name: name.to_string(),
-        cause,
+        cause: Box::new(cause),
     })?;
     for line in lines {
         let line = line.map_err(|cause| Error::Lines {

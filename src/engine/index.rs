@@ -2322,7 +2322,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let absent = dir.path().join("absent.warc.gz");
         let (mut names, mut errors) = (Names::new(), Vec::new());
-        let paths = collect_inputs(&[absent.clone()], &mut names, &mut errors).unwrap();
+        let paths = collect_inputs(std::slice::from_ref(&absent), &mut names, &mut errors).unwrap();
         assert!(paths.is_empty());
         let [err] = &errors[..] else {
             panic!("{errors:?}")
