@@ -61,6 +61,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     return Err(err.into());
                 }
                 out.flush()?;
+                // The error and its causes, as the run's errors are told.
+                let err = anyhow::Error::from(err);
                 ukvs::report!("ukvs validate: {}: {err:#}", path.display());
                 all_valid = false;
                 invalid += 1;
