@@ -297,7 +297,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         table,
     };
     let bar = progress_bar(args.quiet);
-    job::run(&job, bar.as_ref().map(|b| b as &dyn Progress))
+    Ok(job::run(&job, bar.as_ref().map(|b| b as &dyn Progress))?)
 }
 
 /// A progress bar on a terminal (none when quiet or not a terminal).

@@ -106,6 +106,18 @@ fn broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
     if let Some(e) = cause.downcast_ref::<ukvs::engine::sort::Error>() {
         return e.output_error().is_some_and(|e| broken_pipe_cause(e));
     }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::stats::Error>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::index::Error>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::validate::Error>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::cat::Error>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
     match cause.downcast_ref::<ukvs::ukvs::Error>() {
         Some(ukvs::ukvs::Error::Io(e)) => broken_pipe_cause(e),
         _ => false,
@@ -128,6 +140,14 @@ mod tests {
         assert!(is_broken_pipe(&wrapped));
         let sorting = anyhow::Error::from(ukvs::engine::sort::Error::Output(pipe()));
         assert!(is_broken_pipe(&sorting));
+        let report = anyhow::Error::from(ukvs::engine::stats::Error::Output(pipe()));
+        assert!(is_broken_pipe(&report));
+        let index = anyhow::Error::from(ukvs::engine::index::Error::Output(pipe()));
+        assert!(is_broken_pipe(&index));
+        let validating = anyhow::Error::from(ukvs::engine::validate::Error::Output(pipe()));
+        assert!(is_broken_pipe(&validating));
+        let cat = anyhow::Error::from(ukvs::engine::cat::Error::Output(pipe()));
+        assert!(is_broken_pipe(&cat));
         let other = anyhow::Error::from(ukvs::ukvs::Error::Io(io::Error::other("disk full")));
         assert!(!is_broken_pipe(&other));
     }

@@ -58,9 +58,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(err) => {
                 // A broken pipe ends the run; other errors end this file.
                 if is_pipe(&err) {
-                    return Err(err);
+                    return Err(err.into());
                 }
                 out.flush()?;
+                // The error and its causes, as the run's errors are told.
+                let err = anyhow::Error::from(err);
                 ukvs::report!("ukvs validate: {}: {err:#}", path.display());
                 all_valid = false;
                 invalid += 1;
@@ -78,9 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn is_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-    })
+/// Whether the output was closed (the reader went away): the run ends.
+fn is_pipe(err: &ukvs::engine::validate::Error) -> bool {
+    err.output_error()
+        .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::error::Kind;
 use super::fs::{for_each_line, open_input};
 use super::lookup;
 use crate::ukvs::convert::{self, Source};
@@ -31,6 +32,67 @@ pub enum InputFormat {
     Ukvs,
     Cdxj,
     Cdx,
+}
+
+/// Why a `cat` run stopped. A bad line, a file that cannot be opened or
+/// whose `!fields` differ, is no error of the run: it is reported by
+/// file and line, counted, and skipped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input's lines cannot be read (a damaged gzip member: the line
+    /// and byte near which it broke are named).
+    #[error(transparent)]
+    Input(#[from] super::fs::Error),
+    /// A ZipNum cluster whose blocks cannot be listed.
+    #[error("cannot read {name}: {cause}")]
+    Cluster {
+        name: String,
+        cause: Box<lookup::Error>,
+    },
+    /// A ZipNum cluster's lines broke off (a block that does not
+    /// inflate, a remote store that fails).
+    #[error("cannot read {name}: {cause}")]
+    Lines {
+        name: String,
+        cause: crate::sorted::Error,
+    },
+    /// The output cannot be written (a closed pipe among others).
+    #[error(transparent)]
+    Output(io::Error),
+    /// The output writer refused what it was given.
+    #[error(transparent)]
+    Write(crate::ukvs::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::Cluster { cause, .. } => cause.kind(),
+            Error::Lines { cause, .. } => Kind::of_sorted(cause),
+            Error::Output(e) => Kind::of_io(e),
+            Error::Write(_) => Kind::BadInput,
+        }
+    }
+
+    /// The I/O error the output failed with, if that is what failed (a
+    /// front end tells a closed pipe from it).
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Output(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A writer's failure as the run's: its I/O error as the output's.
+fn write_err(e: crate::ukvs::Error) -> Error {
+    match e {
+        crate::ukvs::Error::Io(io) => Error::Output(io),
+        other => Error::Write(other),
+    }
 }
 
 /// Maps library errors to anyhow, keeping I/O errors as themselves so that
@@ -84,7 +146,7 @@ impl<W: Write> Out<W> {
             .first()
             .is_some_and(|p| p.get(..self.pending_key_len) == line.get(..key_len));
         if !same || self.pending.len() >= MAX_PENDING {
-            self.flush_pending()?;
+            self.flush_pending().map_err(lib_err)?;
             self.pending_key_len = key_len;
         }
         self.pending.push(line.to_vec());
@@ -92,10 +154,10 @@ impl<W: Write> Out<W> {
     }
 
     /// Writes the held-back group in byte order.
-    fn flush_pending(&mut self) -> anyhow::Result<()> {
+    fn flush_pending(&mut self) -> Result<(), crate::ukvs::Error> {
         self.pending.sort_unstable();
         for l in self.pending.drain(..) {
-            self.writer.write_line(&l).map_err(lib_err)?;
+            self.writer.write_line(&l)?;
         }
         Ok(())
     }
@@ -103,7 +165,7 @@ impl<W: Write> Out<W> {
 
 /// Converts every file of `job` into `wtr`; gives the writer back and the
 /// number of bad lines and files.
-pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
+pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> Result<(W, u64), Error> {
     let mut out = Out {
         json: args.json,
         writer: Writer::unsorted(wtr),
@@ -147,10 +209,10 @@ pub fn cat_all<W: Write>(args: &CatJob, wtr: W) -> anyhow::Result<(W, u64)> {
     // A group of ties is written when the key changes or here, never at
     // a file's end: the files of a directory are the parts of one index,
     // and a group cut between two of them is still one group.
-    out.flush_pending()?;
+    out.flush_pending().map_err(write_err)?;
     // A file with headers only still gets its headers out.
     let bad = out.bad;
-    let w = out.writer.finish().map_err(lib_err)?;
+    let w = out.writer.finish().map_err(write_err)?;
     Ok((w, bad))
 }
 
@@ -176,7 +238,7 @@ struct FileState<'n> {
 
 /// Converts the file (or stream) at `path` into `out`; one that cannot
 /// be opened is reported and counted.
-fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyhow::Result<()> {
+fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> Result<(), Error> {
     let name = path.display().to_string();
     let rdr = match open_input(path) {
         Ok(r) => r,
@@ -188,7 +250,7 @@ fn cat_path<W: Write>(path: &Path, from: InputFormat, out: &mut Out<W>) -> anyho
     };
     let mut file = FileState::new(&name, from);
     let mut whole = true;
-    for_each_line::<anyhow::Error>(&name, rdr, |line, _| {
+    for_each_line::<Error>(&name, rdr, |line, _| {
         whole = file.line(line, out)?;
         Ok(whole)
     })?;
@@ -204,12 +266,18 @@ fn cat_cluster<W: Write>(
     cluster: &lookup::Source,
     from: InputFormat,
     out: &mut Out<W>,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let name = cluster.name();
     let mut file = FileState::new(name, from);
-    let failed = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot read {name}: {e}");
-    for line in cluster.every_line().map_err(|e| failed(&e))? {
-        let line = line.map_err(|e| failed(&e))?;
+    let lines = cluster.every_line().map_err(|cause| Error::Cluster {
+        name: name.to_string(),
+        cause: Box::new(cause),
+    })?;
+    for line in lines {
+        let line = line.map_err(|cause| Error::Lines {
+            name: name.to_string(),
+            cause,
+        })?;
         if !file.line(&line, out)? {
             return Ok(());
         }
@@ -238,15 +306,18 @@ impl FileState<'_> {
 
     /// Converts the file's next line into `out`, reporting a bad one;
     /// `false` when the rest of the file is skipped.
-    fn line<W: Write>(&mut self, line: &[u8], out: &mut Out<W>) -> anyhow::Result<bool> {
+    fn line<W: Write>(&mut self, line: &[u8], out: &mut Out<W>) -> Result<bool, Error> {
         self.n += 1;
         let n = self.n;
         let from = self.from;
         if let Err(e) = cat_line(line, n, self, from, out) {
-            if let Some(io) = e.downcast_ref::<io::Error>() {
-                if io.kind() == io::ErrorKind::BrokenPipe {
-                    return Err(e);
-                }
+            // A closed output ends the run; other failures, this line.
+            let closed = e.downcast_ref::<io::Error>();
+            if closed.is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe) {
+                let io = e
+                    .downcast::<io::Error>()
+                    .unwrap_or_else(|_| io::ErrorKind::BrokenPipe.into());
+                return Err(Error::Output(io));
             }
             crate::report!("{}:{n}: {}", self.name, message_at(&e, n));
             out.bad += 1;
@@ -261,10 +332,10 @@ impl FileState<'_> {
 
     /// Ends the file: the headers of a file without records (only the
     /// first file's count), and the captures held back.
-    fn finish<W: Write>(mut self, out: &mut Out<W>) -> anyhow::Result<()> {
+    fn finish<W: Write>(mut self, out: &mut Out<W>) -> Result<(), Error> {
         if out.schema.is_none() {
             if let Some(source) = self.source.take() {
-                start_records(&source, &mut self, out)?;
+                start_records(&source, &mut self, out).map_err(write_err)?;
             }
         }
         Ok(())
@@ -361,7 +432,7 @@ fn cat_classified<W: Write>(
         }
         (Source::Ukvs, Line::Data(r)) => {
             if st.schema.is_none() {
-                start_records(source, st, out)?;
+                start_records(source, st, out).map_err(lib_err)?;
             }
             if st.skip.is_some() {
                 return Ok(());
@@ -373,7 +444,7 @@ fn cat_classified<W: Write>(
         }
         (Source::Cdxj | Source::Cdx(_), Line::Data(r)) => {
             if st.schema.is_none() {
-                start_records(source, st, out)?;
+                start_records(source, st, out).map_err(lib_err)?;
             }
             if st.skip.is_some() {
                 return Ok(());
@@ -403,7 +474,7 @@ fn start_records<W: Write>(
     source: &Source,
     st: &mut FileState<'_>,
     out: &mut Out<W>,
-) -> anyhow::Result<()> {
+) -> Result<(), crate::ukvs::Error> {
     let headers = match source {
         Source::Ukvs => std::mem::take(&mut st.headers),
         s => convert::capture_headers(s, &st.cdxj_meta),
@@ -413,7 +484,7 @@ fn start_records<W: Write>(
         None => {
             if !out.json {
                 for l in headers.lines() {
-                    out.writer.raw_header(&l).map_err(lib_err)?;
+                    out.writer.raw_header(&l)?;
                 }
             }
             out.schema = Some(schema.clone());
@@ -465,4 +536,75 @@ fn emit_ukvs<W: Write>(
     let mut buf = Vec::new();
     format_record(&mut buf, &fields, oslj.as_ref());
     out.writer.write_line(&buf).map_err(lib_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(files: Vec<PathBuf>) -> CatJob {
+        CatJob {
+            files,
+            json: false,
+            from: InputFormat::Auto,
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_counted_and_the_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("a.cdxj");
+        std::fs::write(
+            &good,
+            "com,example)/ 20200101000000 {\"url\": \"http://example.com/\"}\n",
+        )
+        .unwrap();
+        let files = vec![dir.path().join("absent.cdxj"), good];
+        let (out, bad) = cat_all(&job(files), Vec::new()).unwrap();
+        assert_eq!(bad, 1);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("com,example)/ 20200101000000 "), "{out}");
+    }
+
+    #[test]
+    fn a_gzip_cut_short_is_damaged_and_a_closed_output_is_told() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.cdxj.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for i in 0..2000 {
+            writeln!(
+                gz,
+                "com,example)/{i:05} 20200101000000 {{\"url\": \"http://example.com/{i:05}\"}}"
+            )
+            .unwrap();
+        }
+        let gz = gz.finish().unwrap();
+        std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+        let err = cat_all(&job(vec![path.clone()]), Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", path.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+        assert!(err.output_error().is_none());
+
+        #[derive(Debug)]
+        struct Closed;
+        impl io::Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+        }
+        let good = dir.path().join("a.cdxj");
+        std::fs::write(
+            &good,
+            "com,example)/ 20200101000000 {\"url\": \"http://example.com/\"}\n",
+        )
+        .unwrap();
+        let err = cat_all(&job(vec![good]), Closed).unwrap_err();
+        let closed = err.output_error().map(io::Error::kind);
+        assert_eq!(closed, Some(io::ErrorKind::BrokenPipe), "{err:?}");
+    }
 }

@@ -6,7 +6,9 @@
 //! sorted::Error ─┼─► lookup::Error ─┐
 //! io::Error ─────┘                  ├─► merged::Error ─► .kind() ─► Kind
 //! live::Error ──────────────────────┘
-//! fs::Error (inputs) ─► sort::Error ────────────────► .kind() ─► Kind
+//! fs::Error (inputs) ─┬► sort::Error ───────────────► .kind() ─► Kind
+//! lookup::Error ───────┴► stats::Error ─┬────────────► .kind() ─► Kind
+//! io, ukvs::Error ──────► index::Error ◄┘ (--stats) ─► .kind() ─► Kind
 //! ```
 //!
 //! This module sits below the jobs (it names none of them); each job's
@@ -54,6 +56,24 @@ impl Kind {
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => Kind::Damaged,
             _ => Kind::Io,
         }
+    }
+
+    /// The kind of the first error in a chain whose type this module
+    /// knows (a sorted file's, an I/O error), for the causes a job keeps
+    /// from a module that still reports with `anyhow`. (The jobs' own
+    /// types sit above this module: a job looks for those first.)
+    pub fn in_chain(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
+        let mut cause = Some(e);
+        while let Some(e) = cause {
+            if let Some(e) = e.downcast_ref::<sorted::Error>() {
+                return Some(Kind::of_sorted(e));
+            }
+            if let Some(e) = e.downcast_ref::<io::Error>() {
+                return Some(Kind::of_io(e));
+            }
+            cause = e.source();
+        }
+        None
     }
 
     /// The kind of a sorted-file error (the format layer knows nothing

@@ -24,13 +24,172 @@ use crate::arc;
 use crate::capture::hash::Lanes;
 use crate::capture::{self, Indexer, Outcome, Profile};
 use crate::warc;
-use anyhow::Context;
 use rayon::prelude::*;
 
+use super::error::Kind;
 use super::fs::Behind;
 use super::output::Output as Dest;
 pub use super::progress::Progress;
 use super::seeds;
+
+/// Why an index job failed, or why one of its inputs was left out.
+///
+/// The job's own failures end the run ([`run`] returns them). An input
+/// that cannot be read (`Input`, `Package`, `Problem`, `Orphan`,
+/// `NoInputs`) is reported with this error's message and counted, and
+/// the run goes on (`--strict` stops it before anything is indexed);
+/// damaged records inside an archive are reported and skipped as the
+/// reader finds them, by file and byte offset.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `--no-sort` with an output that is made of a sorted index.
+    #[error(
+        "a MementoMap, statistics, a digest file and a table are made of a sorted index: \
+         drop --no-sort"
+    )]
+    UnsortedTaps,
+    /// The list of paths on stdin (`-`) cannot be read.
+    #[error("cannot read paths from stdin")]
+    Stdin(#[source] io::Error),
+    /// Stdin (`-`) holds something other than paths, one a line.
+    #[error(
+        "stdin holds {held}, not paths: `-` reads the paths of the files to index, \
+         one a line; to index a stream, give it as a path (`/dev/stdin`, whose lines \
+         name the file `stdin`, or a named pipe that bears the file's name)"
+    )]
+    StdinHolds {
+        /// What it holds: archive records, or compressed bytes.
+        held: String,
+    },
+    /// An input (a file or directory) that is not there or cannot be read.
+    #[error("{}: {cause}", .path.display())]
+    Input { path: PathBuf, cause: io::Error },
+    /// A WACZ package (or ZIP) that cannot be read.
+    #[error("{}: {cause}", .path.display())]
+    Package {
+        path: PathBuf,
+        cause: crate::wacz::Error,
+    },
+    /// With `--verify-digests`: a package entry whose digest differs from
+    /// the one its `datapackage.json` states, or cannot be checked.
+    #[error("{}: {problem}", .path.display())]
+    Problem { path: PathBuf, problem: String },
+    /// A Nedlib data file without its `.meta` file, or the reverse.
+    #[error("{}: {what}", .path.display())]
+    Orphan { path: PathBuf, what: String },
+    /// The inputs hold no archive.
+    #[error("no ARC or WARC files to index")]
+    NoInputs,
+    /// A thread (`what` says which) could not be started.
+    #[error("{what}")]
+    Threads {
+        what: &'static str,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The index lines cannot be sorted: the temporary runs cannot be
+    /// written (`--tmp-dir` puts them elsewhere).
+    #[error("cannot sort index lines")]
+    Sort(#[source] io::Error),
+    /// The sorted runs cannot be read back.
+    #[error(transparent)]
+    Sorted(#[from] io::Error),
+    /// `--no-sort`: a temporary file for lines held back (`what` says
+    /// which step) failed.
+    #[error("{what}")]
+    Temp {
+        what: String,
+        #[source]
+        cause: io::Error,
+    },
+    /// The index cannot be written (`what` names the output).
+    #[error("{what}")]
+    Write {
+        what: String,
+        #[source]
+        cause: io::Error,
+    },
+    /// The UKVS index cannot be written (`what` says which part).
+    #[error("{what}")]
+    Ukvs {
+        what: &'static str,
+        #[source]
+        cause: crate::ukvs::Error,
+    },
+    /// The output cannot be created or put in place.
+    #[error(transparent)]
+    Output(io::Error),
+    /// A MementoMap, statistics, digest file or table made beside the
+    /// index (`what` says which) failed: the cause says how.
+    #[error("{what}")]
+    Tap {
+        what: &'static str,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The statistics made beside the index cannot be written.
+    #[error(transparent)]
+    Report(super::stats::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::UnsortedTaps | Error::StdinHolds { .. } | Error::Orphan { .. } => Kind::BadInput,
+            Error::NoInputs => Kind::Missing,
+            Error::Package { .. } | Error::Problem { .. } => Kind::Damaged,
+            Error::Stdin(cause)
+            | Error::Input { cause, .. }
+            | Error::Sort(cause)
+            | Error::Sorted(cause)
+            | Error::Temp { cause, .. }
+            | Error::Write { cause, .. }
+            | Error::Output(cause) => Kind::of_io(cause),
+            Error::Ukvs { cause, .. } => match cause {
+                crate::ukvs::Error::Io(e) => Kind::of_io(e),
+                _ => Kind::BadInput,
+            },
+            Error::Threads { .. } => Kind::Io,
+            Error::Tap { cause, .. } => kind_in_chain(cause.as_ref()),
+            Error::Report(e) => e.kind(),
+        }
+    }
+
+    /// The I/O error the index's output failed with, if that is what
+    /// failed (a front end tells a closed pipe from it).
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Output(e) | Error::Write { cause: e, .. } => Some(e),
+            Error::Ukvs {
+                cause: crate::ukvs::Error::Io(e),
+                ..
+            } => Some(e),
+            Error::Report(e) => e.output_error(),
+            _ => None,
+        }
+    }
+}
+
+/// The kind of the first engine error in a chain (the outputs made
+/// beside the index that still report with `anyhow`), by type.
+fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if let Some(e) = e.downcast_ref::<super::stats::Error>() {
+            return e.kind();
+        }
+        if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
+            return e.kind();
+        }
+        if let Some(e) = e.downcast_ref::<super::fs::Error>() {
+            return e.kind();
+        }
+        cause = e.source();
+    }
+    Kind::in_chain(e).unwrap_or(Kind::Io)
+}
 
 /// What to index, and how.
 #[derive(Clone, Debug)]
@@ -126,17 +285,14 @@ const KEY_WARNINGS: u64 = 5;
 /// Lines are handed over in chunks of about this many bytes.
 const CHUNK: usize = 256 * 1024;
 
-pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<ExitCode> {
+pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, Error> {
     if job.no_sort
         && (job.mementomap.is_some()
             || job.stats.is_some()
             || job.digests.is_some()
             || job.table.is_some())
     {
-        anyhow::bail!(
-            "a MementoMap, statistics, a digest file and a table are made of a sorted index: \
-             drop --no-sort"
-        );
+        return Err(Error::UnsortedTaps);
     }
     let profile = job.profile;
     let opts = capture::Options {
@@ -157,8 +313,8 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
         crate::report!("ukvs index: {e}");
     }
     if paths.is_empty() {
-        input_errors.push("no ARC or WARC files to index".into());
-        crate::report!("ukvs index: no ARC or WARC files to index");
+        crate::report!("ukvs index: {}", Error::NoInputs);
+        input_errors.push(Error::NoInputs);
     }
     if job.strict && !input_errors.is_empty() {
         return Ok(ExitCode::from(2));
@@ -172,7 +328,10 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .context("cannot start worker threads")?;
+        .map_err(|e| Error::Threads {
+            what: "cannot start worker threads",
+            cause: Box::new(e),
+        })?;
 
     let total_bytes: u64 = paths
         .iter()
@@ -191,7 +350,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
     let (tx, rx) = sync_channel::<Msg>(threads * 4);
     let mut sink = Sink::new(job, profile, &paths);
 
-    let result: anyhow::Result<()> = std::thread::scope(|scope| {
+    let result: Result<(), Error> = std::thread::scope(|scope| {
         let worker_paths = &paths;
         let members = &members;
         let names_ref = &names;
@@ -286,27 +445,23 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ex
 fn collect_inputs(
     inputs: &[PathBuf],
     names: &mut Names,
-    errors: &mut Vec<String>,
-) -> anyhow::Result<Vec<PathBuf>> {
+    errors: &mut Vec<Error>,
+) -> Result<Vec<PathBuf>, Error> {
     let mut paths = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             let mut stdin = io::stdin().lock();
-            let first = stdin.fill_buf().context("cannot read paths from stdin")?;
+            let first = stdin.fill_buf().map_err(Error::Stdin)?;
             let held = match super::fs::content(first) {
                 super::fs::Content::Archive(format) => Some(format!("{format} records")),
                 super::fs::Content::Plain => None,
                 _ => Some("compressed bytes".to_string()),
             };
             if let Some(held) = held {
-                anyhow::bail!(
-                    "stdin holds {held}, not paths: `-` reads the paths of the files to index, \
-                     one a line; to index a stream, give it as a path (`/dev/stdin`, whose lines \
-                     name the file `stdin`, or a named pipe that bears the file's name)"
-                );
+                return Err(Error::StdinHolds { held });
             }
             for line in stdin.lines() {
-                let line = line.context("cannot read paths from stdin")?;
+                let line = line.map_err(Error::Stdin)?;
                 let line = line.trim_end_matches('\r');
                 if !line.is_empty() {
                     add_input(Path::new(line), &mut paths, names, errors);
@@ -331,7 +486,7 @@ struct Known {
     seed: Option<seeds::Seed>,
 }
 
-fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &mut Vec<String>) {
+fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &mut Vec<Error>) {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
             let before = paths.len();
@@ -358,7 +513,10 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
             }
             paths.push(path.to_path_buf())
         }
-        Err(e) => errors.push(format!("{}: {e}", path.display())),
+        Err(cause) => errors.push(Error::Input {
+            path: path.to_path_buf(),
+            cause,
+        }),
     }
 }
 
@@ -369,7 +527,7 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
 /// run goes on); one that holds no WARC is only told.
 fn open_packages(
     paths: Vec<PathBuf>,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<Error>,
 ) -> (Vec<PathBuf>, Vec<Option<crate::wacz::Entry>>) {
     let mut out = Vec::with_capacity(paths.len());
     let mut members = Vec::with_capacity(paths.len());
@@ -384,8 +542,8 @@ fn open_packages(
             .and_then(|f| crate::wacz::Package::read(io::BufReader::new(f)));
         let package = match read {
             Ok(p) => p,
-            Err(e) => {
-                errors.push(format!("{}: {e}", path.display()));
+            Err(cause) => {
+                errors.push(Error::Package { path, cause });
                 continue;
             }
         };
@@ -412,7 +570,7 @@ fn open_packages(
 fn verify_packages(
     paths: &[PathBuf],
     members: &[Option<crate::wacz::Entry>],
-    errors: &mut Vec<String>,
+    errors: &mut Vec<Error>,
 ) {
     let mut packages: Vec<&PathBuf> = paths
         .iter()
@@ -422,13 +580,16 @@ fn verify_packages(
     packages.dedup();
     for package in packages {
         match super::package::check_package_archives(package) {
-            Ok(report) => errors.extend(
-                report
-                    .problems
-                    .into_iter()
-                    .map(|p| format!("{}: {p}", package.display())),
-            ),
-            Err(e) => errors.push(format!("{}: {e:#}", package.display())),
+            Ok(report) => {
+                errors.extend(report.problems.into_iter().map(|problem| Error::Problem {
+                    path: package.clone(),
+                    problem,
+                }))
+            }
+            Err(e) => errors.push(Error::Problem {
+                path: package.clone(),
+                problem: format!("{e:#}"),
+            }),
         }
     }
 }
@@ -473,12 +634,15 @@ fn walk_dir(
     dir: &Path,
     paths: &mut Vec<PathBuf>,
     names: &mut Names,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<Error>,
 ) {
     let entries = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
-        Err(e) => {
-            errors.push(format!("{}: {e}", dir.display()));
+        Err(cause) => {
+            errors.push(Error::Input {
+                path: dir.to_path_buf(),
+                cause,
+            });
             return;
         }
     };
@@ -537,7 +701,10 @@ fn walk_dir(
     }
     if nedlib_seen {
         for o in &pairing.orphans {
-            errors.push(format!("{}: {o}", dir.join(o.name).display()));
+            errors.push(Error::Orphan {
+                path: dir.join(o.name),
+                what: o.to_string(),
+            });
         }
     }
 }
@@ -1654,13 +1821,13 @@ impl Sink {
         out: &mut Output,
         pb: Option<&dyn Progress>,
         abort: &AtomicBool,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         for msg in rx {
             match msg {
                 Msg::Lines { file, buf } => {
                     if let Some(sorter) = &mut self.sorter {
                         for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-                            sorter.push(line).context("cannot sort index lines")?;
+                            sorter.push(line).map_err(Error::Sort)?;
                         }
                     } else {
                         self.pending_bytes += buf.len();
@@ -1721,7 +1888,7 @@ impl Sink {
         lines
     }
 
-    fn write_headers(&mut self, out: &mut Output, metas: &[String]) -> anyhow::Result<()> {
+    fn write_headers(&mut self, out: &mut Output, metas: &[String]) -> Result<(), Error> {
         if !self.headers_written {
             self.headers_written = true;
             for line in self.header_lines(metas) {
@@ -1736,7 +1903,7 @@ impl Sink {
     /// per-file `!meta`; of one, they wait for its first record (or its
     /// end) and carry the `!meta` that record gives (a filedesc, or a
     /// warcinfo that comes first), as the sorted index does.
-    fn flush_in_order(&mut self, out: &mut Output) -> anyhow::Result<()> {
+    fn flush_in_order(&mut self, out: &mut Output) -> Result<(), Error> {
         if !self.headers_written {
             let one = self.paths == 1;
             let ended = self.pending.get(&0).is_some_and(|p| p.done);
@@ -1769,7 +1936,7 @@ impl Sink {
     /// `--no-sort`: while the lines held for files ahead of the one being
     /// written exceed `--mem`, moves the largest holding to a temporary
     /// file (after what it spilled before, so its order stays).
-    fn spill_pending(&mut self) -> anyhow::Result<()> {
+    fn spill_pending(&mut self) -> Result<(), Error> {
         while self.pending_bytes > self.mem {
             let Some(p) = self
                 .pending
@@ -1783,15 +1950,19 @@ impl Sink {
             }
             if p.spilled.is_none() {
                 let dir = self.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
-                let file = tempfile::tempfile_in(&dir)
-                    .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+                let file = tempfile::tempfile_in(&dir).map_err(|cause| Error::Temp {
+                    what: format!("creating a temporary file in {}", dir.display()),
+                    cause,
+                })?;
                 p.spilled = Some(file);
             }
             let file = p.spilled.as_mut().expect("just created");
             for chunk in p.chunks.drain(..) {
                 self.pending_bytes -= chunk.len();
-                file.write_all(&chunk)
-                    .context("cannot write a temporary file")?;
+                file.write_all(&chunk).map_err(|cause| Error::Temp {
+                    what: "cannot write a temporary file".into(),
+                    cause,
+                })?;
             }
         }
         Ok(())
@@ -1805,7 +1976,7 @@ impl Sink {
         out: &mut Output,
         _opts: &capture::Options,
         job: &IndexJob,
-    ) -> anyhow::Result<Option<Taps>> {
+    ) -> Result<Option<Taps>, Error> {
         let Some(sorter) = self.sorter.take() else {
             self.write_headers(out, &[])?;
             return Ok(None);
@@ -1819,7 +1990,7 @@ impl Sink {
             if let Some(t) = &mut taps {
                 t.line(line);
             }
-            Ok::<(), anyhow::Error>(())
+            Ok::<(), Error>(())
         })?;
         Ok(taps)
     }
@@ -1844,7 +2015,7 @@ struct Taps {
 const TAP_CHUNK: usize = 256 * 1024;
 
 impl Taps {
-    fn start(job: &IndexJob, headers: &[Vec<u8>]) -> anyhow::Result<Option<Taps>> {
+    fn start(job: &IndexJob, headers: &[Vec<u8>]) -> Result<Option<Taps>, Error> {
         if job.mementomap.is_none()
             && job.stats.is_none()
             && job.digests.is_none()
@@ -1888,7 +2059,10 @@ impl Taps {
                 head.push(b'\n');
             }
             let scan = taps.spawn("stats", head, move |chunks| {
-                super::stats::scan_chunks(top, chunks.take_while(|c| !c.is_empty()))
+                Ok(super::stats::scan_chunks(
+                    top,
+                    chunks.take_while(|c| !c.is_empty()),
+                )?)
             })?;
             taps.stats = Some((scan, st.clone()));
         }
@@ -1903,7 +2077,7 @@ impl Taps {
         name: &str,
         first: Vec<u8>,
         make: impl FnOnce(mpsc::IntoIter<Arc<Vec<u8>>>) -> anyhow::Result<T> + Send + 'static,
-    ) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<T>>> {
+    ) -> Result<std::thread::JoinHandle<anyhow::Result<T>>, Error> {
         let (tx, rx) = sync_channel::<Arc<Vec<u8>>>(8);
         if !first.is_empty() {
             tx.send(Arc::new(first)).ok();
@@ -1912,7 +2086,10 @@ impl Taps {
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || make(rx.into_iter()))
-            .context("cannot start a thread")
+            .map_err(|e| Error::Threads {
+                what: "cannot start a thread",
+                cause: Box::new(e),
+            })
     }
 
     fn line(&mut self, line: &[u8]) {
@@ -1935,7 +2112,7 @@ impl Taps {
     }
 
     /// The index is complete: the taps finish their outputs.
-    fn finish(mut self) -> anyhow::Result<()> {
+    fn finish(mut self) -> Result<(), Error> {
         if !self.chunk.is_empty() {
             self.send();
         }
@@ -1944,17 +2121,17 @@ impl Taps {
             let _ = tx.send(Arc::new(Vec::new()));
         }
         if let Some(map) = self.map.take() {
-            joined(map.join()).context("cannot make the MementoMap")?;
+            joined(map.join()).map_err(tap("cannot make the MementoMap"))?;
         }
         if let Some((stats, out)) = self.stats.take() {
-            let report = joined(stats.join()).context("cannot make the statistics")?;
-            super::stats::write_report(&report, &out.format, &out.path)?;
+            let report = joined(stats.join()).map_err(tap("cannot make the statistics"))?;
+            super::stats::write_report(&report, &out.format, &out.path).map_err(Error::Report)?;
         }
         if let Some(digests) = self.digests.take() {
-            joined(digests.join()).context("cannot make the digest file")?;
+            joined(digests.join()).map_err(tap("cannot make the digest file"))?;
         }
         if let Some(table) = self.table.take() {
-            joined(table.join()).context("cannot make the table")?;
+            joined(table.join()).map_err(tap("cannot make the table"))?;
         }
         Ok(())
     }
@@ -1964,6 +2141,14 @@ impl Taps {
 /// error).
 fn joined<T>(r: std::thread::Result<anyhow::Result<T>>) -> anyhow::Result<T> {
     r.unwrap_or_else(|_| Err(anyhow::anyhow!("a thread making an output failed")))
+}
+
+/// A tap's failure, its `anyhow` chain kept as the cause.
+fn tap(what: &'static str) -> impl FnOnce(anyhow::Error) -> Error {
+    move |e| Error::Tap {
+        what,
+        cause: e.into(),
+    }
 }
 
 /// `--no-sort`: the lines of one file not written yet.
@@ -1977,9 +2162,13 @@ struct Pending {
 }
 
 /// Writes the lines of a spilled temporary file, whole lines at a time.
-fn copy_spilled(file: &mut File, out: &mut Output) -> anyhow::Result<()> {
+fn copy_spilled(file: &mut File, out: &mut Output) -> Result<(), Error> {
     use std::io::{Read, Seek};
-    file.rewind().context("cannot read a temporary file")?;
+    let unread = |cause| Error::Temp {
+        what: "cannot read a temporary file".into(),
+        cause,
+    };
+    file.rewind().map_err(unread)?;
     let mut rdr = super::fs::AlignedReader::with_capacity(CHUNK, file);
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     loop {
@@ -1987,7 +2176,7 @@ fn copy_spilled(file: &mut File, out: &mut Output) -> anyhow::Result<()> {
             .by_ref()
             .take(CHUNK as u64)
             .read_to_end(&mut buf)
-            .context("cannot read a temporary file")?;
+            .map_err(unread)?;
         if n == 0 {
             break;
         }
@@ -2011,8 +2200,10 @@ enum Output {
 }
 
 impl Output {
-    fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> anyhow::Result<Output> {
-        let dest = Dest::create(path.unwrap_or(Path::new("-")))?.durable();
+    fn open(path: Option<&Path>, profile: Profile, sorted: bool) -> Result<Output, Error> {
+        let dest = Dest::create(path.unwrap_or(Path::new("-")))
+            .map_err(Error::Output)?
+            .durable();
         Ok(match (profile, sorted) {
             (Profile::Ukvs, true) => Output::Ukvs(crate::ukvs::Writer::new(dest)),
             (Profile::Ukvs, false) => Output::Ukvs(crate::ukvs::Writer::unsorted(dest)),
@@ -2020,22 +2211,26 @@ impl Output {
         })
     }
 
-    fn header(&mut self, line: &[u8]) -> anyhow::Result<()> {
+    fn header(&mut self, line: &[u8]) -> Result<(), Error> {
         match self {
-            Output::Ukvs(w) => w.raw_header(line).context("cannot write the index header"),
+            Output::Ukvs(w) => w
+                .raw_header(line)
+                .map_err(ukvs_failed("cannot write the index header")),
             Output::Plain(d) => write_line(d, line),
         }
     }
 
-    fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+    fn line(&mut self, line: &[u8]) -> Result<(), Error> {
         match self {
-            Output::Ukvs(w) => w.write_line(line).context("cannot write an index line"),
+            Output::Ukvs(w) => w
+                .write_line(line)
+                .map_err(ukvs_failed("cannot write an index line")),
             Output::Plain(d) => write_line(d, line),
         }
     }
 
     /// Lines each ending in `\n`.
-    fn chunk(&mut self, chunk: &[u8]) -> anyhow::Result<()> {
+    fn chunk(&mut self, chunk: &[u8]) -> Result<(), Error> {
         match self {
             Output::Ukvs(_) => {
                 for line in chunk.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -2043,24 +2238,34 @@ impl Output {
                 }
                 Ok(())
             }
-            Output::Plain(d) => d
-                .write_all(chunk)
-                .with_context(|| format!("cannot write {}", d.name())),
+            Output::Plain(d) => d.write_all(chunk).map_err(|cause| Error::Write {
+                what: format!("cannot write {}", d.name()),
+                cause,
+            }),
         }
     }
 
-    fn commit(self) -> anyhow::Result<()> {
-        match self {
-            Output::Ukvs(w) => Ok(w.finish().context("cannot write the index")?.commit()?),
-            Output::Plain(d) => Ok(d.commit()?),
-        }
+    fn commit(self) -> Result<(), Error> {
+        let dest = match self {
+            Output::Ukvs(w) => w.finish().map_err(ukvs_failed("cannot write the index"))?,
+            Output::Plain(d) => d,
+        };
+        dest.commit().map_err(Error::Output)
     }
 }
 
-fn write_line(d: &mut Dest, line: &[u8]) -> anyhow::Result<()> {
+/// A UKVS writer's failure, with what it was writing.
+fn ukvs_failed(what: &'static str) -> impl FnOnce(crate::ukvs::Error) -> Error {
+    move |cause| Error::Ukvs { what, cause }
+}
+
+fn write_line(d: &mut Dest, line: &[u8]) -> Result<(), Error> {
     d.write_all(line)
         .and_then(|()| d.write_all(b"\n"))
-        .with_context(|| format!("cannot write {}", d.name()))
+        .map_err(|cause| Error::Write {
+            what: format!("cannot write {}", d.name()),
+            cause,
+        })
 }
 
 #[cfg(test)]
@@ -2085,5 +2290,95 @@ mod tests {
             cwd.display()
         );
         assert_eq!(name("x/y.warc.gz", "x/z"), "../y.warc.gz");
+    }
+
+    fn job(inputs: Vec<PathBuf>, output: Option<PathBuf>) -> IndexJob {
+        IndexJob {
+            inputs,
+            output,
+            profile: Profile::Cdxj,
+            threads: 1,
+            no_sort: false,
+            mem: 1 << 20,
+            tmp_dir: None,
+            all_records: false,
+            quiet: true,
+            strict: false,
+            post_append: false,
+            verify_digests: false,
+            cdxj: None,
+            dir_root: None,
+            no_mmap: false,
+            surt: crate::surt::Options::default(),
+            mementomap: None,
+            stats: None,
+            digests: None,
+            table: None,
+        }
+    }
+
+    #[test]
+    fn a_missing_input_is_missing_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("absent.warc.gz");
+        let (mut names, mut errors) = (Names::new(), Vec::new());
+        let paths = collect_inputs(std::slice::from_ref(&absent), &mut names, &mut errors).unwrap();
+        assert!(paths.is_empty());
+        let [err] = &errors[..] else {
+            panic!("{errors:?}")
+        };
+        assert_eq!(err.kind(), Kind::Missing);
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("{}: ", absent.display())),
+            "{text}"
+        );
+        // A run over it alone fails with its message counted (exit 2),
+        // and writes nothing.
+        let out = dir.path().join("out.cdxj");
+        let code = run(&job(vec![absent], Some(out.clone())), None).unwrap();
+        assert_eq!(code, ExitCode::from(2));
+    }
+
+    #[test]
+    fn a_damaged_package_is_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("broken.wacz");
+        std::fs::write(&package, b"PK\x03\x04 this is no zip archive").unwrap();
+        let mut errors = Vec::new();
+        let (paths, _) = open_packages(vec![package.clone()], &mut errors);
+        assert!(paths.is_empty());
+        let [err] = &errors[..] else {
+            panic!("{errors:?}")
+        };
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{}: ", package.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_options_are_bad_input_and_an_output_nowhere_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = StatsOutput {
+            path: dir.path().join("stats.json"),
+            format: super::super::stats::ReportFormat::Json,
+            top: 10,
+        };
+        let unsorted = IndexJob {
+            no_sort: true,
+            stats: Some(stats),
+            ..job(vec![], None)
+        };
+        let err = run(&unsorted, None).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert!(err.to_string().ends_with("drop --no-sort"), "{err}");
+        // An output in a directory that is not there.
+        let out = dir.path().join("no-such-dir").join("out.cdxj");
+        let err = run(&job(vec![], Some(out)), None).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(err.output_error().is_some());
     }
 }

@@ -10,7 +10,6 @@ use std::io::{self, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::bail;
 use memmap2::Mmap;
 
 use super::fs::{map_file, read_full_at, Behind};
@@ -46,11 +45,11 @@ impl<'a> PartInput<'a> {
 
 /// The lines of part `span` of `input`, each with its 1-based number in
 /// the part (see [`for_each_mapped_line`] and [`for_each_read_line`]).
-pub fn for_each_part_line(
+pub fn for_each_part_line<E: From<io::Error>>(
     input: &PartInput<'_>,
     span: &Span,
-    f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+    f: impl FnMut(&[u8], u64) -> Result<(), E>,
+) -> Result<(), E> {
     match input {
         PartInput::Mapped(map) => for_each_mapped_line(map, span, f),
         PartInput::Read(file) => for_each_read_line(file, span, f),
@@ -60,6 +59,11 @@ pub fn for_each_part_line(
 /// What a part's reader says when the file ends before the part does:
 /// another process cut it short after the parts were cut.
 const CUT_SHORT: &str = "the file was cut short while it was read";
+
+/// The error a part's reader gives when the file ends before the part.
+fn cut_short() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, CUT_SHORT)
+}
 
 /// Bytes a mapped part's reader takes from its span at a time: a thread
 /// that shares the part cuts it after them.
@@ -86,15 +90,15 @@ const MAPPED_BEHIND: usize = 1 << 20;
 /// The part is `span`, whose end another thread may move back while it
 /// is read (see [`shared_parts`]): the reader asks the span how far it may
 /// go every [`MAPPED_STEP`] bytes.
-pub fn for_each_mapped_line(
+pub fn for_each_mapped_line<E: From<io::Error>>(
     map: &Arc<Mmap>,
     span: &Span,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+    mut f: impl FnMut(&[u8], u64) -> Result<(), E>,
+) -> Result<(), E> {
     let bytes: &[u8] = map;
     let mut behind = Behind::starting_at(Arc::clone(map), span.from, MAPPED_BEHIND);
     let Ok(from) = usize::try_from(span.from) else {
-        bail!(CUT_SHORT);
+        return Err(cut_short().into());
     };
     // The next line starts at `start`; no LF lies in `start..scanned`.
     let (mut start, mut scanned, mut end) = (from, from, from);
@@ -105,7 +109,7 @@ pub fn for_each_mapped_line(
             break;
         }
         if got > bytes.len().saturating_sub(end) {
-            bail!(CUT_SHORT);
+            return Err(cut_short().into());
         }
         end += got;
         while let Some(i) = memchr::memchr(b'\n', &bytes[scanned..end]) {
@@ -135,11 +139,11 @@ pub fn for_each_mapped_line(
 ///
 /// The part is `span`, whose end another thread may move back while it
 /// is read (see [`shared_parts`]): each read asks the span how far it may go.
-pub fn for_each_read_line(
+pub fn for_each_read_line<E: From<io::Error>>(
     file: &File,
     span: &Span,
-    mut f: impl FnMut(&[u8], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+    mut f: impl FnMut(&[u8], u64) -> Result<(), E>,
+) -> Result<(), E> {
     const BUF: usize = 256 << 10;
     let part = PartRead {
         file,
@@ -172,7 +176,7 @@ impl Read for PartRead<'_> {
         let got = read_full_at(self.file, &mut buf[..want], self.pos)?;
         if got < want {
             // The part's bytes were there when it was cut.
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, CUT_SHORT));
+            return Err(cut_short());
         }
         self.pos += got as u64;
         Ok(got)
@@ -245,19 +249,19 @@ pub const SHARES_MAX: usize = 4;
 /// the first cuts do ([`cuts_between_surts`]). The results are in the
 /// order of the parts in the file, with what `meanwhile` gave, run by
 /// the calling thread while the others read.
-pub fn shared_parts<T: Send, R>(
+pub fn shared_parts<T: Send, E: Send, R>(
     file: &File,
     parts: &[(u64, u64)],
     threads: usize,
-    work: impl Fn(&Span) -> anyhow::Result<T> + Sync,
+    work: impl Fn(&Span) -> Result<T, E> + Sync,
     meanwhile: impl FnOnce() -> R,
-) -> (Vec<anyhow::Result<T>>, R) {
+) -> (Vec<Result<T, E>>, R) {
     let mut order: Vec<usize> = (0..parts.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1 - parts[i].0));
     let next = AtomicUsize::new(0);
     let shares = AtomicUsize::new(SHARES_MAX);
     let running: Mutex<Vec<Arc<Span>>> = Mutex::new(Vec::new());
-    let results: Mutex<Vec<(u64, anyhow::Result<T>)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<(u64, Result<T, E>)>> = Mutex::new(Vec::new());
     let done = std::thread::scope(|scope| {
         for _ in 0..threads.min(parts.len()) {
             scope.spawn(|| loop {
@@ -589,11 +593,11 @@ mod tests {
             let wait = if span.from == small { 300 } else { 50 };
             std::thread::sleep(std::time::Duration::from_millis(wait));
             let mut lines = Vec::new();
-            for_each_part_line(input, span, |line, _| {
+            for_each_part_line::<anyhow::Error>(input, span, |line, _| {
                 lines.push(line.to_vec());
                 Ok(())
             })?;
-            Ok((span.from, span.end(), lines))
+            Ok::<_, anyhow::Error>((span.from, span.end(), lines))
         };
         let (results, ()) = shared_parts(&file, &parts, 2, read, || ());
         let parts: Vec<(u64, u64, Vec<Vec<u8>>)> =
@@ -642,7 +646,7 @@ mod tests {
             let mapped = input.is_mapped();
             let span = Span::new(0, data.len() as u64);
             let mut got = Vec::new();
-            for_each_part_line(&input, &span, |line, _| {
+            for_each_part_line::<anyhow::Error>(&input, &span, |line, _| {
                 if got.is_empty() {
                     let mut b = span.bounds();
                     assert!(
@@ -675,7 +679,7 @@ mod tests {
         assert!(inputs[0].is_mapped(), "a regular file maps");
         for input in inputs {
             let mut lines = 0;
-            let err = for_each_part_line(&input, &Span::new(4, 20), |_, _| {
+            let err = for_each_part_line::<anyhow::Error>(&input, &Span::new(4, 20), |_, _| {
                 lines += 1;
                 Ok(())
             })
@@ -717,7 +721,7 @@ mod tests {
             let mut got: Vec<(Vec<u8>, u64)> = Vec::new();
             let (mut offset, mut misaligned) = (from, 0);
             let span = Span::new(from as u64, to as u64);
-            for_each_part_line(input, &span, |line, no| {
+            for_each_part_line::<anyhow::Error>(input, &span, |line, no| {
                 misaligned +=
                     usize::from((line.as_ptr() as usize).wrapping_sub(offset) % LINE_ALIGN != 0);
                 offset += line.len() + 1;

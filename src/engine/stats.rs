@@ -21,15 +21,138 @@ use std::io::{self, BufRead, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{bail, Context};
-
 use crate::sorted::lines::Numbered;
-use crate::sorted::ExternalSorter;
+use crate::sorted::{self, ExternalSorter};
 use crate::stats::{is_header, KeyRuns, Layout, Report, Scan};
 
+use super::error::Kind;
 use super::lookup::{Listing, Source};
 use super::parts::{cuts_between_surts, for_each_part_line, shared_parts, PartInput, Span};
 use super::progress::Progress;
+
+/// Why a statistics job failed. Each variant names the input (and,
+/// where known, the line or byte offset) at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input cannot be opened or read, or holds no index lines.
+    #[error(transparent)]
+    Input(#[from] super::fs::Error),
+    /// A cluster or directory that cannot be listed, opened or read.
+    #[error(transparent)]
+    Source(#[from] super::lookup::Error),
+    /// An input file cannot be opened.
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        cause: io::Error,
+    },
+    /// An input cannot be read (`what` names it, and the line and byte
+    /// near which it broke when they are known).
+    #[error("{what}")]
+    Read {
+        what: String,
+        #[source]
+        cause: io::Error,
+    },
+    /// A part of a plain file that failed: how, in `cause`.
+    #[error("cannot read {name}")]
+    Part {
+        name: String,
+        #[source]
+        cause: Box<Error>,
+    },
+    /// A part's reader broke (the file was cut short while it was read).
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A cluster's lines broke off (a block that does not inflate, a
+    /// remote store that fails).
+    #[error("cannot read {name}: {cause}")]
+    Lines { name: String, cause: sorted::Error },
+    /// With `--strict`: a data line that is not a capture, by input and
+    /// line (or byte offset in a plain file read in parts).
+    #[error("{name}: {at}: {cause}")]
+    Line {
+        name: String,
+        at: At,
+        cause: crate::stats::Error,
+    },
+    /// Input that cannot be read twice is not sorted: `--unsorted` sorts
+    /// its keys.
+    #[error(
+        "{name} is not sorted (the key {key} comes after a larger one); give --unsorted \
+         to count distinct URLs and hosts of unsorted input, which sorts its keys"
+    )]
+    Unsorted { name: String, key: String },
+    /// The index being written (`ukvs index --stats`) is not in byte
+    /// order.
+    #[error(
+        "the index's keys are not in byte order (the key {key} comes after a larger one); \
+         run `ukvs stats` on the index instead"
+    )]
+    NotInOrder { key: String },
+    /// The keys of unsorted input cannot be sorted (`what` says which
+    /// step): see the cause; `--tmp-dir` puts the runs elsewhere.
+    #[error("{what}")]
+    Sort {
+        what: &'static str,
+        #[source]
+        cause: io::Error,
+    },
+    /// The report cannot be written to the output named.
+    #[error("cannot write {name}")]
+    Write {
+        name: String,
+        #[source]
+        cause: io::Error,
+    },
+    /// The report's output cannot be created or put in place.
+    #[error(transparent)]
+    Output(io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::Source(e) => e.kind(),
+            Error::Open { cause, .. }
+            | Error::Write { cause, .. }
+            | Error::Sort { cause, .. }
+            | Error::Output(cause) => Kind::of_io(cause),
+            // A line that breaks off is damage, even where the I/O
+            // error does not say so.
+            Error::Read { cause, .. } | Error::Io(cause) => match Kind::of_io(cause) {
+                Kind::Io | Kind::Missing => Kind::Damaged,
+                k => k,
+            },
+            Error::Part { cause, .. } => cause.kind(),
+            Error::Lines { cause, .. } => Kind::of_sorted(cause),
+            Error::Line { .. } | Error::Unsorted { .. } | Error::NotInOrder { .. } => {
+                Kind::BadInput
+            }
+        }
+    }
+
+    /// The I/O error the report's output failed with, if that is what
+    /// failed (a front end tells a closed pipe from it).
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Output(e) | Error::Write { cause: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Keys of unsorted input that cannot be sorted.
+fn sorting(cause: io::Error) -> Error {
+    Error::Sort {
+        what: "cannot sort the keys of unsorted input",
+        cause,
+    }
+}
 
 /// What to summarise, and how.
 #[derive(Debug, Clone)]
@@ -105,7 +228,7 @@ impl Input {
     }
 }
 
-fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
+fn open_inputs(job: &StatsJob) -> Result<Vec<Input>, Error> {
     let mut out = Vec::new();
     for p in &job.inputs {
         if p == Path::new("-") {
@@ -139,8 +262,11 @@ fn open_inputs(job: &StatsJob) -> anyhow::Result<Vec<Input>> {
 /// A plain, regular, non-empty file is read in parts; anything else
 /// (compressed, stdin, a pipe) as a stream. What holds no index lines is
 /// refused.
-fn plain_or_stream(p: &Path) -> anyhow::Result<Input> {
-    let file = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+fn plain_or_stream(p: &Path) -> Result<Input, Error> {
+    let file = File::open(p).map_err(|cause| Error::Open {
+        path: p.to_path_buf(),
+        cause,
+    })?;
     let plain = super::fs::index_content_of(p, &file)? == super::fs::Content::Plain;
     let regular = file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
     Ok(match plain && regular {
@@ -164,14 +290,14 @@ struct Skipped<'p> {
 }
 
 impl Skipped<'_> {
-    fn report(&self, text: String) -> anyhow::Result<()> {
+    fn report(&self, e: Error) -> Result<(), Error> {
         if self.strict {
-            bail!("{text}");
+            return Err(e);
         }
         let mut n = self.count.lock().unwrap_or_else(|e| e.into_inner());
         *n += 1;
         if *n <= SHOWN && !self.quiet {
-            let line = format!("ukvs stats: {text} (skipped)");
+            let line = format!("ukvs stats: {e} (skipped)");
             match self.progress {
                 Some(p) => p.print(&line),
                 None => crate::report!("{line}"),
@@ -186,9 +312,11 @@ impl Skipped<'_> {
 }
 
 /// Where a line is, for messages.
-#[derive(Clone, Copy)]
-enum At {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// The byte offset of a line of a plain file read in parts.
     Offset(u64),
+    /// The line number in a stream.
     Line(u64),
 }
 
@@ -242,7 +370,7 @@ impl<'a> Feed<'a> {
         keys: Option<&mut ExternalSorter>,
         line: &[u8],
         at: At,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         match self.fields(line) {
             None => Ok(()),
             Some(Ok(f)) => {
@@ -250,14 +378,16 @@ impl<'a> Feed<'a> {
                 let f = crate::stats::Fields { key: &key, ..f };
                 scan.counts.add(&f);
                 match keys {
-                    Some(sorter) => sorter
-                        .push(&key)
-                        .context("cannot sort the keys of unsorted input")?,
+                    Some(sorter) => sorter.push(&key).map_err(sorting)?,
                     None => scan.keys.add(&key),
                 }
                 Ok(())
             }
-            Some(Err(e)) => self.skipped.report(format!("{}: {at}: {e}", self.name)),
+            Some(Err(cause)) => self.skipped.report(Error::Line {
+                name: self.name.to_string(),
+                at,
+                cause,
+            }),
         }
     }
 
@@ -325,7 +455,7 @@ fn layout_of_file(mut file: &File) -> io::Result<Option<Layout>> {
 }
 
 /// Runs the job.
-pub fn run(job: &StatsJob, progress: Option<&dyn Progress>) -> anyhow::Result<Outcome> {
+pub fn run(job: &StatsJob, progress: Option<&dyn Progress>) -> Result<Outcome, Error> {
     let inputs = open_inputs(job)?;
     if let Some(p) = progress {
         p.start(inputs.iter().map(Input::size).sum());
@@ -351,11 +481,10 @@ pub fn run(job: &StatsJob, progress: Option<&dyn Progress>) -> anyhow::Result<Ou
     if let Some(key) = scan.out_of_order() {
         let key = String::from_utf8_lossy(key).into_owned();
         if let Some(i) = inputs.iter().find(|i| !i.rereadable()) {
-            bail!(
-                "{} is not sorted (the key {key} comes after a larger one); give --unsorted \
-                 to count distinct URLs and hosts of unsorted input, which sorts its keys",
-                i.name()
-            );
+            return Err(Error::Unsorted {
+                name: i.name(),
+                key,
+            });
         }
         if !job.quiet {
             let line = format!(
@@ -387,12 +516,17 @@ fn scan_parts(
     file: &File,
     skipped: &Skipped<'_>,
     progress: Option<&dyn Progress>,
-) -> anyhow::Result<Scan> {
+) -> Result<Scan, Error> {
     let name = super::fs::input_name(path);
-    let layout = layout_of_file(file).with_context(|| format!("cannot read {}", path.display()))?;
+    let layout = layout_of_file(file).map_err(|cause| Error::Read {
+        what: format!("cannot read {}", path.display()),
+        cause,
+    })?;
     let threads = super::thread_count(job.threads);
-    let cuts = cuts_between_surts(file, threads, PARALLEL_FROM)
-        .with_context(|| format!("cannot read {name}"))?;
+    let cuts = cuts_between_surts(file, threads, PARALLEL_FROM).map_err(|cause| Error::Read {
+        what: format!("cannot read {name}"),
+        cause,
+    })?;
     let parts: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     // Mapped once the cuts are found: every cut lies within the map.
     let input = &PartInput::open(file, job.no_mmap);
@@ -404,14 +538,17 @@ fn scan_parts(
             pending: 0,
         };
         let mut at = span.from;
-        for_each_part_line(input, span, |line, _| {
+        for_each_part_line::<Error>(input, span, |line, _| {
             feed.line(&mut scan, None, line, At::Offset(at))?;
             at += line.len() as u64 + 1;
             ticker.add(line.len() as u64 + 1);
             Ok(())
         })
-        .with_context(|| format!("cannot read {name}"))?;
-        Ok(scan)
+        .map_err(|cause| Error::Part {
+            name: name.clone(),
+            cause: Box::new(cause),
+        })?;
+        Ok::<_, Error>(scan)
     };
     let (results, ()) = shared_parts(file, &parts, threads, read, || ());
     let mut whole: Option<Scan> = None;
@@ -441,7 +578,7 @@ enum InputLines<'s> {
 }
 
 impl<'s> InputLines<'s> {
-    fn open(input: &'s Input, progress: Option<&'s dyn Progress>) -> anyhow::Result<Self> {
+    fn open(input: &'s Input, progress: Option<&'s dyn Progress>) -> Result<Self, Error> {
         Ok(match input {
             Input::Plain { path, .. } | Input::Stream { path } => InputLines::Stream {
                 rdr: Numbered::new(input.name(), super::fs::open_input(path)?),
@@ -460,7 +597,7 @@ impl<'s> InputLines<'s> {
 
     /// Reads the next line (without LF) into `buf`: where it is, or
     /// `None` at the end.
-    fn next_into(&mut self, buf: &mut Vec<u8>) -> anyhow::Result<Option<At>> {
+    fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<At>, Error> {
         match self {
             InputLines::Stream { rdr, ticker } => {
                 let before = rdr.at();
@@ -470,13 +607,19 @@ impl<'s> InputLines<'s> {
                         ticker.add(rdr.at() - before);
                         Ok(Some(At::Line(rdr.line())))
                     }
-                    Err(e) => Err(anyhow::Error::new(e).context(rdr.cannot_read())),
+                    Err(cause) => Err(Error::Read {
+                        what: rdr.cannot_read(),
+                        cause,
+                    }),
                 }
             }
             InputLines::Cluster { lines, name, no } => match lines.next() {
                 None => Ok(None),
                 Some(line) => {
-                    let line = line.map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+                    let line = line.map_err(|cause| Error::Lines {
+                        name: name.to_string(),
+                        cause,
+                    })?;
                     *no += 1;
                     buf.clear();
                     buf.extend_from_slice(&line);
@@ -494,7 +637,7 @@ fn scan_stream(
     skipped: &Skipped<'_>,
     progress: Option<&dyn Progress>,
     mut keys: Option<&mut ExternalSorter>,
-) -> anyhow::Result<Scan> {
+) -> Result<Scan, Error> {
     let names: Vec<String> = inputs.iter().map(Input::name).collect();
     let mut feeds: Vec<Feed<'_>> = names.iter().map(|n| Feed::new(n, None, skipped)).collect();
     let mut scan = Scan::new(job.top);
@@ -506,7 +649,7 @@ fn scan_stream(
             pending: 0,
         };
         let input = super::fs::open_input(path)?;
-        super::fs::for_each_line::<anyhow::Error>(&names[0], input, |line, no| {
+        super::fs::for_each_line::<Error>(&names[0], input, |line, no| {
             ticker.add(line.len() as u64 + 1);
             feeds[0].line(&mut scan, keys.as_deref_mut(), line, At::Line(no))?;
             Ok(true)
@@ -547,7 +690,7 @@ fn key_of(line: &[u8]) -> &[u8] {
 }
 
 /// Reads the keys of every input again, into `sorter`.
-fn read_keys_again(inputs: &[Input], sorter: &mut ExternalSorter) -> anyhow::Result<()> {
+fn read_keys_again(inputs: &[Input], sorter: &mut ExternalSorter) -> Result<(), Error> {
     let quiet = Skipped {
         count: Mutex::new(0),
         strict: false,
@@ -561,9 +704,7 @@ fn read_keys_again(inputs: &[Input], sorter: &mut ExternalSorter) -> anyhow::Res
         let mut line = Vec::new();
         while lines.next_into(&mut line)?.is_some() {
             if let Some(key) = feed.key(&line) {
-                sorter
-                    .push(&key)
-                    .context("cannot sort the keys of unsorted input")?;
+                sorter.push(&key).map_err(sorting)?;
             }
         }
     }
@@ -571,13 +712,13 @@ fn read_keys_again(inputs: &[Input], sorter: &mut ExternalSorter) -> anyhow::Res
 }
 
 /// The key figures of sorted keys.
-fn sorted_keys(sorter: ExternalSorter, top: usize) -> anyhow::Result<KeyRuns> {
+fn sorted_keys(sorter: ExternalSorter, top: usize) -> Result<KeyRuns, Error> {
     let mut runs = KeyRuns::new(top);
-    for key in sorter
-        .finish()
-        .context("cannot sort the keys of unsorted input")?
-    {
-        runs.add(&key.context("cannot read sorted keys back")?);
+    for key in sorter.finish().map_err(sorting)? {
+        runs.add(&key.map_err(|cause| Error::Sort {
+            what: "cannot read sorted keys back",
+            cause,
+        })?);
     }
     Ok(runs)
 }
@@ -588,7 +729,7 @@ fn sorted_keys(sorter: ExternalSorter, top: usize) -> anyhow::Result<KeyRuns> {
 pub fn scan_chunks(
     top: usize,
     chunks: impl Iterator<Item = std::sync::Arc<Vec<u8>>>,
-) -> anyhow::Result<Report> {
+) -> Result<Report, Error> {
     let skipped = Skipped {
         count: Mutex::new(0),
         strict: false,
@@ -605,11 +746,9 @@ pub fn scan_chunks(
         }
     }
     if let Some(key) = scan.out_of_order() {
-        bail!(
-            "the index's keys are not in byte order (the key {} comes after a larger one); \
-             run `ukvs stats` on the index instead",
-            String::from_utf8_lossy(key)
-        );
+        return Err(Error::NotInOrder {
+            key: String::from_utf8_lossy(key).into_owned(),
+        });
     }
     Ok(scan.finish())
 }
@@ -643,9 +782,9 @@ impl ReportFormat {
 }
 
 /// Writes a report to `path` (`-` = stdout), whole or not at all.
-pub fn write_report(report: &Report, format: &ReportFormat, path: &Path) -> anyhow::Result<()> {
+pub fn write_report(report: &Report, format: &ReportFormat, path: &Path) -> Result<(), Error> {
     use std::io::Write;
-    let mut out = super::output::Output::create(path)?;
+    let mut out = super::output::Output::create(path).map_err(Error::Output)?;
     let name = out.name();
     match format {
         ReportFormat::Text => crate::stats::write_text(report, &mut out),
@@ -653,7 +792,106 @@ pub fn write_report(report: &Report, format: &ReportFormat, path: &Path) -> anyh
         ReportFormat::Csv => crate::stats::write_csv(report, &mut out),
         ReportFormat::Html(title) => crate::stats::html::write_html(report, title, &mut out),
     }
-    .with_context(|| format!("cannot write {name}"))?;
-    out.commit()?;
+    .map_err(|cause| Error::Write { name, cause })?;
+    out.commit().map_err(Error::Output)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const LINES: &str = "com,example)/ 20200101000000 {\"url\": \"http://example.com/\", \
+                         \"mime\": \"text/html\", \"status\": \"200\"}\n\
+                         org,example)/ 20200102000000 {\"url\": \"http://example.org/\", \
+                         \"mime\": \"text/html\", \"status\": \"200\"}\n";
+
+    fn job(inputs: Vec<PathBuf>) -> StatsJob {
+        StatsJob {
+            inputs,
+            top: 10,
+            threads: 1,
+            mem: 1 << 20,
+            tmp_dir: None,
+            unsorted: false,
+            strict: false,
+            no_mmap: false,
+            quiet: true,
+        }
+    }
+
+    #[test]
+    fn a_missing_input_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("absent.cdxj");
+        let err = run(&job(vec![absent.clone()]), None).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing);
+        assert_eq!(
+            err.to_string(),
+            format!("cannot open {}", absent.display()),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_gzip_cut_short_is_damaged_and_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.cdxj.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for _ in 0..200 {
+            gz.write_all(LINES.as_bytes()).unwrap();
+        }
+        let gz = gz.finish().unwrap();
+        std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+        let err = run(&job(vec![path.clone()]), None).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", path.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+        // The whole file reads.
+        let whole = dir.path().join("whole.cdxj");
+        std::fs::write(&whole, LINES).unwrap();
+        let done = run(&job(vec![whole]), None).unwrap();
+        assert_eq!(done.skipped, 0);
+    }
+
+    #[test]
+    fn strict_stops_at_a_line_that_is_no_capture_as_bad_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.cdxj");
+        std::fs::write(&path, format!("{LINES}org,example)/x\n")).unwrap();
+        // Without --strict the line is counted as skipped.
+        let done = run(&job(vec![path.clone()]), None).unwrap();
+        assert_eq!(done.skipped, 1);
+        let err = run(
+            &StatsJob {
+                strict: true,
+                ..job(vec![path.clone()])
+            },
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        // Read in parts, a plain file's line is named by its byte offset.
+        let offset = LINES.len();
+        let name = path.display();
+        assert_eq!(err.to_string(), format!("cannot read {name}"));
+        let line = std::error::Error::source(&err).expect("the line at fault");
+        let at = format!("{name}: offset {offset}: ");
+        assert!(line.to_string().starts_with(&at), "{line}");
+    }
+
+    #[test]
+    fn an_index_written_out_of_order_is_bad_input() {
+        let mut lines: Vec<&str> = LINES.lines().collect();
+        lines.reverse();
+        let chunk = std::sync::Arc::new(format!("{}\n", lines.join("\n")).into_bytes());
+        let err = scan_chunks(10, std::iter::once(chunk)).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert!(
+            err.to_string()
+                .starts_with("the index's keys are not in byte order (the key com,example)/"),
+            "{err}"
+        );
+    }
 }

@@ -4,15 +4,80 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
-
+use super::error::Kind;
 use super::fs::{for_each_line, open_input};
 use super::parts::{for_each_mapped_line, Span};
 use crate::ukvs::convert;
 use crate::ukvs::{Problem, ProblemKind, Summary, Validator};
+
+/// Why a file could not be checked (its problems are no error: they are
+/// written out and make [`check_file`] answer `false`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file cannot be opened, read or decompressed, or holds no
+    /// index lines (the line and byte are named where known).
+    #[error(transparent)]
+    Input(#[from] super::fs::Error),
+    /// The file cannot be opened.
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        cause: io::Error,
+    },
+    /// The file cannot be mapped (`--no-mmap` reads it instead).
+    #[error("cannot map {}", .path.display())]
+    Map {
+        path: PathBuf,
+        #[source]
+        cause: io::Error,
+    },
+    /// A WACZ package whose entries cannot be checked: its chain says
+    /// why.
+    #[error("cannot read {name}")]
+    Package {
+        name: String,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A mapped file broke off while it was read (cut short by another
+    /// process).
+    #[error(transparent)]
+    Read(#[from] io::Error),
+    /// The problems and summaries cannot be written.
+    #[error(transparent)]
+    Output(io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::Open { cause, .. } | Error::Map { cause, .. } | Error::Output(cause) => {
+                Kind::of_io(cause)
+            }
+            Error::Read(cause) => match Kind::of_io(cause) {
+                Kind::Io | Kind::Missing => Kind::Damaged,
+                k => k,
+            },
+            Error::Package { cause, .. } => Kind::in_chain(cause.as_ref()).unwrap_or(Kind::Damaged),
+        }
+    }
+
+    /// The I/O error the output failed with, if that is what failed (a
+    /// front end tells a closed pipe from it).
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Output(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// How files are checked.
 #[derive(Clone, Debug)]
@@ -34,16 +99,18 @@ fn disorder_hint(offset: u64) -> String {
 
 /// Validates one file; `Ok(false)` when it has problems. A file whose
 /// first line is a CDX legend is checked as classic CDX ([`CdxCheck`]).
-pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyhow::Result<bool> {
+pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> Result<bool, Error> {
     let name = path.display().to_string();
     // A WACZ package: its entries against its datapackage.json, then its
     // index's lines as any index's.
     let mut package_problems = 0;
     if path.as_os_str() != "-" && super::fs::is_package(path) {
-        let report =
-            super::package::check_package(path).with_context(|| format!("cannot read {name}"))?;
+        let report = super::package::check_package(path).map_err(|e| Error::Package {
+            name: name.clone(),
+            cause: e.into(),
+        })?;
         for p in &report.problems {
-            writeln!(out, "{name}: {p}")?;
+            writeln!(out, "{name}: {p}").map_err(Error::Output)?;
         }
         package_problems = report.problems.len();
         if !args.quiet {
@@ -51,7 +118,8 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
                 out,
                 "{name}: package: {} entries hashed as datapackage.json says, {} problems",
                 report.checked, package_problems
-            )?;
+            )
+            .map_err(Error::Output)?;
         }
     }
     let mut v = Validator::new();
@@ -87,12 +155,14 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
     match map_plain_file(path, args.no_mmap)? {
         Some(map) => {
             let whole = Span::new(0, map.len() as u64);
-            for_each_mapped_line(&Arc::new(map), &whole, |line, _| Ok(feed(line, out)?))?;
+            for_each_mapped_line::<Error>(&Arc::new(map), &whole, |line, _| {
+                feed(line, out).map_err(Error::Output)
+            })?;
         }
         None => {
             let rdr = open_input(path)?;
-            for_each_line::<anyhow::Error>(&name, rdr, |line, _| {
-                Ok(feed(line, out).map(|()| true)?)
+            for_each_line::<Error>(&name, rdr, |line, _| {
+                feed(line, out).map(|()| true).map_err(Error::Output)
             })?;
         }
     }
@@ -105,7 +175,8 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
             out,
             "{name}: ... {} more problems not shown (--max-problems)",
             printed - args.max_problems
-        )?;
+        )
+        .map_err(Error::Output)?;
     }
     if !args.quiet {
         writeln!(
@@ -121,7 +192,8 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
             if s.mementomap { ", MementoMap" } else { "" },
             s.problems,
             if s.problems == 0 { "valid" } else { "INVALID" },
-        )?;
+        )
+        .map_err(Error::Output)?;
     }
     Ok(s.problems == 0 && package_problems == 0)
 }
@@ -130,16 +202,21 @@ pub fn check_file(path: &Path, args: &ValidateJob, out: &mut impl Write) -> anyh
 /// `None` for stdin, compressed files, empty files, non-regular files and
 /// `--no-mmap`, which are streamed instead. A file that holds no index
 /// lines is refused.
-fn map_plain_file(path: &Path, no_mmap: bool) -> anyhow::Result<Option<memmap2::Mmap>> {
+fn map_plain_file(path: &Path, no_mmap: bool) -> Result<Option<memmap2::Mmap>, Error> {
     if no_mmap || path.as_os_str() == "-" {
         return Ok(None);
     }
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = File::open(path).map_err(|cause| Error::Open {
+        path: path.to_path_buf(),
+        cause,
+    })?;
     if super::fs::index_content_of(path, &file)? != super::fs::Content::Plain {
         return Ok(None);
     }
-    super::fs::map_file(&file, memmap2::Advice::Sequential)
-        .with_context(|| format!("cannot map {}", path.display()))
+    super::fs::map_file(&file, memmap2::Advice::Sequential).map_err(|cause| Error::Map {
+        path: path.to_path_buf(),
+        cause,
+    })
 }
 
 /// Checks a classic CDX file (its first line a legend): the legend can be
@@ -233,5 +310,75 @@ impl CdxCheck {
             _ => "CDX, ",
         };
         (self.summary, dialect)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JOB: ValidateJob = ValidateJob {
+        max_problems: 10,
+        quiet: false,
+        no_mmap: false,
+    };
+
+    #[test]
+    fn a_missing_file_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("absent.ukvs");
+        let err = check_file(&absent, &JOB, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing);
+        assert_eq!(err.to_string(), format!("cannot open {}", absent.display()));
+    }
+
+    #[test]
+    fn a_gzip_cut_short_is_damaged_and_an_archive_is_bad_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.cdxj.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for i in 0..2000 {
+            writeln!(
+                gz,
+                "com,example)/{i:05} 20200101000000 {{\"url\": \"http://example.com/{i:05}\"}}"
+            )
+            .unwrap();
+        }
+        let gz = gz.finish().unwrap();
+        std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+        let err = check_file(&path, &JOB, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", path.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+        // WARC records where index lines are expected.
+        let warc = dir.path().join("a.warc");
+        std::fs::write(&warc, b"WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n").unwrap();
+        let err = check_file(&warc, &JOB, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+    }
+
+    #[test]
+    fn a_closed_output_is_told_from_other_failures() {
+        struct Closed;
+        impl io::Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ok.cdxj");
+        std::fs::write(
+            &path,
+            "com,example)/ 20200101000000 {\"url\": \"http://example.com/\"}\n",
+        )
+        .unwrap();
+        assert!(check_file(&path, &JOB, &mut Vec::new()).unwrap());
+        let err = check_file(&path, &JOB, &mut Closed).unwrap_err();
+        let closed = err.output_error().map(io::Error::kind);
+        assert_eq!(closed, Some(io::ErrorKind::BrokenPipe));
+        assert_eq!(err.kind(), Kind::Io);
     }
 }
