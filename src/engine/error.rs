@@ -90,6 +90,30 @@ impl Kind {
     }
 }
 
+/// Inputs the jobs' tests share to check the kinds of their errors.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+
+    /// A gzip'd CDXJ index of 2000 sorted lines, cut in the middle of its
+    /// stream: `cut.cdxj.gz` in `dir`.
+    pub(crate) fn cut_gzip_index(dir: &Path) -> PathBuf {
+        let path = dir.join("cut.cdxj.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for i in 0..2000 {
+            writeln!(
+                gz,
+                "com,example)/{i:05} 20200101000000 {{\"url\": \"http://example.com/{i:05}\"}}"
+            )
+            .unwrap();
+        }
+        let gz = gz.finish().unwrap();
+        std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+        path
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

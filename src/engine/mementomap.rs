@@ -1068,20 +1068,13 @@ pub fn generate(mut a: GenerateJob) -> anyhow::Result<ExitCode> {
     let (results, prepared): (Vec<anyhow::Result<PassOne>>, _) =
         if let [Some(cluster)] = clusters.as_slice() {
             // One cluster: its lines block after block, in one pass.
-            let results = vec![pass_one(
-                opts,
-                &tmp,
-                LATE_MEM,
-                &MapMemory::new(PARTS_MEM, PARTS_MEM),
-                a.strict,
-                |feed| {
-                    for item in cluster_lines(0, cluster)? {
-                        let (line, input, no) = item?;
-                        feed.line(input, &line, no)?;
-                    }
-                    Ok(())
-                },
-            )];
+            let results = vec![whole_pass(opts, &tmp, a.strict, |feed| {
+                for item in cluster_lines(0, cluster)? {
+                    let (line, input, no) = item?;
+                    feed.line(input, &line, no)?;
+                }
+                Ok(())
+            })];
             (results, prepare(&a))
         } else if let [p] = a.inputs.as_slice() {
             match plain_input(p)? {
@@ -1122,20 +1115,13 @@ pub fn generate(mut a: GenerateJob) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     let input = open_input_unbuffered(p)?;
-                    let results = vec![pass_one(
-                        opts,
-                        &tmp,
-                        LATE_MEM,
-                        &MapMemory::new(PARTS_MEM, PARTS_MEM),
-                        a.strict,
-                        |feed| {
-                            let name = input_name(p);
-                            for_each_line::<anyhow::Error>(&name, input, |line, no| {
-                                feed.line(0, line, no).map(|()| true)
-                            })
-                            .map(drop)
-                        },
-                    )];
+                    let results = vec![whole_pass(opts, &tmp, a.strict, |feed| {
+                        let name = input_name(p);
+                        for_each_line::<anyhow::Error>(&name, input, |line, no| {
+                            feed.line(0, line, no).map(|()| true)
+                        })
+                        .map(drop)
+                    })];
                     (results, prepare(&a))
                 }
             }
@@ -1144,20 +1130,13 @@ pub fn generate(mut a: GenerateJob) -> anyhow::Result<ExitCode> {
             // indexes): merged into one sorted stream, the captures of a
             // SURT are adjacent again, so a URL counts once as URI-R.
             let merged = merged_lines(&a.inputs, &clusters)?;
-            let results = vec![pass_one(
-                opts,
-                &tmp,
-                LATE_MEM,
-                &MapMemory::new(PARTS_MEM, PARTS_MEM),
-                a.strict,
-                |feed| {
-                    for item in merged {
-                        let (line, input, no) = item?;
-                        feed.line(input, &line, no)?;
-                    }
-                    Ok(())
-                },
-            )];
+            let results = vec![whole_pass(opts, &tmp, a.strict, |feed| {
+                for item in merged {
+                    let (line, input, no) = item?;
+                    feed.line(input, &line, no)?;
+                }
+                Ok(())
+            })];
             (results, prepare(&a))
         };
     finish_generate(&a, results, prepared)
@@ -1439,6 +1418,18 @@ impl Feed<'_> {
             Err(e) => Err(anyhow::Error::new(e)),
         }
     }
+}
+
+/// [`pass_one`] over one stream of lines (a cluster, a stream, merged
+/// inputs): all the memory for late records and maps is its own.
+fn whole_pass(
+    opts: Options,
+    tmp: &Path,
+    strict: bool,
+    lines: impl FnOnce(&mut Feed<'_>) -> anyhow::Result<()>,
+) -> anyhow::Result<PassOne> {
+    let map_mem = MapMemory::new(PARTS_MEM, PARTS_MEM);
+    pass_one(opts, tmp, LATE_MEM, &map_mem, strict, lines)
 }
 
 /// Runs the first pass over the lines `lines` hands to its feed: counts

@@ -800,7 +800,6 @@ pub fn write_report(report: &Report, format: &ReportFormat, path: &Path) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     const LINES: &str = "com,example)/ 20200101000000 {\"url\": \"http://example.com/\", \
                          \"mime\": \"text/html\", \"status\": \"200\"}\n\
@@ -837,13 +836,7 @@ mod tests {
     #[test]
     fn a_gzip_cut_short_is_damaged_and_names_the_line() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cut.cdxj.gz");
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        for _ in 0..200 {
-            gz.write_all(LINES.as_bytes()).unwrap();
-        }
-        let gz = gz.finish().unwrap();
-        std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+        let path = crate::engine::error::fixtures::cut_gzip_index(dir.path());
         let err = run(&job(vec![path.clone()]), None).unwrap_err();
         assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
         let named = format!("cannot read {} after line ", path.display());

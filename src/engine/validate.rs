@@ -335,17 +335,7 @@ mod tests {
     #[test]
     fn a_gzip_cut_short_is_damaged_and_an_archive_is_bad_input() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cut.cdxj.gz");
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        for i in 0..2000 {
-            writeln!(
-                gz,
-                "com,example)/{i:05} 20200101000000 {{\"url\": \"http://example.com/{i:05}\"}}"
-            )
-            .unwrap();
-        }
-        let gz = gz.finish().unwrap();
-        std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+        let path = crate::engine::error::fixtures::cut_gzip_index(dir.path());
         let err = check_file(&path, &JOB, &mut Vec::new()).unwrap_err();
         assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
         let named = format!("cannot read {} after line ", path.display());
