@@ -220,63 +220,21 @@ pub async fn post(
     req: hyper::Request<hyper::body::Incoming>,
     peer: std::net::SocketAddr,
 ) -> http::Response {
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().unwrap_or("").to_string();
-    let rest = path.strip_prefix('/').unwrap_or(&path);
-    let (name, action) = match rest.split_once('/') {
-        None => (rest, Action::Add),
-        Some((n, "delete")) => (n, Action::Delete),
-        Some((n, "fold")) => (n, Action::Fold),
-        Some((n, _)) => {
-            return http::text(
-                405,
-                &format!("POST is taken at /{n}, /{n}/delete and /{n}/fold only\n"),
-            )
-        }
-    };
-    if let Err(refused) = check_write(shared, name, peer, req.headers()) {
-        return *refused;
-    }
-    let delete = action == Action::Delete;
-    let skip = match form_urlencoded::parse(query.as_bytes())
-        .filter(|(k, _)| k == "badLines")
-        .last()
-        .map(|(_, v)| v.into_owned())
-        .as_deref()
-    {
-        None | Some("error") => false,
-        Some("skip") => true,
-        Some(other) => {
-            return http::text(
-                400,
-                &format!("badLines={other} is not taken: use badLines=skip or badLines=error\n"),
-            )
-        }
-    };
-    let coll = match action {
-        // A fold creates nothing.
-        Action::Fold => match shared.catalog().get(name) {
-            Some(c) => c,
-            None => return http::text(404, &format!("no collection named {name:?}\n")),
-        },
-        _ => match writable(shared, name).await {
-            Ok(c) => c,
-            Err(res) => return res,
-        },
-    };
-    let Some(delta) = coll.live.clone() else {
-        return http::text(405, &format!("collection {name:?} takes no writes\n"));
-    };
-    let Some(writes) = &shared.writes else {
-        return http::text(405, "this server takes no writes: serve with --data DIR\n");
+    let (parts, body) = req.into_parts();
+    let (coll, delta, writes_dir, action, skip) = match route(shared, &parts, peer).await {
+        Ok(r) => r,
+        Err(res) => return unread(body, res).await,
     };
     if action == Action::Fold {
-        return fold(shared, coll, delta).await;
+        let res = fold(shared, coll, delta).await;
+        return unread(body, res).await;
     }
-    let read = match read_body(req.into_body(), &coll, &writes.dir, delete, skip).await {
+    let delete = action == Action::Delete;
+    let read = match read_body(body, &coll, &writes_dir, delete, skip).await {
         Ok(r) => r,
         Err(res) => return res,
     };
+    let name = coll.name.clone();
     let BodyRead {
         taken,
         ops,
@@ -314,6 +272,101 @@ pub async fn post(
         }
     }
     http::text(200, &answer)
+}
+
+/// What a POST is refused with, or the collection, its delta, the data
+/// directory, the action and whether bad lines are skipped.
+async fn route(
+    shared: &Arc<Shared>,
+    parts: &hyper::http::request::Parts,
+    peer: std::net::SocketAddr,
+) -> Result<(Arc<Coll>, Arc<Delta>, PathBuf, Action, bool), http::Response> {
+    let path = parts.uri.path();
+    let query = parts.uri.query().unwrap_or("");
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let (name, action) = match rest.split_once('/') {
+        None => (rest, Action::Add),
+        Some((n, "delete")) => (n, Action::Delete),
+        Some((n, "fold")) => (n, Action::Fold),
+        Some((n, _)) => {
+            return Err(http::text(
+                405,
+                &format!("POST is taken at /{n}, /{n}/delete and /{n}/fold only\n"),
+            ))
+        }
+    };
+    check_write(shared, name, peer, &parts.headers).map_err(|refused| *refused)?;
+    let skip = match form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "badLines")
+        .last()
+        .map(|(_, v)| v.into_owned())
+        .as_deref()
+    {
+        None | Some("error") => false,
+        Some("skip") => true,
+        Some(other) => {
+            return Err(http::text(
+                400,
+                &format!("badLines={other} is not taken: use badLines=skip or badLines=error\n"),
+            ))
+        }
+    };
+    let coll = match action {
+        // A fold creates nothing.
+        Action::Fold => match shared.catalog().get(name) {
+            Some(c) => c,
+            None => return Err(http::text(404, &format!("no collection named {name:?}\n"))),
+        },
+        _ => writable(shared, name).await?,
+    };
+    let Some(delta) = coll.live.clone() else {
+        return Err(http::text(
+            405,
+            &format!("collection {name:?} takes no writes\n"),
+        ));
+    };
+    let Some(writes) = &shared.writes else {
+        return Err(http::text(
+            405,
+            "this server takes no writes: serve with --data DIR\n",
+        ));
+    };
+    Ok((coll, delta, writes.dir.clone(), action, skip))
+}
+
+/// The most of a refused request's body read and dropped so that its
+/// connection can carry the next request.
+const UNREAD_LIMIT: usize = 1 << 20;
+
+/// `res`, sent after the body it answers without reading: up to
+/// [`UNREAD_LIMIT`] bytes of it are read and dropped so the client, still
+/// sending, is not cut off and its connection is kept; a longer body, or
+/// one that does not come within a few seconds, gets `Connection: close`.
+async fn unread(mut body: hyper::body::Incoming, mut res: http::Response) -> http::Response {
+    use http_body_util::BodyExt;
+    let drained = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let mut seen = 0usize;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(f) => {
+                    seen += f.data_ref().map_or(0, |d| d.len());
+                    if seen > UNREAD_LIMIT {
+                        return false;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    })
+    .await;
+    if drained != Ok(true) {
+        res.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    res
 }
 
 /// What a POST asks.
