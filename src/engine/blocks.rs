@@ -1,30 +1,41 @@
-//! The cache of inflated ZipNum blocks, shared by every cluster a
-//! process reads (and so by the server's threads).
+//! The cache of ZipNum blocks, shared by every cluster a process reads
+//! (and so by the server's threads).
 //!
 //! ```text
-//! cache() ─► BlockCache   16 parts for whole blocks, 16 for pieces, each
-//!                         a map + a clock ring under a Mutex
-//!   get(key)              a hit marks the entry used (one more lap kept)
-//!   insert(key, text)     evicts entries not used since the hand last passed
-//!   counts()              hits, misses, blocks, pieces and bytes held
+//! cache() ─► BlockCache   16 parts for blocks, 16 for pieces, each a map
+//!                         + a clock ring under a Mutex
+//!   claim(key)            the block held, or the right to read it: one
+//!                         reader per block, others asking wait for it
+//!   get_block / get_piece a hit marks the entry used (one more lap kept)
+//!   insert_block / _piece evicts entries not used since the hand passed
+//!   counts()              hits, misses, waits, blocks, pieces, bytes held
+//! held_only(f)            runs f with block reads refused (is_refused):
+//!                         what can be answered from the cache alone
 //! ```
 //!
-//! A key is a cluster (numbered when opened, [`cluster_id`]), a shard and
-//! a byte offset: what the secondary index names a block by; and, for a
-//! piece, the key range it answers ([`range_tag`]). A piece is the lines
-//! of one lookup's range within one block (with the line that ends it):
-//! a thousandth of a block, so that the lookups real traffic repeats (a
-//! Zipf-shaped long tail of URLs, spread over every block) all stay held
-//! where whole blocks for them would need the inflated size of the whole
-//! cluster. Pieces get a quarter of the capacity, in parts of their own,
-//! so that the blocks a miss brings in do not push them out. The size is
-//! set once by the front end ([`set_capacity`], `--cache SIZE`), else
+//! A block is held packed ([`Packed`]: zstd in chunks of 32 KiB, a lookup
+//! inflates one), about a fifth of its text, so that the cache holds five
+//! times the blocks it would hold inflated. A key is a cluster (numbered
+//! when opened, [`cluster_id`]), a shard and a byte offset: what the
+//! secondary index names a block by; and, for a piece, the key range it
+//! answers ([`range_tag`]). A piece is the lines of one lookup's range
+//! within one block (with the line that ends it), inflated: a thousandth
+//! of a block, so that the lookups real traffic repeats (a Zipf-shaped
+//! long tail of URLs, spread over every block) cost no inflating at all.
+//! Pieces get a quarter of the capacity, in parts of their own, so that
+//! the blocks a miss brings in do not push them out. The size is set once
+//! by the front end ([`set_capacity`], `--cache SIZE`), else
 //! [`default_capacity`]; 0 turns it off, and blocks are then inflated a
 //! piece at a time as a scan reads them, no further than it needs.
+//!
+//! [`Packed`]: super::packed::Packed
 
-use std::collections::{HashMap, VecDeque};
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+
+use super::packed::Packed;
 
 /// Locks: lookups on different blocks rarely wait for one another.
 const PARTS: usize = 16;
@@ -62,8 +73,24 @@ pub fn range_tag(range: &crate::sorted::KeyRange) -> Vec<u8> {
     tag
 }
 
+/// What an entry holds.
+#[derive(Clone)]
+enum Held {
+    Block(Arc<Packed>),
+    Piece(Arc<[u8]>),
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        match self {
+            Held::Block(b) => b.size(),
+            Held::Piece(p) => p.len(),
+        }
+    }
+}
+
 struct Entry {
-    text: Arc<[u8]>,
+    held: Held,
     used: bool,
 }
 
@@ -75,23 +102,61 @@ struct Part {
     bytes: u64,
 }
 
-/// Inflated blocks, up to a number of bytes (see the module doc).
+/// Blocks and pieces, up to a number of bytes (see the module doc).
 pub struct BlockCache {
     parts: Vec<Mutex<Part>>,
     capacity: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
+    waits: AtomicU64,
+    /// Blocks being read, each by the thread that claimed it; the others
+    /// asking for one wait on `read`, which is told when any is done.
+    reading: Mutex<HashSet<Key>>,
+    read: Condvar,
 }
 
 /// Hit and miss counts and what is held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub capacity: u64,
+    /// Blocks and pieces found held (a block another thread was reading
+    /// and that was waited for is one).
     pub hits: u64,
+    /// Blocks read and inflated.
     pub misses: u64,
+    /// Blocks waited for while another thread read them.
+    pub waits: u64,
     pub blocks: u64,
     pub pieces: u64,
     pub bytes: u64,
+}
+
+/// What [`BlockCache::claim`] gives.
+pub enum Claim<'c> {
+    /// The block, held.
+    Held(Arc<Packed>),
+    /// The block is not held and no one else is reading it: the caller
+    /// reads it (and inserts it); others asking for it meanwhile wait
+    /// until this is dropped.
+    Read(Reading<'c>),
+}
+
+/// The right to read one block (see [`Claim::Read`]); dropping it, once
+/// the block is inserted or its read has failed, wakes those waiting.
+pub struct Reading<'c> {
+    cache: &'c BlockCache,
+    key: Key,
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        lock(&self.cache.reading).remove(&self.key);
+        self.cache.read.notify_all();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl BlockCache {
@@ -102,6 +167,9 @@ impl BlockCache {
             capacity: AtomicU64::new(capacity),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            reading: Mutex::default(),
+            read: Condvar::new(),
         }
     }
 
@@ -127,58 +195,120 @@ impl BlockCache {
         }
     }
 
-    /// What an entry costs: its text, and its key twice (in the map and
-    /// in the ring), which for a piece of a kilobyte is not negligible.
-    fn size(key: &Key, text: &[u8]) -> u64 {
+    /// What an entry costs: what it holds, and its key twice (in the map
+    /// and in the ring), which for a piece of a kilobyte is not
+    /// negligible.
+    fn size(key: &Key, held: &Held) -> u64 {
         let key_size = std::mem::size_of::<Key>() + key.shard.len() + key.range.len();
-        (text.len() + std::mem::size_of::<Entry>() + 2 * key_size) as u64
+        (held.len() + std::mem::size_of::<Entry>() + 2 * key_size) as u64
+    }
+
+    fn count(&self, found: bool) {
+        let count = if found { &self.hits } else { &self.misses };
+        count.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The block, if held (counted as a hit or a miss).
-    pub fn get(&self, key: &Key) -> Option<Arc<[u8]>> {
-        let found = self.peek(key);
-        let count = if found.is_some() {
-            &self.hits
-        } else {
-            &self.misses
-        };
-        count.fetch_add(1, Ordering::Relaxed);
+    pub fn get_block(&self, key: &Key) -> Option<Arc<Packed>> {
+        let found = self.peek_block(key);
+        self.count(found.is_some());
         found
     }
 
-    /// The entry, if held, marked used; a piece found is counted as a
+    /// The block if held (a hit); else, if another thread is reading it,
+    /// the block once it has (a hit and a wait); else the right to read
+    /// it (a miss), so that a block many threads want at once is read
+    /// and inflated once.
+    pub fn claim(&self, key: &Key) -> Claim<'_> {
+        if let Some(b) = self.peek_block(key) {
+            self.count(true);
+            return Claim::Held(b);
+        }
+        let mut reading = lock(&self.reading);
+        let mut waited = false;
+        loop {
+            // Looked for again under the lock: a reader inserts its block
+            // before it gives up its claim.
+            if let Some(b) = self.peek_block(key) {
+                self.count(true);
+                if waited {
+                    self.waits.fetch_add(1, Ordering::Relaxed);
+                }
+                return Claim::Held(b);
+            }
+            if !reading.contains(key) {
+                // Not held, not being read (or its reader failed or did
+                // not keep it): read it here.
+                reading.insert(key.clone());
+                self.count(false);
+                return Claim::Read(Reading {
+                    cache: self,
+                    key: key.clone(),
+                });
+            }
+            waited = true;
+            reading = self.read.wait(reading).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The block, if held, counted as a hit; one not held is not counted
+    /// (for a reader that will not read it: see [`held_only`]).
+    pub fn held_block(&self, key: &Key) -> Option<Arc<Packed>> {
+        let found = self.peek_block(key)?;
+        self.count(true);
+        Some(found)
+    }
+
+    /// The piece, if held, marked used; a piece found is counted as a
     /// hit (no block read), one not found is not counted (the block is
     /// asked for next).
     pub fn get_piece(&self, key: &Key) -> Option<Arc<[u8]>> {
-        let found = self.peek(key);
-        if found.is_some() {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-        }
-        found
+        let found = match self.peek(key)? {
+            Held::Piece(p) => p,
+            Held::Block(_) => return None,
+        };
+        self.count(true);
+        Some(found)
     }
 
-    fn peek(&self, key: &Key) -> Option<Arc<[u8]>> {
-        let mut part = self.part(key).lock().unwrap_or_else(|e| e.into_inner());
+    fn peek_block(&self, key: &Key) -> Option<Arc<Packed>> {
+        match self.peek(key)? {
+            Held::Block(b) => Some(b),
+            Held::Piece(_) => None,
+        }
+    }
+
+    fn peek(&self, key: &Key) -> Option<Held> {
+        let mut part = lock(self.part(key));
         let e = part.map.get_mut(key)?;
         e.used = true;
-        Some(e.text.clone())
+        Some(e.held.clone())
     }
 
     /// Whether the block is held (neither a hit nor a miss).
     pub fn contains(&self, key: &Key) -> bool {
-        let part = self.part(key).lock().unwrap_or_else(|e| e.into_inner());
-        part.map.contains_key(key)
+        lock(self.part(key)).map.contains_key(key)
     }
 
-    /// Keeps a block, evicting others to stay within the part's share
-    /// of the capacity; a block larger than that share is not kept.
-    pub fn insert(&self, key: Key, text: Arc<[u8]>) {
+    /// Keeps a block (see [`BlockCache::insert`]).
+    pub fn insert_block(&self, key: Key, block: Arc<Packed>) {
+        self.insert(key, Held::Block(block));
+    }
+
+    /// Keeps a piece (see [`BlockCache::insert`]).
+    pub fn insert_piece(&self, key: Key, text: Arc<[u8]>) {
+        self.insert(key, Held::Piece(text));
+    }
+
+    /// Keeps an entry, evicting others to stay within the part's share
+    /// of the capacity; one larger than that share is not kept.
+    fn insert(&self, key: Key, held: Held) {
         let share = self.share(&key);
-        let size = Self::size(&key, &text);
+        let size = Self::size(&key, &held);
         if size > share {
             return;
         }
-        let mut part = self.part(&key).lock().unwrap_or_else(|e| e.into_inner());
+        let mut part = lock(self.part(&key));
         let part = &mut *part;
         if part.map.contains_key(&key) {
             return;
@@ -197,12 +327,12 @@ impl BlockCache {
             if keep {
                 part.ring.push_back(k);
             } else if let Some(e) = part.map.remove(&k) {
-                part.bytes -= Self::size(&k, &e.text);
+                part.bytes -= Self::size(&k, &e.held);
             }
         }
         part.bytes += size;
         part.ring.push_back(key.clone());
-        part.map.insert(key, Entry { text, used: false });
+        part.map.insert(key, Entry { held, used: false });
     }
 
     /// Hits, misses and what is held now.
@@ -211,10 +341,11 @@ impl BlockCache {
             capacity: self.capacity.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
             ..Counts::default()
         };
         for (i, p) in self.parts.iter().enumerate() {
-            let p = p.lock().unwrap_or_else(|e| e.into_inner());
+            let p = lock(p);
             match i < PARTS {
                 true => c.blocks += p.map.len() as u64,
                 false => c.pieces += p.map.len() as u64,
@@ -228,8 +359,85 @@ impl BlockCache {
     fn resize(&self, capacity: u64) {
         if capacity < self.capacity.swap(capacity, Ordering::Relaxed) {
             for p in &self.parts {
-                *p.lock().unwrap_or_else(|e| e.into_inner()) = Part::default();
+                *lock(p) = Part::default();
             }
+        }
+    }
+}
+
+thread_local! {
+    /// Whether this thread runs [`held_only`], and whether a read was
+    /// refused.
+    static HELD_ONLY: Cell<Mode> = const { Cell::new(Mode::Off) };
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Off,
+    /// In [`held_only`], with this many blocks taken.
+    On(u32),
+    Refused,
+}
+
+/// Blocks (or pieces) a [`held_only`] run may take: past them it is
+/// refused too, so that what runs there stays short (a lookup reads one
+/// block, seldom two; a scan of many cached blocks is no quick answer).
+pub const HELD_ONLY_BLOCKS: u32 = 4;
+
+/// Runs `f` with every read of a block refused (the cluster reader fails
+/// with `WouldBlock` where it would read or inflate one, or take more
+/// than [`HELD_ONLY_BLOCKS`]): `Some` of what it gives when nothing was
+/// refused, `None` when something was (and what it gave is to be thrown
+/// away). A server answers this way, on the thread that took the
+/// request, what the cache holds, and hands the rest to a thread that
+/// may wait.
+pub fn held_only<T>(f: impl FnOnce() -> T) -> Option<T> {
+    struct Reset(Mode);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            HELD_ONLY.set(self.0);
+        }
+    }
+    let _reset = Reset(HELD_ONLY.replace(Mode::On(0)));
+    let out = f();
+    (HELD_ONLY.get() != Mode::Refused).then_some(out)
+}
+
+/// Whether this thread is in [`held_only`] and something has been
+/// refused: whatever it does next is thrown away.
+pub fn is_refused() -> bool {
+    HELD_ONLY.get() == Mode::Refused
+}
+
+/// Whether this thread is in [`held_only`].
+pub(crate) fn is_held_only() -> bool {
+    HELD_ONLY.get() != Mode::Off
+}
+
+/// Called where a block would be read: `true` (and the read is to fail)
+/// within [`held_only`].
+pub(crate) fn refuse_read() -> bool {
+    match HELD_ONLY.get() {
+        Mode::Off => false,
+        Mode::On(_) | Mode::Refused => {
+            HELD_ONLY.set(Mode::Refused);
+            true
+        }
+    }
+}
+
+/// Called where a scan takes its next block, held or not: `false` (and
+/// the scan is to fail) within [`held_only`] past [`HELD_ONLY_BLOCKS`].
+pub(crate) fn may_take() -> bool {
+    match HELD_ONLY.get() {
+        Mode::Off => true,
+        Mode::On(n) if n < HELD_ONLY_BLOCKS => {
+            HELD_ONLY.set(Mode::On(n + 1));
+            true
+        }
+        Mode::On(_) | Mode::Refused => {
+            HELD_ONLY.set(Mode::Refused);
+            false
         }
     }
 }
@@ -305,11 +513,16 @@ mod tests {
         }
     }
 
+    fn packed(n: usize) -> Arc<Packed> {
+        let text: Vec<u8> = (0..n).map(|i| b"abcdefgh\n"[i % 9]).collect();
+        Arc::new(Packed::new(&text).unwrap())
+    }
+
     #[test]
     fn blocks_are_kept_within_the_capacity() {
         let c = BlockCache::new(PARTS as u64 * 1000);
         for i in 0..200 {
-            c.insert(key(i), vec![b'x'; 100].into());
+            c.insert_block(key(i), packed(100));
         }
         let counts = c.counts();
         assert!(counts.bytes <= counts.capacity, "{counts:?}");
@@ -320,8 +533,8 @@ mod tests {
     fn a_used_block_outlives_unused_ones() {
         // One part's worth: every key is in some part; find two in one.
         // Blocks get three quarters: room for three and a half a part.
-        let block: Arc<[u8]> = vec![b'x'; 100].into();
-        let share = 7 * BlockCache::size(&key(0), &block) / 2;
+        let block = packed(100);
+        let share = 7 * BlockCache::size(&key(0), &Held::Block(block.clone())) / 2;
         let c = BlockCache::new((PARTS as u64 * share * 4).div_ceil(3));
         let part_of = |k: &Key| c.part(k) as *const _ as usize;
         let keys: Vec<Key> = (0..1000).map(key).collect();
@@ -329,14 +542,14 @@ mod tests {
             .iter()
             .filter(|k| part_of(k) == part_of(&keys[0]))
             .collect();
-        c.insert(same[0].clone(), block.clone());
-        c.insert(same[1].clone(), block.clone());
-        assert!(c.get(same[0]).is_some());
+        c.insert_block(same[0].clone(), block.clone());
+        c.insert_block(same[1].clone(), block.clone());
+        assert!(c.get_block(same[0]).is_some());
         // Room for three: the unused one goes first.
-        c.insert(same[2].clone(), block.clone());
-        c.insert(same[3].clone(), block.clone());
-        assert!(c.get(same[0]).is_some());
-        assert!(c.get(same[1]).is_none());
+        c.insert_block(same[2].clone(), block.clone());
+        c.insert_block(same[3].clone(), block.clone());
+        assert!(c.get_block(same[0]).is_some());
+        assert!(c.get_block(same[1]).is_none());
         let counts = c.counts();
         assert_eq!((counts.hits, counts.misses), (2, 1));
     }
@@ -348,10 +561,10 @@ mod tests {
             range: b"com,a)/".to_vec(),
             ..key(0)
         };
-        c.insert(piece.clone(), vec![b'p'; 50].into());
+        c.insert_piece(piece.clone(), vec![b'p'; 50].into());
         // Blocks enough to fill every part many times over.
         for i in 0..2000 {
-            c.insert(key(i), vec![b'x'; 500].into());
+            c.insert_block(key(i), packed(500));
         }
         assert_eq!(c.get_piece(&piece).as_deref(), Some(&[b'p'; 50][..]));
         let counts = c.counts();
@@ -373,9 +586,73 @@ mod tests {
     #[test]
     fn an_empty_cache_keeps_nothing() {
         let c = BlockCache::new(0);
-        c.insert(key(0), vec![1u8; 10].into());
+        c.insert_block(key(0), packed(10));
         assert!(!c.is_on());
-        assert!(c.get(&key(0)).is_none());
+        assert!(c.get_block(&key(0)).is_none());
+    }
+
+    #[test]
+    fn a_block_wanted_by_many_threads_is_read_once() {
+        let c = BlockCache::new(1 << 20);
+        let reads = AtomicU64::new(0);
+        let block = packed(1000);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| match c.claim(&key(7)) {
+                    Claim::Held(b) => assert_eq!(b.text().unwrap(), block.text().unwrap()),
+                    Claim::Read(claim) => {
+                        reads.fetch_add(1, Ordering::Relaxed);
+                        // Long enough for the others to ask meanwhile.
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        c.insert_block(key(7), block.clone());
+                        drop(claim);
+                    }
+                });
+            }
+        });
+        assert_eq!(reads.load(Ordering::Relaxed), 1);
+        let counts = c.counts();
+        assert_eq!((counts.hits, counts.misses), (7, 1), "{counts:?}");
+        assert!(counts.waits >= 1, "{counts:?}");
+    }
+
+    #[test]
+    fn a_failed_read_hands_the_claim_on() {
+        let c = BlockCache::new(1 << 20);
+        let first = match c.claim(&key(1)) {
+            Claim::Read(r) => r,
+            Claim::Held(_) => panic!("nothing is held yet"),
+        };
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| matches!(c.claim(&key(1)), Claim::Read(_)));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Failed: nothing inserted; the waiter reads it itself.
+            drop(first);
+            assert!(waiter.join().unwrap());
+        });
+        assert_eq!(c.counts().misses, 2);
+    }
+
+    #[test]
+    fn held_only_tells_whether_a_read_was_refused() {
+        assert_eq!(held_only(|| 5), Some(5));
+        assert!(!refuse_read());
+        let out = held_only(|| {
+            assert!(!is_refused());
+            assert!(refuse_read());
+            assert!(is_refused());
+        });
+        assert_eq!(out, None);
+        // Outside, nothing is refused.
+        assert!(!refuse_read() && !is_refused());
+        // Blocks past the budget are refused too.
+        let taken = held_only(|| (0..HELD_ONLY_BLOCKS).all(|_| may_take()));
+        assert_eq!(taken, Some(true));
+        assert_eq!(
+            held_only(|| (0..=HELD_ONLY_BLOCKS).all(|_| may_take())),
+            None
+        );
+        assert!((0..100).all(|_| may_take()));
     }
 
     #[test]

@@ -29,7 +29,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use super::blocks::{self, Key};
+use super::blocks::{self, Claim, Key};
+use super::packed::Packed;
 use super::remote::{self, Object, Pending};
 use crate::sorted::zipnum::{decompress_block, parse_loc, Block, BlockBytes, FetchBlock};
 use crate::sorted::{KeyRange, Search};
@@ -316,18 +317,45 @@ impl Reader<'_> {
         }
     }
 
+    /// The key of `block`'s piece for this scan's range, if it keeps
+    /// pieces.
+    fn piece_key(&self, key: &Key) -> Option<Key> {
+        let range = self.range.filter(|_| self.keep)?;
+        Some(Key {
+            range: blocks::range_tag(range),
+            ..key.clone()
+        })
+    }
+
     /// Keeps the piece of `text` this scan's range reads, if it has one.
     fn keep_piece(&self, key: &Key, text: &[u8]) {
-        let Some(range) = self.range else {
+        let (Some(range), Some(key)) = (self.range, self.piece_key(key)) else {
             return;
         };
         if let Some(at) = piece(text, range) {
-            let key = Key {
-                range: blocks::range_tag(range),
-                ..key.clone()
-            };
-            blocks::cache().insert(key, text[at].into());
+            blocks::cache().insert_piece(key, text[at].into());
         }
+    }
+
+    /// A held block as this scan reads it: the piece of its range (kept),
+    /// unpacked from the chunks that hold it, or the whole text.
+    fn unpack(&self, key: &Key, packed: &Packed) -> io::Result<BlockBytes> {
+        let unreadable = |e: io::Error| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a cached block cannot be unpacked: {e}"),
+            )
+        };
+        if let (Some(range), Some(piece_key)) = (self.range, self.piece_key(key)) {
+            if let Some(text) = packed.covering(range, PIECE_UP_TO).map_err(unreadable)? {
+                if let Some(at) = piece(&text, range) {
+                    let text: Arc<[u8]> = text[at].into();
+                    blocks::cache().insert_piece(piece_key, text.clone());
+                    return Ok(BlockBytes::Text(text));
+                }
+            }
+        }
+        Ok(BlockBytes::Text(packed.text().map_err(unreadable)?.into()))
     }
 
     /// The gzip bytes of `block`: from the request in flight for it, or
@@ -381,31 +409,46 @@ impl Reader<'_> {
     }
 }
 
+/// The error of a read refused within [`blocks::held_only`].
+fn refused() -> io::Error {
+    io::Error::new(io::ErrorKind::WouldBlock, "the block is not held")
+}
+
 impl FetchBlock for Reader<'_> {
     fn fetch(&mut self, block: &Block, ahead: &[Block]) -> io::Result<BlockBytes> {
+        if !blocks::may_take() {
+            return Err(refused());
+        }
         let cache = blocks::cache();
         let key = self.key(block);
-        let pieces = cache.is_on() && self.keep && self.range.is_some();
-        if pieces {
-            if let Some(range) = self.range {
-                let piece_key = Key {
-                    range: blocks::range_tag(range),
-                    ..key.clone()
-                };
-                if let Some(text) = cache.get_piece(&piece_key) {
-                    self.read += 1;
-                    return Ok(BlockBytes::Text(text));
-                }
-            }
-        }
-        if cache.is_on() {
-            if let Some(text) = cache.get(&key) {
+        let on = cache.is_on();
+        if let Some(piece_key) = self.piece_key(&key).filter(|_| on) {
+            if let Some(text) = cache.get_piece(&piece_key) {
                 self.read += 1;
-                if pieces {
-                    self.keep_piece(&key, &text);
-                }
                 return Ok(BlockBytes::Text(text));
             }
+        }
+        let mut claim = None;
+        if on && self.keep && !blocks::is_held_only() {
+            match cache.claim(&key) {
+                Claim::Held(packed) => {
+                    self.read += 1;
+                    return self.unpack(&key, &packed);
+                }
+                Claim::Read(r) => claim = Some(r),
+            }
+        } else if on {
+            let held = match self.keep {
+                true => cache.held_block(&key),
+                false => cache.get_block(&key),
+            };
+            if let Some(packed) = held {
+                self.read += 1;
+                return self.unpack(&key, &packed);
+            }
+        }
+        if blocks::refuse_read() {
+            return Err(refused());
         }
         self.read += 1;
         // An exact lookup reads one block, seldom two: reading ahead
@@ -415,18 +458,21 @@ impl FetchBlock for Reader<'_> {
             self.read_ahead(ahead);
         }
         let gzip = self.gzip(block)?;
-        if !cache.is_on() || !self.keep {
+        let Some(claim) = claim else {
             return Ok(BlockBytes::Gzip(gzip));
-        }
+        };
         // Whole, at once: cheaper than a piece at a time, and the next
-        // lookup of the block costs nothing.
+        // lookup of the block inflates a chunk of it at most.
         let text: Arc<[u8]> = decompress_block(&gzip, &block.shard, block.offset)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
             .into();
-        if pieces {
-            self.keep_piece(&key, &text);
+        self.keep_piece(&key, &text);
+        // A block that cannot be packed is answered from, not kept.
+        if let Ok(packed) = Packed::new(&text) {
+            cache.insert_block(key, Arc::new(packed));
         }
-        cache.insert(key, text.clone());
+        // Those waiting for it find it now.
+        drop(claim);
         Ok(BlockBytes::Text(text))
     }
 }

@@ -20,7 +20,8 @@
 //! | [`validate`] | checking UKVS files, mapped or streamed |
 //! | [`cat`] | UKVS, CDXJ and CDX files printed as normalised UKVS or NDJSON |
 //! | [`cluster`] | a ZipNum cluster's idx and shards, local or remote, in our, pywb's (`.loc`, several locations per shard) or Common Crawl's layout (`cluster.idx`, no `.loc`); its blocks read through the block cache, a scan's next remote blocks in flight |
-//! | [`blocks`] | the process's cache of inflated ZipNum blocks, shared by every thread, with hit and miss counts |
+//! | [`blocks`] | the process's cache of ZipNum blocks (packed) and lookups' pieces of them (inflated), shared by every thread, one read per block however many threads want it, with hit and miss counts |
+//! | [`packed`] | a ZipNum block as the cache holds it: zstd-packed in chunks of 32 KiB cut at line ends, each chunk's first line kept for bisection |
 //! | [`error`] | what kind of failure an engine error is ([`error::Kind`]: bad input, damage, missing, remote, I/O), for the front ends to map to statuses and exit codes |
 //! | [`remote`] | objects on HTTP servers and in S3 read by byte range (`object_store`, on a small runtime of its own): retries with backoff, errors naming URL and status |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
@@ -62,6 +63,7 @@ pub mod mementomap;
 pub mod merged;
 pub mod output;
 pub mod package;
+pub mod packed;
 pub mod parts;
 pub mod progress;
 pub mod remote;

@@ -131,6 +131,18 @@ pub struct Coll {
 }
 
 impl Coll {
+    /// Whether a lookup reads nothing but ZipNum blocks (through the
+    /// block cache) and memory: every source a cluster, no delta (its
+    /// store reads files). Such lookups are first tried on the
+    /// connection's thread ([`http::stream_held`](super::http::stream_held)).
+    pub fn reads_only_blocks(&self) -> bool {
+        self.live.is_none()
+            && self
+                .index
+                .as_ref()
+                .is_some_and(|i| i.sources().iter().all(|s| s.is_cluster()))
+    }
+
     /// The collection read as one: bases + delta - tombstones. A single
     /// file served alone takes the delta's lines among its own.
     pub fn merged(&self) -> ukvs::engine::merged::Merged<'_> {

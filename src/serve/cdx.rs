@@ -220,9 +220,11 @@ fn cache_headers() -> Vec<(String, String)> {
 /// Answers `/NAME/cdx?query`.
 pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
     let params = Params::parse(query);
-    http::stream(move |sink| {
-        if let Err(e) = run(&coll, params, sink) {
-            if sink.is_started() {
+    http::stream_held(coll.reads_only_blocks(), move |sink| {
+        if let Err(e) = run(&coll, params.clone(), sink) {
+            if sink.is_gone() {
+                // No one to tell, or made again.
+            } else if sink.is_started() {
                 ukvs::report!("ukvs serve: {}: answer cut: {e:?}", coll.name);
             } else {
                 sink.start(e.head());

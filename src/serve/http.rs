@@ -70,51 +70,105 @@ pub enum Head {
     Fail(u16, String, Vec<u8>),
 }
 
-/// The writing end of a streamed answer, used on a blocking thread.
+/// The writing end of an answer: streamed from a blocking thread, or
+/// gathered whole on the connection's thread (see [`stream_held`]).
 pub struct Sink {
-    head: Option<oneshot::Sender<Head>>,
-    body: mpsc::Sender<Bytes>,
+    to: To,
     buf: Vec<u8>,
-    /// The client went away: stop searching.
+    started: bool,
+    /// The client went away, or a gathered answer outgrew a chunk: stop
+    /// searching.
     gone: bool,
+}
+
+enum To {
+    Client {
+        head: Option<oneshot::Sender<Head>>,
+        body: mpsc::Sender<Bytes>,
+    },
+    /// A try on the connection's thread: the head kept, the body
+    /// gathered in `buf`, up to a chunk.
+    Here { head: Option<Head> },
 }
 
 impl Sink {
     /// Starts the answer (once); later calls do nothing.
     pub fn start(&mut self, head: Head) {
-        if let Some(tx) = self.head.take() {
-            let _ = tx.send(head);
+        if std::mem::replace(&mut self.started, true) {
+            return;
+        }
+        match &mut self.to {
+            To::Client { head: tx, .. } => {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(head);
+                }
+            }
+            To::Here { head: kept } => *kept = Some(head),
         }
     }
 
     pub fn is_started(&self) -> bool {
-        self.head.is_none()
+        self.started
     }
 
-    /// Whether the client is gone (nothing more needs writing).
+    /// Whether nothing more needs writing: the client is gone, or this
+    /// answer is being tried on the connection's thread and will be
+    /// made again elsewhere (a block was not held, or it is too long).
     pub fn is_gone(&self) -> bool {
-        self.gone
+        self.gone || matches!(self.to, To::Here { .. }) && ukvs::engine::blocks::is_refused()
     }
 
     fn send(&mut self) {
         if self.buf.is_empty() || self.gone {
             return;
         }
-        let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        if self.body.blocking_send(chunk).is_err() {
-            self.gone = true;
+        match &self.to {
+            To::Client { body, .. } => {
+                let chunk = Bytes::from(std::mem::take(&mut self.buf));
+                if body.blocking_send(chunk).is_err() {
+                    self.gone = true;
+                }
+            }
+            // Too long to gather: made again as a stream.
+            To::Here { .. } => self.gone = true,
         }
     }
 
     /// Ends the answer.
     pub fn finish(mut self) {
-        self.send();
+        if let To::Client { .. } = self.to {
+            self.send();
+        }
+    }
+
+    /// The answer gathered here, if it was made whole.
+    fn gathered(self) -> Option<Response> {
+        let To::Here { head } = self.to else {
+            return None;
+        };
+        if self.gone {
+            return None;
+        }
+        Some(match head {
+            Some(Head::Fail(status, content_type, body)) => whole(status, &content_type, body, &[]),
+            Some(Head::Ok {
+                content_type,
+                headers,
+            }) => {
+                let headers: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                whole(200, &content_type, self.buf, &headers)
+            }
+            None => whole(200, "text/plain", self.buf, &[]),
+        })
     }
 }
 
 impl std::io::Write for Sink {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if self.gone {
+        if self.is_gone() {
             return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
         }
         self.buf.extend_from_slice(data);
@@ -137,9 +191,12 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
     let (body_tx, body_rx) = mpsc::channel::<Bytes>(IN_FLIGHT);
     let task = tokio::task::spawn_blocking(move || {
         let mut sink = Sink {
-            head: Some(head_tx),
-            body: body_tx,
+            to: To::Client {
+                head: Some(head_tx),
+                body: body_tx,
+            },
             buf: Vec::with_capacity(CHUNK),
+            started: false,
             gone: false,
         };
         produce(&mut sink);
@@ -176,6 +233,39 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
                 .unwrap_or_else(|_| internal())
         }
     }
+}
+
+/// Answers as [`stream`] does, but when `here` first makes the answer on
+/// the connection's thread with every read of a block refused
+/// ([`held_only`](ukvs::engine::blocks::held_only)): an answer the block
+/// cache holds, and shorter than a chunk, is sent whole at once, and the
+/// search never waits for a thread to take it (on a busy machine each
+/// hand-over between threads waits its turn for a core, and a lookup
+/// answered from memory takes microseconds). Any other is made again
+/// from the start on a blocking thread, as [`stream`] makes it. `here`
+/// is for searches that read nothing but blocks and memory (ZipNum
+/// clusters): the connection's thread must not wait on a disk.
+pub async fn stream_held(
+    here: bool,
+    mut produce: impl FnMut(&mut Sink) + Send + 'static,
+) -> Response {
+    if here && ukvs::engine::blocks::cache().is_on() {
+        let mut sink = Sink {
+            to: To::Here { head: None },
+            buf: Vec::new(),
+            started: false,
+            gone: false,
+        };
+        // A panic here is not the connection's: the answer is made again
+        // on a blocking thread, which answers 500 if it panics there too.
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ukvs::engine::blocks::held_only(|| produce(&mut sink))
+        }));
+        if let Some(res) = made.ok().flatten().and_then(|()| sink.gathered()) {
+            return res;
+        }
+    }
+    stream(produce).await
 }
 
 /// Marks a response sent as it is whatever the client accepts (the

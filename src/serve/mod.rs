@@ -326,6 +326,7 @@ fn stats(coll: &catalog::Coll) -> http::Response {
             "capacity": c.capacity,
             "hits": c.hits,
             "misses": c.misses,
+            "waits": c.waits,
             "blocks": c.blocks,
             "pieces": c.pieces,
             "bytes": c.bytes,

@@ -48,9 +48,11 @@ pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
         Ok(q) => q,
         Err(e) => return http::text(400, &format!("{e}\n")),
     };
-    http::stream(move |sink| {
+    http::stream_held(coll.reads_only_blocks(), move |sink| {
         if let Err(e) = captures(&coll, &q, sink) {
-            if sink.is_started() {
+            if sink.is_gone() {
+                // No one to tell, or made again.
+            } else if sink.is_started() {
                 ukvs::report!("ukvs serve: {}: answer cut: {e}", coll.name);
             } else {
                 sink.start(Head::Fail(

@@ -114,9 +114,11 @@ pub async fn answer(coll: Arc<Coll>, query: &str) -> http::Response {
         Err(msg) => return http::text(400, &format!("{msg}\n")),
     };
     let identity = params.gzip == Some(false);
-    let mut res = http::stream(move |sink| {
+    let mut res = http::stream_held(coll.reads_only_blocks(), move |sink| {
         if let Err(e) = run(&coll, &params, sink) {
-            if sink.is_started() {
+            if sink.is_gone() {
+                // No one to tell, or made again.
+            } else if sink.is_started() {
                 let msg = match e {
                     Fail::Bad(m) | Fail::Internal(m) | Fail::Upstream(m) => m,
                 };
