@@ -112,7 +112,7 @@ impl Packed {
         // above the start.
         let below = self
             .chunks
-            .partition_point(|c| &c.first[..] < &range.start[..]);
+            .partition_point(|c| c.first[..] < range.start[..]);
         let from = below.saturating_sub(1);
         let mut size = 0;
         let mut to = from;
@@ -126,7 +126,7 @@ impl Packed {
             // A line past the range starts the next chunk: the range ends
             // in this one, or at that line.
             if let Some(next) = self.chunks.get(to) {
-                if &next.first[..] >= &range.start[..] && range.is_past(&next.first) {
+                if next.first[..] >= range.start[..] && range.is_past(&next.first) {
                     stop = Some(&next.first);
                     break;
                 }
