@@ -19,6 +19,9 @@
 //!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
 //!             ─► POST /NAME/fold            live::post       (delta folded into a base)
 //!        │
+//!        ▼ lookups on collections of ZipNum clusters: first made on the
+//!          connection's thread with block reads refused; answered whole
+//!          if the block cache held all (http::stream_held)
 //!        ▼ spawn_blocking: the engine searches the maps and sends the
 //!          answer in chunks through a bounded channel (the client's pace
 //!          holds the search back, so no answer is held whole)
