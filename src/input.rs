@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use flate2::bufread::MultiGzDecoder;
 
+pub(crate) mod member;
+
 /// An input held whole in memory and shared by the records read from it
 /// (a memory-mapped file, or any bytes): see `arc::Reader::from_shared`
 /// and `warc::Reader::from_shared`.

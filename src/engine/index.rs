@@ -1063,6 +1063,8 @@ struct Emit<'a> {
     shown: &'a Path,
     /// The file, read again for each record's SHA-256 (`--digest-records`).
     stored: Option<File>,
+    /// Or its bytes, when it is read in place: hashed where they are.
+    held: Option<crate::input::SharedBytes>,
     /// Where the records' bytes start in `stored` (a WACZ's WARC is read
     /// from the package).
     base: u64,
@@ -1076,8 +1078,17 @@ impl Emit<'_> {
     /// lines go without.
     fn stored_digest<T: Rec>(&mut self, rec: &T) -> Option<String> {
         use std::io::Seek;
-        let file = self.stored.as_mut()?;
         let (offset, length) = rec.stored();
+        if let Some(held) = &self.held {
+            let bytes = (**held).as_ref();
+            let range = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(length).ok());
+            let stored = range.and_then(|(o, l)| bytes.get(o..o.checked_add(l)?));
+            // A record's bytes are those the reader read: always there.
+            return stored.map(capture::fields::record_digest);
+        }
+        let file = self.stored.as_mut()?;
         let mut hasher = capture::fields::RecordHasher::default();
         let read = file
             .seek(io::SeekFrom::Start(self.base + offset))
@@ -1256,11 +1267,15 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
                 Err(e) => {
                     file_failed(job, tx, format!("cannot read: {e}"));
                 }
-                Ok(_) if is_warc && (job.post_append || job.pair_request) => {
-                    index_records(job, Paired::new(warc::Reader::new(input), job), None, tx)
-                }
-                Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, tx),
-                Ok(_) => index_records(job, arc::Reader::new(input), None, tx),
+                Ok(_) if is_warc && (job.post_append || job.pair_request) => index_records(
+                    job,
+                    Paired::new(warc::Reader::new(input), job),
+                    None,
+                    None,
+                    tx,
+                ),
+                Ok(_) if is_warc => index_records(job, warc::Reader::new(input), None, None, tx),
+                Ok(_) => index_records(job, arc::Reader::new(input), None, None, tx),
             }
             // A file cut short while it was read ends inside a record,
             // which is reported; this says why.
@@ -1359,11 +1374,15 @@ fn index_member(job: &Job, entry: &crate::wacz::Entry, no_mmap: bool, tx: &mut S
     };
     let is_warc = warc::is_warc(first) || named_warc(Path::new(&entry.name));
     match is_warc {
-        true if job.post_append || job.pair_request => {
-            index_records(job, Paired::new(warc::Reader::new(input), job), None, tx)
-        }
-        true => index_records(job, warc::Reader::new(input), None, tx),
-        false => index_records(job, arc::Reader::new(input), None, tx),
+        true if job.post_append || job.pair_request => index_records(
+            job,
+            Paired::new(warc::Reader::new(input), job),
+            None,
+            None,
+            tx,
+        ),
+        true => index_records(job, warc::Reader::new(input), None, None, tx),
+        false => index_records(job, arc::Reader::new(input), None, None, tx),
     }
 }
 
@@ -1437,8 +1456,6 @@ fn file_failed(job: &Job, tx: &SyncSender<Msg>, what: String) {
     });
 }
 
-/// Indexes the records of one file read by `rdr`, releasing the pages of
-/// its map (when it is mapped) as it goes.
 /// Indexes an archive read in place from `bytes` (a file's map, or a
 /// stored entry of a package): WARC records (paired when the job asks)
 /// or ARC records.
@@ -1449,23 +1466,29 @@ fn index_in_place(
     behind: Option<Behind>,
     tx: &mut SyncSender<Msg>,
 ) {
+    let held = Some(bytes.clone());
     if is_warc {
         let rdr = warc::Reader::from_shared(bytes, warc::Options::default());
         if job.post_append || job.pair_request {
-            index_records(job, Paired::new(rdr, job), behind, tx);
+            index_records(job, Paired::new(rdr, job), behind, held, tx);
         } else {
-            index_records(job, rdr, behind, tx);
+            index_records(job, rdr, behind, held, tx);
         }
     } else {
         let rdr = arc::Reader::from_shared(bytes, arc::Options::default());
-        index_records(job, rdr, behind, tx);
+        index_records(job, rdr, behind, held, tx);
     }
 }
 
+/// Indexes the records of one file read by `rdr`, releasing the pages of
+/// its map (when it is mapped) as it goes. `held` is the file's bytes when
+/// it is read in place: the records' stored bytes are hashed from there
+/// instead of read again.
 fn index_records<D: RecReader>(
     job: &Job,
     mut rdr: D,
     mut behind: Option<Behind>,
+    held: Option<crate::input::SharedBytes>,
     tx: &mut SyncSender<Msg>,
 ) {
     let Job {
@@ -1506,7 +1529,7 @@ fn index_records<D: RecReader>(
     let mut last_end = 0u64;
     let mut more = true;
     let give = opts.cdxj.is_some();
-    let stored = match record_digests {
+    let stored = match record_digests && held.is_none() {
         true => match File::open(path) {
             Ok(f) => Some(f),
             Err(e) => {
@@ -1527,6 +1550,7 @@ fn index_records<D: RecReader>(
         tx,
         shown,
         stored,
+        held: held.filter(|_| record_digests),
         base: member.map_or(0, |m| m.data_start),
         give,
     };

@@ -1,7 +1,8 @@
 //! WACZ packages on disk, read: what a package's `datapackage.json` says
 //! of its entries checked (`ukvs validate`, `ukvs index
 //! --verify-digests`), and a WARC entry found and copied by byte range
-//! (the server's archive endpoint).
+//! (the server's archive endpoint, [`Archives`], which keeps each
+//! package's central directory while its file is unchanged).
 //!
 //! Reading packages is spread over the jobs that read their parts: `ukvs
 //! index` reads the WARCs in place (`engine::index`), the streaming jobs
@@ -13,7 +14,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::wacz::{digest_reader, parse_datapackage, Package};
 
@@ -134,36 +135,80 @@ pub struct ArchiveEntry {
     pub entry: crate::wacz::Entry,
 }
 
-/// Finds the WARC named `filename` (as a package's index names it: its
-/// path under `archive/`) in the packages among `paths` (WACZ files, and
-/// directories holding them, not descended into), the first that has it.
-/// Packages that cannot be read are passed over; `None` when none has it.
-pub fn find_archive(paths: &[std::path::PathBuf], filename: &str) -> Option<ArchiveEntry> {
-    let mut packages = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut inside: Vec<_> = std::fs::read_dir(p)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|e| super::fs::is_package(e))
-                .collect();
-            inside.sort();
-            packages.extend(inside);
-        } else if super::fs::is_package(p) {
-            packages.push(p.clone());
+/// The WARC entries of the packages a server has read, by path, each
+/// with the size and modification time its file had when its ZIP central
+/// directory was read: a package is read again only when its file
+/// changes (rewritten or replaced), as the index files of a collection
+/// are taken anew when they change. One per collection; shared by the
+/// requests, which read packages outside the lock.
+#[derive(Debug, Default)]
+pub struct Archives {
+    listed: std::sync::Mutex<std::collections::HashMap<PathBuf, Listed>>,
+}
+
+/// One package's WARC entries, and what its file looked like then.
+#[derive(Debug)]
+struct Listed {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    entries: std::sync::Arc<[crate::wacz::Entry]>,
+}
+
+impl Archives {
+    /// Finds the WARC named `filename` (as a package's index names it:
+    /// its path under `archive/`) in the packages among `paths` (WACZ
+    /// files, and directories holding them, not descended into), the
+    /// first that has it. Packages that cannot be read are passed over;
+    /// `None` when none has it.
+    pub fn find(&self, paths: &[PathBuf], filename: &str) -> Option<ArchiveEntry> {
+        let mut packages = Vec::new();
+        for p in paths {
+            if p.is_dir() {
+                let mut inside: Vec<_> = std::fs::read_dir(p)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|e| super::fs::is_package(e))
+                    .collect();
+                inside.sort();
+                packages.extend(inside);
+            } else if super::fs::is_package(p) {
+                packages.push(p.clone());
+            }
         }
+        packages.into_iter().find_map(|package| {
+            let entry = self
+                .entries(&package)?
+                .iter()
+                .find(|e| e.archive_name() == filename)?
+                .clone();
+            Some(ArchiveEntry { package, entry })
+        })
     }
-    packages.into_iter().find_map(|package| {
-        let file = File::open(&package).ok()?;
+
+    /// The WARC entries of `package`: those listed when its file is as it
+    /// was, else read from its central directory (and kept).
+    fn entries(&self, package: &Path) -> Option<std::sync::Arc<[crate::wacz::Entry]>> {
+        let meta = std::fs::metadata(package).ok()?;
+        let (len, modified) = (meta.len(), meta.modified().ok());
+        let lock = || self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = lock().get(package) {
+            if l.len == len && l.modified == modified {
+                return Some(l.entries.clone());
+            }
+        }
+        let file = File::open(package).ok()?;
         let read = Package::read(BufReader::new(file)).ok()?;
-        let entry = read
-            .archives()
-            .find(|e| e.archive_name() == filename)?
-            .clone();
-        Some(ArchiveEntry { package, entry })
-    })
+        let entries: std::sync::Arc<[_]> = read.archives().cloned().collect();
+        let listed = Listed {
+            len,
+            modified,
+            entries: entries.clone(),
+        };
+        lock().insert(package.to_path_buf(), listed);
+        Some(entries)
+    }
 }
 
 /// Copies bytes `range` of a stored entry (offsets within the entry) to
@@ -200,4 +245,72 @@ pub fn copy_entry_range(
         at += got as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::{Duration, SystemTime};
+
+    /// Writes a ZIP of stored entries at `path`.
+    fn write_zip(path: &Path, entries: &[(&str, &[u8])]) {
+        let mut w = zip::ZipWriter::new(File::create(path).unwrap());
+        for (name, bytes) in entries {
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored);
+            w.start_file(*name, opts).unwrap();
+            w.write_all(bytes).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    fn set_modified(path: &Path, t: SystemTime) {
+        let f = File::options().write(true).open(path).unwrap();
+        f.set_modified(t).unwrap();
+    }
+
+    #[test]
+    fn a_package_is_read_again_only_when_its_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.wacz");
+        let paths = [path.clone()];
+        let archives = Archives::default();
+        let find = |name: &str| archives.find(&paths, name).map(|f| f.entry);
+        let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+
+        write_zip(&path, &[("archive/a.warc", b"one")]);
+        set_modified(&path, then);
+        let a = find("a.warc").unwrap();
+        assert_eq!((a.name.as_str(), a.size), ("archive/a.warc", 3));
+        assert!(find("b.warc").is_none());
+
+        // Rewritten with the same size and modification time: the
+        // entries listed before are still given (nothing read again).
+        let len = std::fs::metadata(&path).unwrap().len();
+        write_zip(&path, &[("archive/b.warc", b"two")]);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+        set_modified(&path, then);
+        assert_eq!(find("a.warc"), Some(a.clone()));
+        assert!(find("b.warc").is_none());
+
+        // Another modification time: read again.
+        set_modified(&path, then + Duration::from_secs(1));
+        assert!(find("a.warc").is_none());
+        assert_eq!(find("b.warc").unwrap().data_start, a.data_start);
+
+        // Another size, the time set back: read again, the entry moved.
+        write_zip(
+            &path,
+            &[("archive/c.warc", b"first"), ("archive/b.warc", b"two")],
+        );
+        set_modified(&path, then + Duration::from_secs(1));
+        let b = find("b.warc").unwrap();
+        assert!(b.data_start > a.data_start);
+        assert!(find("c.warc").is_some());
+
+        // Gone: nothing found, and nothing kept from before is given.
+        std::fs::remove_file(&path).unwrap();
+        assert!(find("b.warc").is_none());
+    }
 }

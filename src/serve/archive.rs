@@ -9,11 +9,13 @@
 //! holds 404, an entry deflated in the ZIP (it has no byte offsets) 409,
 //! each with a message. The bytes stream from positioned reads of the
 //! package, never compressed for transport: the offsets are the
-//! client's.
+//! client's. The packages' central directories are kept by the
+//! collection ([`ukvs::engine::package::Archives`]) while their files
+//! are unchanged.
 
 use std::sync::Arc;
 
-use ukvs::engine::package::{copy_entry_range, find_archive};
+use ukvs::engine::package::copy_entry_range;
 use ukvs::wacz::{byte_range, Method, RangeError};
 
 use super::catalog::{Coll, Kind};
@@ -50,7 +52,7 @@ pub async fn answer(
         .collect();
     let coll_name = coll.name.clone();
     let mut res = http::stream(move |sink| {
-        let Some(found) = find_archive(&paths, &name) else {
+        let Some(found) = coll.archives.find(&paths, &name) else {
             let msg =
                 format!("no WARC named {name:?} in the packages of collection {coll_name:?}\n");
             return sink.start(Head::Fail(

@@ -128,6 +128,8 @@ pub struct Coll {
     /// The bases it serves (what a fold of its delta recorded in place
     /// of the paths it folded, see [`Delta::bases`]).
     pub bases: Vec<PathBuf>,
+    /// The WARC entries of its packages, for `/NAME/archive/FILE`.
+    pub archives: ukvs::engine::package::Archives,
 }
 
 impl Coll {
@@ -316,6 +318,7 @@ fn open_coll(
         live,
         specs: specs.iter().map(|s| (*s).clone()).collect(),
         bases: bases.clone(),
+        archives: Default::default(),
     })
 }
 

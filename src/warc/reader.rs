@@ -385,6 +385,22 @@ impl<R: Read> Step<'_, R, WarcState> {
 
     /// Decodes one gzip member into `rec.buf`.
     fn inflate(&mut self, rec: &mut Record, limit: u64, first_unit: bool) -> io::Result<Stop> {
+        // A member held whole by the buffer (all of them, in a mapped
+        // file) is decoded in one call. The file's first member is left
+        // to the loop below, which looks for a second record in it; so is
+        // any member that call does not take (damage, a member running
+        // past the buffer, `limit` bytes or more), which the loop then
+        // reports as it always has.
+        if !first_unit {
+            let max = usize::try_from(limit)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(1);
+            if let Some(n) = crate::input::member::member(self.core.src.avail(), &mut rec.buf, max)
+            {
+                self.core.src.consume(n);
+                return Ok(Stop::End);
+            }
+        }
         let mut dec = GzDecoder::new(&mut self.core.src);
         let mut look = SecondLook::default();
         loop {

@@ -949,6 +949,120 @@ fn serve_gives_a_packages_warc_bytes_by_range() {
     assert!(String::from_utf8_lossy(&body).contains("nope.warc"));
 }
 
+/// A HEAD: status and the named headers (absent ones empty); its body
+/// must be empty.
+fn head(url: &str, range: Option<&str>, names: &[&str]) -> (u16, Vec<String>) {
+    let mut req = agent().head(url);
+    if let Some(r) = range {
+        req = req.header("Range", r);
+    }
+    let mut res = req.call().unwrap();
+    let got = names
+        .iter()
+        .map(|n| {
+            let v = res.headers().get(*n).and_then(|v| v.to_str().ok());
+            v.unwrap_or_default().to_string()
+        })
+        .collect();
+    let body = res.body_mut().read_to_vec().unwrap();
+    assert!(
+        body.is_empty(),
+        "HEAD {url} has a body of {} bytes",
+        body.len()
+    );
+    (res.status().as_u16(), got)
+}
+
+/// HEAD of `/NAME/archive/FILE` answers as the GET would, headers only:
+/// the whole entry's length, a range's length and Content-Range, 416 for
+/// a range past the end, 404 for a name no package holds.
+#[test]
+fn serve_answers_head_of_a_packages_warc_as_its_get() {
+    let test = "serve_answers_head_of_a_packages_warc_as_its_get";
+    let tmp = tempfile::tempdir().unwrap();
+    let package = tmp.path().join("p.wacz");
+    if !py_wacz_create(&package, &fixture_warcs(), test) {
+        return;
+    }
+    let warc = tmp.path().join("x/archive/example.warc.gz");
+    extract_archives(&package, &tmp.path().join("x"));
+    let n = std::fs::metadata(&warc).unwrap().len();
+    let ours = Server::start(&["--quiet".into(), format!("w={}", package.display())]);
+    let url = format!("http://{}/w/archive/example.warc.gz", ours.addr);
+    let names = ["content-length", "content-range", "accept-ranges"];
+    let (status, got) = head(&url, None, &names);
+    assert_eq!(
+        (status, got),
+        (200, vec![n.to_string(), "".into(), "bytes".into()])
+    );
+    let (status, got) = head(&url, Some("bytes=100-299"), &names);
+    let want = vec!["200".into(), format!("bytes 100-299/{n}"), "bytes".into()];
+    assert_eq!((status, got), (206, want));
+    let (status, got) = head(&url, Some("bytes=-7"), &names);
+    let want = vec![
+        "7".into(),
+        format!("bytes {}-{}/{n}", n - 7, n - 1),
+        "bytes".into(),
+    ];
+    assert_eq!((status, got), (206, want));
+    let past = [
+        format!("bytes={n}-"),
+        format!("bytes={}-{}", n + 5, n + 9),
+        "bytes=-0".into(),
+    ];
+    for range in past {
+        assert_eq!(head(&url, Some(&range), &[]).0, 416, "{range}");
+        // The GET says why, and the entry's length.
+        let (status, _, body) = get_range(&url, &range);
+        let body = String::from_utf8_lossy(&body).into_owned();
+        assert_eq!(status, 416, "{range}");
+        assert!(body.contains(&format!("bytes */{n}")), "{range}: {body}");
+    }
+    let nope = format!("http://{}/w/archive/nope.warc", ours.addr);
+    assert_eq!(head(&nope, None, &[]).0, 404);
+}
+
+/// A WARC deflated in the ZIP has no byte offsets: its range request is
+/// refused with 409 and a message naming the package and the entry (GET
+/// and HEAD, with and without a range); the package's index still
+/// serves.
+#[test]
+fn serve_refuses_a_deflated_warc_of_a_package_with_409() {
+    let tmp = tempfile::tempdir().unwrap();
+    let warc_path = data_dir().join("warc/cc.warc.gz");
+    let lines = stdout(&ukvs(&["index", "--format", "cdxj", s(&warc_path)]));
+    let warc = std::fs::read(&warc_path).unwrap();
+    let package = tmp.path().join("deflated.wacz");
+    write_zip(
+        &package,
+        &[
+            ("archive/cc.warc.gz", &warc, true),
+            ("indexes/index.cdxj", &lines, false),
+        ],
+    );
+    let ours = Server::start(&["--quiet".into(), format!("w={}", package.display())]);
+    let url = format!("http://{}/w/archive/cc.warc.gz", ours.addr);
+    let (status, _, body) = get(&agent(), &url);
+    let body = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("deflated.wacz entry archive/cc.warc.gz: compressed in the ZIP"),
+        "{body}"
+    );
+    let (status, _, _) = get_range(&url, "bytes=0-99");
+    assert_eq!(status, 409);
+    assert_eq!(head(&url, None, &[]).0, 409);
+    assert_eq!(head(&url, Some("bytes=0-99"), &[]).0, 409);
+    // The index is served all the same.
+    let cdx = format!(
+        "http://{}/w/cdx?url=commoncrawl.org/&output=json",
+        ours.addr
+    );
+    let (status, _, body) = get(&agent(), &cdx);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("cc.warc.gz"));
+}
+
 /// pywb replays every capture of a package with ukvs serve as its index
 /// and as its archive (the WARC bytes by Range from the package in
 /// place): each answer as pywb gives it from the extracted WARCs and
