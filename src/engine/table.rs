@@ -877,7 +877,7 @@ impl Builders {
             .strings
             .iter_mut()
             .zip(self.leading_nulls.iter_mut())
-            .map(|(b, leading)| match std::mem::replace(leading, Some(0)) {
+            .map(|(b, leading)| match leading.replace(0) {
                 None => Arc::new(b.finish()) as ArrayRef,
                 Some(n) => arrow_array::new_null_array(&arrow_schema::DataType::Utf8, n),
             });
