@@ -6,7 +6,8 @@
 //!      │ chunks of CHUNK lines, one per task of the pool:
 //!      ▼ Row::from_line (borrowing the line) ──► column builders ──► a batch per partition
 //! batches in line order (keys checked, skipped lines reported)
-//!      │ one task per column: ArrowColumnWriter (dictionary, page statistics, zstd)
+//!      │ one task per column: ArrowColumnWriter (dictionary, page statistics, zstd),
+//!      │ while the next READ_AHEAD lines are mapped
 //!      ▼ a row group closed every GROUP rows
 //! FILE.parquet, or DIR/crawl=C/subset=S/part-00000.parquet
 //! ```
@@ -15,7 +16,9 @@
 //! sources of a collection merged by key), so every row group, and every
 //! file, is sorted by `url_surtkey`; the sink checks the order and refuses
 //! input that breaks it. Memory is one row group per partition open at
-//! once (encoded pages), and the batches of READ_AHEAD lines, whatever
+//! once (encoded pages), and the batches of twice READ_AHEAD lines (those
+//! being encoded, those being mapped, and for `ukvs table` those being
+//! read on the caller's thread), whatever
 //! the input's size: a collection with a handful of crawls and Common
 //! Crawl's three subsets holds a few.
 //!
