@@ -16,7 +16,7 @@
 //! sources of a collection merged by key), so every row group, and every
 //! file, is sorted by `url_surtkey`; the sink checks the order and refuses
 //! input that breaks it. Memory is one row group per partition open at
-//! once (encoded pages), and the batches of twice READ_AHEAD lines (those
+//! once (encoded pages), and up to three times READ_AHEAD lines (those
 //! being encoded, those being mapped, and for `ukvs table` those being
 //! read on the caller's thread), whatever
 //! the input's size: a collection with a handful of crawls and Common
