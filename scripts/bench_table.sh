@@ -28,18 +28,20 @@
 #    over the table vs `ukvs lookup X.cdxj --key P --match prefix | wc -l`;
 #    the counts must agree.
 #
-# One run (RECORDS=40000, LINES=1000000, RUNS=3, OLD= the binary before
-# rows borrowed their line and columns were encoded on the pool) on 2
-# cores shared with four other builds (load average about 10): index
-# 3.11 s, with --table 3.24 s (1.04x; CPU 1.30 -> 1.44 s); ukvs table
-# 5.53 s (CPU 2.44 s) against DuckDB 6.48 s (CPU 2.18 s) and OLD 16.1 s
-# (CPU 7.13 s): 1.17x DuckDB, 2.9x OLD, tables equal row for row; the 3x
-# target over DuckDB is not met. The table is 10.6 MB against 35.0 MB of
-# gzip'd CDXJ (0.30x); a prefix query of 891 rows takes 434 ms in DuckDB
-# (process start included) against 7.6 ms for `ukvs lookup` on the CDXJ.
-# Where the CPU goes now (perf, 200k lines): mapping lines to column
-# batches 56 % (the builders' copies 21 %, reading the line 30 %),
-# encoding columns 33 % (zstd 16 %).
+# One run (RECORDS=40000, LINES=10000000, RUNS=1) on 2 cores shared with
+# other builds (load average 13 to 32, mean 23): ukvs table 96.9 s (CPU
+# 21.9 s) against DuckDB 95.9 s (CPU 27.6 s): 0.99x in time, 1.26x in
+# CPU; the 3x target over DuckDB is not met. The table is 57.7 MB
+# against 329 MB of gzip'd CDXJ (0.18x; DuckDB's 9-column file 30.5
+# MB); a prefix query of 891 rows takes 704 ms in DuckDB (process start
+# included) against 14.7 ms for `ukvs lookup` on the CDXJ. index 7.14 s
+# and with --table 5.87 s (CPU 1.41 -> 1.57 s, 1.11x).
+# 1M lines (perf): CPU 3.0 s before members went straight to their
+# slots, plain columns replaced dictionaries that did not pay and zstd
+# went to level 1; 2.3 s after, tables equal row for row. Where it goes
+# now: mapping lines to column batches 53 % (reading the line 29 %, the
+# builders' copies 18 %), encoding columns 37 % (zstd 11 %, dictionaries
+# 10 %, page statistics 5 %), reading the CDXJ 7 % (its own thread).
 #
 # Timing: hyperfine --warmup 1, RUNS (default 5) runs each; results in
 # WORKDIR/results (JSON). The machine may be shared: compare within a run.

@@ -6,7 +6,8 @@
 //!      │ chunks of CHUNK lines, one per task of the pool:
 //!      ▼ Row::from_line (borrowing the line) ──► column builders ──► a batch per partition
 //! batches in line order (keys checked, skipped lines reported)
-//!      │ one task per column: ArrowColumnWriter (dictionary, page statistics, zstd)
+//!      │ one task per column: ArrowColumnWriter (dictionary, page statistics, zstd),
+//!      │ while the next READ_AHEAD lines are mapped
 //!      ▼ a row group closed every GROUP rows
 //! FILE.parquet, or DIR/crawl=C/subset=S/part-00000.parquet
 //! ```
@@ -15,7 +16,9 @@
 //! sources of a collection merged by key), so every row group, and every
 //! file, is sorted by `url_surtkey`; the sink checks the order and refuses
 //! input that breaks it. Memory is one row group per partition open at
-//! once (encoded pages), and the batches of READ_AHEAD lines, whatever
+//! once (encoded pages), and up to three times READ_AHEAD lines (those
+//! being encoded, those being mapped, and for `ukvs table` those being
+//! read on the caller's thread), whatever
 //! the input's size: a collection with a handful of crawls and Common
 //! Crawl's three subsets holds a few.
 //!
@@ -30,7 +33,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use arrow_array::builder::{
-    Int16Builder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+    ArrayBuilder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::Schema;
@@ -40,7 +44,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::format::SortingColumn;
-use parquet::schema::types::SchemaDescriptor;
+use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 
 use super::output::{Output, OutputDir};
 use crate::table::{Host, Naming, Partition, Row};
@@ -58,8 +62,29 @@ const CHUNK: usize = 8 * 1024;
 /// Lines read ahead from a collection or a stream, for the pool.
 const READ_AHEAD: usize = 8 * CHUNK;
 
-/// The zstd level of every page.
-const ZSTD_LEVEL: i32 = 3;
+/// The zstd level of every page: level 3 makes tables 2 to 3 % smaller
+/// for about 6 % more time (and its larger match tables are cleared for
+/// every page).
+const ZSTD_LEVEL: i32 = 1;
+
+/// Columns whose values are (nearly) all distinct within a row group:
+/// a dictionary of them costs a hash per value and is dropped for plain
+/// encoding once it outgrows its page, so they are written plain (the
+/// table comes out 8 % smaller too: no dictionary page, then plain
+/// pages, for each).
+const NO_DICTIONARY: &[&str] = &[
+    "url_surtkey",
+    "url",
+    "url_path",
+    "url_query",
+    "fetch_time",
+    "content_digest",
+    "warc_record_offset",
+    "warc_record_length",
+    "content_payload_digest",
+    "warc_record_offset_long",
+    "warc_record_length_long",
+];
 
 /// Where a table goes, and how rows are named.
 #[derive(Debug, Clone)]
@@ -131,25 +156,59 @@ pub fn from_chunks(
 }
 
 /// The table of every line of a collection (`ukvs table`): its sources
-/// merged by key, less what its delta hides.
+/// merged by key, less what its delta hides. The lines are read on this
+/// thread while the sink maps and encodes those read before on another.
 pub fn from_collection(
     out: &TableOutput,
     merged: super::merged::Merged<'_>,
     names: Vec<String>,
     source: &str,
 ) -> anyhow::Result<Summary> {
+    /// What the reader hands the sink.
+    enum Ahead<'a> {
+        Lines(Vec<std::borrow::Cow<'a, [u8]>>),
+        /// Every line was read: the table may be finished.
+        End,
+    }
     let mut sink = TableSink::create(out, names, source)?;
     let all = crate::sorted::KeyRange::all();
-    let mut ahead = Vec::with_capacity(READ_AHEAD);
-    for line in merged.lines(&all)? {
-        ahead.push(line.with_context(|| format!("cannot read {source}"))?);
-        if ahead.len() == READ_AHEAD {
-            sink.lines(&ahead.iter().map(|l| l.as_ref()).collect::<Vec<_>>())?;
-            ahead.clear();
-        }
-    }
-    sink.lines(&ahead.iter().map(|l| l.as_ref()).collect::<Vec<_>>())?;
-    sink.finish()
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<'_>>(1);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> anyhow::Result<Option<Summary>> {
+            for ahead in rx {
+                match ahead {
+                    Ahead::Lines(lines) => {
+                        sink.lines(&lines.iter().map(|l| l.as_ref()).collect::<Vec<_>>())?
+                    }
+                    Ahead::End => return sink.finish().map(Some),
+                }
+            }
+            // The reader stopped on an error: no table.
+            Ok(None)
+        });
+        let read = (|| -> anyhow::Result<()> {
+            let mut ahead = Vec::with_capacity(READ_AHEAD);
+            for line in merged.lines(&all)? {
+                ahead.push(line.with_context(|| format!("cannot read {source}"))?);
+                if ahead.len() == READ_AHEAD {
+                    let full = std::mem::replace(&mut ahead, Vec::with_capacity(READ_AHEAD));
+                    if tx.send(Ahead::Lines(full)).is_err() {
+                        // The sink failed: its error says why.
+                        return Ok(());
+                    }
+                }
+            }
+            let _ = tx.send(Ahead::Lines(ahead));
+            let _ = tx.send(Ahead::End);
+            Ok(())
+        })();
+        drop(tx);
+        let written = writer
+            .join()
+            .map_err(|_| anyhow::anyhow!("the table writer stopped unexpectedly"))?;
+        read?;
+        written?.context("the table was not finished")
+    })
 }
 
 /// Whether an input is read front to back rather than opened as a
@@ -256,9 +315,13 @@ impl TableSink {
         } else {
             out.group_rows
         };
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
-            .set_dictionary_enabled(true)
+            .set_dictionary_enabled(true);
+        for column in NO_DICTIONARY {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(*column), false);
+        }
+        let props = props
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_size(group)
             .set_data_page_row_count_limit(PAGE_ROWS.min(group))
@@ -324,17 +387,26 @@ impl TableSink {
             let (names, naming) = (&self.names, &self.out.naming);
             let by_partition = self.dir.is_some();
             let map = |chunk: &[&[u8]]| build_chunk(chunk, names, naming, by_partition);
-            let outs: Vec<ChunkOut> = if data <= CHUNK {
-                vec![map(&rest[..data])]
-            } else {
-                rest[..data].par_chunks(CHUNK).map(map).collect()
-            };
+            let these = &rest[..data];
+            // The batches of the lines before are encoded while these
+            // are mapped: neither waits on the slowest task of the other.
+            let parts = &mut self.parts;
+            let (outs, encoded) = rayon::join(
+                || -> Vec<ChunkOut> {
+                    if data <= CHUNK {
+                        vec![map(these)]
+                    } else {
+                        these.par_chunks(CHUNK).map(map).collect()
+                    }
+                },
+                || parts.values_mut().try_for_each(PartWriter::encode),
+            );
+            encoded?;
             rest = &rest[data..];
             for (i, out) in outs.into_iter().enumerate() {
                 self.chunk(out, self.line_no + (i * CHUNK) as u64)?;
             }
             self.line_no += data as u64;
-            self.encode()?;
         }
         Ok(())
     }
@@ -389,14 +461,6 @@ impl TableSink {
                 bail!("the writer of a partition was lost");
             };
             part.pending.push(batch);
-        }
-        Ok(())
-    }
-
-    /// Encodes the batches waiting in every part.
-    fn encode(&mut self) -> anyhow::Result<()> {
-        for part in self.parts.values_mut() {
-            part.encode()?;
         }
         Ok(())
     }
@@ -652,10 +716,20 @@ fn hive_escape(v: &str) -> String {
     }
 }
 
+thread_local! {
+    /// Bytes per row of each string column in the last chunk this
+    /// thread built.
+    static BYTES_PER_ROW: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One builder per column, in the schema's order.
 struct Builders {
     with_partitions: bool,
     strings: Vec<StringBuilder>,
+    /// Per string column, the nulls it met before its first value (all
+    /// of them for a column without one: appended at once, as a null
+    /// array, in [`Builders::finish`]), or None once it holds a value.
+    leading_nulls: Vec<Option<usize>>,
     url_port: Int32Builder,
     fetch_time: TimestampMicrosecondBuilder,
     fetch_status: Int16Builder,
@@ -677,7 +751,9 @@ const STRINGS_EXTRA_A: usize = 11;
 const STRINGS_EXTRA_B: usize = 1;
 
 impl Builders {
-    /// Builders for about `rows` rows.
+    /// Builders for about `rows` rows, their string columns sized by
+    /// the bytes per row of the last chunk this thread built (a column
+    /// that was all null takes no room until it holds a value).
     fn new(with_partitions: bool, rows: usize) -> Builders {
         let n = STRINGS_A
             + STRINGS_B
@@ -686,11 +762,19 @@ impl Builders {
             + if with_partitions { 2 } else { 0 }
             + STRINGS_EXTRA_A
             + STRINGS_EXTRA_B;
+        let per_row = BYTES_PER_ROW.with(|b| b.borrow().clone());
+        let per_row = |i: usize| per_row.get(i).copied().unwrap_or(16.0);
         Builders {
             with_partitions,
             strings: (0..n)
-                .map(|_| StringBuilder::with_capacity(rows, rows * 16))
+                .map(|i| {
+                    // An eighth more than the last chunk's, for longer
+                    // lines than its.
+                    let bytes = (per_row(i) * 1.125 * rows as f64) as usize;
+                    StringBuilder::with_capacity(rows, bytes)
+                })
                 .collect(),
+            leading_nulls: vec![Some(0); n],
             url_port: Int32Builder::with_capacity(rows),
             fetch_time: TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC"),
             fetch_status: Int16Builder::with_capacity(rows),
@@ -703,10 +787,21 @@ impl Builders {
 
     /// Appends a row; `h` is the host columns of its `host_name`.
     fn push(&mut self, r: &Row<'_>, h: &Host) {
-        let mut columns = self.strings.iter_mut();
+        let mut columns = self.strings.iter_mut().zip(self.leading_nulls.iter_mut());
         let mut put = |v: Option<&str>| {
-            if let Some(b) = columns.next() {
-                b.append_option(v);
+            if let Some((b, leading)) = columns.next() {
+                match (v, leading.as_mut()) {
+                    (None, Some(n)) => *n += 1,
+                    (None, None) => b.append_null(),
+                    (Some(v), None) => b.append_value(v),
+                    (Some(v), Some(n)) => {
+                        for _ in 0..*n {
+                            b.append_null();
+                        }
+                        *leading = None;
+                        b.append_value(v);
+                    }
+                }
             }
         };
         put(Some(&r.url_surtkey));
@@ -773,11 +868,22 @@ impl Builders {
     /// The columns gathered so far, in the schema's order; the builders
     /// start over.
     fn finish(&mut self) -> Vec<ArrayRef> {
+        BYTES_PER_ROW.with(|b| {
+            *b.borrow_mut() = self
+                .strings
+                .iter()
+                .map(|s| s.values_slice().len() as f64 / s.len().max(1) as f64)
+                .collect()
+        });
         let mut cols: Vec<ArrayRef> = Vec::with_capacity(self.strings.len() + 7);
         let mut s = self
             .strings
             .iter_mut()
-            .map(|b| Arc::new(b.finish()) as ArrayRef);
+            .zip(self.leading_nulls.iter_mut())
+            .map(|(b, leading)| match leading.replace(0) {
+                None => Arc::new(b.finish()) as ArrayRef,
+                Some(n) => arrow_array::new_null_array(&arrow_schema::DataType::Utf8, n),
+            });
         cols.extend(s.by_ref().take(STRINGS_A));
         cols.push(Arc::new(self.url_port.finish()));
         cols.extend(s.by_ref().take(STRINGS_B));

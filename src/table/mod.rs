@@ -192,40 +192,78 @@ pub struct Host {
     pub reversed: Option<String>,
 }
 
-/// Whether a member has a column of its own (the rest go to
-/// `extra_fields`). Names are those of every profile: UKVS and CDXJ
-/// members, CDX columns as [`crate::ukvs::convert::cdx_letter_name`]
-/// names them; `urlkey` and `timestamp` are Common Crawl's own CDX's
-/// (the key and datetime again).
+/// The members that have a column of their own (the rest go to
+/// `extra_fields`), each at its slot ([`slot`]). Names are those of
+/// every profile: UKVS and CDXJ members, CDX columns as
+/// [`crate::ukvs::convert::cdx_letter_name`] names them; `urlkey` and
+/// `timestamp` are Common Crawl's own CDX's (the key and datetime
+/// again, which no column takes from the members).
+mod m {
+    pub const URL: usize = 0;
+    pub const STATUS: usize = 1;
+    pub const REDIRECT: usize = 2;
+    pub const DIGEST: usize = 3;
+    pub const MIME: usize = 4;
+    pub const MIME_DETECTED: usize = 5;
+    pub const CHARSET: usize = 6;
+    pub const LANGUAGES: usize = 7;
+    pub const TRUNCATED: usize = 8;
+    pub const FILENAME: usize = 9;
+    pub const OFFSET: usize = 10;
+    pub const LENGTH: usize = 11;
+    pub const RECORD_TYPE: usize = 12;
+    pub const REFERS_TO_URI: usize = 13;
+    pub const REFERS_TO_DATE: usize = 14;
+    pub const REFERS_TO: usize = 15;
+    pub const PROFILE: usize = 16;
+    pub const PAYLOAD_DIGEST: usize = 17;
+    pub const IP: usize = 18;
+    pub const DATETIME_RAW: usize = 19;
+    pub const SERIAL: usize = 20;
+    pub const DESCRIBES: usize = 21;
+    pub const REPLACES: usize = 22;
+    pub const URLKEY: usize = 23;
+    pub const TIMESTAMP: usize = 24;
+}
+
+/// How many members have a column.
+const SLOTS: usize = 25;
+
+/// The slot of a member with a column of its own.
+fn slot(member: &str) -> Option<usize> {
+    Some(match member {
+        "url" => m::URL,
+        "status" => m::STATUS,
+        "redirect" => m::REDIRECT,
+        "digest" => m::DIGEST,
+        "mime" => m::MIME,
+        "mime-detected" => m::MIME_DETECTED,
+        "charset" => m::CHARSET,
+        "languages" => m::LANGUAGES,
+        "truncated" => m::TRUNCATED,
+        "filename" => m::FILENAME,
+        "offset" => m::OFFSET,
+        "length" => m::LENGTH,
+        "record_type" => m::RECORD_TYPE,
+        "refers_to_uri" => m::REFERS_TO_URI,
+        "refers_to_date" => m::REFERS_TO_DATE,
+        "refers_to" => m::REFERS_TO,
+        "profile" => m::PROFILE,
+        "payload_digest" => m::PAYLOAD_DIGEST,
+        "ip" => m::IP,
+        "datetime_raw" => m::DATETIME_RAW,
+        "serial" => m::SERIAL,
+        "describes" => m::DESCRIBES,
+        "replaces" => m::REPLACES,
+        "urlkey" => m::URLKEY,
+        "timestamp" => m::TIMESTAMP,
+        _ => return None,
+    })
+}
+
+/// Whether a member has a column of its own.
 fn has_column(member: &str) -> bool {
-    matches!(
-        member,
-        "url"
-            | "status"
-            | "redirect"
-            | "digest"
-            | "mime"
-            | "mime-detected"
-            | "charset"
-            | "languages"
-            | "truncated"
-            | "filename"
-            | "offset"
-            | "length"
-            | "record_type"
-            | "refers_to_uri"
-            | "refers_to_date"
-            | "refers_to"
-            | "profile"
-            | "payload_digest"
-            | "ip"
-            | "datetime_raw"
-            | "serial"
-            | "describes"
-            | "replaces"
-            | "urlkey"
-            | "timestamp"
-    )
+    slot(member).is_some()
 }
 
 /// A member's value: a string (unescaped), the JSON text of any other
@@ -241,22 +279,38 @@ enum Val<'a> {
 /// of them would list them.
 type Members<'a> = Vec<(Cow<'a, str>, Val<'a>)>;
 
-/// The value of `name`: `-` and null are no value, a string is itself,
-/// anything else its JSON text.
-fn text<'a>(members: &Members<'a>, name: &str) -> Option<Cow<'a, str>> {
-    match &members.iter().find(|(k, _)| k == name)?.1 {
-        Val::Null => None,
-        Val::Str(s) if s == "-" => None,
-        Val::Str(s) | Val::Json(s) => Some(s.clone()),
-    }
-}
+/// A line's members with a column, by slot: the first member of each
+/// name, found in one pass.
+struct Slots<'a>([Option<Val<'a>>; SLOTS]);
 
-/// The value of `name` as a whole number (a JSON number or a string of
-/// digits).
-fn number(members: &Members<'_>, name: &str) -> Option<u64> {
-    match &members.iter().find(|(k, _)| k == name)?.1 {
-        Val::Null => None,
-        Val::Str(s) | Val::Json(s) => s.parse().ok(),
+impl<'a> Slots<'a> {
+    fn of(members: &Members<'a>) -> Self {
+        let mut slots: [Option<Val<'a>>; SLOTS] = std::array::from_fn(|_| None);
+        for (k, v) in members {
+            if let Some(i) = slot(k) {
+                slots[i].get_or_insert_with(|| v.clone());
+            }
+        }
+        Slots(slots)
+    }
+
+    /// The value at `slot`: `-` and null are no value, a string is
+    /// itself, anything else its JSON text.
+    fn text(&self, slot: usize) -> Option<Cow<'a, str>> {
+        match self.0[slot].as_ref()? {
+            Val::Null => None,
+            Val::Str(s) if s == "-" => None,
+            Val::Str(s) | Val::Json(s) => Some(s.clone()),
+        }
+    }
+
+    /// The value at `slot` as a whole number (a JSON number or a string
+    /// of digits).
+    fn number(&self, slot: usize) -> Option<u64> {
+        match self.0[slot].as_ref()? {
+            Val::Null => None,
+            Val::Str(s) | Val::Json(s) => s.parse().ok(),
+        }
     }
 }
 
@@ -271,24 +325,33 @@ impl<'a> Row<'a> {
         naming: &'a Naming,
     ) -> Result<Row<'a>, Error> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let (members, extra) = members(line, names)?;
+        // Most lines are plain: their members go to their slots as they
+        // are read.
+        let (slots, extra) = match plain_slots(line, names) {
+            Some(slots) => (slots, None),
+            None => {
+                let (members, extra) = members(line, names)?;
+                (Slots::of(&members), extra)
+            }
+        };
         let (key, datetime) = key_datetime(line);
         if key.is_empty() {
             return Err(Error::NoKey);
         }
         let fetch_time = micros(datetime)
             .ok_or_else(|| Error::Datetime(String::from_utf8_lossy(datetime).into_owned()))?;
-        let text = |name: &str| text(&members, name);
-        let url = text("url").unwrap_or_default();
+        let text = |slot: usize| slots.text(slot);
+        let url = text(m::URL).unwrap_or_default();
         // Parts of a value the row owns are owned too.
         let parts = match &url {
             Cow::Borrowed(u) => UrlParts::of(u),
             Cow::Owned(u) => UrlParts::of(u).into_owned(),
         };
-        let fetch_status = number(&members, "status")
+        let fetch_status = slots
+            .number(m::STATUS)
             .and_then(|s| i16::try_from(s).ok())
             .unwrap_or(-1);
-        let filename = text("filename").unwrap_or_default();
+        let filename = text(m::FILENAME).unwrap_or_default();
         let own = |v: Cow<'_, str>| -> Cow<'a, str> { Cow::Owned(v.into_owned()) };
         let cc = match &filename {
             Cow::Borrowed(f) => cc_path(f),
@@ -298,14 +361,14 @@ impl<'a> Row<'a> {
             Some((c, g, s)) => (Some(c), Some(g), Some(s)),
             None => (None, None, None),
         };
-        let mime = text("mime");
+        let mime = text(m::MIME);
         let crawl = cc_crawl.unwrap_or(Cow::Borrowed(naming.crawl.as_str()));
         let subset = match (&naming.subset, cc_subset) {
             (Some(s), _) => Cow::Borrowed(s.as_str()),
             (None, Some(s)) => s,
             (None, None) => Cow::Borrowed(subset_of(&parts.path, fetch_status, mime.as_deref())),
         };
-        let digest = text("digest").map(|d| match d {
+        let digest = text(m::DIGEST).map(|d| match d {
             Cow::Borrowed(d) => Cow::Borrowed(d.strip_prefix("sha1:").unwrap_or(d)),
             Cow::Owned(d) => match d.strip_prefix("sha1:") {
                 Some(s) => Cow::Owned(s.to_owned()),
@@ -321,29 +384,29 @@ impl<'a> Row<'a> {
             url_query: parts.query,
             fetch_time,
             fetch_status,
-            fetch_redirect: text("redirect"),
+            fetch_redirect: text(m::REDIRECT),
             content_digest: digest,
             content_mime_type: mime,
-            content_mime_detected: text("mime-detected"),
-            content_charset: text("charset"),
-            content_languages: text("languages"),
-            content_truncated: text("truncated"),
-            warc_record_offset: number(&members, "offset"),
-            warc_record_length: number(&members, "length"),
+            content_mime_detected: text(m::MIME_DETECTED),
+            content_charset: text(m::CHARSET),
+            content_languages: text(m::LANGUAGES),
+            content_truncated: text(m::TRUNCATED),
+            warc_record_offset: slots.number(m::OFFSET),
+            warc_record_length: slots.number(m::LENGTH),
             warc_segment,
             crawl,
             subset,
-            record_type: text("record_type"),
-            revisit_refers_to_uri: text("refers_to_uri"),
-            revisit_refers_to_date: text("refers_to_date"),
-            revisit_refers_to: text("refers_to"),
-            revisit_profile: text("profile"),
-            content_payload_digest: text("payload_digest"),
-            fetch_ip: text("ip"),
-            fetch_time_raw: text("datetime_raw"),
-            arc_serial: text("serial"),
-            arc_describes: text("describes"),
-            arc_replaces: text("replaces"),
+            record_type: text(m::RECORD_TYPE),
+            revisit_refers_to_uri: text(m::REFERS_TO_URI),
+            revisit_refers_to_date: text(m::REFERS_TO_DATE),
+            revisit_refers_to: text(m::REFERS_TO),
+            revisit_profile: text(m::PROFILE),
+            content_payload_digest: text(m::PAYLOAD_DIGEST),
+            fetch_ip: text(m::IP),
+            fetch_time_raw: text(m::DATETIME_RAW),
+            arc_serial: text(m::SERIAL),
+            arc_describes: text(m::DESCRIBES),
+            arc_replaces: text(m::REPLACES),
             extra_fields: extra,
             url,
             warc_filename: filename,
@@ -379,33 +442,34 @@ fn members<'a>(
 ) -> Result<(Members<'a>, Option<String>), Error> {
     // The JSON block opens at the first ` {` (keys and datetimes hold
     // neither spaces nor braces).
-    let (head, json) = match memchr::memmem::find(line, b" {") {
-        Some(i) => (&line[..i], Some(&line[i + 1..])),
-        None => (line, None),
-    };
+    let (head, json) = split_json(line);
     let values: Vec<&[u8]> = head.split(|&b| b == b' ').skip(2).collect();
-    let mut members = Members::new();
-    let legend_names: Vec<&'static str>;
-    let names: Vec<&'a str> = if json.is_none() && names.len() != values.len() {
+    // Room for the members of every profile's line, without regrowing.
+    let mut members = Members::with_capacity(16);
+    let legend_names: Vec<&'static str> = if json.is_none() && names.len() != values.len() {
         match crate::ukvs::convert::legend_by_count(line) {
-            Some(legend) => {
-                legend_names = legend.letters[2..]
-                    .iter()
-                    .filter_map(|&c| crate::ukvs::convert::cdx_letter_name(c))
-                    .collect();
-                legend_names.clone()
-            }
-            None => names.iter().map(String::as_str).collect(),
+            Some(legend) => legend.letters[2..]
+                .iter()
+                .filter_map(|&c| crate::ukvs::convert::cdx_letter_name(c))
+                .collect(),
+            None => Vec::new(),
         }
     } else {
-        names.iter().map(String::as_str).collect()
+        Vec::new()
+    };
+    let name_at = |i: usize| -> Option<&'a str> {
+        if legend_names.is_empty() {
+            names.get(i).map(String::as_str)
+        } else {
+            legend_names.get(i).copied()
+        }
     };
     for (i, v) in values.iter().enumerate() {
         if *v == b"-" || v.is_empty() {
             continue;
         }
-        let name = match names.get(i) {
-            Some(n) => Cow::Borrowed(*n),
+        let name = match name_at(i) {
+            Some(n) => Cow::Borrowed(n),
             None => Cow::Owned(format!("field{}", i + 3)),
         };
         let v = Val::Str(unquote(v));
@@ -427,6 +491,63 @@ fn members<'a>(
     members.truncate(fast);
     serde_members(json, &mut members)?;
     Ok(extra_of(members))
+}
+
+/// The line's head (key, datetime, values) and its JSON block, which
+/// opens at the first ` {` (keys and datetimes hold neither spaces nor
+/// braces).
+fn split_json(line: &[u8]) -> (&[u8], Option<&[u8]>) {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b' ', &line[from..]) {
+        let at = from + i;
+        if line.get(at + 1) == Some(&b'{') {
+            return (&line[..at], Some(&line[at + 1..]));
+        }
+        from = at + 1;
+    }
+    (line, None)
+}
+
+/// The slots of a line whose members are all plain (see [`members`]):
+/// named values after key and datetime, then a JSON block read in
+/// place, every member with a column and named once. None for any
+/// other line, which [`members`] reads.
+fn plain_slots<'a>(line: &'a [u8], names: &'a [String]) -> Option<Slots<'a>> {
+    let mut slots: [Option<Val<'a>>; SLOTS] = std::array::from_fn(|_| None);
+    let (head, json) = split_json(line);
+    let mut values = head.split(|&b| b == b' ').skip(2);
+    let mut count = 0;
+    // Values named by `names` alone (a CDX line without a legend goes
+    // the long way).
+    for (i, v) in values.by_ref().enumerate() {
+        count = i + 1;
+        if v == b"-" || v.is_empty() {
+            continue;
+        }
+        if v[0] == b'"' {
+            return None;
+        }
+        let at = slot(names.get(i)?)?;
+        if slots[at].is_some() {
+            return None;
+        }
+        slots[at] = Some(Val::Str(Cow::Borrowed(std::str::from_utf8(v).ok()?)));
+    }
+    if json.is_none() && count != names.len() {
+        return None;
+    }
+    if let Some(json) = json {
+        let text = std::str::from_utf8(json).ok()?;
+        scan_object_with(text, |key, val| {
+            let at = slot(key)?;
+            if slots[at].is_some() {
+                return None;
+            }
+            slots[at] = Some(val);
+            Some(())
+        })?;
+    }
+    Some(Slots(slots))
 }
 
 /// The members of a JSON block read by serde_json, after those of the
@@ -456,10 +577,14 @@ fn serde_members<'a>(json: &[u8], members: &mut Members<'a>) -> Result<(), Error
 /// Whether members read in place need nothing more: every one has a
 /// column and is named once.
 fn plain(members: &Members<'_>) -> bool {
-    members
-        .iter()
-        .enumerate()
-        .all(|(i, (k, _))| has_column(k) && !members[..i].iter().any(|(other, _)| other == k))
+    let mut seen = 0u32;
+    members.iter().all(|(k, _)| match slot(k) {
+        Some(i) if seen & (1 << i) == 0 => {
+            seen |= 1 << i;
+            true
+        }
+        _ => false,
+    })
 }
 
 /// Members, and those no column holds as a JSON object.
@@ -484,6 +609,17 @@ fn extra_of(members: Members<'_>) -> (Members<'_>, Option<String>) {
 /// a control character, a fraction or exponent, an array or object,
 /// text after the object), which serde_json reads instead.
 fn scan_object<'a>(text: &'a str, out: &mut Members<'a>) -> Option<()> {
+    scan_object_with(text, |key, val| {
+        out.push((Cow::Borrowed(key), val));
+        Some(())
+    })
+}
+
+/// [`scan_object`], handing each member to `put` (which may refuse it).
+fn scan_object_with<'a>(
+    text: &'a str,
+    mut put: impl FnMut(&'a str, Val<'a>) -> Option<()>,
+) -> Option<()> {
     let b = text.as_bytes();
     let ws = |i: &mut usize| {
         while b
@@ -558,7 +694,7 @@ fn scan_object<'a>(text: &'a str, out: &mut Members<'a>) -> Option<()> {
                 }
                 _ => return None,
             };
-            out.push((Cow::Borrowed(key), val));
+            put(key, val)?;
             ws(&mut i);
             match b.get(i)? {
                 b',' => {
@@ -660,9 +796,12 @@ impl UrlParts<'_> {
         };
         let protocol = ascii_lower(&url[..colon]);
         let rest = &url[colon + 1..];
-        let rest = rest.split('#').next().unwrap_or_default();
+        let rest = match memchr::memchr(b'#', rest.as_bytes()) {
+            Some(i) => &rest[..i],
+            None => rest,
+        };
         let (authority, path_query) = match rest.strip_prefix("//") {
-            Some(r) => match r.find(['/', '?']) {
+            Some(r) => match memchr::memchr2(b'/', b'?', r.as_bytes()) {
                 Some(i) => (&r[..i], &r[i..]),
                 None => (r, ""),
             },
@@ -672,7 +811,7 @@ impl UrlParts<'_> {
         };
         let authority = authority.rsplit('@').next().unwrap_or_default();
         let (host, port) = split_port(authority);
-        let (path, query) = match path_query.find('?') {
+        let (path, query) = match memchr::memchr(b'?', path_query.as_bytes()) {
             Some(i) => (&path_query[..i], Some(Cow::Borrowed(&path_query[i + 1..]))),
             None => (path_query, None),
         };
@@ -928,9 +1067,75 @@ mod tests {
         // The plain ones are read in place.
         let mut m = Members::new();
         assert!(scan_object(blocks[0], &mut m).is_some() && plain(&m));
-        assert_eq!(text(&m, "status").as_deref(), Some("200"));
-        assert_eq!(number(&m, "length"), Some(12));
+        let slots = Slots::of(&m);
+        assert_eq!(slots.text(m::STATUS).as_deref(), Some("200"));
+        assert_eq!(slots.number(m::LENGTH), Some(12));
+        assert_eq!(slots.text(m::MIME), None);
         assert!(matches!(m[0].0, Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn plain_lines_fill_the_slots_as_the_long_way_does() {
+        let ukvs = vec!["offset".to_string(), "digest".to_string()];
+        let cdx9: Vec<String> = [
+            "url", "mime", "status", "digest", "length", "offset", "filename",
+        ]
+        .map(String::from)
+        .to_vec();
+        let cases: [(&[u8], &[String], bool); 9] = [
+            (
+                br#"a)/ 20200101000000 {"url": "http://a/", "status": "200"}"#,
+                &[],
+                true,
+            ),
+            (
+                br#"a)/ 20200101000000 151 sha1:X {"url": "http://a/", "length": 5}"#,
+                &ukvs,
+                true,
+            ),
+            (
+                br#"a)/ 20200101000000 - sha1:X {"url": "http://a/"}"#,
+                &ukvs,
+                true,
+            ),
+            (
+                b"a)/ 20200101000000 http://a/ text/html 200 X 5 151 f.warc.gz",
+                &cdx9,
+                true,
+            ),
+            // Named by its count (a legend), a quoted value, a name met
+            // twice, a member without a column, an escape: the long way.
+            (
+                b"a)/ 20200101000000 http://a/ text/html 200 X - - 5 151 f.warc.gz",
+                &[],
+                false,
+            ),
+            (
+                br#"a)/ 20200101000000 "1\u0035" sha1:X {"url": "u"}"#,
+                &ukvs,
+                false,
+            ),
+            (
+                br#"a)/ 20200101000000 151 sha1:X {"offset": 3}"#,
+                &ukvs,
+                false,
+            ),
+            (
+                br#"a)/ 20200101000000 {"url": "u", "snapshot": "s"}"#,
+                &[],
+                false,
+            ),
+            (br#"a)/ 20200101000000 {"url": "a\"b"}"#, &[], false),
+        ];
+        for (line, names, plain) in cases {
+            let fast = plain_slots(line, names);
+            assert_eq!(fast.is_some(), plain, "{}", String::from_utf8_lossy(line));
+            let (members, extra) = members(line, names).unwrap();
+            if let Some(fast) = fast {
+                assert_eq!(fast.0, Slots::of(&members).0);
+                assert_eq!(extra, None);
+            }
+        }
     }
 
     #[test]
