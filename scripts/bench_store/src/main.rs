@@ -197,12 +197,7 @@ fn fjall_run(
             .compression(compression)
             .max_memtable_size(memtable << 20)
             .block_size(std::env::var("BLOCK").map_or(4096, |s| s.parse().expect("BLOCK")))
-            .compaction_strategy(match std::env::var("COMPACTION").as_deref() {
-                Ok("leveled") => fjall::compaction::Strategy::default(),
-                _ => fjall::compaction::Strategy::SizeTiered(
-                    fjall::compaction::SizeTiered::default(),
-                ),
-            })
+            .compaction_strategy(compaction())
     };
     let lines = ks.open_partition("lines", opts()).expect("partition");
     let ids = ks.open_partition("ids", opts()).expect("partition");
@@ -231,6 +226,10 @@ fn fjall_run(
         wb.commit().expect("commit");
     }
     let ingest = t0.elapsed().as_secs_f64();
+    println!(
+        "  tables after ingest: {}",
+        if once { ids.segment_count() } else { lines.segment_count() + ids.segment_count() }
+    );
     let scanned = if once { &ids } else { &lines };
     let t0 = Instant::now();
     let mut bytes = 0;
@@ -260,6 +259,28 @@ fn fjall_run(
     drop((lines, ids, ks));
     let space = du(&d);
     report(name, n, batch, [ingest, scan, scans], found, space, text);
+}
+
+/// `COMPACTION`: `tiered` (lsm-tree's default sizes), `tiered:BASE_MB`
+/// (its first level's target size), `leveled` or `leveled:L0` (the
+/// number of first-level tables that starts a compaction).
+fn compaction() -> fjall::compaction::Strategy {
+    let spec = std::env::var("COMPACTION").unwrap_or_default();
+    let (kind, arg) = spec.split_once(':').unwrap_or((&spec, ""));
+    let arg = || arg.parse::<u32>().expect("COMPACTION's number");
+    match kind {
+        "leveled" if spec.contains(':') => {
+            fjall::compaction::Strategy::Leveled(fjall::compaction::Leveled {
+                l0_threshold: arg() as u8,
+                ..Default::default()
+            })
+        }
+        "leveled" => fjall::compaction::Strategy::default(),
+        _ if spec.contains(':') => fjall::compaction::Strategy::SizeTiered(
+            fjall::compaction::SizeTiered::new(arg() << 20, 4),
+        ),
+        _ => fjall::compaction::Strategy::SizeTiered(fjall::compaction::SizeTiered::default()),
+    }
 }
 
 fn main() {
