@@ -70,25 +70,47 @@ pub enum Head {
     Fail(u16, String, Vec<u8>),
 }
 
+/// What the blocking thread sends first: the head of a streamed
+/// answer (its chunks follow on the channel), or a whole answer.
+enum Start {
+    Head(Head),
+    Whole(Head, Vec<u8>),
+}
+
 /// The writing end of a streamed answer, used on a blocking thread.
 pub struct Sink {
-    head: Option<oneshot::Sender<Head>>,
+    head: Option<oneshot::Sender<Start>>,
+    /// The answer's head, started and not yet sent: it goes with the
+    /// first chunk, or with the whole body at the end.
+    pending: Option<Head>,
     body: mpsc::Sender<Bytes>,
+    /// Grown as written: most answers are a few lines, and a buffer of a
+    /// chunk's size per request cost an allocation (and its free a
+    /// consolidation of the allocator's heap) per lookup.
     buf: Vec<u8>,
     /// The client went away: stop searching.
     gone: bool,
 }
 
 impl Sink {
-    /// Starts the answer (once); later calls do nothing.
+    /// Starts the answer (once); later calls do nothing. A failure goes
+    /// out at once; a success with the first chunk or at the end.
     pub fn start(&mut self, head: Head) {
-        if let Some(tx) = self.head.take() {
-            let _ = tx.send(head);
+        if self.is_started() {
+            return;
+        }
+        match head {
+            Head::Fail(..) => {
+                if let Some(tx) = self.head.take() {
+                    let _ = tx.send(Start::Head(head));
+                }
+            }
+            Head::Ok { .. } => self.pending = Some(head),
         }
     }
 
     pub fn is_started(&self) -> bool {
-        self.head.is_none()
+        self.head.is_none() || self.pending.is_some()
     }
 
     /// Whether the client is gone (nothing more needs writing).
@@ -100,14 +122,24 @@ impl Sink {
         if self.buf.is_empty() || self.gone {
             return;
         }
+        if let (Some(head), Some(tx)) = (self.pending.take(), self.head.take()) {
+            if tx.send(Start::Head(head)).is_err() {
+                self.gone = true;
+                return;
+            }
+        }
         let chunk = Bytes::from(std::mem::take(&mut self.buf));
         if self.body.blocking_send(chunk).is_err() {
             self.gone = true;
         }
     }
 
-    /// Ends the answer.
+    /// Ends the answer: whole when nothing of it was sent yet.
     pub fn finish(mut self) {
+        if let (Some(head), Some(tx)) = (self.pending.take(), self.head.take()) {
+            let _ = tx.send(Start::Whole(head, std::mem::take(&mut self.buf)));
+            return;
+        }
         self.send();
     }
 }
@@ -132,14 +164,18 @@ impl std::io::Write for Sink {
 /// Runs `produce` on a blocking thread and answers with what it starts
 /// and writes. `produce` must call [`Sink::start`] before writing; if it
 /// returns without starting, the answer is an empty 200 of `text/plain`.
+/// An answer that ends before it fills a chunk (an exact lookup's) goes
+/// out whole, with its length, in one message from the blocking thread;
+/// a longer one streams.
 pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Response {
     let (head_tx, head_rx) = oneshot::channel();
     let (body_tx, body_rx) = mpsc::channel::<Bytes>(IN_FLIGHT);
     let task = tokio::task::spawn_blocking(move || {
         let mut sink = Sink {
             head: Some(head_tx),
+            pending: None,
             body: body_tx,
-            buf: Vec::with_capacity(CHUNK),
+            buf: Vec::new(),
             gone: false,
         };
         produce(&mut sink);
@@ -149,13 +185,29 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
         });
         sink.finish();
     });
-    let head = match head_rx.await {
+    let start = match head_rx.await {
         Ok(h) => h,
         Err(_) => {
             // The search panicked before it started the answer.
             let _ = task.await;
             return text(500, "internal error\n");
         }
+    };
+    let head = match start {
+        Start::Whole(
+            Head::Ok {
+                content_type,
+                headers,
+            },
+            body,
+        ) => {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            return whole(200, &content_type, body, &headers);
+        }
+        Start::Whole(head, _) | Start::Head(head) => head,
     };
     match head {
         Head::Fail(status, content_type, body) => whole(status, &content_type, body, &[]),
