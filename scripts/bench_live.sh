@@ -240,23 +240,34 @@ printf '%s\n' "${batches[@]:0:first}" | post_all
 pre_lines=$(( first * BATCH < LINES ? first * BATCH : LINES ))
 
 wrk_result() { grep '^RESULT ' "$1" | tail -n 1; }
+# The server's CPU time (user + system, in clock ticks): on a machine
+# other work shares, CPU time per lookup and per line says what the
+# server spends, where rates say how much of the machine it got.
+ticks=$(getconf CLK_TCK)
+cpu() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
+c0=$(cpu)
 echo "idle lookups ($DURATION s) over $pre_lines lines ..." >&2
 "${WRK[@]}" -d"${DURATION}s" -- "$COLL" "$WORK/urls.txt" "$SEED" > "$WORK/idle1.wrk"
+c1=$(cpu)
 
 echo "posting $((nbatches - first)) batches with $POSTERS posters while wrk runs ..." >&2
 "${WRK[@]}" -d3600s -- "$COLL" "$WORK/urls.txt" "$((SEED + 1))" > "$WORK/busy.wrk" &
 WRK_PID=$!
 sleep 0.5
+c2=$(cpu)
 t0=$EPOCHREALTIME
 printf '%s\n' "${batches[@]:first}" | post_all
 t1=$EPOCHREALTIME
 kill -INT "$WRK_PID"
 wait "$WRK_PID" || true
 WRK_PID=
+c3=$(cpu)
 ingested=$((LINES - pre_lines))
 
 echo "idle lookups ($DURATION s) over $LINES lines ..." >&2
+c4=$(cpu)
 "${WRK[@]}" -d"${DURATION}s" -- "$COLL" "$WORK/urls.txt" "$((SEED + 2))" > "$WORK/idle2.wrk"
+c5=$(cpu)
 
 stored=$(curl -s "$URL" | sed -n 's/.*live: \([0-9]*\) line.*/\1/p')
 # Bytes allocated, not apparent sizes: the store allocates its journal
@@ -267,8 +278,8 @@ delta_bytes=$(du -s --block-size=1 "$WORK/data/$COLL" | cut -f1)
 row() {
     read -r _ r d p50 p99 max ec er ew es et < <(wrk_result "$2")
     awk -v name="$1" -v r="$r" -v d="$d" -v p50="$p50" -v p99="$p99" -v max="$max" \
-        -v err="$((ec + er + ew + es + et))" \
-        'BEGIN { printf "%-26s %10.0f %9.2f %9.2f %9.1f %7d\n", name, r / (d / 1e6), p50 / 1000, p99 / 1000, max / 1000, err }'
+        -v err="$((ec + er + ew + es + et))" -v cpu="$3" -v hz="$ticks" \
+        'BEGIN { printf "%-26s %10.0f %9.2f %9.2f %9.1f %7d %9.0f\n", name, r / (d / 1e6), p50 / 1000, p99 / 1000, max / 1000, err, cpu / hz * 1e6 / r }'
 }
 rate=$(awk -v n="$ingested" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
@@ -277,12 +288,19 @@ echo
 echo "ukvs $("$UKVS" --version | cut -d' ' -f2), $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$LINES CDX11 lines in $nbatches POSTs of $BATCH; $POSTERS posters; wrk -t$WRK_THREADS -c$CONNS; exact lookups of $(wc -l < "$WORK/urls.txt") URLs"
 echo
-printf '%-26s %10s %9s %9s %9s %7s\n' "lookups" "req/s" "p50 ms" "p99 ms" "max ms" "errors"
-row "idle, first tenth in" "$WORK/idle1.wrk"
-row "during ingest" "$WORK/busy.wrk"
-row "idle, all in" "$WORK/idle2.wrk"
+printf '%-26s %10s %9s %9s %9s %7s %9s\n' "lookups" "req/s" "p50 ms" "p99 ms" "max ms" "errors" "cpu us"
+row "idle, first tenth in" "$WORK/idle1.wrk" "$((c1 - c0))"
+row "during ingest" "$WORK/busy.wrk" "$((c3 - c2))"
+row "idle, all in" "$WORK/idle2.wrk" "$((c5 - c4))"
+echo "(cpu us: the server's CPU time per lookup; during ingest it includes the POSTs')"
+busy_reqs=$(wrk_result "$WORK/busy.wrk" | cut -d' ' -f2)
+idle_us=$(awk -v a="$((c1 - c0))" -v b="$((c5 - c4))" -v r1="$(wrk_result "$WORK/idle1.wrk" | cut -d' ' -f2)" \
+    -v r2="$(wrk_result "$WORK/idle2.wrk" | cut -d' ' -f2)" -v hz="$ticks" \
+    'BEGIN { printf "%.1f", (a + b) / hz * 1e6 / (r1 + r2) }')
 echo
 printf '%-34s %s\n' "ingest (every POST durable)" "$ingested lines in $secs s: $rate lines/s (target >= 200000: $(awk -v r="$rate" 'BEGIN { print (r >= 200000 ? "met" : "MISSED") }'))"
+printf '%-34s %s\n' "server CPU per line ingested" "$(awk -v c="$((c3 - c2))" -v hz="$ticks" -v n="$ingested" -v r="$busy_reqs" -v u="$idle_us" \
+    'BEGIN { t = c / hz * 1e6; printf "%.2f us (%.1f s of CPU during ingest, less %.0f lookups at the idle runs %.1f us each)", (t - r * u) / n, t / 1e6, r, u }')"
 printf '%-34s %s\n' "lookup p99 during ingest" "$busy_p99 ms (target < 10 ms: $(awk -v p="$busy_p99" 'BEGIN { print (p < 10 ? "met" : "MISSED") }'))"
 printf '%-34s %s\n' "lines in the delta" "$stored (of $LINES posted)"
 printf '%-34s %s\n' "CDX text" "$cdx_bytes bytes, $(awk -v b="$cdx_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line"

@@ -3,7 +3,7 @@
 # src/serve, "Live collections"), side by side in one run: redb (the
 # first layout: a lines table and an ids table), the same two tables in
 # fjall, and what `src/engine/live.rs` keeps: fjall, one entry per
-# capture (id -> the line less its key and datetime), lz4, size-tiered
+# capture (id -> the line less its key and datetime), lz4, leveled
 # compaction; and that without compression. CDX11 lines as pywb's and
 # OpenWayback's indexers write them (~200 bytes). Durable ingest (each
 # commit fsync'd, as a POST's), a full scan, 10,000 short range scans,

@@ -225,10 +225,29 @@ fn dig_name(n: u64) -> String {
     format!("dig_{n}")
 }
 
-/// A generation's tables: lz4, compacted size-tiered (a generation
-/// takes writes and is folded away; leveled compaction rewrote more and
-/// took about 60% of the rate in `scripts/bench_store.sh`).
-fn partition_options() -> PartitionCreateOptions {
+/// A generation's tables: lz4, compacted leveled. A lookup opens a
+/// block of every table whose keys may hold its range: in a level past
+/// the first the tables hold disjoint ranges, so a lookup opens one
+/// table per level plus the first level's few (4 to 9 tables for a
+/// million lines), where size-tiered compaction kept every run of a
+/// tier overlapping (21 tables for the same lines, and 10,000 short
+/// range scans 10 times slower in `scripts/bench_store.sh`), for about
+/// the same ingest rate there. The compaction strategy is recorded with
+/// a partition when it is made: generations made before keep theirs
+/// until a fold retires them, and read the same.
+fn gen_options() -> PartitionCreateOptions {
+    PartitionCreateOptions::default()
+        .compression(fjall::CompressionType::Lz4)
+        .max_memtable_size(8 << 20)
+        .compaction_strategy(fjall::compaction::Strategy::Leveled(
+            fjall::compaction::Leveled::default(),
+        ))
+}
+
+/// A digest partition's tables: lz4, compacted size-tiered. Its keys
+/// come in digest order, which is random, so leveled compaction would
+/// rewrite most of it at every level for the rare digest lookups.
+fn dig_options() -> PartitionCreateOptions {
     PartitionCreateOptions::default()
         .compression(fjall::CompressionType::Lz4)
         .max_memtable_size(8 << 20)
@@ -354,7 +373,7 @@ impl Store {
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
         let dig_base = keyspace
-            .open_partition("dig_base", partition_options())
+            .open_partition("dig_base", dig_options())
             .map_err(|e| fail("cannot open the store's digests", &e))?;
         let read = |k: &str| {
             meta.get(k)
@@ -402,7 +421,7 @@ impl Store {
                 .and_then(|n| n.parse::<u64>().ok());
             if n.is_some_and(|n| n < floor || n > current) {
                 let h = keyspace
-                    .open_partition(&name, partition_options())
+                    .open_partition(&name, dig_options())
                     .map_err(|e| fail("cannot open a generation", &e))?;
                 keyspace
                     .delete_partition(h)
@@ -413,11 +432,11 @@ impl Store {
         let mut digs = BTreeMap::new();
         for n in floor..=current {
             let h = keyspace
-                .open_partition(&gen_name(n), partition_options())
+                .open_partition(&gen_name(n), gen_options())
                 .map_err(|e| fail("cannot open a generation", &e))?;
             gens.insert(n, h);
             let d = keyspace
-                .open_partition(&dig_name(n), partition_options())
+                .open_partition(&dig_name(n), dig_options())
                 .map_err(|e| fail("cannot open a generation's digests", &e))?;
             digs.insert(n, d);
         }
@@ -1156,12 +1175,12 @@ impl Delta {
         let gen = self
             .store
             .keyspace
-            .open_partition(&gen_name(next), partition_options())
+            .open_partition(&gen_name(next), gen_options())
             .map_err(|e| self.fail("cannot start a generation", e))?;
         let dig = self
             .store
             .keyspace
-            .open_partition(&dig_name(next), partition_options())
+            .open_partition(&dig_name(next), dig_options())
             .map_err(|e| self.fail("cannot start a generation", e))?;
         let mut b = self
             .store
@@ -1426,17 +1445,20 @@ struct Entries {
     gen: PartitionHandle,
     buf: std::collections::VecDeque<fjall::KvPair>,
     start: Vec<u8>,
+    /// Above every id of the range (`None`: the range runs to the end).
+    end: Option<Vec<u8>>,
     after: Option<fjall::Slice>,
     chunk: usize,
     done: bool,
 }
 
 impl Entries {
-    fn new(gen: &PartitionHandle, start: &[u8]) -> Entries {
+    fn new(gen: &PartitionHandle, range: &KeyRange) -> Entries {
         Entries {
             gen: gen.clone(),
             buf: Default::default(),
-            start: start.to_vec(),
+            start: range.start.clone(),
+            end: range.end_key(),
             after: None,
             chunk: 32,
             done: false,
@@ -1446,9 +1468,15 @@ impl Entries {
     fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
         if self.buf.is_empty() && !self.done {
             use std::ops::Bound;
+            // Bounded above: the store opens only the tables whose keys
+            // may fall in the range.
+            let end = match &self.end {
+                Some(end) => Bound::Excluded(&end[..]),
+                None => Bound::Unbounded,
+            };
             let bounds: (Bound<&[u8]>, Bound<&[u8]>) = match &self.after {
-                None => (Bound::Included(&self.start), Bound::Unbounded),
-                Some(k) => (Bound::Excluded(&k[..]), Bound::Unbounded),
+                None => (Bound::Included(&self.start), end),
+                Some(k) => (Bound::Excluded(&k[..]), end),
             };
             for kv in self.gen.range::<&[u8], _>(bounds).take(self.chunk) {
                 let kv = kv?;
@@ -1470,14 +1498,14 @@ impl Entries {
 
 /// Where [`Merged`] reads one generation's entries from.
 trait Source: Sized {
-    fn open(gen: &PartitionHandle, start: &[u8]) -> Self;
+    fn open(gen: &PartitionHandle, range: &KeyRange) -> Self;
     fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>>;
     fn pop(&mut self) -> Option<fjall::KvPair>;
 }
 
 impl Source for Entries {
-    fn open(gen: &PartitionHandle, start: &[u8]) -> Self {
-        Entries::new(gen, start)
+    fn open(gen: &PartitionHandle, range: &KeyRange) -> Self {
+        Entries::new(gen, range)
     }
 
     fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
@@ -1500,9 +1528,13 @@ struct Streamed {
 }
 
 impl Source for Streamed {
-    fn open(gen: &PartitionHandle, start: &[u8]) -> Self {
+    fn open(gen: &PartitionHandle, range: &KeyRange) -> Self {
+        let iter: Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>>> = match range.end_key() {
+            Some(end) => Box::new(gen.range(range.start.clone()..end)),
+            None => Box::new(gen.range(range.start.clone()..)),
+        };
         Streamed {
-            iter: Box::new(gen.range(start.to_vec()..)),
+            iter,
             head: None,
             done: false,
             _gen: gen.clone(),
@@ -1535,7 +1567,7 @@ struct Merged<S = Entries> {
 impl<S: Source> Merged<S> {
     fn new(gens: &[PartitionHandle], range: &KeyRange) -> Merged<S> {
         Merged {
-            each: gens.iter().map(|g| S::open(g, &range.start)).collect(),
+            each: gens.iter().map(|g| S::open(g, range)).collect(),
             range: range.clone(),
         }
     }
@@ -2019,6 +2051,144 @@ mod tests {
         view.apply::<String>(vec![Ok(Op::Delete { id: id1.clone() })])
             .unwrap();
         assert_eq!(view.newest(&id1).unwrap(), Some(None));
+    }
+
+    fn is_leveled(h: &PartitionHandle) -> bool {
+        matches!(
+            h.config.compaction_strategy,
+            fjall::compaction::Strategy::Leveled(_)
+        )
+    }
+
+    /// A store whose generation was made size-tiered (as every one was
+    /// before generations were leveled) opens, reads and takes writes as
+    /// before; the generation a fold starts is leveled.
+    #[test]
+    fn a_size_tiered_generation_reads_on_and_the_next_is_leveled() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = [
+            put("com,a)/", "20200101000000", "10", "{\"v\": 1}"),
+            put("com,a)/b", "20200101000000", "20", "{}"),
+            put("com,b)/", "20200101000000", "30", "{}"),
+        ];
+        {
+            let ks = fjall::Config::new(dir.path().join(STORE_DIR))
+                .open()
+                .unwrap();
+            let meta = ks
+                .open_partition("meta", PartitionCreateOptions::default())
+                .unwrap();
+            let tiered = dig_options;
+            let gen = ks.open_partition(&gen_name(0), tiered()).unwrap();
+            ks.open_partition(&dig_name(0), tiered()).unwrap();
+            ks.open_partition("dig_base", tiered()).unwrap();
+            assert!(!is_leveled(&gen));
+            let mut b = ks.batch();
+            b.insert(&meta, "layout", LAYOUT);
+            b.insert(&meta, "current", 0u64.to_le_bytes());
+            b.insert(&meta, "floor", 0u64.to_le_bytes());
+            for op in &old {
+                let Op::Put { id, line } = op else {
+                    unreachable!()
+                };
+                b.insert(&gen, id.clone(), entry_of(id, line));
+            }
+            b.commit().unwrap();
+            // Written out to a table, as an older server left it.
+            gen.rotate_memtable_and_wait().unwrap();
+            ks.persist(PersistMode::SyncAll).unwrap();
+        }
+        let d = Delta::open(dir.path()).unwrap();
+        assert!(!is_leveled(&d.store.current().0));
+        assert_eq!(
+            all(&d, "com,a)/", MatchType::Prefix),
+            vec![
+                "com,a)/ 20200101000000 {\"v\": 1}",
+                "com,a)/b 20200101000000 {}"
+            ]
+        );
+        d.apply::<String>(vec![Ok(put("com,a)/", "20200101000000", "10", "{}"))])
+            .unwrap();
+        assert_eq!(
+            all(&d, "com,a)/", MatchType::Exact),
+            vec!["com,a)/ 20200101000000 {}"]
+        );
+        let frozen = d.freeze().unwrap().expect("a generation to freeze");
+        assert!(is_leveled(&d.store.current().0));
+        drop(frozen);
+        drop(d);
+        let d = Delta::open(dir.path()).unwrap();
+        assert_eq!(all(&d, "com,b)/", MatchType::Exact).len(), 1);
+    }
+
+    /// Ranges bounded above (exact, prefix, host, domain, a prefix
+    /// ending in 0xFF bytes) over many tables of one generation read
+    /// what a model of the lines holds.
+    #[test]
+    fn bounded_ranges_over_many_tables_read_as_the_lines_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Delta::open(dir.path()).unwrap();
+        let keys: [&[u8]; 8] = [
+            b"com,a)/",
+            b"com,a)/\xff",
+            b"com,a)/\xff\xffx",
+            b"com,a)/b",
+            b"com,a,www)/",
+            b"com,ab)/",
+            b"com,b)/",
+            b"org,a)/",
+        ];
+        let mut model = std::collections::BTreeMap::new();
+        for round in 0..6u32 {
+            let mut ops = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                if (i as u32 + round) % 3 == 0 {
+                    continue;
+                }
+                let dt = format!("2020010100000{round}");
+                let id = capture_id(k, dt.as_bytes(), b"f.warc.gz", i.to_string().as_bytes());
+                let line = [k, format!(" {dt} {{\"r\": {round}}}").as_bytes()].concat();
+                model.insert(id.clone(), line.clone());
+                ops.push(Ok(Op::Put { id, line }));
+            }
+            d.apply::<String>(ops).unwrap();
+            // Each round a table of its own.
+            d.store.current().0.rotate_memtable_and_wait().unwrap();
+        }
+        let expect_for = |r: &KeyRange| {
+            let mut v: Vec<Vec<u8>> = model
+                .iter()
+                .filter(|(id, _)| id[..] >= r.start[..] && !r.is_past(id))
+                .map(|(_, l)| l.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        let prefix_ff = KeyRange::new(b"com,a)/\xff\xff", MatchType::Prefix);
+        let mut ranges = vec![prefix_ff];
+        for k in ["com,a)/", "com,a)/b", "com,b)/", "org,a)/", "com,a,www)/"] {
+            for m in [
+                MatchType::Exact,
+                MatchType::Prefix,
+                MatchType::Host,
+                MatchType::Domain,
+            ] {
+                ranges.push(KeyRange::new(k.as_bytes(), m));
+            }
+        }
+        for r in &ranges {
+            let got: Vec<Vec<u8>> = d.lines(r).unwrap().map(|l| l.unwrap()).collect();
+            assert_eq!(
+                got,
+                expect_for(r),
+                "{:?}",
+                String::from_utf8_lossy(&r.start)
+            );
+            let held = d.hider(r).unwrap().lines().unwrap();
+            let got: Vec<Vec<u8>> = held.map(|l| l.unwrap()).collect();
+            assert_eq!(got, expect_for(r));
+        }
+        assert!(d.store.current().0.segment_count() >= 2);
     }
 
     #[test]

@@ -70,10 +70,20 @@ pub enum Head {
     Fail(u16, String, Vec<u8>),
 }
 
+/// What the blocking thread sends first: the head of a streamed
+/// answer (its chunks follow on the channel), or a whole answer.
+enum Start {
+    Head(Head),
+    Whole(Head, Vec<u8>),
+}
+
 /// The writing end of an answer: streamed from a blocking thread, or
 /// gathered whole on the connection's thread (see [`stream_held`]).
 pub struct Sink {
     to: To,
+    /// Grown as written: most answers are a few lines, and a buffer of a
+    /// chunk's size per request cost an allocation (and its free a
+    /// consolidation of the allocator's heap) per lookup.
     buf: Vec<u8>,
     started: bool,
     /// The client went away, or a gathered answer outgrew a chunk: stop
@@ -83,7 +93,10 @@ pub struct Sink {
 
 enum To {
     Client {
-        head: Option<oneshot::Sender<Head>>,
+        head: Option<oneshot::Sender<Start>>,
+        /// The answer's head, started and not yet sent: it goes with the
+        /// first chunk, or with the whole body at the end.
+        pending: Option<Head>,
         body: mpsc::Sender<Bytes>,
     },
     /// A try on the connection's thread: the head kept, the body
@@ -92,17 +105,23 @@ enum To {
 }
 
 impl Sink {
-    /// Starts the answer (once); later calls do nothing.
+    /// Starts the answer (once); later calls do nothing. A failure goes
+    /// out at once; a success with the first chunk or at the end.
     pub fn start(&mut self, head: Head) {
         if std::mem::replace(&mut self.started, true) {
             return;
         }
         match &mut self.to {
-            To::Client { head: tx, .. } => {
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send(head);
+            To::Client {
+                head: tx, pending, ..
+            } => match head {
+                Head::Fail(..) => {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(Start::Head(head));
+                    }
                 }
-            }
+                Head::Ok { .. } => *pending = Some(head),
+            },
             To::Here { head: kept } => *kept = Some(head),
         }
     }
@@ -122,8 +141,18 @@ impl Sink {
         if self.buf.is_empty() || self.gone {
             return;
         }
-        match &self.to {
-            To::Client { body, .. } => {
+        match &mut self.to {
+            To::Client {
+                head: tx,
+                pending,
+                body,
+            } => {
+                if let (Some(head), Some(tx)) = (pending.take(), tx.take()) {
+                    if tx.send(Start::Head(head)).is_err() {
+                        self.gone = true;
+                        return;
+                    }
+                }
                 let chunk = Bytes::from(std::mem::take(&mut self.buf));
                 if body.blocking_send(chunk).is_err() {
                     self.gone = true;
@@ -134,9 +163,16 @@ impl Sink {
         }
     }
 
-    /// Ends the answer.
+    /// Ends the answer: whole when nothing of it was sent yet.
     pub fn finish(mut self) {
-        if let To::Client { .. } = self.to {
+        if let To::Client {
+            head: tx, pending, ..
+        } = &mut self.to
+        {
+            if let (Some(head), Some(tx)) = (pending.take(), tx.take()) {
+                let _ = tx.send(Start::Whole(head, std::mem::take(&mut self.buf)));
+                return;
+            }
             self.send();
         }
     }
@@ -186,6 +222,9 @@ impl std::io::Write for Sink {
 /// Runs `produce` on a blocking thread and answers with what it starts
 /// and writes. `produce` must call [`Sink::start`] before writing; if it
 /// returns without starting, the answer is an empty 200 of `text/plain`.
+/// An answer that ends before it fills a chunk (an exact lookup's) goes
+/// out whole, with its length, in one message from the blocking thread;
+/// a longer one streams.
 pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Response {
     let (head_tx, head_rx) = oneshot::channel();
     let (body_tx, body_rx) = mpsc::channel::<Bytes>(IN_FLIGHT);
@@ -193,9 +232,10 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
         let mut sink = Sink {
             to: To::Client {
                 head: Some(head_tx),
+                pending: None,
                 body: body_tx,
             },
-            buf: Vec::with_capacity(CHUNK),
+            buf: Vec::new(),
             started: false,
             gone: false,
         };
@@ -206,13 +246,29 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
         });
         sink.finish();
     });
-    let head = match head_rx.await {
+    let start = match head_rx.await {
         Ok(h) => h,
         Err(_) => {
             // The search panicked before it started the answer.
             let _ = task.await;
             return text(500, "internal error\n");
         }
+    };
+    let head = match start {
+        Start::Whole(
+            Head::Ok {
+                content_type,
+                headers,
+            },
+            body,
+        ) => {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            return whole(200, &content_type, body, &headers);
+        }
+        Start::Whole(head, _) | Start::Head(head) => head,
     };
     match head {
         Head::Fail(status, content_type, body) => whole(status, &content_type, body, &[]),

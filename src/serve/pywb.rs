@@ -7,6 +7,7 @@
 //! Python's spellings: `", "` and `": "` separators, `\uXXXX` for every
 //! non-ASCII character, `str()` of nested values as Python prints them.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -56,8 +57,11 @@ pub fn alt_field(name: &str) -> &str {
 }
 
 /// Ordered, uniquely named fields (Python's `OrderedDict`).
+/// Names are borrowed when they are pywb's own (a CDX line's columns):
+/// a lookup reads each line into one, and a `String` per name was a third
+/// of the allocations of an answer.
 #[derive(Clone, Debug, Default)]
-pub struct Fields(Vec<(String, Value)>);
+pub struct Fields(Vec<(Cow<'static, str>, Value)>);
 
 impl Fields {
     pub fn get(&self, name: &str) -> Option<&Value> {
@@ -69,15 +73,15 @@ impl Fields {
     }
 
     /// Sets `name`: in place when present, appended otherwise.
-    pub fn insert(&mut self, name: String, value: Value) {
+    pub fn insert(&mut self, name: Cow<'static, str>, value: Value) {
         match self.index_of(&name) {
             Some(i) => self.0[i].1 = value,
             None => self.0.push((name, value)),
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.0.iter().map(|(k, v)| (k, v))
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Value> {
@@ -137,7 +141,7 @@ impl Obj {
                 names
                     .iter()
                     .zip(&cols)
-                    .map(|(n, v)| (n.to_string(), Value::String(v.to_string())))
+                    .map(|(n, v)| (Cow::Borrowed(*n), Value::String(v.to_string())))
                     .collect(),
             );
             return Ok(Obj {
@@ -159,7 +163,7 @@ impl Obj {
                         .get(i)
                         .cloned()
                         .unwrap_or_else(|| format!("field{}", i + 3));
-                    fields.insert(name, Value::String(v.to_string()));
+                    fields.insert(name.into(), Value::String(v.to_string()));
                 }
                 read_json_block(&format!("{{{json}"), &mut fields)?;
                 return Ok(Obj {
@@ -225,7 +229,7 @@ impl Obj {
     /// Sets a field (appended when new, in place otherwise); the line is
     /// no longer printed as read.
     pub fn set(&mut self, name: &str, value: impl Into<Value>) {
-        self.fields.insert(name.to_string(), value.into());
+        self.fields.insert(name.to_string().into(), value.into());
         self.raw = None;
     }
 
@@ -267,7 +271,7 @@ impl Obj {
         &'a self,
         fl: &'a [String],
         skip: usize,
-    ) -> impl Iterator<Item = (&'a String, &'a Value)> + 'a {
+    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
         let mut seen: Vec<&str> = Vec::new();
         fl.iter().filter_map(move |name| {
             if seen.contains(&name.as_str()) {
@@ -278,7 +282,7 @@ impl Obj {
                 return None;
             }
             seen.push(name);
-            self.fields.0.get(at).map(|(k, v)| (k, v))
+            self.fields.0.get(at).map(|(k, v)| (k.as_ref(), v))
         })
     }
 
@@ -352,7 +356,7 @@ fn read_json_block(json: &str, fields: &mut Fields) -> Result<(), ParseError> {
                 }
             }
         }
-        fields.insert(name, value);
+        fields.insert(name.into(), value);
     }
     Ok(())
 }
@@ -370,8 +374,8 @@ fn quote_url(s: &str) -> String {
 }
 
 /// Python's `json.dumps` of an object (default separators, ASCII only).
-pub fn py_json_object<'a>(
-    members: impl Iterator<Item = (&'a String, &'a Value)>,
+pub fn py_json_object<'a, K: AsRef<str>>(
+    members: impl Iterator<Item = (K, &'a Value)>,
     out: &mut String,
 ) {
     out.push('{');
@@ -379,7 +383,7 @@ pub fn py_json_object<'a>(
         if i > 0 {
             out.push_str(", ");
         }
-        py_json_str(k, out);
+        py_json_str(k.as_ref(), out);
         out.push_str(": ");
         py_json(v, out);
     }

@@ -15,9 +15,10 @@
 //!   a capture posted again overwrites its entry with no read (lz4, and
 //!   without compression). This is what `src/engine/live.rs` keeps.
 //!
-//! fjall's tables are compacted size-tiered (as `engine::live` does;
-//! `COMPACTION=leveled` for its default, which rewrites more and took
-//! a little over half the rate here), 4 KiB blocks (`BLOCK`), 8 MiB
+//! fjall's tables are compacted leveled (as `engine::live` compacts a
+//! generation; `COMPACTION=tiered` for size-tiered, which it used before
+//! and which left every run of a tier for a range scan to read),
+//! 4 KiB blocks (`BLOCK`), 8 MiB
 //! memtables (`MEMTABLE_MB`). `STORES=redb,fjall2,fjall,plain` picks.
 //!
 //! Usage: bench-store DIR [N] [BATCH]
@@ -197,12 +198,7 @@ fn fjall_run(
             .compression(compression)
             .max_memtable_size(memtable << 20)
             .block_size(std::env::var("BLOCK").map_or(4096, |s| s.parse().expect("BLOCK")))
-            .compaction_strategy(match std::env::var("COMPACTION").as_deref() {
-                Ok("leveled") => fjall::compaction::Strategy::default(),
-                _ => fjall::compaction::Strategy::SizeTiered(
-                    fjall::compaction::SizeTiered::default(),
-                ),
-            })
+            .compaction_strategy(compaction())
     };
     let lines = ks.open_partition("lines", opts()).expect("partition");
     let ids = ks.open_partition("ids", opts()).expect("partition");
@@ -231,6 +227,10 @@ fn fjall_run(
         wb.commit().expect("commit");
     }
     let ingest = t0.elapsed().as_secs_f64();
+    println!(
+        "  tables after ingest: {}",
+        if once { ids.segment_count() } else { lines.segment_count() + ids.segment_count() }
+    );
     let scanned = if once { &ids } else { &lines };
     let t0 = Instant::now();
     let mut bytes = 0;
@@ -260,6 +260,31 @@ fn fjall_run(
     drop((lines, ids, ks));
     let space = du(&d);
     report(name, n, batch, [ingest, scan, scans], found, space, text);
+}
+
+/// `COMPACTION`: `leveled` (the default; lsm-tree's default sizes) or
+/// `leveled:L0` (the number of first-level tables that starts a
+/// compaction), `tiered` or `tiered:BASE_MB` (its first level's target
+/// size).
+fn compaction() -> fjall::compaction::Strategy {
+    let spec = std::env::var("COMPACTION").unwrap_or_default();
+    let (kind, arg) = spec.split_once(':').unwrap_or((&spec, ""));
+    let arg = || arg.parse::<u32>().expect("COMPACTION's number");
+    match kind {
+        "leveled" if spec.contains(':') => {
+            fjall::compaction::Strategy::Leveled(fjall::compaction::Leveled {
+                l0_threshold: arg() as u8,
+                ..Default::default()
+            })
+        }
+        "tiered" if spec.contains(':') => fjall::compaction::Strategy::SizeTiered(
+            fjall::compaction::SizeTiered::new(arg() << 20, 4),
+        ),
+        "tiered" => {
+            fjall::compaction::Strategy::SizeTiered(fjall::compaction::SizeTiered::default())
+        }
+        _ => fjall::compaction::Strategy::default(),
+    }
 }
 
 fn main() {
