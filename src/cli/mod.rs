@@ -118,6 +118,9 @@ fn broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
     if let Some(e) = cause.downcast_ref::<ukvs::engine::cat::Error>() {
         return e.output_error().is_some_and(|e| broken_pipe_cause(e));
     }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::lookup::BatchError>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
     match cause.downcast_ref::<ukvs::ukvs::Error>() {
         Some(ukvs::ukvs::Error::Io(e)) => broken_pipe_cause(e),
         _ => false,

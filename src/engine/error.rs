@@ -44,6 +44,10 @@ pub enum Kind {
     Remote,
     /// Local I/O failed (permissions, a full disk, a closed pipe).
     Io,
+    /// The options given to the job are out of range or do not fit
+    /// together (or the input given cannot serve them, as stdin where a
+    /// file is read twice): the message says which to change.
+    Usage,
 }
 
 impl Kind {

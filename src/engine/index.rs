@@ -186,6 +186,9 @@ fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
         if let Some(e) = e.downcast_ref::<super::fs::Error>() {
             return e.kind();
         }
+        if let Some(e) = e.downcast_ref::<super::digests::Error>() {
+            return e.kind();
+        }
         cause = e.source();
     }
     Kind::in_chain(e).unwrap_or(Kind::Io)
@@ -2040,7 +2043,7 @@ impl Taps {
         if let Some(out) = &job.digests {
             let (out, headers) = (out.clone(), headers.to_vec());
             taps.digests = Some(taps.spawn("digests", Vec::new(), move |chunks| {
-                super::digests::from_chunks(&out, &headers, chunks)
+                Ok(super::digests::from_chunks(&out, &headers, chunks)?)
             })?);
         }
         if let Some(map) = &job.mementomap {

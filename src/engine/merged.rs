@@ -297,7 +297,7 @@ impl<'a> Merged<'a> {
 }
 
 impl super::digests::ByKey for Merged<'_> {
-    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+    fn key_lines(&self, range: &KeyRange) -> Result<Vec<Vec<u8>>, super::digests::Error> {
         let mut out = Vec::new();
         for line in self.lines(range)? {
             out.push(line?.into_owned());
@@ -315,7 +315,8 @@ impl Merged<'_> {
         &self,
         digests: &Collection,
         digest: &crate::digest::Digest,
-    ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+    ) -> Result<impl Iterator<Item = Result<Vec<u8>, super::digests::Error>>, super::digests::Error>
+    {
         super::digests::captures_with(
             Some(digests),
             self.delta,

@@ -66,6 +66,12 @@ impl Failed for ukvs::engine::merged::Error {
     }
 }
 
+impl Failed for ukvs::engine::digests::Error {
+    fn failure(&self) -> Kind {
+        self.kind()
+    }
+}
+
 impl Failed for ukvs::engine::lookup::Error {
     fn failure(&self) -> Kind {
         self.kind()
