@@ -189,6 +189,9 @@ fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
         if let Some(e) = e.downcast_ref::<super::digests::Error>() {
             return e.kind();
         }
+        if let Some(e) = e.downcast_ref::<super::table::Error>() {
+            return e.kind();
+        }
         cause = e.source();
     }
     Kind::in_chain(e).unwrap_or(Kind::Io)
@@ -2037,7 +2040,7 @@ impl Taps {
         if let Some(out) = &job.table {
             let (out, headers) = (out.clone(), headers.to_vec());
             taps.table = Some(taps.spawn("table", Vec::new(), move |chunks| {
-                super::table::from_chunks(&out, &headers, chunks)
+                Ok(super::table::from_chunks(&out, &headers, chunks)?)
             })?);
         }
         if let Some(out) = &job.digests {
