@@ -192,6 +192,9 @@ fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
         if let Some(e) = e.downcast_ref::<super::table::Error>() {
             return e.kind();
         }
+        if let Some(e) = e.downcast_ref::<super::mementomap::Error>() {
+            return e.kind();
+        }
         cause = e.source();
     }
     Kind::in_chain(e).unwrap_or(Kind::Io)
@@ -2052,7 +2055,9 @@ impl Taps {
         if let Some(map) = &job.mementomap {
             let (map, headers) = (map.clone(), headers.to_vec());
             taps.map = Some(taps.spawn("mementomap", Vec::new(), move |chunks| {
-                super::mementomap::generate_from_chunks(map, &headers, chunks)
+                Ok(super::mementomap::generate_from_chunks(
+                    map, &headers, chunks,
+                )?)
             })?);
         }
         if let Some(st) = &job.stats {
