@@ -122,9 +122,8 @@ fn broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
         return e.output_error().is_some_and(|e| broken_pipe_cause(e));
     }
     // A step's chain kept whole: its top is not in the outer chain.
-    if let Some(ukvs::engine::mementomap::Error::Job(e)) = cause.downcast_ref() {
-        let top: &(dyn std::error::Error + 'static) = e.as_ref();
-        return std::iter::successors(Some(top), |e| e.source()).any(broken_pipe_cause);
+    if let Some(ukvs::engine::mementomap::Error::Job(chain)) = cause.downcast_ref() {
+        return chain.causes().any(broken_pipe_cause);
     }
     match cause.downcast_ref::<ukvs::ukvs::Error>() {
         Some(ukvs::ukvs::Error::Io(e)) => broken_pipe_cause(e),

@@ -676,6 +676,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn errors_say_their_kind_and_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = DigestOutput {
+            path: dir.path().join("out.digests"),
+            mem: 1 << 20,
+            tmp_dir: None,
+        };
+        let job = |inputs: Vec<PathBuf>| ConvertJob {
+            inputs,
+            output: output.clone(),
+            no_mmap: false,
+        };
+        let absent = dir.path().join("absent.cdxj");
+        let err = job(vec![absent.clone()]).run().unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+        let cut = crate::engine::error::fixtures::cut_gzip_index(dir.path());
+        let err = job(vec![cut]).run().unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        assert!(err.to_string().contains("is gzip-compressed"), "{err}");
+        // An index that stops before its end writes nothing.
+        let line = Arc::new(b"a)/ 20200101000000 {\"digest\": \"sha1:AAAA\"}\n".to_vec());
+        let err = from_chunks(&output, &[], std::iter::once(line)).unwrap_err();
+        assert_eq!(err.kind(), Kind::Io);
+        assert_eq!(
+            err.to_string(),
+            "the index was not finished: no digest file written"
+        );
+        assert!(!output.path.exists());
+    }
+
+    #[test]
     fn members_go_into_the_json_block_in_its_spacing() {
         let m = [("orig.offset", "12".to_string())];
         assert_eq!(

@@ -376,6 +376,36 @@ fn line_head(line: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_base() {
+        use crate::engine::error::Kind;
+        let dir = tempfile::tempdir().unwrap();
+        let delta = Delta::open(&dir.path().join("d")).unwrap();
+        delta
+            .apply(vec![put(&cdx("a)/", "20200101000000", "A", "f.warc", "1"))])
+            .unwrap();
+        let absent = dir.path().join("absent.cdx");
+        let err = fold(&delta, std::slice::from_ref(&absent), false).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+        let cut = crate::engine::error::fixtures::cut_gzip_index(dir.path());
+        let err = fold(&delta, std::slice::from_ref(&cut), false).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        assert!(err.to_string().contains("is gzip-compressed"), "{err}");
+        // The delta is as it was: a fold with a good base goes through.
+        let base = dir.path().join("base.cdx");
+        std::fs::write(
+            &base,
+            cdx("b)/", "20200101000000", "B", "f.warc", "2") + "\n",
+        )
+        .unwrap();
+        let (report, _) = fold(&delta, &[base], false).unwrap().unwrap();
+        assert_eq!((report.lines, report.from_delta), (2, 1));
+    }
     use crate::engine::live::{capture_id, Op};
 
     fn cdx(key: &str, dt: &str, digest: &str, file: &str, off: &str) -> String {

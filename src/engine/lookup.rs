@@ -1308,6 +1308,65 @@ pub fn key_datetime(line: &[u8]) -> (&[u8], &[u8]) {
 mod tests {
     use super::*;
 
+    /// A reader or writer that fails as `kind` says.
+    struct Failing(io::ErrorKind);
+
+    impl io::Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(self.0.into())
+        }
+    }
+
+    impl io::Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(self.0.into())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Err(self.0.into())
+        }
+    }
+
+    #[test]
+    fn batch_errors_say_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.cdxj");
+        std::fs::write(&path, "a)/ 2020 {}\nb)/ 2020 {}\n").unwrap();
+        let mut coll = Collection::open(&[&path], false).unwrap();
+        let write = |w: &mut dyn io::Write, line: &[u8]| {
+            w.write_all(line)?;
+            w.write_all(b"\n")
+        };
+        let filters = Filters::default();
+        let mut queries = io::BufReader::new(Failing(io::ErrorKind::PermissionDenied));
+        let err = coll
+            .batch(&mut queries, false, &filters, 1, &mut Vec::new(), &write)
+            .unwrap_err();
+        assert_eq!(err.kind(), Failure::Io);
+        assert_eq!(err.to_string(), "reading queries");
+        let mut out = Failing(io::ErrorKind::BrokenPipe);
+        let err = coll
+            .batch(&mut &b"a)/\n"[..], false, &filters, 1, &mut out, &write)
+            .unwrap_err();
+        assert_eq!(
+            err.output_error().map(io::Error::kind),
+            Some(io::ErrorKind::BrokenPipe)
+        );
+        let mut out = Vec::new();
+        let (any, _) = coll
+            .batch(
+                &mut &b"b)/\nc)/\n"[..],
+                false,
+                &filters,
+                1,
+                &mut out,
+                &write,
+            )
+            .unwrap();
+        assert!(any);
+        assert_eq!(out, b"b)/ 2020 {}\n");
+    }
+
     #[test]
     fn fields_header_values() {
         let names = parse_values(br#"{keys: ["surt", "datetime"], values: ["offset", "digest"]}"#);

@@ -86,7 +86,32 @@ pub enum Error {
     Unfinished,
     /// A step failed: the chain names the file, line and cause.
     #[error(transparent)]
-    Job(Box<dyn std::error::Error + Send + Sync>),
+    Job(Chain),
+}
+
+/// The chain of errors of a step that failed, from what it was doing
+/// to the first cause.
+#[derive(Debug)]
+pub struct Chain(anyhow::Error);
+
+impl Chain {
+    /// Each error of the chain, outermost first.
+    pub fn causes(&self) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+        self.0.chain()
+    }
+}
+
+impl std::fmt::Display for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The outermost message: its causes are the `source`s.
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Chain {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 impl Error {
@@ -97,7 +122,7 @@ impl Error {
             Error::Columns | Error::NothingToEvaluate | Error::NoDatetime { .. } => Kind::Usage,
             Error::Quota { .. } => Kind::Usage,
             Error::Unfinished => Kind::Io,
-            Error::Job(cause) => kind_in_chain(cause.as_ref()),
+            Error::Job(chain) => chain.causes().find_map(kind_of_cause).unwrap_or(Kind::Io),
         }
     }
 }
@@ -108,31 +133,31 @@ impl From<anyhow::Error> for Error {
     fn from(e: anyhow::Error) -> Error {
         match e.downcast::<Error>() {
             Ok(e) => e,
-            Err(e) => Error::Job(e.into()),
+            Err(e) => Error::Job(Chain(e)),
         }
     }
 }
 
-/// The kind of the first error in a chain whose type says one: this
-/// module's, an input's, a source's, a map's format, I/O.
-fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
-    let mut cause = Some(e);
-    while let Some(e) = cause {
-        if let Some(e) = e.downcast_ref::<Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::fs::Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
-            return e.kind();
-        }
-        if e.downcast_ref::<MapError>().is_some() {
-            return Kind::BadInput;
-        }
-        cause = e.source();
+/// The kind of one error of a chain when its type says one: this
+/// module's, an input's, a source's, a map's format, a sorted file's,
+/// I/O.
+fn kind_of_cause(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
+    if let Some(e) = e.downcast_ref::<Error>() {
+        return Some(e.kind());
     }
-    Kind::in_chain(e).unwrap_or(Kind::Io)
+    if let Some(e) = e.downcast_ref::<super::fs::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
+        return Some(e.kind());
+    }
+    if e.downcast_ref::<MapError>().is_some() {
+        return Some(Kind::BadInput);
+    }
+    if let Some(e) = e.downcast_ref::<crate::sorted::Error>() {
+        return Some(Kind::of_sorted(e));
+    }
+    e.downcast_ref::<io::Error>().map(Kind::of_io)
 }
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
@@ -1944,4 +1969,74 @@ fn read_all(p: &Path, expected: Expected) -> anyhow::Result<Vec<u8>> {
     r.read_to_end(&mut v)
         .with_context(|| format!("reading {}", p.display()))?;
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::error::fixtures::cut_gzip_index;
+
+    fn job(inputs: Vec<PathBuf>, output: PathBuf) -> GenerateJob {
+        GenerateJob {
+            inputs,
+            out: MapOutput {
+                output,
+                id: None,
+                name: None,
+                source: Vec::new(),
+                tmp_dir: None,
+                quiet: true,
+            },
+            rollup: Rollup::default(),
+            keep_query: false,
+            by: Vec::new(),
+            exclude: None,
+            strict: false,
+            threads: 1,
+            no_mmap: false,
+            layout: Layout::Oslj,
+        }
+    }
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("out.map");
+        let absent = dir.path().join("absent.cdxj");
+        let err = generate(job(vec![absent.clone()], map.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+
+        let cut = cut_gzip_index(dir.path());
+        let err = generate(job(vec![cut.clone()], map.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        let named = format!("cannot read {} after line ", cut.display());
+        assert!(chain.contains(&named), "{chain}");
+        assert!(!map.exists());
+
+        let columns = GenerateJob {
+            layout: Layout::Columns,
+            ..job(vec![absent.clone()], map.clone())
+        };
+        let err = generate(columns).unwrap_err();
+        assert_eq!(err.kind(), Kind::Usage);
+        assert_eq!(
+            err.to_string(),
+            "--layout columns needs exactly one --by dimension"
+        );
+        let evaluate = EvaluateJob {
+            map: None,
+            index: absent.clone(),
+            queries: absent,
+            sweep: false,
+            factors: Vec::new(),
+        };
+        let err = run_evaluate(evaluate).unwrap_err();
+        // The index is read first: it is missing.
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+    }
 }

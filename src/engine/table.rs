@@ -902,6 +902,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn errors_say_their_kind_and_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = TableOutput {
+            path: dir.path().join("t.parquet"),
+            naming: Naming::default(),
+            group_rows: 0,
+        };
+        let absent = dir.path().join("absent.cdxj.gz");
+        let err = from_stream(&out, &absent).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+        let cut = crate::engine::error::fixtures::cut_gzip_index(dir.path());
+        let err = from_stream(&out, &cut).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", cut.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+        let unsorted = dir.path().join("unsorted.cdxj");
+        std::fs::write(
+            &unsorted,
+            "com,b)/ 20200101000000 {\"url\": \"http://b.com/\", \"status\": \"200\"}\n\
+             com,a)/ 20200101000000 {\"url\": \"http://a.com/\", \"status\": \"200\"}\n",
+        )
+        .unwrap();
+        let err = from_stream(&out, &unsorted).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: line 2: the key com,a)/ comes after com,b)/: a table is written from \
+                 sorted lines (sort the index with `ukvs sort` first)",
+                unsorted.display()
+            )
+        );
+        assert!(!out.path.exists());
+    }
+
+    #[test]
     fn builders_follow_the_schema() {
         for with_partitions in [true, false] {
             let mut b = Builders::new(with_partitions, 1);

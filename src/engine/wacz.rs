@@ -326,3 +326,58 @@ fn created_now() -> String {
         rem % 60
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(warcs: Vec<PathBuf>, output: PathBuf) -> CreateJob {
+        CreateJob {
+            warcs,
+            output,
+            title: None,
+            threads: 1,
+            mem: 1 << 20,
+            tmp_dir: None,
+        }
+    }
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("p.wacz");
+        let absent = dir.path().join("absent.warc.gz");
+        let err = create(&job(vec![absent.clone()], out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: not a file (a package is made of WARC files)",
+                absent.display()
+            )
+        );
+        let a = dir.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        let twice = vec![a.join("x.warc"), dir.path().join("x.warc")];
+        for w in &twice {
+            std::fs::write(w, b"").unwrap();
+        }
+        let err = create(&job(twice, out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert!(
+            err.to_string().starts_with("two WARCs are named x.warc"),
+            "{err}"
+        );
+        let err = create(&job(vec![a.clone()], out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        // A tmp dir that is not there.
+        let tmp = CreateJob {
+            tmp_dir: Some(dir.path().join("no/such/dir")),
+            ..job(vec![dir.path().join("x.warc")], out.clone())
+        };
+        let err = create(&tmp).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing);
+        assert_eq!(err.to_string(), "cannot make a temporary directory");
+        assert!(!out.exists());
+    }
+}

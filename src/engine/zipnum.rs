@@ -285,3 +285,81 @@ pub fn build_wacz(args: &BuildJob) -> Result<(), Error> {
     dir.commit()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::error::fixtures::cut_gzip_index;
+
+    fn job(input: PathBuf, output: PathBuf) -> BuildJob {
+        BuildJob {
+            input,
+            output,
+            lines_per_block: 100,
+            shards: 1,
+            level: 6,
+            layout: Layout::Pywb,
+        }
+    }
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("cluster");
+        let absent = dir.path().join("absent.cdxj");
+        let err = build(&job(absent.clone(), out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+
+        let cut = cut_gzip_index(dir.path());
+        let err = build(&job(cut.clone(), out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", cut.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+
+        let unsorted = dir.path().join("unsorted.cdxj");
+        std::fs::write(&unsorted, "b 2020\na 2020\n").unwrap();
+        let err = build(&job(unsorted.clone(), out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: line 2 is out of order (\"a 2020\" sorts before the line above it); sort \
+                 it first (`ukvs sort`)",
+                unsorted.display()
+            )
+        );
+        assert!(!out.exists(), "no cluster is left behind");
+
+        let sorted = dir.path().join("sorted.cdxj");
+        std::fs::write(&sorted, "a 2020\nb 2020\n").unwrap();
+        let level = BuildJob {
+            level: 10,
+            ..job(sorted.clone(), out.clone())
+        };
+        let err = build(&level).unwrap_err();
+        assert_eq!(err.kind(), Kind::Usage);
+        assert_eq!(err.to_string(), "--level must be 0-9");
+        let stdin = BuildJob {
+            shards: 2,
+            ..job("-".into(), out.clone())
+        };
+        let err = build(&stdin).unwrap_err();
+        assert_eq!(err.kind(), Kind::Usage);
+        assert!(err
+            .to_string()
+            .starts_with("--shards > 1 reads the input twice"));
+        let wacz = BuildJob {
+            shards: 2,
+            layout: Layout::Wacz,
+            ..job(sorted.clone(), out.clone())
+        };
+        assert_eq!(build(&wacz).unwrap_err().kind(), Kind::Usage);
+        // The same input builds.
+        build(&job(sorted, out.clone())).unwrap();
+        assert!(out.join("index.idx").is_file());
+    }
+}
