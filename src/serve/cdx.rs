@@ -78,35 +78,6 @@ impl Failed for ukvs::engine::lookup::Error {
     }
 }
 
-/// A job that still reports with `anyhow` (a digest lookup): the first
-/// engine error found in its chain, by type.
-impl Failed for anyhow::Error {
-    fn failure(&self) -> Kind {
-        self.chain().find_map(kind_of_cause).unwrap_or(Kind::Io)
-    }
-}
-
-/// The kind of one cause of a chain, when its type is the engine's.
-fn kind_of_cause(cause: &(dyn std::error::Error + 'static)) -> Option<Kind> {
-    use ukvs::engine::{fs, lookup, merged};
-    if let Some(e) = cause.downcast_ref::<merged::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = cause.downcast_ref::<lookup::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = cause.downcast_ref::<fs::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = cause.downcast_ref::<ukvs::sorted::Error>() {
-        return Some(Kind::of_sorted(e));
-    }
-    // An io::Error forwards `source()` past what it holds: look in.
-    let e = cause.downcast_ref::<std::io::Error>()?;
-    let inner = e.get_ref().and_then(|i| kind_of_cause(i));
-    Some(inner.unwrap_or(Kind::of_io(e)))
-}
-
 impl ApiError {
     /// The answer to an engine error: 502 for a remote store's failure,
     /// else 500 (the server's own index; the client's mistakes are
