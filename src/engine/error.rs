@@ -68,6 +68,16 @@ impl Kind {
         }
     }
 
+    /// The kind of an I/O error met reading on in a file already open:
+    /// a line that breaks off is damage, even where the error does not
+    /// say so (a remote store's failure stays [`Kind::Remote`]).
+    pub fn of_read(e: &io::Error) -> Kind {
+        match Kind::of_io(e) {
+            Kind::Io | Kind::Missing => Kind::Damaged,
+            k => k,
+        }
+    }
+
     /// The kind of the first error in a chain whose type this module
     /// knows (a sorted file's, an I/O error), for the causes a job keeps
     /// from a module that still reports with `anyhow`. (The jobs' own

@@ -247,6 +247,37 @@ pub struct IndexJob {
     pub table: Option<super::table::TableOutput>,
 }
 
+impl IndexJob {
+    /// A job indexing `inputs` into `output` (stdout when `None`) in the
+    /// `cdxj` profile, every option at its default: sorted, on every
+    /// core, 1 GiB for the sort, files mapped, nothing made beside the
+    /// index. Callers change the fields they need.
+    pub fn new(inputs: Vec<PathBuf>, output: Option<PathBuf>) -> IndexJob {
+        IndexJob {
+            inputs,
+            output,
+            profile: Profile::Cdxj,
+            threads: 0,
+            no_sort: false,
+            mem: 1 << 30,
+            tmp_dir: None,
+            all_records: false,
+            quiet: false,
+            strict: false,
+            post_append: false,
+            verify_digests: false,
+            cdxj: None,
+            dir_root: None,
+            no_mmap: false,
+            surt: crate::surt::Options::default(),
+            mementomap: None,
+            stats: None,
+            digests: None,
+            table: None,
+        }
+    }
+}
+
 /// Where the statistics of an index go when it is written.
 #[derive(Clone, Debug)]
 pub struct StatsOutput {
@@ -2305,26 +2336,10 @@ mod tests {
 
     fn job(inputs: Vec<PathBuf>, output: Option<PathBuf>) -> IndexJob {
         IndexJob {
-            inputs,
-            output,
-            profile: Profile::Cdxj,
             threads: 1,
-            no_sort: false,
             mem: 1 << 20,
-            tmp_dir: None,
-            all_records: false,
             quiet: true,
-            strict: false,
-            post_append: false,
-            verify_digests: false,
-            cdxj: None,
-            dir_root: None,
-            no_mmap: false,
-            surt: crate::surt::Options::default(),
-            mementomap: None,
-            stats: None,
-            digests: None,
-            table: None,
+            ..IndexJob::new(inputs, output)
         }
     }
 

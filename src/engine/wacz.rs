@@ -142,26 +142,14 @@ pub fn create(job: &CreateJob) -> Result<std::process::ExitCode, Error> {
     )
     .map(std::sync::Arc::new);
     let index = super::index::IndexJob {
-        inputs: job.warcs.clone(),
-        output: Some(lines.clone()),
-        profile: crate::capture::Profile::Cdxj,
         threads: job.threads,
-        no_sort: false,
         mem: job.mem,
         tmp_dir: job.tmp_dir.clone(),
-        all_records: false,
         quiet: true,
         strict: true,
         post_append: true,
-        verify_digests: false,
         cdxj: custom,
-        dir_root: None,
-        no_mmap: false,
-        surt: crate::surt::Options::default(),
-        mementomap: None,
-        stats: None,
-        digests: None,
-        table: None,
+        ..super::index::IndexJob::new(job.warcs.clone(), Some(lines.clone()))
     };
     let code = super::index::run(&index, None)?;
     if code != std::process::ExitCode::SUCCESS {
