@@ -11,7 +11,8 @@
 # /tmp/ukvs-bench-house), GEN (gen_arc_corpus.py), ARC_FILES and
 # ARC_RECORDS (the .arc.gz corpus, default 3 x 4000), WARC_FILES and
 # WARC_RECORDS (the .warc.gz corpus, default 2 x 3000), SEED, THREADS
-# (-j of the jobs, default 2), RUNS (default 3).
+# (-j of the jobs, default 2), RUNS (default 3), ONLY (a regex: the jobs
+# whose names match).
 #
 # Only options both builds know are used: the jobs are those of an
 # older build too (index in each profile, --stats and --mementomap in
@@ -47,8 +48,8 @@ J="-j $THREADS"
 "$NEW" index -q $J --format cdxj -o "$IN/arc.cdxj" "$ARC"
 "$NEW" index -q $J --format cdx11 -o "$IN/arc.cdx" "$ARC"
 "$NEW" index -q $J --no-sort --format cdxj -o "$IN/unsorted.cdxj" "$ARC" "$WARC"
-# Queries: every 50th key and URL of the ARC index.
-awk 'NR % 50 == 0 { print $1 }' "$IN/arc.cdxj" > "$IN/keys.txt"
+# Queries: every 5th key and every 50th URL of the ARC index.
+awk 'NR % 5 == 0 { print $1 }' "$IN/arc.cdxj" > "$IN/keys.txt"
 awk 'NR % 50 == 0 && match($0, /"url": "[^"]*"/) { print substr($0, RSTART + 8, RLENGTH - 9) }' \
     "$IN/arc.cdxj" > "$IN/urls.txt"
 
@@ -84,6 +85,7 @@ printf '%-18s %-7s %10s %10s %7s\n' job outputs "old (s)" "new (s)" new/old
 for spec in "${JOBS[@]}"; do
     name=${spec%%|*}
     cmd=${spec#*|}
+    [[ $name =~ ${ONLY:-.} ]] || continue
     for side in old new; do
         mkdir -p "$OUT/$side/$name"
     done
