@@ -36,9 +36,9 @@ pub enum Error {
     /// is named).
     #[error(transparent)]
     Source(#[from] super::lookup::Error),
-    /// A collection's lines (bases and delta) cannot be read.
+    /// A source's lines broke off (damage found while reading on).
     #[error(transparent)]
-    Merged(#[from] super::merged::Error),
+    Read(#[from] crate::sorted::Error),
     /// The delta's store failed (the store's file is named).
     #[error(transparent)]
     Delta(#[from] super::live::Error),
@@ -71,7 +71,7 @@ impl Error {
     pub fn kind(&self) -> Kind {
         match self {
             Error::Source(e) => e.kind(),
-            Error::Merged(e) => e.kind(),
+            Error::Read(e) => Kind::of_sorted(e),
             // The delta's store is a local one.
             Error::Delta(_) | Error::Unfinished => Kind::Io,
             Error::Sort { cause, .. } | Error::Output(cause) => Kind::of_io(cause),

@@ -44,6 +44,18 @@ pub enum Error {
     Delta(#[from] super::live::Error),
 }
 
+/// A merged read's failure as the digest jobs give it (they sit below
+/// this module: a collection's lines reach them through [`Merged`]).
+impl From<Error> for super::digests::Error {
+    fn from(e: Error) -> super::digests::Error {
+        match e {
+            Error::Index(e) => e.into(),
+            Error::Read(e) => e.into(),
+            Error::Delta(e) => e.into(),
+        }
+    }
+}
+
 impl Error {
     /// What kind of failure this is, for a front end to answer.
     pub fn kind(&self) -> super::error::Kind {
