@@ -47,13 +47,13 @@ pub enum Error {
     Record(#[source] super::live::Error),
     /// The bases cannot be opened (the file is named).
     #[error(transparent)]
-    Bases(#[from] super::lookup::Error),
+    Bases(Box<super::lookup::Error>),
     /// A base cannot be read from its start: see the cause.
     #[error("cannot read {name}")]
     Open {
         name: String,
         #[source]
-        cause: super::lookup::Error,
+        cause: Box<super::lookup::Error>,
     },
     /// A base's lines broke off (damage found while reading on).
     #[error("{name}: {cause}")]
@@ -91,6 +91,12 @@ impl Error {
             Error::Cluster(e) => e.kind(),
             Error::Sync { cause, .. } | Error::Output(cause) => Kind::of_io(cause),
         }
+    }
+}
+
+impl From<super::lookup::Error> for Error {
+    fn from(e: super::lookup::Error) -> Error {
+        Error::Bases(Box::new(e))
     }
 }
 
@@ -157,7 +163,7 @@ pub fn fold(
     for s in sources {
         let lines = s.every_line().map_err(|cause| Error::Open {
             name: s.name().to_string(),
-            cause,
+            cause: Box::new(cause),
         })?;
         let name = s.name().to_string();
         each.push(Box::new(lines.map(move |l| {

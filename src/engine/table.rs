@@ -57,13 +57,13 @@ pub enum Error {
     Input(#[from] super::fs::Error),
     /// The collection's sources cannot be opened or searched.
     #[error(transparent)]
-    Merged(#[from] super::merged::Error),
+    Merged(Box<super::merged::Error>),
     /// The collection's lines broke off: see the cause.
     #[error("cannot read {source_name}")]
     Read {
         source_name: String,
         #[source]
-        cause: super::merged::Error,
+        cause: Box<super::merged::Error>,
     },
     /// The lines are not sorted: sort the index with `ukvs sort` first.
     #[error(
@@ -140,6 +140,12 @@ impl Error {
             what,
             cause: Box::new(e),
         }
+    }
+}
+
+impl From<super::merged::Error> for Error {
+    fn from(e: super::merged::Error) -> Error {
+        Error::Merged(Box::new(e))
     }
 }
 
@@ -248,7 +254,7 @@ pub fn from_collection(
     for line in merged.lines(&all)? {
         ahead.push(line.map_err(|cause| Error::Read {
             source_name: source.to_string(),
-            cause,
+            cause: Box::new(cause),
         })?);
         if ahead.len() == READ_AHEAD {
             sink.lines(&ahead.iter().map(|l| l.as_ref()).collect::<Vec<_>>())?;
