@@ -545,7 +545,8 @@ fn by_digest(args: &Args, digest: &str) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let found: Box<dyn Iterator<Item = anyhow::Result<Vec<u8>>>> = match &live {
+    let found: Box<dyn Iterator<Item = Result<Vec<u8>, ukvs::engine::digests::Error>>> = match &live
+    {
         Some(live) => Box::new(live.merged().captures(&coll, &digest)?),
         None => Box::new(captures(&coll, &digest)?),
     };

@@ -265,7 +265,7 @@ fn parse_dimension(s: &str) -> Result<Dimension, String> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Sub::Generate(a) => match a.data.clone() {
-            None => job::generate(a.into_job()),
+            None => Ok(job::generate(a.into_job())?),
             Some(data) => {
                 // The bases given, or none: `-` is the default of inputs.
                 let bases: Vec<PathBuf> = a
@@ -281,13 +281,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if job.out.source.is_empty() {
                     job.out.source = vec![data.display().to_string()];
                 }
-                job::generate(job)
+                Ok(job::generate(job)?)
             }
         },
-        Sub::Compact(a) => job::compact(a.into_job()),
-        Sub::Merge(a) => job::merge(a.into_job()),
-        Sub::Lookup(a) => job::lookup(a.into_job()),
-        Sub::Evaluate(a) => job::run_evaluate(a.into_job()),
+        Sub::Compact(a) => Ok(job::compact(a.into_job())?),
+        Sub::Merge(a) => Ok(job::merge(a.into_job())?),
+        Sub::Lookup(a) => Ok(job::lookup(a.into_job())?),
+        Sub::Evaluate(a) => Ok(job::run_evaluate(a.into_job())?),
     }
 }
 

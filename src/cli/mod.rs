@@ -118,6 +118,13 @@ fn broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
     if let Some(e) = cause.downcast_ref::<ukvs::engine::cat::Error>() {
         return e.output_error().is_some_and(|e| broken_pipe_cause(e));
     }
+    if let Some(e) = cause.downcast_ref::<ukvs::engine::lookup::BatchError>() {
+        return e.output_error().is_some_and(|e| broken_pipe_cause(e));
+    }
+    // A step's chain kept whole: its top is not in the outer chain.
+    if let Some(ukvs::engine::mementomap::Error::Job(chain)) = cause.downcast_ref() {
+        return chain.causes().any(broken_pipe_cause);
+    }
     match cause.downcast_ref::<ukvs::ukvs::Error>() {
         Some(ukvs::ukvs::Error::Io(e)) => broken_pipe_cause(e),
         _ => false,
@@ -148,6 +155,10 @@ mod tests {
         assert!(is_broken_pipe(&validating));
         let cat = anyhow::Error::from(ukvs::engine::cat::Error::Output(pipe()));
         assert!(is_broken_pipe(&cat));
+        let batch = anyhow::Error::from(ukvs::engine::lookup::BatchError::Output(pipe()));
+        assert!(is_broken_pipe(&batch));
+        let map = ukvs::engine::mementomap::Error::from(anyhow::Error::from(pipe()));
+        assert!(is_broken_pipe(&anyhow::Error::from(map)));
         let other = anyhow::Error::from(ukvs::ukvs::Error::Io(io::Error::other("disk full")));
         assert!(!is_broken_pipe(&other));
     }

@@ -53,13 +53,13 @@ pub struct CreateArgs {
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
-        Command::Create(a) => job::create(&CreateJob {
+        Command::Create(a) => Ok(job::create(&CreateJob {
             warcs: a.warcs,
             output: a.output,
             title: a.title,
             threads: a.threads,
             mem: a.mem,
             tmp_dir: a.tmp_dir,
-        }),
+        })?),
     }
 }

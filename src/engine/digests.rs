@@ -16,16 +16,73 @@
 //! [`captures`] reorders them by datetime, spilling past 8 MiB.
 
 use std::collections::HashMap;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
-
+use super::error::Kind;
 use super::live::Delta;
 use super::lookup::{value_names_in, Collection};
 use super::output::Output;
 use crate::digest::{or_dash, Digest, Entry, IndexRecord};
 use crate::sorted::{datetime_to_secs, ExternalSorter, KeyRange, MatchType, Upper};
+
+/// Why a digest file was not made, or a digest's captures or a
+/// revisit's original not found.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An index or digest file cannot be opened or searched (the file
+    /// is named).
+    #[error(transparent)]
+    Source(#[from] super::lookup::Error),
+    /// A source's lines broke off (damage found while reading on).
+    #[error(transparent)]
+    Read(#[from] crate::sorted::Error),
+    /// The delta's store failed (the store's file is named).
+    #[error(transparent)]
+    Delta(#[from] super::live::Error),
+    /// Lines cannot be sorted (`what` says which step): see the cause;
+    /// a temporary directory elsewhere (`--tmp-dir`) may have room.
+    #[error("{what}")]
+    Sort {
+        what: &'static str,
+        #[source]
+        cause: io::Error,
+    },
+    /// The digest file cannot be written.
+    #[error("cannot write {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        cause: crate::ukvs::Error,
+    },
+    /// The index being written stopped before its end (its own error
+    /// says why).
+    #[error("the index was not finished: no digest file written")]
+    Unfinished,
+    /// The digest file cannot be created or put in place.
+    #[error(transparent)]
+    Output(#[from] io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Source(e) => e.kind(),
+            Error::Read(e) => Kind::of_sorted(e),
+            // The delta's store is a local one.
+            Error::Delta(_) | Error::Unfinished => Kind::Io,
+            Error::Sort { cause, .. } | Error::Output(cause) => Kind::of_io(cause),
+            Error::Write { cause, .. } => Kind::in_chain(cause).unwrap_or(Kind::Io),
+        }
+    }
+
+    fn sort(what: &'static str) -> impl FnOnce(io::Error) -> Error {
+        move |cause| Error::Sort { what, cause }
+    }
+}
 
 /// Where a digest file goes, and the sort's budget.
 #[derive(Clone, Debug)]
@@ -96,7 +153,7 @@ impl Builder {
     /// Takes one data line of an index whose value fields are `names`
     /// (`None`: its headers name none, as a ZipNum cluster's, so the line
     /// says: see [`guessed_names`]).
-    pub fn push(&mut self, line: &[u8], names: Option<&[String]>) -> anyhow::Result<()> {
+    pub fn push(&mut self, line: &[u8], names: Option<&[String]>) -> Result<(), Error> {
         self.summary.captures += 1;
         let guessed;
         let names = match names {
@@ -117,27 +174,30 @@ impl Builder {
         }
         for l in self.buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             self.summary.lines += 1;
-            self.sorter.push(l).context("cannot sort digest lines")?;
+            self.sorter
+                .push(l)
+                .map_err(Error::sort("cannot sort digest lines"))?;
         }
         Ok(())
     }
 
     /// Writes the file whole (under a temporary name, renamed at the end).
-    pub fn finish(self, path: &Path) -> anyhow::Result<Summary> {
+    pub fn finish(self, path: &Path) -> Result<Summary, Error> {
         let dest = Output::create(path)?.durable();
         let mut wtr = crate::ukvs::Writer::new(dest);
+        let failed = |cause| Error::Write {
+            path: path.to_path_buf(),
+            cause,
+        };
         for h in crate::digest::header_lines() {
-            wtr.raw_header(&h)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            wtr.raw_header(&h).map_err(failed)?;
         }
-        for line in self.sorter.finish().context("cannot sort digest lines")? {
-            let line = line.context("cannot read back sorted digest lines")?;
-            wtr.write_line(&line)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+        let sorted = self.sorter.finish();
+        for line in sorted.map_err(Error::sort("cannot sort digest lines"))? {
+            let line = line.map_err(Error::sort("cannot read back sorted digest lines"))?;
+            wtr.write_line(&line).map_err(failed)?;
         }
-        wtr.finish()
-            .with_context(|| format!("cannot write {}", path.display()))?
-            .commit()?;
+        wtr.finish().map_err(failed)?.commit()?;
         Ok(self.summary)
     }
 }
@@ -150,7 +210,7 @@ pub fn from_chunks(
     out: &DigestOutput,
     headers: &[Vec<u8>],
     chunks: impl Iterator<Item = Arc<Vec<u8>>>,
-) -> anyhow::Result<Summary> {
+) -> Result<Summary, Error> {
     let names = value_names_in(headers.iter().map(Vec::as_slice));
     let mut b = Builder::new(out);
     for chunk in chunks {
@@ -161,7 +221,7 @@ pub fn from_chunks(
             b.push(line, names.as_deref())?;
         }
     }
-    anyhow::bail!("the index was not finished: no digest file written")
+    Err(Error::Unfinished)
 }
 
 /// `ukvs digests`: the digest file of existing indexes.
@@ -174,7 +234,7 @@ pub struct ConvertJob {
 }
 
 impl ConvertJob {
-    pub fn run(&self) -> anyhow::Result<Summary> {
+    pub fn run(&self) -> Result<Summary, Error> {
         let coll = Collection::open(&self.inputs, self.no_mmap)?;
         let names: Vec<Option<Vec<String>>> = coll
             .sources()
@@ -203,7 +263,7 @@ const ORDER_MEM: usize = 8 << 20;
 pub fn captures(
     digests: &Collection,
     digest: &Digest,
-) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+) -> Result<impl Iterator<Item = Result<Vec<u8>, Error>>, Error> {
     captures_with(Some(digests), None, None, digest)
 }
 
@@ -220,7 +280,7 @@ pub fn captures_with(
     delta: Option<&Delta>,
     bases: Option<(&Collection, &[String])>,
     digest: &Digest,
-) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+) -> Result<impl Iterator<Item = Result<Vec<u8>, Error>>, Error> {
     let key = digest.canonical();
     let range = KeyRange::new(key.as_bytes(), MatchType::Exact);
     let mut sorter = ExternalSorter::new(ORDER_MEM, None);
@@ -232,7 +292,9 @@ pub fn captures_with(
         keyed.extend_from_slice(datetime);
         keyed.push(b' ');
         keyed.extend_from_slice(line);
-        sorter.push(&keyed).context("cannot order captures")
+        sorter
+            .push(&keyed)
+            .map_err(Error::sort("cannot order captures"))
     };
     // Capture ids, with the digest-file lines that named each (a file
     // may hold copies of a line).
@@ -299,9 +361,11 @@ pub fn captures_with(
             }
         }
     }
-    let sorted = sorter.finish().context("cannot order captures")?;
+    let sorted = sorter
+        .finish()
+        .map_err(Error::sort("cannot order captures"))?;
     Ok(sorted.map(|line| {
-        let line = line.context("cannot read back ordered captures")?;
+        let line = line.map_err(Error::sort("cannot read back ordered captures"))?;
         let at = memchr::memchr(b' ', &line).map_or(0, |i| i + 1);
         Ok(line[at..].to_vec())
     }))
@@ -311,11 +375,11 @@ pub fn captures_with(
 /// live collection ([`Merged`](super::merged::Merged)).
 pub trait ByKey {
     /// The lines of `range` (one URL's captures), in index order.
-    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>>;
+    fn key_lines(&self, range: &KeyRange) -> Result<Vec<Vec<u8>>, Error>;
 }
 
 impl ByKey for Collection {
-    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+    fn key_lines(&self, range: &KeyRange) -> Result<Vec<Vec<u8>>, Error> {
         let mut out = Vec::new();
         for hit in self.lines(range, |_| None)? {
             out.push(hit?.line.into_owned());
@@ -362,7 +426,7 @@ fn entry_id(line: &[u8]) -> Option<Vec<u8>> {
 
 /// The line of the capture `id` in `index` (whose value fields are
 /// `names`), if it holds one.
-fn base_line(index: &Collection, names: &[String], id: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
+fn base_line(index: &Collection, names: &[String], id: &[u8]) -> Result<Option<Vec<u8>>, Error> {
     let key = &id[..memchr::memchr(b' ', id).unwrap_or(id.len())];
     let range = KeyRange::new(key, MatchType::Exact);
     for hit in index.lines(&range, |_| None)? {
@@ -433,7 +497,7 @@ impl Originals<'_> {
     /// the revisit gives one), at the refers-to URL nearest the
     /// refers-to date; else, through the digest files, the capture of that
     /// digest nearest the revisit's own datetime.
-    pub fn find(&self, rev: &IndexRecord) -> anyhow::Result<Option<IndexRecord>> {
+    pub fn find(&self, rev: &IndexRecord) -> Result<Option<IndexRecord>, Error> {
         // A stated digest of another algorithm is the payload's own; the
         // `digest` field of such a revisit (the `ukvs` profile's) is the
         // SHA-1 of its empty payload.
@@ -510,7 +574,7 @@ impl<'a> Resolver<'a> {
     pub fn scan<'l>(
         &mut self,
         lines: impl Iterator<Item = Result<super::lookup::Hit<'l>, super::lookup::Error>>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         self.scan_lines(lines.map(|h| h.map(|h| h.line)))
     }
 
@@ -518,9 +582,9 @@ impl<'a> Resolver<'a> {
     pub fn scan_lines<'l, E>(
         &mut self,
         lines: impl Iterator<Item = Result<std::borrow::Cow<'l, [u8]>, E>>,
-    ) -> anyhow::Result<()>
+    ) -> Result<(), Error>
     where
-        anyhow::Error: From<E>,
+        Error: From<E>,
     {
         for line in lines {
             let line = line?;
@@ -541,7 +605,7 @@ impl<'a> Resolver<'a> {
 
     /// `line` with the three `orig.*` members added to its JSON block (or
     /// a JSON block of them appended).
-    pub fn line(&mut self, line: &[u8]) -> anyhow::Result<Vec<u8>> {
+    pub fn line(&mut self, line: &[u8]) -> Result<Vec<u8>, Error> {
         let Some(rec) = IndexRecord::parse(line, &self.originals.value_names) else {
             return Ok(line.to_vec());
         };
@@ -610,6 +674,41 @@ fn with_members(line: &[u8], members: &[(&str, String)]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = DigestOutput {
+            path: dir.path().join("out.digests"),
+            mem: 1 << 20,
+            tmp_dir: None,
+        };
+        let job = |inputs: Vec<PathBuf>| ConvertJob {
+            inputs,
+            output: output.clone(),
+            no_mmap: false,
+        };
+        let absent = dir.path().join("absent.cdxj");
+        let err = job(vec![absent.clone()]).run().unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+        let cut = crate::engine::error::fixtures::cut_gzip_index(dir.path());
+        let err = job(vec![cut]).run().unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        assert!(err.to_string().contains("is gzip-compressed"), "{err}");
+        // An index that stops before its end writes nothing.
+        let line = Arc::new(b"a)/ 20200101000000 {\"digest\": \"sha1:AAAA\"}\n".to_vec());
+        let err = from_chunks(&output, &[], std::iter::once(line)).unwrap_err();
+        assert_eq!(err.kind(), Kind::Io);
+        assert_eq!(
+            err.to_string(),
+            "the index was not finished: no digest file written"
+        );
+        assert!(!output.path.exists());
+    }
 
     #[test]
     fn members_go_into_the_json_block_in_its_spacing() {

@@ -9,6 +9,11 @@
 //! fs::Error (inputs) ─┬► sort::Error ───────────────► .kind() ─► Kind
 //! lookup::Error ───────┴► stats::Error ─┬────────────► .kind() ─► Kind
 //! io, ukvs::Error ──────► index::Error ◄┘ (--stats) ─► .kind() ─► Kind
+//! fs::Error ──► zipnum::Error ─┬► fold::Error ──────────► .kind() ─► Kind
+//!               (+ index) ─────┴► wacz::Error ──────────► .kind() ─► Kind
+//! lookup, merged, live ──► digests::Error, table::Error ─► .kind() ─► Kind
+//! lookup::Error ──► lookup::BatchError ─────────────────► .kind() ─► Kind
+//! fs, lookup (chains) ──► mementomap::Error ────────────► .kind() ─► Kind
 //! ```
 //!
 //! This module sits below the jobs (it names none of them); each job's
@@ -18,7 +23,8 @@
 //! ends map kinds, not variants: the server answers [`Kind::Remote`]
 //! 502 and the others 500 (a client's own mistakes, its parameters, are
 //! found and answered 400 before the engine is asked); the command line
-//! exits 2 on any of them.
+//! exits 2 on any of them. [`Kind::Usage`] is the jobs' own: options a
+//! front end let through that the job cannot take.
 
 use std::io;
 
@@ -44,6 +50,10 @@ pub enum Kind {
     Remote,
     /// Local I/O failed (permissions, a full disk, a closed pipe).
     Io,
+    /// The options given to the job are out of range or do not fit
+    /// together (or the input given cannot serve them, as stdin where a
+    /// file is read twice): the message says which to change.
+    Usage,
 }
 
 impl Kind {
@@ -55,6 +65,16 @@ impl Kind {
             io::ErrorKind::NotFound => Kind::Missing,
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => Kind::Damaged,
             _ => Kind::Io,
+        }
+    }
+
+    /// The kind of an I/O error met reading on in a file already open:
+    /// a line that breaks off is damage, even where the error does not
+    /// say so (a remote store's failure stays [`Kind::Remote`]).
+    pub fn of_read(e: &io::Error) -> Kind {
+        match Kind::of_io(e) {
+            Kind::Io | Kind::Missing => Kind::Damaged,
+            k => k,
         }
     }
 

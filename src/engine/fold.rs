@@ -25,14 +25,80 @@
 //! and generation, and the captures of one key and datetime.
 
 use std::borrow::Cow;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
+use super::error::Kind;
 use super::live::{Delta, Entry, FrozenEntries};
 use super::lookup::{Collection, MergeBy};
 use super::output::Output;
+
+/// Why a fold failed (the collection is then as before: the delta keeps
+/// every generation, the bases are served on).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The delta's store failed (the store's file is named).
+    #[error(transparent)]
+    Delta(#[from] super::live::Error),
+    /// The new base is written but the store could not record it: the
+    /// new base is left unused.
+    #[error("the fold's base is written but not recorded: the collection is as before")]
+    Record(#[source] super::live::Error),
+    /// The bases cannot be opened (the file is named).
+    #[error(transparent)]
+    Bases(Box<super::lookup::Error>),
+    /// A base cannot be read from its start: see the cause.
+    #[error("cannot read {name}")]
+    Open {
+        name: String,
+        #[source]
+        cause: Box<super::lookup::Error>,
+    },
+    /// A base's lines broke off (damage found while reading on).
+    #[error("{name}: {cause}")]
+    Lines {
+        name: String,
+        cause: crate::sorted::Error,
+    },
+    /// The bases' headers do not go together.
+    #[error(transparent)]
+    Headers(#[from] super::sort::Error),
+    /// The new base, a cluster, cannot be cut from its lines.
+    #[error(transparent)]
+    Cluster(#[from] super::zipnum::Error),
+    /// The delta's directory cannot be flushed to disk.
+    #[error("cannot flush the directory {}", .dir.display())]
+    Sync {
+        dir: PathBuf,
+        #[source]
+        cause: io::Error,
+    },
+    /// The new base cannot be created, written or put in place.
+    #[error(transparent)]
+    Output(#[from] io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            // The delta's store is a local one.
+            Error::Delta(_) | Error::Record(_) => Kind::Io,
+            Error::Bases(e) | Error::Open { cause: e, .. } => e.kind(),
+            Error::Lines { cause, .. } => Kind::of_sorted(cause),
+            Error::Headers(e) => e.kind(),
+            Error::Cluster(e) => e.kind(),
+            Error::Sync { cause, .. } | Error::Output(cause) => Kind::of_io(cause),
+        }
+    }
+}
+
+impl From<super::lookup::Error> for Error {
+    fn from(e: super::lookup::Error) -> Error {
+        Error::Bases(Box::new(e))
+    }
+}
 
 /// What a fold did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +126,7 @@ pub fn fold(
     delta: &Delta,
     bases: &[PathBuf],
     no_mmap: bool,
-) -> anyhow::Result<Option<(Report, Delta)>> {
+) -> Result<Option<(Report, Delta)>, Error> {
     let Some(frozen) = delta.freeze()? else {
         return Ok(None);
     };
@@ -92,16 +158,20 @@ pub fn fold(
     }
     let headers = super::sort::combine_headers(headers)?;
 
-    type Lines<'a> = Box<dyn Iterator<Item = anyhow::Result<Cow<'a, [u8]>>> + 'a>;
+    type Lines<'a> = Box<dyn Iterator<Item = Result<Cow<'a, [u8]>, Error>> + 'a>;
     let mut each: Vec<Lines> = Vec::new();
     for s in sources {
-        let lines = s
-            .every_line()
-            .with_context(|| format!("cannot read {}", s.name()))?;
+        let lines = s.every_line().map_err(|cause| Error::Open {
+            name: s.name().to_string(),
+            cause: Box::new(cause),
+        })?;
         let name = s.name().to_string();
-        each.push(Box::new(
-            lines.map(move |l| l.map_err(|e| anyhow::anyhow!("{name}: {e}"))),
-        ));
+        each.push(Box::new(lines.map(move |l| {
+            l.map_err(|cause| Error::Lines {
+                name: name.clone(),
+                cause,
+            })
+        })));
     }
     let base = MergeBy::new(each, |a: &Cow<[u8]>, b: &Cow<[u8]>| a < b);
     let base = base.map(|r| r.map(|(line, _)| line));
@@ -137,16 +207,17 @@ pub fn fold(
         from_delta: counts.from_delta,
         hidden: counts.hidden,
     };
-    let view = frozen
-        .commit(bases, &target)
-        .context("the fold's base is written but not recorded: the collection is as before")?;
+    let view = frozen.commit(bases, &target).map_err(Error::Record)?;
     Ok(Some((report, view)))
 }
 
-fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+fn sync_dir(dir: &Path) -> Result<(), Error> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot flush the directory {}", dir.display()))
+        .map_err(|cause| Error::Sync {
+            dir: dir.to_path_buf(),
+            cause,
+        })
 }
 
 /// What [`write_merged`] wrote.
@@ -169,7 +240,7 @@ struct Group {
 impl Group {
     /// Loads the next `key datetime`'s captures; `false` when there are
     /// no more.
-    fn load(&mut self, from: &mut std::iter::Peekable<FrozenEntries>) -> anyhow::Result<bool> {
+    fn load(&mut self, from: &mut std::iter::Peekable<FrozenEntries>) -> Result<bool, Error> {
         self.entries.clear();
         self.written = 0;
         let Some(first) = from.next().transpose()? else {
@@ -203,7 +274,7 @@ impl Group {
         line: Option<&[u8]>,
         out: &mut Output,
         counts: &mut Counts,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         while let Some(e) = self.entries.get(self.written) {
             let Some(parts) = e.line_parts() else {
                 self.written += 1;
@@ -237,11 +308,11 @@ impl Group {
 /// that key and datetime go by; a base line is hidden when a frozen
 /// capture has its id.
 fn write_merged<'a>(
-    base: impl Iterator<Item = anyhow::Result<Cow<'a, [u8]>>>,
+    base: impl Iterator<Item = Result<Cow<'a, [u8]>, Error>>,
     entries: FrozenEntries,
     names: &[String],
     out: &mut Output,
-) -> anyhow::Result<Counts> {
+) -> Result<Counts, Error> {
     let mut counts = Counts {
         lines: 0,
         from_delta: 0,
@@ -311,6 +382,36 @@ fn line_head(line: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_base() {
+        use crate::engine::error::Kind;
+        let dir = tempfile::tempdir().unwrap();
+        let delta = Delta::open(&dir.path().join("d")).unwrap();
+        delta
+            .apply(vec![put(&cdx("a)/", "20200101000000", "A", "f.warc", "1"))])
+            .unwrap();
+        let absent = dir.path().join("absent.cdx");
+        let err = fold(&delta, std::slice::from_ref(&absent), false).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+        let cut = crate::engine::error::fixtures::cut_gzip_index(dir.path());
+        let err = fold(&delta, std::slice::from_ref(&cut), false).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        assert!(err.to_string().contains("is gzip-compressed"), "{err}");
+        // The delta is as it was: a fold with a good base goes through.
+        let base = dir.path().join("base.cdx");
+        std::fs::write(
+            &base,
+            cdx("b)/", "20200101000000", "B", "f.warc", "2") + "\n",
+        )
+        .unwrap();
+        let (report, _) = fold(&delta, &[base], false).unwrap().unwrap();
+        assert_eq!((report.lines, report.from_delta), (2, 1));
+    }
     use crate::engine::live::{capture_id, Op};
 
     fn cdx(key: &str, dt: &str, digest: &str, file: &str, off: &str) -> String {

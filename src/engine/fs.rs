@@ -185,10 +185,7 @@ impl Error {
         use super::error::Kind;
         match self {
             Error::Io { cause, .. } => Kind::of_io(cause),
-            Error::Line { cause, .. } => match Kind::of_io(cause) {
-                Kind::Io | Kind::Missing => Kind::Damaged,
-                k => k,
-            },
+            Error::Line { cause, .. } => Kind::of_read(cause),
             Error::Archive { .. } | Error::Unread { .. } => Kind::BadInput,
             Error::Package(_) => Kind::Damaged,
         }

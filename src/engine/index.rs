@@ -186,6 +186,15 @@ fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
         if let Some(e) = e.downcast_ref::<super::fs::Error>() {
             return e.kind();
         }
+        if let Some(e) = e.downcast_ref::<super::digests::Error>() {
+            return e.kind();
+        }
+        if let Some(e) = e.downcast_ref::<super::table::Error>() {
+            return e.kind();
+        }
+        if let Some(e) = e.downcast_ref::<super::mementomap::Error>() {
+            return e.kind();
+        }
         cause = e.source();
     }
     Kind::in_chain(e).unwrap_or(Kind::Io)
@@ -236,6 +245,37 @@ pub struct IndexJob {
     pub digests: Option<super::digests::DigestOutput>,
     /// Also the capture table of the index (Parquet), made the same way.
     pub table: Option<super::table::TableOutput>,
+}
+
+impl IndexJob {
+    /// A job indexing `inputs` into `output` (stdout when `None`) in the
+    /// `cdxj` profile, every option at its default: sorted, on every
+    /// core, 1 GiB for the sort, files mapped, nothing made beside the
+    /// index. Callers change the fields they need.
+    pub fn new(inputs: Vec<PathBuf>, output: Option<PathBuf>) -> IndexJob {
+        IndexJob {
+            inputs,
+            output,
+            profile: Profile::Cdxj,
+            threads: 0,
+            no_sort: false,
+            mem: 1 << 30,
+            tmp_dir: None,
+            all_records: false,
+            quiet: false,
+            strict: false,
+            post_append: false,
+            verify_digests: false,
+            cdxj: None,
+            dir_root: None,
+            no_mmap: false,
+            surt: crate::surt::Options::default(),
+            mementomap: None,
+            stats: None,
+            digests: None,
+            table: None,
+        }
+    }
 }
 
 /// Where the statistics of an index go when it is written.
@@ -2058,19 +2098,21 @@ impl Taps {
         if let Some(out) = &job.table {
             let (out, headers) = (out.clone(), headers.to_vec());
             taps.table = Some(taps.spawn("table", Vec::new(), move |chunks| {
-                super::table::from_chunks(&out, &headers, chunks)
+                Ok(super::table::from_chunks(&out, &headers, chunks)?)
             })?);
         }
         if let Some(out) = &job.digests {
             let (out, headers) = (out.clone(), headers.to_vec());
             taps.digests = Some(taps.spawn("digests", Vec::new(), move |chunks| {
-                super::digests::from_chunks(&out, &headers, chunks)
+                Ok(super::digests::from_chunks(&out, &headers, chunks)?)
             })?);
         }
         if let Some(map) = &job.mementomap {
             let (map, headers) = (map.clone(), headers.to_vec());
             taps.map = Some(taps.spawn("mementomap", Vec::new(), move |chunks| {
-                super::mementomap::generate_from_chunks(map, &headers, chunks)
+                Ok(super::mementomap::generate_from_chunks(
+                    map, &headers, chunks,
+                )?)
             })?);
         }
         if let Some(st) = &job.stats {
@@ -2318,26 +2360,10 @@ mod tests {
 
     fn job(inputs: Vec<PathBuf>, output: Option<PathBuf>) -> IndexJob {
         IndexJob {
-            inputs,
-            output,
-            profile: Profile::Cdxj,
             threads: 1,
-            no_sort: false,
             mem: 1 << 20,
-            tmp_dir: None,
-            all_records: false,
             quiet: true,
-            strict: false,
-            post_append: false,
-            verify_digests: false,
-            cdxj: None,
-            dir_root: None,
-            no_mmap: false,
-            surt: crate::surt::Options::default(),
-            mementomap: None,
-            stats: None,
-            digests: None,
-            table: None,
+            ..IndexJob::new(inputs, output)
         }
     }
 

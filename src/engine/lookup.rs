@@ -96,6 +96,59 @@ pub enum Error {
     },
 }
 
+/// What can stop a batch of lookups ([`Collection::batch`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    /// A source cannot be searched (its error names it).
+    #[error(transparent)]
+    Source(#[from] Error),
+    /// A source cannot be sampled for many queries: see the cause.
+    #[error("reading {name}")]
+    Sample {
+        name: String,
+        #[source]
+        cause: sorted::Error,
+    },
+    /// The queries cannot be read.
+    #[error("reading queries")]
+    Queries(#[source] io::Error),
+    /// The worker threads cannot be started (too many threads for the
+    /// system: give fewer with `-j`).
+    #[error("starting threads")]
+    Threads(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Answers waiting in a temporary file cannot be written or read
+    /// back (a full disk).
+    #[error(transparent)]
+    Spill(io::Error),
+    /// The answers cannot be written.
+    #[error(transparent)]
+    Output(io::Error),
+}
+
+impl BatchError {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Failure {
+        match self {
+            BatchError::Source(e) => e.kind(),
+            BatchError::Sample { cause, .. } => Failure::of_sorted(cause),
+            BatchError::Threads(_) => Failure::Io,
+            BatchError::Queries(e) | BatchError::Spill(e) | BatchError::Output(e) => {
+                Failure::of_io(e)
+            }
+        }
+    }
+
+    /// The I/O error the answers' output failed with, if that is what
+    /// failed (a front end tells a closed pipe from it).
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            BatchError::Output(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl Error {
     /// What kind of failure this is, for a front end to answer.
     pub fn kind(&self) -> Failure {
@@ -1128,15 +1181,14 @@ impl Collection {
         threads: usize,
         out: &mut dyn std::io::Write,
         write: &WriteLine<'_>,
-    ) -> anyhow::Result<(bool, u64)> {
+    ) -> Result<(bool, u64), BatchError> {
         use super::batch::{self, Spill};
-        use anyhow::Context;
         use std::sync::atomic::{AtomicU64, Ordering};
         let surt = self.surt_options()?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(super::thread_count(threads))
             .build()
-            .context("starting threads")?;
+            .map_err(|e| BatchError::Threads(Box::new(e)))?;
         let mut any = false;
         let mut sampled = false;
         let uncanonical = AtomicU64::new(0);
@@ -1145,7 +1197,7 @@ impl Collection {
         const SAMPLE_AFTER: usize = 4096;
         const SAMPLE_STEP: usize = 4 << 10;
         loop {
-            let qs = batch::read_chunk(queries, batch::CHUNK).context("reading queries")?;
+            let qs = batch::read_chunk(queries, batch::CHUNK).map_err(BatchError::Queries)?;
             if qs.is_empty() {
                 break;
             }
@@ -1156,7 +1208,7 @@ impl Collection {
                     if let Kind::Plain(search) = &mut source.kind {
                         search
                             .sample(SAMPLE_STEP)
-                            .with_context(|| format!("reading {name}"))?;
+                            .map_err(|cause| BatchError::Sample { name, cause })?;
                     }
                 }
             }
@@ -1192,15 +1244,15 @@ impl Collection {
                 for (i, range) in ranges.iter().enumerate() {
                     let at = |s: usize| bounds[s].as_ref().map(|b| b[i]);
                     for found in coll.answer(range, at, filters)? {
-                        write(buf, &found?.line)?;
+                        write(buf, &found?.line).map_err(BatchError::Spill)?;
                         hit = true;
                     }
                 }
-                anyhow::Ok(hit)
+                Ok::<_, BatchError>(hit)
             })?;
             any |= hit;
             for buf in bufs {
-                buf.copy_to(out)?;
+                buf.copy_to(out).map_err(BatchError::Output)?;
             }
         }
         Ok((any, uncanonical.load(Ordering::Relaxed)))
@@ -1255,6 +1307,65 @@ pub fn key_datetime(line: &[u8]) -> (&[u8], &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader or writer that fails as `kind` says.
+    struct Failing(io::ErrorKind);
+
+    impl io::Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(self.0.into())
+        }
+    }
+
+    impl io::Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(self.0.into())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Err(self.0.into())
+        }
+    }
+
+    #[test]
+    fn batch_errors_say_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.cdxj");
+        std::fs::write(&path, "a)/ 2020 {}\nb)/ 2020 {}\n").unwrap();
+        let mut coll = Collection::open(&[&path], false).unwrap();
+        let write = |w: &mut dyn io::Write, line: &[u8]| {
+            w.write_all(line)?;
+            w.write_all(b"\n")
+        };
+        let filters = Filters::default();
+        let mut queries = io::BufReader::new(Failing(io::ErrorKind::PermissionDenied));
+        let err = coll
+            .batch(&mut queries, false, &filters, 1, &mut Vec::new(), &write)
+            .unwrap_err();
+        assert_eq!(err.kind(), Failure::Io);
+        assert_eq!(err.to_string(), "reading queries");
+        let mut out = Failing(io::ErrorKind::BrokenPipe);
+        let err = coll
+            .batch(&mut &b"a)/\n"[..], false, &filters, 1, &mut out, &write)
+            .unwrap_err();
+        assert_eq!(
+            err.output_error().map(io::Error::kind),
+            Some(io::ErrorKind::BrokenPipe)
+        );
+        let mut out = Vec::new();
+        let (any, _) = coll
+            .batch(
+                &mut &b"b)/\nc)/\n"[..],
+                false,
+                &filters,
+                1,
+                &mut out,
+                &write,
+            )
+            .unwrap();
+        assert!(any);
+        assert_eq!(out, b"b)/ 2020 {}\n");
+    }
 
     #[test]
     fn fields_header_values() {

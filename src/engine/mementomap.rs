@@ -33,6 +33,7 @@ use crate::sorted::lines::Numbered;
 use crate::sorted::ExternalSorter;
 use anyhow::{bail, Context};
 
+use super::error::Kind;
 use super::fs::{
     for_each_line, index_content_of, input_name, is_stdin, open_input, open_input_unbuffered,
     open_input_with, open_map, AlignedReader, Content, Expected,
@@ -40,6 +41,124 @@ use super::fs::{
 use super::lookup::Source as IndexSource;
 use super::output::Output;
 use super::parts::{cuts_between_surts, for_each_part_line, shared_parts, PartInput, Span};
+
+/// Why a MementoMap job failed. Its steps that name their own failures
+/// give them here by variant; the others keep the chain of what failed
+/// (file, line, cause) in [`Error::Job`], whose kind is that of the
+/// first engine error in it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input file cannot be opened.
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: std::path::PathBuf,
+        #[source]
+        cause: io::Error,
+    },
+    /// `--layout columns` with other than one `--by` dimension.
+    #[error("--layout columns needs exactly one --by dimension")]
+    Columns,
+    /// `mementomap evaluate` with neither a map nor `--sweep`.
+    #[error("give a MAP to evaluate, or --sweep")]
+    NothingToEvaluate,
+    /// `--datetime` on a map without datetime buckets.
+    #[error(
+        "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
+        .map.display()
+    )]
+    NoDatetime { map: std::path::PathBuf },
+    /// `--max-lines` / `--max-bytes` below the smallest map with full
+    /// recall (`quota` names the options given).
+    #[error(
+        "the quota{quota} cannot be met with full recall: the smallest such map (`*` and \
+         {zeros} exclusion entries) has {lines} lines and {bytes} bytes"
+    )]
+    Quota {
+        quota: String,
+        zeros: u64,
+        lines: u64,
+        bytes: u64,
+    },
+    /// The index being written stopped before its end (its own error
+    /// says why).
+    #[error("the index was not finished: no map is written")]
+    Unfinished,
+    /// A step failed: the chain names the file, line and cause.
+    #[error(transparent)]
+    Job(Chain),
+}
+
+/// The chain of errors of a step that failed, from what it was doing
+/// to the first cause.
+#[derive(Debug)]
+pub struct Chain(anyhow::Error);
+
+impl Chain {
+    /// Each error of the chain, outermost first.
+    pub fn causes(&self) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+        self.0.chain()
+    }
+}
+
+impl std::fmt::Display for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The outermost message: its causes are the `source`s.
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Chain {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Open { cause, .. } => Kind::of_io(cause),
+            Error::Columns | Error::NothingToEvaluate | Error::NoDatetime { .. } => Kind::Usage,
+            Error::Quota { .. } => Kind::Usage,
+            Error::Unfinished => Kind::Io,
+            Error::Job(chain) => chain.causes().find_map(kind_of_cause).unwrap_or(Kind::Io),
+        }
+    }
+}
+
+/// A step's chain made typed: an error of this module at its top is
+/// itself, anything else is kept whole in [`Error::Job`].
+impl From<anyhow::Error> for Error {
+    fn from(e: anyhow::Error) -> Error {
+        match e.downcast::<Error>() {
+            Ok(e) => e,
+            Err(e) => Error::Job(Chain(e)),
+        }
+    }
+}
+
+/// The kind of one error of a chain when its type says one: this
+/// module's, an input's, a source's, a map's format, a sorted file's,
+/// I/O.
+fn kind_of_cause(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
+    if let Some(e) = e.downcast_ref::<Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<super::fs::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
+        return Some(e.kind());
+    }
+    if e.downcast_ref::<MapError>().is_some() {
+        return Some(Kind::BadInput);
+    }
+    if let Some(e) = e.downcast_ref::<crate::sorted::Error>() {
+        return Some(Kind::of_sorted(e));
+    }
+    e.downcast_ref::<io::Error>().map(Kind::of_io)
+}
 
 /// Power-law rollup parameters (the reference tool's names and defaults).
 #[derive(Debug, Clone)]
@@ -249,7 +368,10 @@ fn plain_input(p: &Path) -> anyhow::Result<Option<File>> {
     if is_stdin(p) {
         return Ok(None);
     }
-    let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+    let f = File::open(p).map_err(|cause| Error::Open {
+        path: p.to_path_buf(),
+        cause,
+    })?;
     let meta = f.metadata()?;
     if !meta.is_file() || meta.len() == 0 || index_content_of(p, &f)? != Content::Plain {
         return Ok(None);
@@ -858,14 +980,24 @@ fn compact_with_quota(
             return Ok(c);
         }
         let size = bytes(&mut c)?;
-        bail!(
-            "the quota{}{} cannot be met with full recall: the smallest such map (`*` and {} exclusion entries) has {} lines and {} bytes",
-            rollup.max_lines.map(|n| format!(" --max-lines {n}")).unwrap_or_default(),
-            rollup.max_bytes.map(|n| format!(" --max-bytes {n}")).unwrap_or_default(),
-            c.zeros,
-            c.stats.lines_out,
-            size
+        let quota = format!(
+            "{}{}",
+            rollup
+                .max_lines
+                .map(|n| format!(" --max-lines {n}"))
+                .unwrap_or_default(),
+            rollup
+                .max_bytes
+                .map(|n| format!(" --max-bytes {n}"))
+                .unwrap_or_default()
         );
+        return Err(Error::Quota {
+            quota,
+            zeros: c.zeros as u64,
+            lines: c.stats.lines_out as u64,
+            bytes: size,
+        }
+        .into());
     };
     for _ in 0..8 {
         let mid = if lo == 0.0 {
@@ -1022,7 +1154,7 @@ fn finish_map(
 /// checked.
 fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
     if a.layout == Layout::Columns && a.by.len() != 1 {
-        bail!("--layout columns needs exactly one --by dimension");
+        return Err(Error::Columns.into());
     }
     let mut exclude = Vec::new();
     if let Some(p) = &a.exclude {
@@ -1059,7 +1191,11 @@ fn generate_options(a: &GenerateJob) -> anyhow::Result<Options> {
     })
 }
 
-pub fn generate(mut a: GenerateJob) -> anyhow::Result<ExitCode> {
+pub fn generate(a: GenerateJob) -> Result<ExitCode, Error> {
+    Ok(generate_job(a)?)
+}
+
+fn generate_job(mut a: GenerateJob) -> anyhow::Result<ExitCode> {
     // Every input is refused before it is read when it holds no index
     // lines: by `plain_input`, or where it is opened as a stream.
     let opts = generate_options(&a)?;
@@ -1180,7 +1316,7 @@ pub fn generate_from_chunks(
     a: GenerateJob,
     headers: &[Vec<u8>],
     chunks: impl Iterator<Item = std::sync::Arc<Vec<u8>>>,
-) -> anyhow::Result<ExitCode> {
+) -> Result<ExitCode, Error> {
     let opts = generate_options(&a)?;
     let tmp = tmp_dir(&a.out);
     let results = vec![pass_one(
@@ -1204,7 +1340,7 @@ pub fn generate_from_chunks(
                     feed.line(0, line, no)?;
                 }
             }
-            bail!("the index was not finished: no map is written")
+            Err(Error::Unfinished.into())
         },
     )];
     let name = a
@@ -1220,7 +1356,7 @@ pub fn generate_from_chunks(
         profile,
         output: Ok(None),
     };
-    finish_generate(&a, results, prepared)
+    Ok(finish_generate(&a, results, prepared)?)
 }
 
 /// The map of a generation's first pass: its parts put together (and
@@ -1552,7 +1688,11 @@ fn report_generate(g: &GenStats, s: &Stats) {
     }
 }
 
-pub fn compact(a: CompactJob) -> anyhow::Result<ExitCode> {
+pub fn compact(a: CompactJob) -> Result<ExitCode, Error> {
+    Ok(compact_job(a)?)
+}
+
+fn compact_job(a: CompactJob) -> anyhow::Result<ExitCode> {
     let params = a.rollup.params(1.0);
     let mut header = header_for(&a.out, std::slice::from_ref(&a.input), None);
     if header.id.is_none() {
@@ -1624,7 +1764,11 @@ fn normalized(
     Ok(Merger::new(sources, true))
 }
 
-pub fn merge(a: MergeJob) -> anyhow::Result<ExitCode> {
+pub fn merge(a: MergeJob) -> Result<ExitCode, Error> {
+    Ok(merge_job(a)?)
+}
+
+fn merge_job(a: MergeJob) -> anyhow::Result<ExitCode> {
     let profile = surt_profile_of(&a.inputs, Expected::Map)?;
     let sources = a
         .inputs
@@ -1669,7 +1813,11 @@ pub fn merge(a: MergeJob) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn lookup(a: LookupJob) -> anyhow::Result<ExitCode> {
+pub fn lookup(a: LookupJob) -> Result<ExitCode, Error> {
+    Ok(lookup_job(a)?)
+}
+
+fn lookup_job(a: LookupJob) -> anyhow::Result<ExitCode> {
     let mut map = crate::engine::maps::MapFile::open(&a.map, false, a.keep_query)?;
     let from_stdin = a.queries.is_empty() || a.queries.iter().any(|q| q == "-");
     let stdin = io::stdin();
@@ -1689,10 +1837,7 @@ pub fn lookup(a: LookupJob) -> anyhow::Result<ExitCode> {
         }
     }
     if a.datetime.is_some() && !map.has_datetime() {
-        bail!(
-            "{}: --datetime needs datetime buckets, but the second key column is not `datetime`",
-            a.map.display()
-        );
+        return Err(Error::NoDatetime { map: a.map.clone() }.into());
     }
     let stdout = io::stdout();
     let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -1732,7 +1877,11 @@ pub fn lookup(a: LookupJob) -> anyhow::Result<ExitCode> {
     })
 }
 
-pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
+pub fn run_evaluate(a: EvaluateJob) -> Result<ExitCode, Error> {
+    Ok(evaluate_job(a)?)
+}
+
+fn evaluate_job(a: EvaluateJob) -> anyhow::Result<ExitCode> {
     // URL queries are keyed as the index's keys are.
     let surt_opts =
         surt_profile_of(std::slice::from_ref(&a.index), Expected::Index)?.unwrap_or_default();
@@ -1793,7 +1942,7 @@ pub fn run_evaluate(a: EvaluateJob) -> anyhow::Result<ExitCode> {
         }
     } else {
         let Some(mp) = &a.map else {
-            bail!("give a MAP to evaluate, or --sweep");
+            return Err(Error::NothingToEvaluate.into());
         };
         let body = read_all(mp, Expected::Map)?;
         let lines = body
@@ -1820,4 +1969,74 @@ fn read_all(p: &Path, expected: Expected) -> anyhow::Result<Vec<u8>> {
     r.read_to_end(&mut v)
         .with_context(|| format!("reading {}", p.display()))?;
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::error::fixtures::cut_gzip_index;
+
+    fn job(inputs: Vec<PathBuf>, output: PathBuf) -> GenerateJob {
+        GenerateJob {
+            inputs,
+            out: MapOutput {
+                output,
+                id: None,
+                name: None,
+                source: Vec::new(),
+                tmp_dir: None,
+                quiet: true,
+            },
+            rollup: Rollup::default(),
+            keep_query: false,
+            by: Vec::new(),
+            exclude: None,
+            strict: false,
+            threads: 1,
+            no_mmap: false,
+            layout: Layout::Oslj,
+        }
+    }
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("out.map");
+        let absent = dir.path().join("absent.cdxj");
+        let err = generate(job(vec![absent.clone()], map.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+
+        let cut = cut_gzip_index(dir.path());
+        let err = generate(job(vec![cut.clone()], map.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        let named = format!("cannot read {} after line ", cut.display());
+        assert!(chain.contains(&named), "{chain}");
+        assert!(!map.exists());
+
+        let columns = GenerateJob {
+            layout: Layout::Columns,
+            ..job(vec![absent.clone()], map.clone())
+        };
+        let err = generate(columns).unwrap_err();
+        assert_eq!(err.kind(), Kind::Usage);
+        assert_eq!(
+            err.to_string(),
+            "--layout columns needs exactly one --by dimension"
+        );
+        let evaluate = EvaluateJob {
+            map: None,
+            index: absent.clone(),
+            queries: absent,
+            sweep: false,
+            factors: Vec::new(),
+        };
+        let err = run_evaluate(evaluate).unwrap_err();
+        // The index is read first: it is missing.
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+    }
 }

@@ -44,6 +44,18 @@ pub enum Error {
     Delta(#[from] super::live::Error),
 }
 
+/// A merged read's failure as the digest jobs give it (they sit below
+/// this module: a collection's lines reach them through [`Merged`]).
+impl From<Error> for super::digests::Error {
+    fn from(e: Error) -> super::digests::Error {
+        match e {
+            Error::Index(e) => e.into(),
+            Error::Read(e) => e.into(),
+            Error::Delta(e) => e.into(),
+        }
+    }
+}
+
 impl Error {
     /// What kind of failure this is, for a front end to answer.
     pub fn kind(&self) -> super::error::Kind {
@@ -297,7 +309,7 @@ impl<'a> Merged<'a> {
 }
 
 impl super::digests::ByKey for Merged<'_> {
-    fn key_lines(&self, range: &KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+    fn key_lines(&self, range: &KeyRange) -> Result<Vec<Vec<u8>>, super::digests::Error> {
         let mut out = Vec::new();
         for line in self.lines(range)? {
             out.push(line?.into_owned());
@@ -315,7 +327,8 @@ impl Merged<'_> {
         &self,
         digests: &Collection,
         digest: &crate::digest::Digest,
-    ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Vec<u8>>>> {
+    ) -> Result<impl Iterator<Item = Result<Vec<u8>, super::digests::Error>>, super::digests::Error>
+    {
         super::digests::captures_with(
             Some(digests),
             self.delta,

@@ -122,12 +122,7 @@ impl Error {
             | Error::Write { cause, .. }
             | Error::Sort { cause, .. }
             | Error::Output(cause) => Kind::of_io(cause),
-            // A line that breaks off is damage, even where the I/O
-            // error does not say so.
-            Error::Read { cause, .. } | Error::Io(cause) => match Kind::of_io(cause) {
-                Kind::Io | Kind::Missing => Kind::Damaged,
-                k => k,
-            },
+            Error::Read { cause, .. } | Error::Io(cause) => Kind::of_read(cause),
             Error::Part { cause, .. } => cause.kind(),
             Error::Lines { cause, .. } => Kind::of_sorted(cause),
             Error::Line { .. } | Error::Unsorted { .. } | Error::NotInOrder { .. } => {

@@ -31,7 +31,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use std::io;
+
+use super::error::Kind;
 use arrow_array::builder::{
     ArrayBuilder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
     TimestampMicrosecondBuilder,
@@ -48,6 +50,118 @@ use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 
 use super::output::{Output, OutputDir};
 use crate::table::{Host, Naming, Partition, Row};
+
+/// Why a table was not written (no table is then left behind).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The index cannot be opened, read or decompressed (the line and
+    /// byte are named where known).
+    #[error(transparent)]
+    Input(#[from] super::fs::Error),
+    /// The collection's sources cannot be opened or searched.
+    #[error(transparent)]
+    Merged(Box<super::merged::Error>),
+    /// The collection's lines broke off: see the cause.
+    #[error("cannot read {source_name}")]
+    Read {
+        source_name: String,
+        #[source]
+        cause: Box<super::merged::Error>,
+    },
+    /// The lines are not sorted: sort the index with `ukvs sort` first.
+    #[error(
+        "{source_name}: line {line}: the key {got} comes after {previous}: a table is written \
+         from sorted lines (sort the index with `ukvs sort` first)"
+    )]
+    OutOfOrder {
+        source_name: String,
+        line: u64,
+        previous: String,
+        got: String,
+    },
+    /// A file or directory of the table cannot be created or written
+    /// (`what`: `create` or `write`).
+    #[error("cannot {what} {path}")]
+    Io {
+        what: &'static str,
+        path: String,
+        #[source]
+        cause: io::Error,
+    },
+    /// A Parquet file cannot be started or written (`what` says which),
+    /// the Parquet writer's error as the cause.
+    #[error("{what}")]
+    Parquet {
+        what: &'static str,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The Parquet writer failed.
+    #[error(transparent)]
+    Encode(Box<dyn std::error::Error + Send + Sync>),
+    /// A file of the table cannot be finished or put in place.
+    #[error("cannot write {name}")]
+    Finish {
+        name: String,
+        #[source]
+        cause: Box<Error>,
+    },
+    /// A finished file cannot be put in place.
+    #[error(transparent)]
+    Output(io::Error),
+    /// The writer of a partition went missing (a fault of this program).
+    #[error("the writer of a partition was lost")]
+    Lost,
+    /// The thread encoding the table stopped before it finished it (a
+    /// fault of this program).
+    #[error("the table writer stopped unexpectedly")]
+    WriterStopped,
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::Merged(e) | Error::Read { cause: e, .. } => e.kind(),
+            Error::OutOfOrder { .. } => Kind::BadInput,
+            Error::Io { cause, .. } | Error::Output(cause) => Kind::of_io(cause),
+            Error::Parquet { cause, .. } | Error::Encode(cause) => {
+                Kind::in_chain(cause.as_ref()).unwrap_or(Kind::Io)
+            }
+            Error::Finish { cause, .. } => cause.kind(),
+            Error::Lost | Error::WriterStopped => Kind::Io,
+        }
+    }
+
+    fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Error + 'p {
+        move |cause| Error::Io {
+            what,
+            path: path.display().to_string(),
+            cause,
+        }
+    }
+
+    fn parquet(what: &'static str) -> impl FnOnce(parquet::errors::ParquetError) -> Error {
+        move |e| Error::Parquet {
+            what,
+            cause: Box::new(e),
+        }
+    }
+}
+
+impl From<super::merged::Error> for Error {
+    fn from(e: super::merged::Error) -> Error {
+        Error::Merged(Box::new(e))
+    }
+}
+
+impl From<parquet::errors::ParquetError> for Error {
+    fn from(e: parquet::errors::ParquetError) -> Error {
+        Error::Encode(Box::new(e))
+    }
+}
 
 /// Rows per row group: about 4 to 8 MB of Parquet for index lines, so
 /// that a prefix query reads little beyond the rows it wants.
@@ -124,7 +238,7 @@ pub fn from_chunks(
     out: &TableOutput,
     headers: &[Vec<u8>],
     chunks: impl Iterator<Item = Arc<Vec<u8>>>,
-) -> anyhow::Result<Summary> {
+) -> Result<Summary, Error> {
     let names = super::lookup::value_names_in(headers.iter().map(Vec::as_slice))
         .unwrap_or_else(|| vec!["offset".into(), "digest".into()]);
     let mut sink = TableSink::create(out, names, "the index")?;
@@ -163,7 +277,7 @@ pub fn from_collection(
     merged: super::merged::Merged<'_>,
     names: Vec<String>,
     source: &str,
-) -> anyhow::Result<Summary> {
+) -> Result<Summary, Error> {
     /// What the reader hands the sink.
     enum Ahead<'a> {
         Lines(Vec<std::borrow::Cow<'a, [u8]>>),
@@ -174,7 +288,7 @@ pub fn from_collection(
     let all = crate::sorted::KeyRange::all();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<'_>>(1);
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> anyhow::Result<Option<Summary>> {
+        let writer = scope.spawn(move || -> Result<Option<Summary>, Error> {
             for ahead in rx {
                 match ahead {
                     Ahead::Lines(lines) => {
@@ -186,10 +300,13 @@ pub fn from_collection(
             // The reader stopped on an error: no table.
             Ok(None)
         });
-        let read = (|| -> anyhow::Result<()> {
+        let read = (|| -> Result<(), Error> {
             let mut ahead = Vec::with_capacity(READ_AHEAD);
             for line in merged.lines(&all)? {
-                ahead.push(line.with_context(|| format!("cannot read {source}"))?);
+                ahead.push(line.map_err(|cause| Error::Read {
+                    source_name: source.to_string(),
+                    cause: Box::new(cause),
+                })?);
                 if ahead.len() == READ_AHEAD {
                     let full = std::mem::replace(&mut ahead, Vec::with_capacity(READ_AHEAD));
                     if tx.send(Ahead::Lines(full)).is_err() {
@@ -203,11 +320,9 @@ pub fn from_collection(
             Ok(())
         })();
         drop(tx);
-        let written = writer
-            .join()
-            .map_err(|_| anyhow::anyhow!("the table writer stopped unexpectedly"))?;
+        let written = writer.join().map_err(|_| Error::WriterStopped)?;
         read?;
-        written?.context("the table was not finished")
+        written?.ok_or(Error::WriterStopped)
     })
 }
 
@@ -226,7 +341,7 @@ pub fn is_stream(path: &Path) -> bool {
 
 /// The table of one index read front to back (stdin, gzip, zstd): its
 /// headers name its values.
-pub fn from_stream(out: &TableOutput, path: &Path) -> anyhow::Result<Summary> {
+pub fn from_stream(out: &TableOutput, path: &Path) -> Result<Summary, Error> {
     let source = super::fs::input_name(path);
     let mut sink = TableSink::create(out, vec!["offset".into(), "digest".into()], &source)?;
     let input = super::fs::open_input(path)?;
@@ -247,7 +362,7 @@ pub fn from_stream(out: &TableOutput, path: &Path) -> anyhow::Result<Summary> {
         ends.clear();
         r
     };
-    super::fs::for_each_line::<anyhow::Error>(&source, input, |line, _| {
+    super::fs::for_each_line::<Error>(&source, input, |line, _| {
         buf.extend_from_slice(line);
         ends.push(buf.len());
         if ends.len() == READ_AHEAD {
@@ -309,7 +424,7 @@ impl TableSink {
     /// Starts the table; `names` name the value columns of the lines to
     /// come (see [`super::lookup::value_names_in`]), `source` names them
     /// in messages.
-    pub fn create(out: &TableOutput, names: Vec<String>, source: &str) -> anyhow::Result<Self> {
+    pub fn create(out: &TableOutput, names: Vec<String>, source: &str) -> Result<Self, Error> {
         let group = if out.group_rows == 0 {
             GROUP
         } else {
@@ -336,7 +451,7 @@ impl TableSink {
             Some(
                 // A table written before is replaced whole.
                 OutputDir::create(&out.path, |name| name.starts_with("crawl="))
-                    .with_context(|| format!("cannot write {}", out.path.display()))?,
+                    .map_err(Error::io("write", &out.path))?,
             )
         } else {
             None
@@ -357,14 +472,14 @@ impl TableSink {
 
     /// Takes one line of the index (headers are passed over; a `!fields`
     /// header or CDX legend names the values of the lines after it).
-    pub fn line(&mut self, line: &[u8]) -> anyhow::Result<()> {
+    pub fn line(&mut self, line: &[u8]) -> Result<(), Error> {
         self.lines(&[line])
     }
 
     /// Takes lines of the index in order: chunks of them are mapped to
     /// column batches on the thread pool (a row depends on its line, the
     /// names and the naming alone), then checked and written in order.
-    pub fn lines(&mut self, lines: &[&[u8]]) -> anyhow::Result<()> {
+    pub fn lines(&mut self, lines: &[&[u8]]) -> Result<(), Error> {
         use rayon::prelude::*;
         let mut rest = lines;
         while !rest.is_empty() {
@@ -413,7 +528,7 @@ impl TableSink {
 
     /// Takes a chunk's batches in order; `line_no` is that of the line
     /// before the chunk.
-    fn chunk(&mut self, out: ChunkOut, line_no: u64) -> anyhow::Result<()> {
+    fn chunk(&mut self, out: ChunkOut, line_no: u64) -> Result<(), Error> {
         let disorder_at = out.disorder.as_ref().map_or(usize::MAX, |d| d.0);
         for (i, e) in &out.skipped {
             if *i > disorder_at {
@@ -426,13 +541,11 @@ impl TableSink {
                 line_no + *i as u64 + 1
             );
         }
-        let out_of_order = |at: usize, previous: &str, got: &str| {
-            anyhow::anyhow!(
-                "{}: line {}: the key {got} comes after {previous}: a table is written from \
-                 sorted lines (sort the index with `ukvs sort` first)",
-                self.source,
-                line_no + at as u64 + 1,
-            )
+        let out_of_order = |at: usize, previous: &str, got: &str| Error::OutOfOrder {
+            source_name: self.source.clone(),
+            line: line_no + at as u64 + 1,
+            previous: previous.to_string(),
+            got: got.to_string(),
         };
         if let Some((at, first)) = &out.first {
             if first.as_str() < self.previous.as_str() {
@@ -458,58 +571,55 @@ impl TableSink {
                 self.parts.insert(which.clone(), p);
             }
             let Some(part) = self.parts.get_mut(&which) else {
-                bail!("the writer of a partition was lost");
+                return Err(Error::Lost);
             };
             part.pending.push(batch);
         }
         Ok(())
     }
 
-    fn open_part(&self, partition: &Partition) -> anyhow::Result<PartWriter> {
+    fn open_part(&self, partition: &Partition) -> Result<PartWriter, Error> {
         // One file holds every row: its partition columns tell them
         // apart. A directory's paths say them.
         let with_partitions = self.dir.is_none();
         let schema = crate::table::schema(with_partitions);
         let output = match &self.dir {
-            None => Output::create(&self.out.path)
-                .with_context(|| format!("cannot write {}", self.out.path.display()))?,
+            None => Output::create(&self.out.path).map_err(Error::io("write", &self.out.path))?,
             Some(dir) => {
                 let sub = format!(
                     "crawl={}/subset={}",
                     hive_escape(&partition.crawl),
                     hive_escape(&partition.subset)
                 );
-                std::fs::create_dir_all(dir.path().join(&sub)).with_context(|| {
-                    format!("cannot create {}", dir.path().join(&sub).display())
-                })?;
+                let subdir = dir.path().join(&sub);
+                std::fs::create_dir_all(&subdir).map_err(Error::io("create", &subdir))?;
                 dir.file(&format!("{sub}/part-00000.parquet"))
-                    .with_context(|| format!("cannot write {}", dir.target().display()))?
+                    .map_err(Error::io("write", dir.target()))?
             }
         };
         PartWriter::create(output, schema, self.props.clone(), self.group)
-            .context("cannot start a Parquet file")
+            .map_err(Error::parquet("cannot start a Parquet file"))
     }
 
     /// Writes what is left and puts the files in place.
-    pub fn finish(mut self) -> anyhow::Result<Summary> {
+    pub fn finish(mut self) -> Result<Summary, Error> {
         if self.parts.is_empty() && self.dir.is_none() {
             // An empty table is still a file with the schema.
             let p = self.open_part(&Partition::default())?;
             self.parts.insert(Partition::default(), p);
         }
         let name = self.out.path.display().to_string();
+        let failed = |cause: Error| Error::Finish {
+            name: name.clone(),
+            cause: Box::new(cause),
+        };
         for (_, part) in std::mem::take(&mut self.parts) {
-            let output = part
-                .finish()
-                .with_context(|| format!("cannot write {name}"))?;
-            output
-                .commit()
-                .with_context(|| format!("cannot write {name}"))?;
+            let output = part.finish().map_err(failed)?;
+            output.commit().map_err(|e| failed(Error::Output(e)))?;
             self.summary.files += 1;
         }
         if let Some(dir) = self.dir.take() {
-            dir.commit()
-                .with_context(|| format!("cannot write {name}"))?;
+            dir.commit().map_err(|e| failed(Error::Output(e)))?;
         }
         Ok(self.summary)
     }
@@ -622,7 +732,7 @@ impl PartWriter {
 
     /// Encodes the pending batches, a column per task, closing a row
     /// group every `group` rows.
-    fn encode(&mut self) -> anyhow::Result<()> {
+    fn encode(&mut self) -> Result<(), Error> {
         let mut pending: std::collections::VecDeque<RecordBatch> =
             std::mem::take(&mut self.pending).into();
         let mut now = Vec::new();
@@ -644,7 +754,7 @@ impl PartWriter {
         self.encode_now(&now)
     }
 
-    fn encode_now(&mut self, batches: &[RecordBatch]) -> anyhow::Result<()> {
+    fn encode_now(&mut self, batches: &[RecordBatch]) -> Result<(), Error> {
         use rayon::prelude::*;
         if batches.is_empty() {
             return Ok(());
@@ -661,12 +771,12 @@ impl PartWriter {
                 }
                 Ok(())
             })
-            .context("cannot write the Parquet file")
+            .map_err(Error::parquet("cannot write the Parquet file"))
     }
 
     /// Closes the row group in progress into the file (nothing when it
     /// is empty).
-    fn close_group(&mut self) -> anyhow::Result<()> {
+    fn close_group(&mut self) -> Result<(), Error> {
         use rayon::prelude::*;
         if self.rows == 0 {
             return Ok(());
@@ -677,7 +787,7 @@ impl PartWriter {
             .into_par_iter()
             .map(ArrowColumnWriter::close)
             .collect::<parquet::errors::Result<Vec<_>>>()
-            .context("cannot write the Parquet file")?;
+            .map_err(Error::parquet("cannot write the Parquet file"))?;
         let mut group = self.file.next_row_group()?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut group)?;
@@ -688,7 +798,7 @@ impl PartWriter {
     }
 
     /// The file, finished.
-    fn finish(mut self) -> anyhow::Result<Output> {
+    fn finish(mut self) -> Result<Output, Error> {
         self.encode()?;
         self.close_group()?;
         Ok(self.file.into_inner()?)
@@ -904,6 +1014,46 @@ impl Builders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = TableOutput {
+            path: dir.path().join("t.parquet"),
+            naming: Naming::default(),
+            group_rows: 0,
+        };
+        let absent = dir.path().join("absent.cdxj.gz");
+        let err = from_stream(&out, &absent).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+        let cut = crate::engine::error::fixtures::cut_gzip_index(dir.path());
+        let err = from_stream(&out, &cut).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", cut.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+        let unsorted = dir.path().join("unsorted.cdxj");
+        std::fs::write(
+            &unsorted,
+            "com,b)/ 20200101000000 {\"url\": \"http://b.com/\", \"status\": \"200\"}\n\
+             com,a)/ 20200101000000 {\"url\": \"http://a.com/\", \"status\": \"200\"}\n",
+        )
+        .unwrap();
+        let err = from_stream(&out, &unsorted).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput, "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: line 2: the key com,a)/ comes after com,b)/: a table is written from \
+                 sorted lines (sort the index with `ukvs sort` first)",
+                unsorted.display()
+            )
+        );
+        assert!(!out.path.exists());
+    }
 
     #[test]
     fn builders_follow_the_schema() {

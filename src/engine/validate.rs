@@ -61,10 +61,7 @@ impl Error {
             Error::Open { cause, .. } | Error::Map { cause, .. } | Error::Output(cause) => {
                 Kind::of_io(cause)
             }
-            Error::Read(cause) => match Kind::of_io(cause) {
-                Kind::Io | Kind::Missing => Kind::Damaged,
-                k => k,
-            },
+            Error::Read(cause) => Kind::of_read(cause),
             Error::Package { cause, .. } => Kind::in_chain(cause.as_ref()).unwrap_or(Kind::Damaged),
         }
     }

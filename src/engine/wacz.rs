@@ -5,6 +5,79 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::path::PathBuf;
+
+use super::error::Kind;
+
+/// Why a package was not made (no package is then written).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A path given as a WARC names no file (`..`, `/`).
+    #[error("{} names no file", .path.display())]
+    NoName { path: PathBuf },
+    /// Two WARCs share a base name: rename one.
+    #[error("two WARCs are named {name}: a package stores WARCs by their base names, rename one")]
+    SameName { name: String },
+    /// A WARC given is not a file (`missing`: nothing is there).
+    #[error("{}: not a file (a package is made of WARC files)", .path.display())]
+    NotAFile { path: PathBuf, missing: bool },
+    /// The temporary directory for the index cannot be made
+    /// (`--tmp-dir` puts it elsewhere).
+    #[error("cannot make a temporary directory")]
+    TmpDir(#[source] io::Error),
+    /// The WARCs cannot be indexed.
+    #[error(transparent)]
+    Index(#[from] super::index::Error),
+    /// The index cannot be cut into the package's index files.
+    #[error(transparent)]
+    Cluster(#[from] super::zipnum::Error),
+    /// A WARC cannot be opened to be stored.
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        cause: io::Error,
+    },
+    /// The package, or an entry of it, cannot be written (`what` names
+    /// it).
+    #[error("cannot write {what}")]
+    Write {
+        what: String,
+        #[source]
+        cause: io::Error,
+    },
+    /// The ZIP writer failed.
+    #[error(transparent)]
+    Zip(Box<dyn std::error::Error + Send + Sync>),
+    /// The package's own files (the index made for it) cannot be read.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::NoName { .. } | Error::SameName { .. } => Kind::BadInput,
+            Error::NotAFile { missing: true, .. } => Kind::Missing,
+            Error::NotAFile { .. } => Kind::BadInput,
+            Error::Index(e) => e.kind(),
+            Error::Cluster(e) => e.kind(),
+            Error::TmpDir(cause)
+            | Error::Open { cause, .. }
+            | Error::Write { cause, .. }
+            | Error::Io(cause) => Kind::of_io(cause),
+            Error::Zip(cause) => Kind::in_chain(cause.as_ref()).unwrap_or(Kind::Io),
+        }
+    }
+}
+
+impl From<zip::result::ZipError> for Error {
+    fn from(e: zip::result::ZipError) -> Error {
+        Error::Zip(Box::new(e))
+    }
+}
 
 /// A WACZ package to make from WARC files (`ukvs wacz create`).
 #[derive(Clone, Debug)]
@@ -32,8 +105,7 @@ pub struct CreateJob {
 /// WARC fails the job (exit 2, no package): a package's index must cover
 /// its WARCs. Memory: the index's compressed files; the WARCs are copied
 /// through a buffer.
-pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
-    use anyhow::Context;
+pub fn create(job: &CreateJob) -> Result<std::process::ExitCode, Error> {
     use std::collections::HashSet;
     use std::io::Write;
     use zip::write::SimpleFileOptions;
@@ -44,25 +116,22 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
         let name = w
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .with_context(|| format!("{} names no file", w.display()))?;
+            .ok_or_else(|| Error::NoName { path: w.clone() })?;
         if !names.insert(name.clone()) {
-            anyhow::bail!(
-                "two WARCs are named {name}: a package stores WARCs by their base names, \
-                 rename one"
-            );
+            return Err(Error::SameName { name });
         }
         if !w.is_file() {
-            anyhow::bail!(
-                "{}: not a file (a package is made of WARC files)",
-                w.display()
-            );
+            return Err(Error::NotAFile {
+                path: w.clone(),
+                missing: !w.exists(),
+            });
         }
     }
     let tmp = match &job.tmp_dir {
         Some(d) => tempfile::tempdir_in(d),
         None => tempfile::tempdir(),
     }
-    .context("cannot make a temporary directory")?;
+    .map_err(Error::TmpDir)?;
     let lines = tmp.path().join("index.cdxj");
     let custom = crate::capture::fields::Custom::new(
         crate::capture::fields::Records::Default,
@@ -73,26 +142,14 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
     )
     .map(std::sync::Arc::new);
     let index = super::index::IndexJob {
-        inputs: job.warcs.clone(),
-        output: Some(lines.clone()),
-        profile: crate::capture::Profile::Cdxj,
         threads: job.threads,
-        no_sort: false,
         mem: job.mem,
         tmp_dir: job.tmp_dir.clone(),
-        all_records: false,
         quiet: true,
         strict: true,
         post_append: true,
-        verify_digests: false,
         cdxj: custom,
-        dir_root: None,
-        no_mmap: false,
-        surt: crate::surt::Options::default(),
-        mementomap: None,
-        stats: None,
-        digests: None,
-        table: None,
+        ..super::index::IndexJob::new(job.warcs.clone(), Some(lines.clone()))
     };
     let code = super::index::run(&index, None)?;
     if code != std::process::ExitCode::SUCCESS {
@@ -116,8 +173,10 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let file = tempfile::NamedTempFile::new_in(&dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    let file = tempfile::NamedTempFile::new_in(&dir).map_err(|cause| Error::Write {
+        what: format!("in {}", dir.display()),
+        cause,
+    })?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 20, file));
     let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     let deflated =
@@ -128,14 +187,17 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
                    path: &str,
                    opts: SimpleFileOptions,
                    rdr: &mut dyn Read|
-     -> anyhow::Result<()> {
+     -> Result<(), Error> {
         zip.start_file(path, opts)?;
         let mut hashing = HashingWriter {
             inner: &mut *zip,
             sha: <sha2::Sha256 as sha2::Digest>::new(),
             bytes: 0,
         };
-        io::copy(rdr, &mut hashing).with_context(|| format!("cannot write {path}"))?;
+        io::copy(rdr, &mut hashing).map_err(|cause| Error::Write {
+            what: path.to_string(),
+            cause,
+        })?;
         let hex = crate::wacz::hex(&sha2::Digest::finalize(hashing.sha));
         resources.push((path.to_string(), hex, hashing.bytes));
         Ok(())
@@ -147,7 +209,10 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
     for w in &job.warcs {
         let name = w.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = format!("archive/{}", name.unwrap_or_default());
-        let mut f = File::open(w).with_context(|| format!("cannot open {}", w.display()))?;
+        let mut f = File::open(w).map_err(|cause| Error::Open {
+            path: w.clone(),
+            cause,
+        })?;
         let big = f
             .metadata()
             .map_or(true, |m| m.len() >= u64::from(u32::MAX));
@@ -187,7 +252,8 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
         "software".into(),
         format!("ukvs {}", env!("CARGO_PKG_VERSION")).into(),
     );
-    let dp = serde_json::to_string_pretty(&serde_json::Value::Object(package))?;
+    let dp = serde_json::to_string_pretty(&serde_json::Value::Object(package))
+        .map_err(io::Error::from)?;
     zip.start_file("datapackage.json", deflated)?;
     zip.write_all(dp.as_bytes())?;
     let digest = serde_json::json!({
@@ -195,14 +261,17 @@ pub fn create(job: &CreateJob) -> anyhow::Result<std::process::ExitCode> {
         "hash": format!("sha256:{}", crate::wacz::hex(&<sha2::Sha256 as sha2::Digest>::digest(dp.as_bytes()))),
     });
     zip.start_file("datapackage-digest.json", deflated)?;
-    zip.write_all(serde_json::to_string_pretty(&digest)?.as_bytes())?;
-    let file = zip
-        .finish()?
-        .into_inner()
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", target.display(), e.error()))?;
+    let digest = serde_json::to_string_pretty(&digest).map_err(io::Error::from)?;
+    zip.write_all(digest.as_bytes())?;
+    let file = zip.finish()?.into_inner().map_err(|e| Error::Write {
+        what: target.display().to_string(),
+        cause: e.into_error(),
+    })?;
     file.as_file().sync_all().ok();
-    file.persist(target)
-        .with_context(|| format!("cannot write {}", target.display()))?;
+    file.persist(target).map_err(|e| Error::Write {
+        what: target.display().to_string(),
+        cause: e.error,
+    })?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
@@ -244,4 +313,59 @@ fn created_now() -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(warcs: Vec<PathBuf>, output: PathBuf) -> CreateJob {
+        CreateJob {
+            warcs,
+            output,
+            title: None,
+            threads: 1,
+            mem: 1 << 20,
+            tmp_dir: None,
+        }
+    }
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("p.wacz");
+        let absent = dir.path().join("absent.warc.gz");
+        let err = create(&job(vec![absent.clone()], out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: not a file (a package is made of WARC files)",
+                absent.display()
+            )
+        );
+        let a = dir.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        let twice = vec![a.join("x.warc"), dir.path().join("x.warc")];
+        for w in &twice {
+            std::fs::write(w, b"").unwrap();
+        }
+        let err = create(&job(twice, out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert!(
+            err.to_string().starts_with("two WARCs are named x.warc"),
+            "{err}"
+        );
+        let err = create(&job(vec![a.clone()], out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        // A tmp dir that is not there.
+        let tmp = CreateJob {
+            tmp_dir: Some(dir.path().join("no/such/dir")),
+            ..job(vec![dir.path().join("x.warc")], out.clone())
+        };
+        let err = create(&tmp).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing);
+        assert_eq!(err.to_string(), "cannot make a temporary directory");
+        assert!(!out.exists());
+    }
 }

@@ -1,14 +1,66 @@
 //! ZipNum cluster jobs: `ukvs zipnum build`.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::bail;
-
+use super::error::Kind;
 use super::fs::{input_name, open_input};
 use super::output::{Output, OutputDir};
 use crate::sorted::lines::is_header;
 use crate::sorted::zipnum::{Block, BlockWriter};
+
+/// Why a cluster was not built (no cluster is then left behind).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The sorted index cannot be opened, read or decompressed (the
+    /// line and byte are named where known).
+    #[error(transparent)]
+    Input(#[from] super::fs::Error),
+    /// The index is not sorted: sort it first (`ukvs sort`).
+    #[error(
+        "{name}: line {line} is out of order ({key:?} sorts before the line above it); sort it \
+         first (`ukvs sort`)"
+    )]
+    OutOfOrder {
+        name: String,
+        line: u64,
+        key: String,
+    },
+    /// The gzip level is not 0-9.
+    #[error("--level must be 0-9")]
+    Level,
+    /// Several shards need the input read twice, which stdin cannot be.
+    #[error("--shards > 1 reads the input twice; give a file, not stdin")]
+    ShardsOfStdin,
+    /// A WACZ index has one data file.
+    #[error("a WACZ index is one data file: drop --shards")]
+    WaczShards,
+    /// The cluster's files cannot be created, written or put in place.
+    #[error(transparent)]
+    Output(#[from] io::Error),
+}
+
+impl Error {
+    /// What kind of failure this is, for a front end to answer.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::OutOfOrder { .. } => Kind::BadInput,
+            Error::Level | Error::ShardsOfStdin | Error::WaczShards => Kind::Usage,
+            Error::Output(e) => Kind::of_io(e),
+        }
+    }
+
+    /// The I/O error the cluster's files failed with, if that is what
+    /// failed.
+    pub fn output_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Output(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// How a cluster's files are named.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,20 +122,21 @@ pub struct BuildJob {
 /// Data lines (headers skipped) of the input, checked to ascend.
 fn for_each_line(
     input: &std::path::Path,
-    mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
-) -> anyhow::Result<u64> {
+    mut f: impl FnMut(&[u8]) -> Result<(), Error>,
+) -> Result<u64, Error> {
     let name = input_name(input);
     let mut prev = Vec::new();
     let (mut count, mut at_top) = (0u64, true);
-    super::fs::for_each_line::<anyhow::Error>(&name, open_input(input)?, |line, no| {
+    super::fs::for_each_line::<Error>(&name, open_input(input)?, |line, no| {
         if at_top && is_header(line) {
             return Ok(true);
         }
         if !at_top && line < prev.as_slice() {
-            bail!(
-                "{name}: line {no} is out of order ({:?} sorts before the line above it); sort it first (`ukvs sort`)",
-                String::from_utf8_lossy(line)
-            );
+            return Err(Error::OutOfOrder {
+                name: name.clone(),
+                line: no,
+                key: String::from_utf8_lossy(line).into_owned(),
+            });
         }
         at_top = false;
         f(line)?;
@@ -96,9 +149,9 @@ fn for_each_line(
 }
 
 /// Cuts a sorted index into a cluster (see [`BuildJob`]).
-pub fn build(args: &BuildJob) -> anyhow::Result<()> {
+pub fn build(args: &BuildJob) -> Result<(), Error> {
     if args.level > 9 {
-        bail!("--level must be 0-9");
+        return Err(Error::Level);
     }
     if args.layout == Layout::Wacz {
         return build_wacz(args);
@@ -109,7 +162,7 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
     let dir = OutputDir::create(&args.output, is_cluster_file)?;
     let blocks_per_shard = if shards > 1 {
         if args.input == std::path::Path::new("-") {
-            bail!("--shards > 1 reads the input twice; give a file, not stdin");
+            return Err(Error::ShardsOfStdin);
         }
         let lines = for_each_line(&args.input, |_| Ok(()))?;
         let blocks = lines.div_ceil(lpb as u64);
@@ -131,7 +184,7 @@ pub fn build(args: &BuildJob) -> anyhow::Result<()> {
     let mut in_shard = 0u64;
     let mut writer = BlockWriter::new(lpb, args.level);
 
-    let mut emit = |block: crate::sorted::zipnum::FinishedBlock| -> anyhow::Result<()> {
+    let mut emit = |block: crate::sorted::zipnum::FinishedBlock| -> Result<(), Error> {
         if in_shard == blocks_per_shard {
             let next = shard_file(shard_no + 1)?;
             let full = std::mem::replace(&mut shard, next);
@@ -203,9 +256,9 @@ fn is_cluster_file(name: &str) -> bool {
 /// 1024), each line with its LF, gzipped by zlib at `level` (py-wacz: 6),
 /// a line repeated right after itself written once (py-wacz's sort drops
 /// such repeats), and the blocks' SHA-256 in the `.idx`. One shard only.
-pub fn build_wacz(args: &BuildJob) -> anyhow::Result<()> {
+pub fn build_wacz(args: &BuildJob) -> Result<(), Error> {
     if args.shards > 1 {
-        bail!("a WACZ index is one data file: drop --shards");
+        return Err(Error::WaczShards);
     }
     let dir = OutputDir::create(&args.output, |n| n == "index.idx" || n == "index.cdx.gz")?;
     let idx = dir.file("index.idx")?;
@@ -231,4 +284,82 @@ pub fn build_wacz(args: &BuildJob) -> anyhow::Result<()> {
     idx.commit()?;
     dir.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::error::fixtures::cut_gzip_index;
+
+    fn job(input: PathBuf, output: PathBuf) -> BuildJob {
+        BuildJob {
+            input,
+            output,
+            lines_per_block: 100,
+            shards: 1,
+            level: 6,
+            layout: Layout::Pywb,
+        }
+    }
+
+    #[test]
+    fn errors_say_their_kind_and_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("cluster");
+        let absent = dir.path().join("absent.cdxj");
+        let err = build(&job(absent.clone(), out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Missing, "{err:?}");
+        assert!(
+            err.to_string().contains(&*absent.to_string_lossy()),
+            "{err}"
+        );
+
+        let cut = cut_gzip_index(dir.path());
+        let err = build(&job(cut.clone(), out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::Damaged, "{err:?}");
+        let named = format!("cannot read {} after line ", cut.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+
+        let unsorted = dir.path().join("unsorted.cdxj");
+        std::fs::write(&unsorted, "b 2020\na 2020\n").unwrap();
+        let err = build(&job(unsorted.clone(), out.clone())).unwrap_err();
+        assert_eq!(err.kind(), Kind::BadInput);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: line 2 is out of order (\"a 2020\" sorts before the line above it); sort \
+                 it first (`ukvs sort`)",
+                unsorted.display()
+            )
+        );
+        assert!(!out.exists(), "no cluster is left behind");
+
+        let sorted = dir.path().join("sorted.cdxj");
+        std::fs::write(&sorted, "a 2020\nb 2020\n").unwrap();
+        let level = BuildJob {
+            level: 10,
+            ..job(sorted.clone(), out.clone())
+        };
+        let err = build(&level).unwrap_err();
+        assert_eq!(err.kind(), Kind::Usage);
+        assert_eq!(err.to_string(), "--level must be 0-9");
+        let stdin = BuildJob {
+            shards: 2,
+            ..job("-".into(), out.clone())
+        };
+        let err = build(&stdin).unwrap_err();
+        assert_eq!(err.kind(), Kind::Usage);
+        assert!(err
+            .to_string()
+            .starts_with("--shards > 1 reads the input twice"));
+        let wacz = BuildJob {
+            shards: 2,
+            layout: Layout::Wacz,
+            ..job(sorted.clone(), out.clone())
+        };
+        assert_eq!(build(&wacz).unwrap_err().kind(), Kind::Usage);
+        // The same input builds.
+        build(&job(sorted, out.clone())).unwrap();
+        assert!(out.join("index.idx").is_file());
+    }
 }

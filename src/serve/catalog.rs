@@ -160,7 +160,10 @@ impl Coll {
 /// A collection searched by URL for the originals of revisits: its bases
 /// and its delta, less what the delta deleted.
 impl ukvs::engine::digests::ByKey for Coll {
-    fn key_lines(&self, range: &ukvs::sorted::KeyRange) -> anyhow::Result<Vec<Vec<u8>>> {
+    fn key_lines(
+        &self,
+        range: &ukvs::sorted::KeyRange,
+    ) -> Result<Vec<Vec<u8>>, ukvs::engine::digests::Error> {
         self.merged().key_lines(range)
     }
 }

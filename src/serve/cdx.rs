@@ -66,39 +66,16 @@ impl Failed for ukvs::engine::merged::Error {
     }
 }
 
-impl Failed for ukvs::engine::lookup::Error {
+impl Failed for ukvs::engine::digests::Error {
     fn failure(&self) -> Kind {
         self.kind()
     }
 }
 
-/// A job that still reports with `anyhow` (a digest lookup): the first
-/// engine error found in its chain, by type.
-impl Failed for anyhow::Error {
+impl Failed for ukvs::engine::lookup::Error {
     fn failure(&self) -> Kind {
-        self.chain().find_map(kind_of_cause).unwrap_or(Kind::Io)
+        self.kind()
     }
-}
-
-/// The kind of one cause of a chain, when its type is the engine's.
-fn kind_of_cause(cause: &(dyn std::error::Error + 'static)) -> Option<Kind> {
-    use ukvs::engine::{fs, lookup, merged};
-    if let Some(e) = cause.downcast_ref::<merged::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = cause.downcast_ref::<lookup::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = cause.downcast_ref::<fs::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = cause.downcast_ref::<ukvs::sorted::Error>() {
-        return Some(Kind::of_sorted(e));
-    }
-    // An io::Error forwards `source()` past what it holds: look in.
-    let e = cause.downcast_ref::<std::io::Error>()?;
-    let inner = e.get_ref().and_then(|i| kind_of_cause(i));
-    Some(inner.unwrap_or(Kind::of_io(e)))
 }
 
 impl ApiError {

@@ -72,6 +72,22 @@ fn range_server(root: &Path, log: &Path, extra: &[&str], test: &str) -> Option<R
     s
 }
 
+/// `n` sorted lines (from `seed`) built into both cluster layouts under
+/// `dir` (`lines_per_block` a block), and a range server over them
+/// logging to `dir/log`; `None` (the test skipped) without python3.
+fn served_clusters(
+    dir: &Path,
+    n: usize,
+    seed: u64,
+    lines_per_block: usize,
+    test: &str,
+) -> Option<(Vec<String>, PathBuf, RangeServer)> {
+    let lines = sorted_lines(n, seed);
+    let root = clusters(dir, &lines, lines_per_block);
+    let srv = range_server(&root, &dir.join("log"), &[], test)?;
+    Some((lines, root, srv))
+}
+
 /// Sorted CDXJ lines: a few hundred hosts, repeated keys across block
 /// boundaries.
 fn sorted_lines(n: usize, seed: u64) -> Vec<String> {
@@ -237,10 +253,8 @@ fn mementomap(inputs: &str, args: &[&str]) -> String {
 #[test]
 fn remote_http_clusters_answer_as_local_ones() {
     let tmp = tempfile::tempdir().unwrap();
-    let lines = sorted_lines(3000, 7);
-    let root = clusters(tmp.path(), &lines, 40);
     let test = "remote_http_clusters_answer_as_local_ones";
-    let Some(srv) = range_server(&root, &tmp.path().join("log"), &[], test) else {
+    let Some((lines, root, srv)) = served_clusters(tmp.path(), 3000, 7, 40, test) else {
         return;
     };
     for layout in ["pywb", "cc"] {
@@ -270,10 +284,8 @@ fn remote_http_clusters_answer_as_local_ones() {
 #[test]
 fn remote_mementomap_generate_is_the_local_clusters_map() {
     let tmp = tempfile::tempdir().unwrap();
-    let lines = sorted_lines(3000, 23);
-    let root = clusters(tmp.path(), &lines, 40);
     let test = "remote_mementomap_generate_is_the_local_clusters_map";
-    let Some(srv) = range_server(&root, &tmp.path().join("log"), &[], test) else {
+    let Some((lines, root, srv)) = served_clusters(tmp.path(), 3000, 23, 40, test) else {
         return;
     };
     let plain = tmp.path().join("in.cdxj");
@@ -353,10 +365,8 @@ fn keys_inside_blocks(lines: &[String], lines_per_block: usize) -> Vec<String> {
 #[test]
 fn remote_exact_lookup_is_one_ranged_get_with_the_idx_local() {
     let tmp = tempfile::tempdir().unwrap();
-    let lines = sorted_lines(3000, 11);
-    let root = clusters(tmp.path(), &lines, 40);
     let test = "remote_exact_lookup_is_one_ranged_get_with_the_idx_local";
-    let Some(srv) = range_server(&root, &tmp.path().join("log"), &[], test) else {
+    let Some((lines, root, srv)) = served_clusters(tmp.path(), 3000, 11, 40, test) else {
         return;
     };
     // The idx local, a .loc pointing at the shards on the server; each
@@ -480,10 +490,8 @@ fn remote_http_failures_are_retried_and_refusals_named() {
 #[test]
 fn remote_clusters_serve_as_local_ones() {
     let tmp = tempfile::tempdir().unwrap();
-    let lines = sorted_lines(3000, 17);
-    let root = clusters(tmp.path(), &lines, 30);
     let test = "remote_clusters_serve_as_local_ones";
-    let Some(srv) = range_server(&root, &tmp.path().join("log"), &[], test) else {
+    let Some((lines, root, srv)) = served_clusters(tmp.path(), 3000, 17, 30, test) else {
         return;
     };
     let Some(refusing) = range_server(

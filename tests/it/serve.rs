@@ -627,23 +627,11 @@ for (f, off), hexed in out.items():
 "#;
     let warcs = data_dir().join("warc");
     let samples = data_dir().join("../../samples");
-    let o = Command::new("python3")
-        .args(["-c", script, index])
-        .arg(&warcs)
-        .arg(&samples)
-        .output()
-        .expect("run warcio");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut map = std::collections::HashMap::new();
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let mut p = line.split(' ');
-        let (f, off, hexed) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap_or(""));
-        let bytes = (0..hexed.len() / 2)
-            .map(|i| u8::from_str_radix(&hexed[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        map.insert((f.to_string(), off.to_string()), bytes);
-    }
-    map
+    let args = [index.as_ref(), warcs.as_os_str(), samples.as_os_str()];
+    util::warcio_payload_lines(script, &args)
+        .into_iter()
+        .map(|(f, off, bytes)| ((f, off), bytes))
+        .collect()
 }
 
 /// Sends raw bytes and reads the answer's status (0 when the connection

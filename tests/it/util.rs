@@ -84,6 +84,32 @@ pub fn has_python_module(module: &str, test: &str) -> bool {
     ok
 }
 
+/// Runs a Python script that prints `FILE OFFSET HEX` a record (the
+/// payloads warcio reads), and gives each record's bytes by file and
+/// offset as the script printed them.
+pub fn warcio_payload_lines(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> Vec<(String, String, Vec<u8>)> {
+    let o = std::process::Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .output()
+        .expect("run warcio");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|line| {
+            let mut p = line.split(' ');
+            let (f, off, hexed) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap_or(""));
+            let bytes = (0..hexed.len() / 2)
+                .map(|i| u8::from_str_radix(&hexed[2 * i..2 * i + 2], 16).unwrap())
+                .collect();
+            (f.to_string(), off.to_string(), bytes)
+        })
+        .collect()
+}
+
 /// A port free on loopback now (another process could take it before use).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

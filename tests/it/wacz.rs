@@ -834,23 +834,10 @@ for line in open(sys.argv[1], encoding='utf-8'):
                 print(f, off, r.content_stream().read().hex())
             break
 "#;
-    let o = Command::new("python3")
-        .args(["-c", script])
-        .arg(index)
-        .arg(dir)
-        .output()
-        .expect("run warcio");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut map = std::collections::HashMap::new();
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let mut p = line.split(' ');
-        let (f, off, hexed) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap_or(""));
-        let bytes = (0..hexed.len() / 2)
-            .map(|i| u8::from_str_radix(&hexed[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        map.insert((f.to_string(), off.parse().unwrap()), bytes);
-    }
-    map
+    util::warcio_payload_lines(script, &[index.as_os_str(), dir.as_os_str()])
+        .into_iter()
+        .map(|(f, off, bytes)| ((f, off.parse().unwrap()), bytes))
+        .collect()
 }
 
 /// A gzipped WARC (written by warcio) of 60 captures of distinct URLs:
