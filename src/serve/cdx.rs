@@ -80,8 +80,9 @@ impl Failed for ukvs::engine::lookup::Error {
 
 impl ApiError {
     /// The answer to an engine error: 502 for a remote store's failure,
-    /// else 500 (the server's own index; the client's mistakes are
-    /// answered 400 before the engine is asked). `alternate` gives the
+    /// 400 for options the engine refuses (the client's mistakes are
+    /// mostly answered 400 before the engine is asked), else 500 (the
+    /// server's own index). `alternate` gives the
     /// whole chain of an `anyhow` error (`{:#}`).
     pub(super) fn failed(e: &impl Failed, alternate: bool) -> ApiError {
         let msg = match alternate {
@@ -90,6 +91,7 @@ impl ApiError {
         };
         match e.failure() {
             Kind::Remote => ApiError::Upstream(msg),
+            Kind::Usage => ApiError::Bad(msg),
             _ => ApiError::Internal(msg),
         }
     }
