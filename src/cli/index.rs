@@ -10,7 +10,7 @@ use ukvs::capture::fields::{Custom, Records, Shape};
 use ukvs::capture::Profile;
 use ukvs::engine::digests::DigestOutput;
 use ukvs::engine::index::{self as job, IndexJob, StatsOutput};
-use ukvs::engine::mementomap::{GenerateJob, Layout, MapOutput, Rollup};
+use ukvs::engine::mementomap::GenerateJob;
 use ukvs::engine::progress::Progress;
 use ukvs::engine::stats::ReportFormat;
 
@@ -237,24 +237,11 @@ fn cdxj_options(args: &Args) -> anyhow::Result<Option<Arc<Custom>>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cdxj = cdxj_options(&args)?;
     let index_name = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let mementomap = args.mementomap.as_ref().map(|map| GenerateJob {
-        inputs: vec![index_name.clone()],
-        out: MapOutput {
-            output: map.clone(),
-            id: None,
-            name: None,
-            source: Vec::new(),
-            tmp_dir: args.tmp_dir.clone(),
-            quiet: true,
-        },
-        rollup: Rollup::default(),
-        keep_query: false,
-        by: Vec::new(),
-        exclude: None,
-        strict: false,
-        threads: 1,
-        no_mmap: args.no_mmap,
-        layout: Layout::Oslj,
+    let mementomap = args.mementomap.as_ref().map(|map| {
+        let mut job = GenerateJob::new(vec![index_name.clone()], map.clone());
+        job.out.tmp_dir = args.tmp_dir.clone();
+        job.no_mmap = args.no_mmap;
+        job
     });
     let stats = args.stats.as_ref().map(|path| StatsOutput {
         path: path.clone(),

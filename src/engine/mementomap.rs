@@ -280,6 +280,32 @@ pub struct GenerateJob {
     pub layout: Layout,
 }
 
+impl GenerateJob {
+    /// The map of `inputs` written to `output` as the reference writes
+    /// it: no rollup, decomposition or exclusions, one thread, quiet.
+    pub fn new(inputs: Vec<PathBuf>, output: PathBuf) -> GenerateJob {
+        GenerateJob {
+            inputs,
+            out: MapOutput {
+                output,
+                id: None,
+                name: None,
+                source: Vec::new(),
+                tmp_dir: None,
+                quiet: true,
+            },
+            rollup: Rollup::default(),
+            keep_query: false,
+            by: Vec::new(),
+            exclude: None,
+            strict: false,
+            threads: 1,
+            no_mmap: false,
+            layout: Layout::Oslj,
+        }
+    }
+}
+
 /// The two organisations of the spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -1977,25 +2003,7 @@ mod tests {
     use crate::engine::error::fixtures::cut_gzip_index;
 
     fn job(inputs: Vec<PathBuf>, output: PathBuf) -> GenerateJob {
-        GenerateJob {
-            inputs,
-            out: MapOutput {
-                output,
-                id: None,
-                name: None,
-                source: Vec::new(),
-                tmp_dir: None,
-                quiet: true,
-            },
-            rollup: Rollup::default(),
-            keep_query: false,
-            by: Vec::new(),
-            exclude: None,
-            strict: false,
-            threads: 1,
-            no_mmap: false,
-            layout: Layout::Oslj,
-        }
+        GenerateJob::new(inputs, output)
     }
 
     #[test]

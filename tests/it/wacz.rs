@@ -895,19 +895,33 @@ fn get_range(url: &str, range: &str) -> (u16, String, Vec<u8>) {
     (res.status().as_u16(), cr, body)
 }
 
-#[test]
-fn serve_gives_a_packages_warc_bytes_by_range() {
-    let test = "serve_gives_a_packages_warc_bytes_by_range";
+/// A package py-wacz made of the fixture WARCs, served as `w`: its
+/// directory, the extracted `example.warc.gz` to compare with, the server
+/// and the URL of that WARC's `/w/archive/` entry. None (and SKIPPED said)
+/// without py-wacz.
+fn served_package_warc(
+    test: &str,
+) -> Option<(tempfile::TempDir, std::path::PathBuf, Server, String)> {
     let tmp = tempfile::tempdir().unwrap();
     let package = tmp.path().join("p.wacz");
     if !py_wacz_create(&package, &fixture_warcs(), test) {
-        return;
+        return None;
     }
     let warc = tmp.path().join("x/archive/example.warc.gz");
     extract_archives(&package, &tmp.path().join("x"));
-    let whole = std::fs::read(&warc).unwrap();
     let ours = Server::start(&["--quiet".into(), format!("w={}", package.display())]);
     let url = format!("http://{}/w/archive/example.warc.gz", ours.addr);
+    Some((tmp, warc, ours, url))
+}
+
+#[test]
+fn serve_gives_a_packages_warc_bytes_by_range() {
+    let Some((_tmp, warc, ours, url)) =
+        served_package_warc("serve_gives_a_packages_warc_bytes_by_range")
+    else {
+        return;
+    };
+    let whole = std::fs::read(&warc).unwrap();
     let n = whole.len();
     assert_eq!(get(&agent(), &url).2, whole, "no Range: the whole entry");
     let (status, cr, body) = get_range(&url, "bytes=100-299");
@@ -965,17 +979,12 @@ fn head(url: &str, range: Option<&str>, names: &[&str]) -> (u16, Vec<String>) {
 /// a range past the end, 404 for a name no package holds.
 #[test]
 fn serve_answers_head_of_a_packages_warc_as_its_get() {
-    let test = "serve_answers_head_of_a_packages_warc_as_its_get";
-    let tmp = tempfile::tempdir().unwrap();
-    let package = tmp.path().join("p.wacz");
-    if !py_wacz_create(&package, &fixture_warcs(), test) {
+    let Some((_tmp, warc, ours, url)) =
+        served_package_warc("serve_answers_head_of_a_packages_warc_as_its_get")
+    else {
         return;
-    }
-    let warc = tmp.path().join("x/archive/example.warc.gz");
-    extract_archives(&package, &tmp.path().join("x"));
+    };
     let n = std::fs::metadata(&warc).unwrap().len();
-    let ours = Server::start(&["--quiet".into(), format!("w={}", package.display())]);
-    let url = format!("http://{}/w/archive/example.warc.gz", ours.addr);
     let names = ["content-length", "content-range", "accept-ranges"];
     let (status, got) = head(&url, None, &names);
     assert_eq!(
