@@ -70,6 +70,26 @@ pub enum Head {
     Fail(u16, String, Vec<u8>),
 }
 
+impl Head {
+    /// The whole response this head starts, with `body` (a failure has
+    /// its own).
+    fn whole(self, body: Vec<u8>) -> Response {
+        match self {
+            Head::Fail(status, content_type, own) => whole(status, &content_type, own, &[]),
+            Head::Ok {
+                content_type,
+                headers,
+            } => {
+                let headers: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                whole(200, &content_type, body, &headers)
+            }
+        }
+    }
+}
+
 /// What the blocking thread sends first: the head of a streamed
 /// answer (its chunks follow on the channel), or a whole answer.
 enum Start {
@@ -185,20 +205,11 @@ impl Sink {
         if self.gone {
             return None;
         }
-        Some(match head {
-            Some(Head::Fail(status, content_type, body)) => whole(status, &content_type, body, &[]),
-            Some(Head::Ok {
-                content_type,
-                headers,
-            }) => {
-                let headers: Vec<(&str, &str)> = headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                whole(200, &content_type, self.buf, &headers)
-            }
-            None => whole(200, "text/plain", self.buf, &[]),
-        })
+        let head = head.unwrap_or(Head::Ok {
+            content_type: "text/plain".into(),
+            headers: Vec::new(),
+        });
+        Some(head.whole(self.buf))
     }
 }
 
@@ -255,23 +266,11 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
         }
     };
     let head = match start {
-        Start::Whole(
-            Head::Ok {
-                content_type,
-                headers,
-            },
-            body,
-        ) => {
-            let headers: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            return whole(200, &content_type, body, &headers);
-        }
-        Start::Whole(head, _) | Start::Head(head) => head,
+        Start::Whole(head, body) => return head.whole(body),
+        Start::Head(head) => head,
     };
     match head {
-        Head::Fail(status, content_type, body) => whole(status, &content_type, body, &[]),
+        fail @ Head::Fail(..) => fail.whole(Vec::new()),
         Head::Ok {
             content_type,
             headers,
