@@ -345,7 +345,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, 
     let mut input_errors = Vec::new();
     let mut names = std::collections::HashMap::new();
     let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors)?;
-    let (paths, members) = open_packages(paths, &mut input_errors);
+    let (paths, members) = open_packages(paths, &names, &mut input_errors);
     if job.verify_digests {
         verify_packages(&paths, &members, &mut input_errors);
     }
@@ -411,6 +411,7 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, 
                     .enumerate()
                     .for_each_with(tx, |tx, (i, path)| {
                         if !abort_ref.load(Ordering::Relaxed) {
+                            let known = names_ref.get(path);
                             let job = Job {
                                 file: i,
                                 post_append,
@@ -419,13 +420,14 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, 
                                 dir_root,
                                 path,
                                 member: members[i].as_ref(),
-                                name: names_ref.get(path).map(|k| k.name.as_slice()),
-                                seed: names_ref.get(path).and_then(|k| k.seed),
+                                name: known.map(|k| k.name.as_slice()),
+                                seed: known.and_then(|k| k.seed),
                                 opts: opts_ref,
                                 abort: abort_ref,
                                 pb,
                             };
-                            index_file(&job, no_mmap, tx);
+                            let opened = known.and_then(Known::take_opened);
+                            index_file(&job, opened, no_mmap, tx);
                         }
                     });
             });
@@ -488,6 +490,7 @@ fn collect_inputs(
     errors: &mut Vec<Error>,
 ) -> Result<Vec<PathBuf>, Error> {
     let mut paths = Vec::new();
+    let mut handles = Held::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             let mut stdin = io::stdin().lock();
@@ -504,11 +507,11 @@ fn collect_inputs(
                 let line = line.map_err(Error::Stdin)?;
                 let line = line.trim_end_matches('\r');
                 if !line.is_empty() {
-                    add_input(Path::new(line), &mut paths, names, errors);
+                    add_input(Path::new(line), &mut paths, names, errors, &mut handles);
                 }
             }
         } else {
-            add_input(input, &mut paths, names, errors);
+            add_input(input, &mut paths, names, errors, &mut handles);
         }
     }
     Ok(paths)
@@ -524,13 +527,79 @@ struct Known {
     /// Its format, when the walk read its first bytes to tell it (the
     /// indexing then reads the file once, and does not tell it again).
     seed: Option<seeds::Seed>,
+    /// The handle the walk told the format from, for the worker that
+    /// indexes the file: it reads the file from there (from its start)
+    /// rather than opening it again. `None` past the walk's budget of
+    /// held handles (`Held`), or for a file the walk did not open.
+    opened: std::sync::Mutex<Option<File>>,
+    /// Whether its first bytes, as the walk read them, are a ZIP's: the
+    /// package check does not open it again.
+    zip: bool,
 }
 
-fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &mut Vec<Error>) {
+impl Known {
+    /// A file the walk told by `first`, its first bytes.
+    fn told(name: Vec<u8>, seed: seeds::Seed, first: &[u8], opened: Option<File>) -> Known {
+        Known {
+            name,
+            seed: Some(seed),
+            opened: std::sync::Mutex::new(opened),
+            zip: first.starts_with(ZIP_MAGIC),
+        }
+    }
+
+    /// A file named on the command line: read only by its worker.
+    fn named(name: Vec<u8>) -> Known {
+        Known {
+            name,
+            seed: None,
+            opened: std::sync::Mutex::new(None),
+            zip: false,
+        }
+    }
+
+    /// The walk's handle, once: the worker that takes it closes it when
+    /// the file is indexed.
+    fn take_opened(&self) -> Option<File> {
+        self.opened.lock().ok().and_then(|mut f| f.take())
+    }
+}
+
+/// How many handles the walk may keep open for the workers: the seed
+/// files of a tree are all told before the first is indexed, so each
+/// held handle stays open until its worker reads it. A quarter of the
+/// process's limit on open files leaves the rest to the workers, the
+/// sort's spill files and the output; past it, a file is closed after
+/// its first bytes are read and its worker opens it again.
+struct Held {
+    left: usize,
+}
+
+impl Held {
+    fn new() -> Held {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        let left = limit.map_or(1 << 16, |n| usize::try_from(n / 4).unwrap_or(1 << 16));
+        Held { left }
+    }
+
+    /// `f`, when the budget allows one more handle kept open.
+    fn keep(&mut self, f: File) -> Option<File> {
+        self.left = self.left.checked_sub(1)?;
+        Some(f)
+    }
+}
+
+fn add_input(
+    path: &Path,
+    paths: &mut Vec<PathBuf>,
+    names: &mut Names,
+    errors: &mut Vec<Error>,
+    held: &mut Held,
+) {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
             let before = paths.len();
-            walk_dir(path, path, paths, names, errors);
+            walk_dir(path, path, paths, names, errors, held);
             if paths.len() == before {
                 crate::report!(
                     "ukvs index: warning: {}: no ARC or WARC files (*.arc, *.arc.gz, *.warc, \
@@ -548,7 +617,7 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
                 let data = seeds::nedlib_data_path(path);
                 if let Some(n) = data.file_name() {
                     let name = os_bytes(n);
-                    names.insert(path.to_path_buf(), Known { name, seed: None });
+                    names.insert(path.to_path_buf(), Known::named(name));
                 }
             }
             paths.push(path.to_path_buf())
@@ -567,12 +636,14 @@ fn add_input(path: &Path, paths: &mut Vec<PathBuf>, names: &mut Names, errors: &
 /// run goes on); one that holds no WARC is only told.
 fn open_packages(
     paths: Vec<PathBuf>,
+    names: &Names,
     errors: &mut Vec<Error>,
 ) -> (Vec<PathBuf>, Vec<Option<crate::wacz::Entry>>) {
     let mut out = Vec::with_capacity(paths.len());
     let mut members = Vec::with_capacity(paths.len());
     for path in paths {
-        if !is_package(&path) {
+        let told = names.get(&path).filter(|k| k.seed.is_some());
+        if !is_package(&path, told.map(|k| k.zip)) {
             out.push(path);
             members.push(None);
             continue;
@@ -634,13 +705,17 @@ fn verify_packages(
     }
 }
 
-/// Whether the file is a WACZ package: named `.wacz`, or a ZIP.
-fn is_package(path: &Path) -> bool {
+/// Whether the file is a WACZ package: named `.wacz`, or a ZIP (`zip`
+/// when the walk read its first bytes, else they are read here).
+fn is_package(path: &Path, zip: Option<bool>) -> bool {
     let named = path
         .file_name()
         .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".wacz"));
-    named || super::fs::is_package(path)
+    named || zip.unwrap_or_else(|| super::fs::is_package(path))
 }
+
+/// The first bytes of a ZIP file (`engine::fs::is_package`'s test).
+const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 
 /// How a file is named in messages: its path, or for a package's WARC,
 /// the package and the entry.
@@ -669,12 +744,19 @@ fn is_archive_name(name: &std::ffi::OsStr) -> bool {
 /// files (by their bytes) under `dir`, depth first, sorted by name at each
 /// level; symbolic links to directories are not followed. A Nedlib data
 /// file without its `.meta` file, or the reverse, is an error.
+///
+/// The files a name does not tell are opened here, once: what the walk
+/// decides from their first bytes (which files are inputs, the orphans
+/// of a Nedlib directory, a directory with nothing to index) is reported
+/// before any file is indexed, and the handle of a seed file goes to its
+/// worker in `names` (within `held`).
 fn walk_dir(
     root: &Path,
     dir: &Path,
     paths: &mut Vec<PathBuf>,
     names: &mut Names,
     errors: &mut Vec<Error>,
+    held: &mut Held,
 ) {
     let entries = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -701,7 +783,7 @@ fn walk_dir(
         let path = e.path();
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {
-            walk_dir(root, &path, paths, names, errors);
+            walk_dir(root, &path, paths, names, errors, held);
             continue;
         }
         if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
@@ -716,16 +798,20 @@ fn walk_dir(
             continue;
         }
         let mut first = Vec::with_capacity(seeds::SNIFF);
-        let read =
-            File::open(&path).and_then(|f| f.take(seeds::SNIFF as u64).read_to_end(&mut first));
-        if read.is_err() {
+        let Ok(f) = File::open(&path).and_then(|f| {
+            (&f).take(seeds::SNIFF as u64)
+                .read_to_end(&mut first)
+                .map(|_| f)
+        }) else {
             continue;
-        }
+        };
         let rel = |p: &Path| os_bytes(p.strip_prefix(root).unwrap_or(p).as_os_str());
-        let seed = seeds::sniff(&path, &first);
+        let Some(seed) = seeds::sniff(&path, &first) else {
+            continue;
+        };
         let named = match seed {
-            Some(seeds::Seed::Kulturarw3) => path.clone(),
-            Some(seeds::Seed::NedlibMeta) => {
+            seeds::Seed::Kulturarw3 => path.clone(),
+            seeds::Seed::NedlibMeta => {
                 nedlib_seen = true;
                 let data = seeds::nedlib_data_path(&path);
                 if !data.is_file() {
@@ -733,10 +819,9 @@ fn walk_dir(
                 }
                 data
             }
-            None => continue,
         };
         let name = rel(&named);
-        names.insert(path.clone(), Known { name, seed });
+        names.insert(path.clone(), Known::told(name, seed, &first, held.keep(f)));
         paths.push(path);
     }
     if nedlib_seen {
@@ -1251,14 +1336,22 @@ struct Job<'a> {
 
 /// Indexes one file, sending its lines, errors and summary to the writer.
 /// The file is mapped into memory unless `no_mmap` (or it cannot be: a
-/// pipe, an empty file), so that records are read in place.
-fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
+/// pipe, an empty file), so that records are read in place. `opened` is
+/// the walk's handle on the file when it kept one (a seed file): the file
+/// is read from it, not opened again.
+fn index_file(job: &Job, opened: Option<File>, no_mmap: bool, tx: &mut SyncSender<Msg>) {
     if let Some(entry) = job.member {
         return index_member(job, entry, no_mmap, tx);
     }
+    // The walk read the first bytes of the file it hands over.
+    let handed = opened.is_some();
+    let opened = match opened {
+        Some(f) => Ok(f),
+        None => File::open(job.path),
+    };
     // A file that cannot be mapped (a file system without mmap, or no
     // address space left for it) is read instead.
-    let opened = File::open(job.path).map(|f| {
+    let opened = opened.map(|f| {
         // A small file is read: mapping and unmapping it costs more than
         // copying it (trees of the seed formats hold one object per file).
         let small = f.metadata().is_ok_and(|m| m.len() < MAP_FROM);
@@ -1292,7 +1385,11 @@ fn index_file(job: &Job, no_mmap: bool, tx: &mut SyncSender<Msg>) {
             let len_at_open = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
             // The first bytes tell the format; they are read again.
             let mut first = Vec::new();
-            let got = (&mut f).take(SNIFF_BYTES).read_to_end(&mut first);
+            let got = match handed {
+                true => io::Seek::rewind(&mut f),
+                false => Ok(()),
+            }
+            .and_then(|()| (&mut f).take(SNIFF_BYTES).read_to_end(&mut first));
             let is_warc = warc::is_warc(&first) || named_warc(job.path);
             if let Some(seed) = got.as_ref().ok().and_then(|_| seed_of(&first)) {
                 let mut all = first;
@@ -2396,7 +2493,7 @@ mod tests {
         let package = dir.path().join("broken.wacz");
         std::fs::write(&package, b"PK\x03\x04 this is no zip archive").unwrap();
         let mut errors = Vec::new();
-        let (paths, _) = open_packages(vec![package.clone()], &mut errors);
+        let (paths, _) = open_packages(vec![package.clone()], &Names::new(), &mut errors);
         assert!(paths.is_empty());
         let [err] = &errors[..] else {
             panic!("{errors:?}")

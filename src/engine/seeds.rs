@@ -9,7 +9,9 @@
 //! with `NAME.meta` beside it. The input of a Nedlib object is its `.meta`
 //! file; its data file is read with it. In a tree, `filename` is the path
 //! relative to the input directory given (basenames repeat across days
-//! and hosts).
+//! and hosts). The index's walk tells a file by the bytes it read from
+//! the handle it then hands to the file's worker: the functions here take
+//! bytes, never paths to open.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@ mod digest;
 mod fold;
 mod fuzz;
 mod house;
+mod house_walk;
 mod index;
 mod kulturarw3;
 mod live;

@@ -12,7 +12,12 @@ use crate::util::{self, run};
 
 /// Runs a generator script of `scripts/` into `dir/out`; `None` (with a
 /// message) without python3.
-fn generate(test: &str, script: &str, dir: &Path, args: &[&str]) -> Option<std::path::PathBuf> {
+pub(crate) fn generate(
+    test: &str,
+    script: &str,
+    dir: &Path,
+    args: &[&str],
+) -> Option<std::path::PathBuf> {
     let out = dir.join("out");
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
