@@ -76,16 +76,9 @@ impl Error {
             Error::Write(_) => Kind::BadInput,
         }
     }
-
-    /// The I/O error the output failed with, if that is what failed (a
-    /// front end tells a closed pipe from it).
-    pub fn output_error(&self) -> Option<&io::Error> {
-        match self {
-            Error::Output(e) => Some(e),
-            _ => None,
-        }
-    }
 }
+
+super::error::output_variant!(Error);
 
 /// A writer's failure as the run's: its I/O error as the output's.
 fn write_err(e: crate::ukvs::Error) -> Error {

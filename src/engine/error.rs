@@ -25,8 +25,15 @@
 //! found and answered 400 before the engine is asked); the command line
 //! exits 2 on any of them. [`Kind::Usage`] is the jobs' own: options a
 //! front end let through that the job cannot take.
+//!
+//! What the jobs' enums would otherwise each write again is here too:
+//! [`OpenError`] (a file that cannot be opened, their `Open` variant),
+//! `output_variant!` (`output_error()`, the failure a closed pipe is told
+//! from) and `kind_of!` (the kind of a cause kept in a chain, by type).
 
+use std::fs::File;
 use std::io;
+use std::path::{Path, PathBuf};
 
 use super::remote;
 use crate::sorted;
@@ -108,6 +115,61 @@ impl Kind {
             }
         }
     }
+}
+
+/// `output_error()` for a job's error type whose `Output(io::Error)`
+/// variant is its output's failure (and only that one is): a front end
+/// tells a closed pipe (the reader went away, not an error) from it.
+macro_rules! output_variant {
+    ($ty:ident) => {
+        impl $ty {
+            /// The I/O error the output failed with, if that is what
+            /// failed (a front end tells a closed pipe from it).
+            pub fn output_error(&self) -> Option<&std::io::Error> {
+                match self {
+                    $ty::Output(e) => Some(e),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use output_variant;
+
+/// The kind of `e` when it is one of the job errors `types` (each with
+/// its `kind()`), for the causes kept in a chain; `None` when it is none
+/// of them.
+macro_rules! kind_of {
+    ($e:expr; $($t:ty),+ $(,)?) => {
+        None$(.or_else(|| $e.downcast_ref::<$t>().map(<$t>::kind)))+
+    };
+}
+pub(crate) use kind_of;
+
+/// A file a job cannot open, named: the `Open` variant of the jobs that
+/// open their inputs themselves (statistics, validation, MementoMaps,
+/// packages) holds it, so they share its message and its kind.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open {}", .path.display())]
+pub struct OpenError {
+    pub path: PathBuf,
+    #[source]
+    pub cause: io::Error,
+}
+
+impl OpenError {
+    /// What kind of failure this is: a missing file, or other I/O.
+    pub fn kind(&self) -> Kind {
+        Kind::of_io(&self.cause)
+    }
+}
+
+/// Opens `path` for reading; the error names it.
+pub fn open(path: &Path) -> Result<File, OpenError> {
+    File::open(path).map_err(|cause| OpenError {
+        path: path.to_path_buf(),
+        cause,
+    })
 }
 
 /// Inputs the jobs' tests share to check the kinds of their errors.

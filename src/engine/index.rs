@@ -175,25 +175,13 @@ impl Error {
 /// The kind of the first engine error in a chain (the outputs made
 /// beside the index that still report with `anyhow`), by type.
 fn kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Kind {
+    use super::{digests, fs, lookup, mementomap, stats, table};
     let mut cause = Some(e);
     while let Some(e) = cause {
-        if let Some(e) = e.downcast_ref::<super::stats::Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::fs::Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::digests::Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::table::Error>() {
-            return e.kind();
-        }
-        if let Some(e) = e.downcast_ref::<super::mementomap::Error>() {
-            return e.kind();
+        let job = super::error::kind_of!(e; stats::Error, lookup::Error, fs::Error,
+            digests::Error, table::Error, mementomap::Error);
+        if let Some(kind) = job {
+            return kind;
         }
         cause = e.source();
     }

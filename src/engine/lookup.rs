@@ -138,16 +138,9 @@ impl BatchError {
             }
         }
     }
-
-    /// The I/O error the answers' output failed with, if that is what
-    /// failed (a front end tells a closed pipe from it).
-    pub fn output_error(&self) -> Option<&io::Error> {
-        match self {
-            BatchError::Output(e) => Some(e),
-            _ => None,
-        }
-    }
 }
+
+super::error::output_variant!(BatchError);
 
 impl Error {
     /// What kind of failure this is, for a front end to answer.

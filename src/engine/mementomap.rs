@@ -50,12 +50,8 @@ use super::parts::{cuts_between_surts, for_each_part_line, shared_parts, PartInp
 #[non_exhaustive]
 pub enum Error {
     /// An input file cannot be opened.
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: std::path::PathBuf,
-        #[source]
-        cause: io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] super::error::OpenError),
     /// `--layout columns` with other than one `--by` dimension.
     #[error("--layout columns needs exactly one --by dimension")]
     Columns,
@@ -118,7 +114,7 @@ impl Error {
     /// What kind of failure this is, for a front end to answer.
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Open { cause, .. } => Kind::of_io(cause),
+            Error::Open(e) => e.kind(),
             Error::Columns | Error::NothingToEvaluate | Error::NoDatetime { .. } => Kind::Usage,
             Error::Quota { .. } => Kind::Usage,
             Error::Unfinished => Kind::Io,
@@ -142,14 +138,9 @@ impl From<anyhow::Error> for Error {
 /// module's, an input's, a source's, a map's format, a sorted file's,
 /// I/O.
 fn kind_of_cause(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
-    if let Some(e) = e.downcast_ref::<Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = e.downcast_ref::<super::fs::Error>() {
-        return Some(e.kind());
-    }
-    if let Some(e) = e.downcast_ref::<super::lookup::Error>() {
-        return Some(e.kind());
+    let job = super::error::kind_of!(e; Error, super::fs::Error, super::lookup::Error);
+    if job.is_some() {
+        return job;
     }
     if e.downcast_ref::<MapError>().is_some() {
         return Some(Kind::BadInput);
@@ -394,10 +385,7 @@ fn plain_input(p: &Path) -> anyhow::Result<Option<File>> {
     if is_stdin(p) {
         return Ok(None);
     }
-    let f = File::open(p).map_err(|cause| Error::Open {
-        path: p.to_path_buf(),
-        cause,
-    })?;
+    let f = super::error::open(p).map_err(Error::Open)?;
     let meta = f.metadata()?;
     if !meta.is_file() || meta.len() == 0 || index_content_of(p, &f)? != Content::Plain {
         return Ok(None);

@@ -76,16 +76,9 @@ impl Error {
             Error::Sorted(e) | Error::Stopped { cause: e, .. } => Kind::of_sorted(e),
         }
     }
-
-    /// The I/O error the output failed with, if that is what failed (a
-    /// front end tells a closed pipe from it).
-    pub fn output_error(&self) -> Option<&io::Error> {
-        match self {
-            Error::Output(e) => Some(e),
-            _ => None,
-        }
-    }
 }
+
+super::error::output_variant!(Error);
 
 /// An external sort of index lines in byte order with bounded memory.
 #[derive(Clone, Debug)]

@@ -42,12 +42,8 @@ pub enum Error {
     #[error(transparent)]
     Source(#[from] super::lookup::Error),
     /// An input file cannot be opened.
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] super::error::OpenError),
     /// An input cannot be read (`what` names it, and the line and byte
     /// near which it broke when they are known).
     #[error("{what}")]
@@ -118,10 +114,10 @@ impl Error {
         match self {
             Error::Input(e) => e.kind(),
             Error::Source(e) => e.kind(),
-            Error::Open { cause, .. }
-            | Error::Write { cause, .. }
-            | Error::Sort { cause, .. }
-            | Error::Output(cause) => Kind::of_io(cause),
+            Error::Open(e) => e.kind(),
+            Error::Write { cause, .. } | Error::Sort { cause, .. } | Error::Output(cause) => {
+                Kind::of_io(cause)
+            }
             Error::Read { cause, .. } | Error::Io(cause) => Kind::of_read(cause),
             Error::Part { cause, .. } => cause.kind(),
             Error::Lines { cause, .. } => Kind::of_sorted(cause),
@@ -258,10 +254,7 @@ fn open_inputs(job: &StatsJob) -> Result<Vec<Input>, Error> {
 /// (compressed, stdin, a pipe) as a stream. What holds no index lines is
 /// refused.
 fn plain_or_stream(p: &Path) -> Result<Input, Error> {
-    let file = File::open(p).map_err(|cause| Error::Open {
-        path: p.to_path_buf(),
-        cause,
-    })?;
+    let file = super::error::open(p)?;
     let plain = super::fs::index_content_of(p, &file)? == super::fs::Content::Plain;
     let regular = file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
     Ok(match plain && regular {

@@ -2,7 +2,6 @@
 //! or streamed, through [`crate::ukvs::Validator`], problems and a summary
 //! written to the writer the front end gives.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,12 +22,8 @@ pub enum Error {
     #[error(transparent)]
     Input(#[from] super::fs::Error),
     /// The file cannot be opened.
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] super::error::OpenError),
     /// The file cannot be mapped (`--no-mmap` reads it instead).
     #[error("cannot map {}", .path.display())]
     Map {
@@ -58,23 +53,15 @@ impl Error {
     pub fn kind(&self) -> Kind {
         match self {
             Error::Input(e) => e.kind(),
-            Error::Open { cause, .. } | Error::Map { cause, .. } | Error::Output(cause) => {
-                Kind::of_io(cause)
-            }
+            Error::Open(e) => e.kind(),
+            Error::Map { cause, .. } | Error::Output(cause) => Kind::of_io(cause),
             Error::Read(cause) => Kind::of_read(cause),
             Error::Package { cause, .. } => Kind::in_chain(cause.as_ref()).unwrap_or(Kind::Damaged),
         }
     }
-
-    /// The I/O error the output failed with, if that is what failed (a
-    /// front end tells a closed pipe from it).
-    pub fn output_error(&self) -> Option<&io::Error> {
-        match self {
-            Error::Output(e) => Some(e),
-            _ => None,
-        }
-    }
 }
+
+super::error::output_variant!(Error);
 
 /// How files are checked.
 #[derive(Clone, Debug)]
@@ -203,10 +190,7 @@ fn map_plain_file(path: &Path, no_mmap: bool) -> Result<Option<memmap2::Mmap>, E
     if no_mmap || path.as_os_str() == "-" {
         return Ok(None);
     }
-    let file = File::open(path).map_err(|cause| Error::Open {
-        path: path.to_path_buf(),
-        cause,
-    })?;
+    let file = super::error::open(path)?;
     if super::fs::index_content_of(path, &file)? != super::fs::Content::Plain {
         return Ok(None);
     }

@@ -33,12 +33,8 @@ pub enum Error {
     #[error(transparent)]
     Cluster(#[from] super::zipnum::Error),
     /// A WARC cannot be opened to be stored.
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] super::error::OpenError),
     /// The package, or an entry of it, cannot be written (`what` names
     /// it).
     #[error("cannot write {what}")]
@@ -63,11 +59,11 @@ impl Error {
             Error::NotAFile { missing: true, .. } => Kind::Missing,
             Error::NotAFile { .. } => Kind::BadInput,
             Error::Index(e) => e.kind(),
+            Error::Open(e) => e.kind(),
             Error::Cluster(e) => e.kind(),
-            Error::TmpDir(cause)
-            | Error::Open { cause, .. }
-            | Error::Write { cause, .. }
-            | Error::Io(cause) => Kind::of_io(cause),
+            Error::TmpDir(cause) | Error::Write { cause, .. } | Error::Io(cause) => {
+                Kind::of_io(cause)
+            }
             Error::Zip(cause) => Kind::in_chain(cause.as_ref()).unwrap_or(Kind::Io),
         }
     }
@@ -209,10 +205,7 @@ pub fn create(job: &CreateJob) -> Result<std::process::ExitCode, Error> {
     for w in &job.warcs {
         let name = w.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = format!("archive/{}", name.unwrap_or_default());
-        let mut f = File::open(w).map_err(|cause| Error::Open {
-            path: w.clone(),
-            cause,
-        })?;
+        let mut f = super::error::open(w)?;
         let big = f
             .metadata()
             .map_or(true, |m| m.len() >= u64::from(u32::MAX));

@@ -51,16 +51,9 @@ impl Error {
             Error::Output(e) => Kind::of_io(e),
         }
     }
-
-    /// The I/O error the cluster's files failed with, if that is what
-    /// failed.
-    pub fn output_error(&self) -> Option<&io::Error> {
-        match self {
-            Error::Output(e) => Some(e),
-            _ => None,
-        }
-    }
 }
+
+super::error::output_variant!(Error);
 
 /// How a cluster's files are named.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
