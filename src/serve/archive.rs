@@ -51,9 +51,6 @@ pub async fn answer(
         .map(|s| s.path.clone())
         .collect();
     let coll_name = coll.name.clone();
-    // The entry's size, when a range it cannot satisfy is refused.
-    let unsatisfied = std::sync::Arc::new(std::sync::OnceLock::new());
-    let unsatisfied_in = unsatisfied.clone();
     let mut res = http::stream(move |sink| {
         let Some(found) = coll.archives.find(&paths, &name) else {
             let msg =
@@ -85,12 +82,19 @@ pub async fn answer(
                 (r, vec![("Content-Range".to_string(), cr)])
             }
             Some(Err(e)) => {
-                let mut msg = format!("{e}\n").into_bytes();
-                if let RangeError::Unsatisfiable { .. } = e {
-                    msg = format!("{e} (Content-Range: bytes */{size})\n").into_bytes();
-                    let _ = unsatisfied_in.set(size);
-                }
-                return sink.start(Head::Fail(416, "text/plain; charset=utf-8".into(), msg));
+                let content_type = "text/plain; charset=utf-8".to_string();
+                let head = match e {
+                    // RFC 9110 15.5.17: the representation's length, for
+                    // the client.
+                    RangeError::Unsatisfiable { .. } => Head::FailWith {
+                        status: 416,
+                        content_type,
+                        body: format!("{e} (Content-Range: bytes */{size})\n").into_bytes(),
+                        headers: vec![("Content-Range".into(), format!("bytes */{size}"))],
+                    },
+                    _ => Head::Fail(416, content_type, format!("{e}\n").into_bytes()),
+                };
+                return sink.start(head);
             }
         };
         headers.push((
@@ -115,12 +119,6 @@ pub async fn answer(
     let partial = res.headers().contains_key(hyper::header::CONTENT_RANGE);
     if partial && res.status() == 200 {
         *res.status_mut() = hyper::StatusCode::PARTIAL_CONTENT;
-    }
-    if let (416, Some(size)) = (res.status().as_u16(), unsatisfied.get()) {
-        // RFC 9110 15.5.17: the representation's length, for the client.
-        if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("bytes */{size}")) {
-            res.headers_mut().insert(hyper::header::CONTENT_RANGE, v);
-        }
     }
     http::identity(&mut res);
     res

@@ -67,26 +67,44 @@ pub enum Head {
         content_type: String,
         headers: Vec<(String, String)>,
     },
+    /// A whole error response: status, content type, body.
     Fail(u16, String, Vec<u8>),
+    /// A whole error response with headers of its own (a 416 names the
+    /// representation's length in `Content-Range`, RFC 9110 15.5.17).
+    FailWith {
+        status: u16,
+        content_type: String,
+        body: Vec<u8>,
+        headers: Vec<(String, String)>,
+    },
 }
 
 impl Head {
     /// The whole response this head starts, with `body` (a failure has
     /// its own).
     fn whole(self, body: Vec<u8>) -> Response {
-        match self {
-            Head::Fail(status, content_type, own) => whole(status, &content_type, own, &[]),
+        let (status, content_type, body, headers) = match self {
+            Head::Fail(status, content_type, own) => (status, content_type, own, Vec::new()),
+            Head::FailWith {
+                status,
+                content_type,
+                body: own,
+                headers,
+            } => (status, content_type, own, headers),
             Head::Ok {
                 content_type,
                 headers,
-            } => {
-                let headers: Vec<(&str, &str)> = headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                whole(200, &content_type, body, &headers)
-            }
-        }
+            } => (200, content_type, body, headers),
+        };
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        whole(status, &content_type, body, &headers)
+    }
+
+    fn is_failure(&self) -> bool {
+        !matches!(self, Head::Ok { .. })
     }
 }
 
@@ -134,13 +152,13 @@ impl Sink {
         match &mut self.to {
             To::Client {
                 head: tx, pending, ..
-            } => match head {
-                Head::Fail(..) => {
+            } => match head.is_failure() {
+                true => {
                     if let Some(tx) = tx.take() {
                         let _ = tx.send(Start::Head(head));
                     }
                 }
-                Head::Ok { .. } => *pending = Some(head),
+                false => *pending = Some(head),
             },
             To::Here { head: kept } => *kept = Some(head),
         }
@@ -270,7 +288,7 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
         Start::Head(head) => head,
     };
     match head {
-        fail @ Head::Fail(..) => fail.whole(Vec::new()),
+        fail @ (Head::Fail(..) | Head::FailWith { .. }) => fail.whole(Vec::new()),
         Head::Ok {
             content_type,
             headers,
