@@ -332,8 +332,9 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, 
     };
     let mut input_errors = Vec::new();
     let mut names = std::collections::HashMap::new();
-    let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors)?;
-    let (paths, members) = open_packages(paths, &names, &mut input_errors);
+    let mut held = Held::new();
+    let paths = collect_inputs(&job.inputs, &mut names, &mut input_errors, &mut held)?;
+    let (paths, members, handles) = open_packages(paths, &mut names, &mut held, &mut input_errors);
     if job.verify_digests {
         verify_packages(&paths, &members, &mut input_errors);
     }
@@ -396,8 +397,9 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, 
             pool.install(|| {
                 worker_paths
                     .par_iter()
+                    .zip(handles)
                     .enumerate()
-                    .for_each_with(tx, |tx, (i, path)| {
+                    .for_each_with(tx, |tx, (i, (path, opened))| {
                         if !abort_ref.load(Ordering::Relaxed) {
                             let known = names_ref.get(path);
                             let job = Job {
@@ -414,7 +416,6 @@ pub fn run(job: &IndexJob, progress: Option<&dyn Progress>) -> Result<ExitCode, 
                                 abort: abort_ref,
                                 pb,
                             };
-                            let opened = known.and_then(Known::take_opened);
                             index_file(&job, opened, no_mmap, tx);
                         }
                     });
@@ -476,9 +477,9 @@ fn collect_inputs(
     inputs: &[PathBuf],
     names: &mut Names,
     errors: &mut Vec<Error>,
+    handles: &mut Held,
 ) -> Result<Vec<PathBuf>, Error> {
     let mut paths = Vec::new();
-    let mut handles = Held::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             let mut stdin = io::stdin().lock();
@@ -495,11 +496,11 @@ fn collect_inputs(
                 let line = line.map_err(Error::Stdin)?;
                 let line = line.trim_end_matches('\r');
                 if !line.is_empty() {
-                    add_input(Path::new(line), &mut paths, names, errors, &mut handles);
+                    add_input(Path::new(line), &mut paths, names, errors, handles);
                 }
             }
         } else {
-            add_input(input, &mut paths, names, errors, &mut handles);
+            add_input(input, &mut paths, names, errors, handles);
         }
     }
     Ok(paths)
@@ -516,10 +517,10 @@ struct Known {
     /// indexing then reads the file once, and does not tell it again).
     seed: Option<seeds::Seed>,
     /// The handle the walk told the format from, for the worker that
-    /// indexes the file: it reads the file from there (from its start)
-    /// rather than opening it again. `None` past the walk's budget of
-    /// held handles (`Held`), or for a file the walk did not open.
-    opened: std::sync::Mutex<Option<File>>,
+    /// indexes the file (`open_packages` takes it): `None` past the
+    /// budget of held handles (`Held`), or for a file the walk did not
+    /// open.
+    opened: Option<File>,
     /// Whether its first bytes, as the walk read them, are a ZIP's: the
     /// package check does not open it again.
     zip: bool,
@@ -531,8 +532,8 @@ impl Known {
         Known {
             name,
             seed: Some(seed),
-            opened: std::sync::Mutex::new(opened),
-            zip: first.starts_with(ZIP_MAGIC),
+            opened,
+            zip: first.starts_with(&ZIP_MAGIC),
         }
     }
 
@@ -541,21 +542,15 @@ impl Known {
         Known {
             name,
             seed: None,
-            opened: std::sync::Mutex::new(None),
+            opened: None,
             zip: false,
         }
     }
-
-    /// The walk's handle, once: the worker that takes it closes it when
-    /// the file is indexed.
-    fn take_opened(&self) -> Option<File> {
-        self.opened.lock().ok().and_then(|mut f| f.take())
-    }
 }
 
-/// How many handles the walk may keep open for the workers: the seed
-/// files of a tree are all told before the first is indexed, so each
-/// held handle stays open until its worker reads it. A quarter of the
+/// How many handles the walk and the package check may keep open for
+/// the workers: every input is told before the first is indexed, so
+/// each held handle stays open until its worker reads it. A quarter of the
 /// process's limit on open files leaves the rest to the workers, the
 /// sort's spill files and the output; past it, a file is closed after
 /// its first bytes are read and its worker opens it again.
@@ -622,21 +617,47 @@ fn add_input(
 /// stays the package's, beside the entry read (`None` for a file of its
 /// own). A package that cannot be read is an input error (reported, the
 /// run goes on); one that holds no WARC is only told.
+///
+/// Each file of its own comes with the handle its first bytes were read
+/// from (by the walk, or here to tell a ZIP), for its worker to index it
+/// from: `None` past the budget of `held` handles, or for what is no
+/// regular file (a pipe's bytes are the job's to read).
 fn open_packages(
     paths: Vec<PathBuf>,
-    names: &Names,
+    names: &mut Names,
+    held: &mut Held,
     errors: &mut Vec<Error>,
-) -> (Vec<PathBuf>, Vec<Option<crate::wacz::Entry>>) {
+) -> (
+    Vec<PathBuf>,
+    Vec<Option<crate::wacz::Entry>>,
+    Vec<Option<File>>,
+) {
     let mut out = Vec::with_capacity(paths.len());
     let mut members = Vec::with_capacity(paths.len());
+    let mut handles = Vec::with_capacity(paths.len());
     for path in paths {
-        let told = names.get(&path).filter(|k| k.seed.is_some());
-        if !is_package(&path, told.map(|k| k.zip)) {
+        let told = names.get_mut(&path).filter(|k| k.seed.is_some());
+        // The walk's handles already count against `held`.
+        let (zip, opened, counted) = match told {
+            Some(k) => (k.zip, k.opened.take(), true),
+            None if named_package(&path) => (true, None, false),
+            None => {
+                let (zip, f) = first_bytes_zip(&path);
+                (zip, f, false)
+            }
+        };
+        if !(named_package(&path) || zip) {
             out.push(path);
             members.push(None);
+            handles.push(opened.and_then(|f| if counted { Some(f) } else { held.keep(f) }));
             continue;
         }
-        let read = File::open(&path)
+        let read = match opened {
+            Some(f) => Ok(f),
+            None => File::open(&path),
+        };
+        let read = read
+            .and_then(|mut f| io::Seek::rewind(&mut f).map(|()| f))
             .map_err(crate::wacz::Error::from)
             .and_then(|f| crate::wacz::Package::read(io::BufReader::new(f)));
         let package = match read {
@@ -650,6 +671,7 @@ fn open_packages(
         for entry in package.archives() {
             out.push(path.clone());
             members.push(Some(entry.clone()));
+            handles.push(None);
         }
         if out.len() == before {
             crate::report!(
@@ -658,7 +680,23 @@ fn open_packages(
             );
         }
     }
-    (out, members)
+    (out, members, handles)
+}
+
+/// Whether a regular file starts as a ZIP (`engine::fs::is_package`'s
+/// test), and the handle it was read from. What is no regular file is
+/// not opened: reading the first bytes of a pipe (`/dev/stdin`) would
+/// take them from the job that reads it.
+fn first_bytes_zip(path: &Path) -> (bool, Option<File>) {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return (false, None);
+    }
+    let Ok(mut f) = File::open(path) else {
+        return (false, None);
+    };
+    let mut magic = [0u8; 4];
+    let zip = f.read_exact(&mut magic).is_ok_and(|()| magic == ZIP_MAGIC);
+    (zip, Some(f))
 }
 
 /// With `--verify-digests`: each WARC of the packages among the inputs
@@ -693,17 +731,15 @@ fn verify_packages(
     }
 }
 
-/// Whether the file is a WACZ package: named `.wacz`, or a ZIP (`zip`
-/// when the walk read its first bytes, else they are read here).
-fn is_package(path: &Path, zip: Option<bool>) -> bool {
-    let named = path
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".wacz"));
-    named || zip.unwrap_or_else(|| super::fs::is_package(path))
+/// Whether the file is named as a WACZ package (`.wacz`): a package
+/// whatever its first bytes.
+fn named_package(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".wacz"))
 }
 
 /// The first bytes of a ZIP file (`engine::fs::is_package`'s test).
-const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
+const ZIP_MAGIC: [u8; 4] = *b"PK\x03\x04";
 
 /// How a file is named in messages: its path, or for a package's WARC,
 /// the package and the entry.
@@ -1325,13 +1361,14 @@ struct Job<'a> {
 /// Indexes one file, sending its lines, errors and summary to the writer.
 /// The file is mapped into memory unless `no_mmap` (or it cannot be: a
 /// pipe, an empty file), so that records are read in place. `opened` is
-/// the walk's handle on the file when it kept one (a seed file): the file
-/// is read from it, not opened again.
+/// the handle its first bytes were read from before the run (by the walk
+/// or the package check), when one was kept: the file is read from it,
+/// not opened again.
 fn index_file(job: &Job, opened: Option<File>, no_mmap: bool, tx: &mut SyncSender<Msg>) {
     if let Some(entry) = job.member {
         return index_member(job, entry, no_mmap, tx);
     }
-    // The walk read the first bytes of the file it hands over.
+    // A handle handed over is past the first bytes read from it.
     let handed = opened.is_some();
     let opened = match opened {
         Some(f) => Ok(f),
@@ -2457,7 +2494,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let absent = dir.path().join("absent.warc.gz");
         let (mut names, mut errors) = (Names::new(), Vec::new());
-        let paths = collect_inputs(std::slice::from_ref(&absent), &mut names, &mut errors).unwrap();
+        let mut held = Held::new();
+        let paths = collect_inputs(
+            std::slice::from_ref(&absent),
+            &mut names,
+            &mut errors,
+            &mut held,
+        )
+        .unwrap();
         assert!(paths.is_empty());
         let [err] = &errors[..] else {
             panic!("{errors:?}")
@@ -2481,7 +2525,12 @@ mod tests {
         let package = dir.path().join("broken.wacz");
         std::fs::write(&package, b"PK\x03\x04 this is no zip archive").unwrap();
         let mut errors = Vec::new();
-        let (paths, _) = open_packages(vec![package.clone()], &Names::new(), &mut errors);
+        let (paths, _, _) = open_packages(
+            vec![package.clone()],
+            &mut Names::new(),
+            &mut Held::new(),
+            &mut errors,
+        );
         assert!(paths.is_empty());
         let [err] = &errors[..] else {
             panic!("{errors:?}")

@@ -3,7 +3,7 @@
 //! cannot be read: what it reports (lines, messages and their order,
 //! counts, exit status) is the same as when the files are named one by
 //! one, however they are read (mapped or not, the walk's handles or the
-//! file opened by its worker), and each seed file is opened once.
+//! file opened by its worker), and each file is opened once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -307,8 +307,9 @@ fn each_file_the_walk_reads_is_opened_once() {
             *opens.entry(PathBuf::from(path)).or_default() += 1;
         }
     }
-    // Every Kulturarw3 file, Nedlib `.meta` and data file, the text file:
-    // read once, by the walk or by the worker the walk handed it to.
+    // Every archive, Kulturarw3 file, Nedlib `.meta` and data file, the
+    // text file: opened once, by the walk (or the package check) or by
+    // the worker it handed the file to.
     let data: Vec<PathBuf> = tree
         .inputs
         .iter()
@@ -316,7 +317,9 @@ fn each_file_the_walk_reads_is_opened_once() {
         .map(|p| p.with_extension(""))
         .collect();
     assert!(tree.sniffed.len() > 25 && data.len() > 10);
-    for path in tree.sniffed.iter().chain(&data) {
+    let archives = tree.inputs.iter().filter(|p| !tree.sniffed.contains(p));
+    assert_eq!(archives.clone().count(), 6);
+    for path in tree.sniffed.iter().chain(&data).chain(archives) {
         assert_eq!(opens.get(path), Some(&1), "{}", path.display());
     }
 }
