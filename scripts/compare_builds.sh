@@ -13,7 +13,10 @@
 # Environment: BENCH_DIR (corpus and outputs, default
 # /tmp/ukvs-bench-house), GEN (gen_arc_corpus.py), ARC_FILES and
 # ARC_RECORDS (the .arc.gz corpus, default 3 x 4000), WARC_FILES and
-# WARC_RECORDS (the .warc.gz corpus, default 2 x 3000), SEED, THREADS
+# WARC_RECORDS (the .warc.gz corpus, default 2 x 3000), SEED_OBJECTS
+# (the Kulturarw3 objects and Nedlib objects of the seed-format tree,
+# default 3000 each, made by scripts/gen_kulturarw3.py and
+# gen_nedlib.py), SEED, THREADS
 # (-j of the jobs, default 2), RUNS (default 3), ONLY (a regex: the jobs
 # whose names match).
 #
@@ -40,7 +43,16 @@ WARC=$DIR/warc
     --records-per-file "${ARC_RECORDS:-4000}" --seed "$SEED" --gz
 [ -d "$WARC" ] || python3 "$GEN" --out "$WARC" --files "${WARC_FILES:-2}" \
     --records-per-file "${WARC_RECORDS:-3000}" --seed "$SEED" --warc
-echo "corpus: $(du -sh "$ARC" | cut -f1) ARC (.arc.gz), $(du -sh "$WARC" | cut -f1) WARC (.warc.gz)"
+# A tree of the seed formats: every file is told by its first bytes.
+SEEDS=$DIR/seeds
+if [ ! -d "$SEEDS" ]; then
+    python3 "$ROOT/scripts/gen_kulturarw3.py" --out "$SEEDS/k" --seed "$SEED" \
+        --objects "${SEED_OBJECTS:-3000}" --concatenated 200 > /dev/null
+    python3 "$ROOT/scripts/gen_nedlib.py" --out "$SEEDS/n" --seed "$SEED" \
+        --objects "${SEED_OBJECTS:-3000}" > /dev/null
+    rm -f "$SEEDS"/*/truth.tsv
+fi
+echo "corpus: $(du -sh "$ARC" | cut -f1) ARC (.arc.gz), $(du -sh "$WARC" | cut -f1) WARC (.warc.gz), $(du -sh "$SEEDS" | cut -f1) Kulturarw3 and Nedlib"
 
 # The indexes the reading jobs read, made by NEW.
 IN=$DIR/in
@@ -66,6 +78,7 @@ JOBS=(
     "index-cdxj11-warc|\$U index -q $J --format cdxj-indexer-cdx11 -o \$O/out $WARC"
     "index-pywacz-warc|\$U index -q $J --format cdxj -p -d -f referrer,req.http:cookie -o \$O/out $WARC"
     "index-scheme-www|\$U index -q $J --format ukvs --with-scheme --keep-www -o \$O/out $ARC"
+    "index-seeds|\$U index -q $J --format cdxj -o \$O/out $SEEDS"
     "index-nosort|\$U index -q $J --no-sort --format ukvs -o \$O/out $ARC"
     "index-nommap|\$U index -q $J --no-mmap --format ukvs -o \$O/out $ARC"
     "index-stats-map|\$U index -q $J --format ukvs -o \$O/out --stats \$O/stats.json --mementomap \$O/map $ARC"
