@@ -125,16 +125,26 @@ open(dst, "wb").writelines(out)
 EOF
 fi
 lines=$(wc -l < "$WORK/wide.cdxj")
-# DuckDB reads each line as one VARCHAR column (read_csv with a
-# delimiter no line holds: a space delimiter would split the JSON block),
-# splits key and datetime off with split_part, and extracts the seven
-# members from the JSON block with one json_extract_string call over a
-# list of paths (one parse of the block per line). threads = 2: both
-# cores, as ukvs uses them.
-cat > "$WORK/duck.py" << EOF
+# DuckDB, two ways, with its defaults (all threads). Both read each line
+# as one VARCHAR column (read_csv with a delimiter no line holds: a space
+# delimiter would split the JSON block), split key and datetime off with
+# split_part, and extract the members from the JSON block with one
+# json_extract_string call over a list of paths (one parse of the block
+# per line).
+# - duck9.py ("DuckDB, 9 columns"): writes the seven members, key and
+#   datetime as the columns it reads; far less than ukvs computes.
+# - duckfull.py ("DuckDB, the same table"): every column of ukvs's 46 that
+#   SQL can derive from the line with DuckDB's built-in functions (it has
+#   no URL functions: regexp_extract splits the URL as java.net.URL does,
+#   string_split and list_reverse give the host's labels and reversed
+#   name), in ukvs's order and names. Left null: the four Public Suffix
+#   List columns (url_host_registry_suffix, url_host_registered_domain,
+#   url_host_private_suffix, url_host_private_domain: DuckDB has no PSL)
+#   and extra_fields (members without a column, as a JSON object). Its
+#   table is compared with ukvs's on the other 41 columns, row for row.
+cat > "$WORK/duck9.py" << EOF
 import duckdb
 con = duckdb.connect()
-con.execute("SET threads = 2")
 con.execute("""
 COPY (
   SELECT key AS url_surtkey, strptime(ts, '%Y%m%d%H%M%S') AS fetch_time,
@@ -150,13 +160,117 @@ COPY (
 ) TO '$WORK/duck.parquet' (FORMAT parquet, COMPRESSION zstd)
 """)
 EOF
+cat > "$WORK/duckfull.py" << 'PY'
+import duckdb, sys
+src, dst = sys.argv[1], sys.argv[2]
+con = duckdb.connect()
+# The members with a column, in the order v[1], v[2], ... below.
+paths = ['url', 'mime', 'status', 'digest', 'length', 'offset', 'filename', 'redirect',
+         'mime-detected', 'charset', 'languages', 'truncated', 'record_type', 'refers_to_uri',
+         'refers_to_date', 'refers_to', 'profile', 'payload_digest', 'ip', 'datetime_raw',
+         'serial', 'describes', 'replaces']
+plist = ", ".join("'$.\"%s\"'" % p for p in paths)
+scheme = "^[A-Za-z][A-Za-z0-9+.-]*"
+con.execute(f"""
+COPY (
+WITH l AS (
+  SELECT split_part(line, ' ', 1) AS key, split_part(line, ' ', 2) AS ts,
+         json_extract_string(substr(line, strpos(line, ' {{') + 1), [{plist}]) AS v
+  FROM read_csv('{src}', columns = {{'line': 'VARCHAR'}}, delim = '\x01',
+                quote = '', escape = '', header = false)),
+u AS (
+  SELECT *, coalesce(v[1], '') AS url0,
+         lower(regexp_extract(v[1], '({scheme}):', 1)) AS proto,
+         CASE WHEN regexp_matches(v[1], '^[Dd][Nn][Ss]:[^/]')
+              THEN regexp_extract(v[1], '^[^:]*:([^#]*)', 1)
+              ELSE regexp_extract(v[1], '{scheme}://([^/?#]*)', 1) END AS auth,
+         CASE WHEN regexp_matches(v[1], '{scheme}://')
+              THEN regexp_extract(v[1], '{scheme}://[^/?#]*([^?#]*)', 1)
+              WHEN regexp_matches(v[1], '^[Dd][Nn][Ss]:') THEN ''
+              WHEN regexp_matches(v[1], '{scheme}:')
+              THEN regexp_extract(v[1], '{scheme}:([^?#]*)', 1)
+              ELSE coalesce(v[1], '') END AS path,
+         CASE WHEN strpos(regexp_extract(v[1], '^[^#]*', 0), '?') > 0
+              THEN regexp_extract(v[1], '\\?([^#]*)', 1) END AS query,
+         TRY_CAST(v[3] AS BIGINT) AS status, TRY_CAST(v[6] AS BIGINT) AS off,
+         TRY_CAST(v[5] AS BIGINT) AS len
+  FROM l),
+h AS (
+  SELECT *, rtrim(lower(regexp_extract(auth, '^(?:[^@]*@)?(\\[[^\\]]*\\]|[^:]*)', 1)), '.')
+              AS host
+  FROM u),
+p AS (
+  SELECT *, regexp_full_match(host, '[0-9.]*|\\[.*\\]') AS is_ip,
+         list_reverse(string_split(host, '.')) AS labels
+  FROM h)
+SELECT key AS url_surtkey, url0 AS url, host AS url_host_name,
+       CASE WHEN NOT is_ip THEN labels[1] END AS url_host_tld,
+       CASE WHEN NOT is_ip THEN labels[2] END AS url_host_2nd_last_part,
+       CASE WHEN NOT is_ip THEN labels[3] END AS url_host_3rd_last_part,
+       CASE WHEN NOT is_ip THEN labels[4] END AS url_host_4th_last_part,
+       CASE WHEN NOT is_ip THEN labels[5] END AS url_host_5th_last_part,
+       NULL::VARCHAR AS url_host_registry_suffix, NULL::VARCHAR AS url_host_registered_domain,
+       NULL::VARCHAR AS url_host_private_suffix, NULL::VARCHAR AS url_host_private_domain,
+       CASE WHEN NOT is_ip THEN array_to_string(labels, '.') END AS url_host_name_reversed,
+       proto AS url_protocol,
+       TRY_CAST(regexp_extract(auth, ':([0-9]+)$', 1) AS INTEGER) AS url_port,
+       path AS url_path, query AS url_query,
+       strptime(ts, '%Y%m%d%H%M%S') AS fetch_time,
+       coalesce(TRY_CAST(status AS SMALLINT), -1) AS fetch_status,
+       v[8] AS fetch_redirect, regexp_replace(v[4], '^sha1:', '') AS content_digest,
+       v[2] AS content_mime_type, v[9] AS content_mime_detected, v[10] AS content_charset,
+       v[11] AS content_languages, v[12] AS content_truncated,
+       coalesce(v[7], '') AS warc_filename,
+       CASE WHEN off < 2147483648 THEN off::INTEGER END AS warc_record_offset,
+       CASE WHEN len < 2147483648 THEN len::INTEGER END AS warc_record_length,
+       nullif(regexp_extract(v[7], '^(?:common-crawl/)?crawl-data/[^/]+/segments/([^/]+)/'
+                                   '(?:warc|crawldiagnostics|robotstxt)/', 1), '')
+         AS warc_segment,
+       'BENCH' AS crawl,
+       CASE WHEN path = '/robots.txt' THEN 'robotstxt'
+            WHEN status BETWEEN 200 AND 299 OR v[2] = 'warc/revisit' THEN 'warc'
+            ELSE 'crawldiagnostics' END AS subset,
+       v[13] AS record_type, v[14] AS revisit_refers_to_uri, v[15] AS revisit_refers_to_date,
+       v[16] AS revisit_refers_to, v[17] AS revisit_profile, v[18] AS content_payload_digest,
+       v[19] AS fetch_ip, v[20] AS fetch_time_raw, v[21] AS arc_serial, v[22] AS arc_describes,
+       v[23] AS arc_replaces,
+       CASE WHEN off >= 2147483648 THEN off END AS warc_record_offset_long,
+       CASE WHEN len >= 2147483648 THEN len END AS warc_record_length_long,
+       NULL::VARCHAR AS extra_fields
+FROM p
+) TO '{dst}' (FORMAT parquet, COMPRESSION zstd)
+""")
+PY
 # OLD=path/to/an/earlier/ukvs is timed in the same run, and its table
 # compared with this one's row for row (DuckDB EXCEPT ALL, both ways).
 old=()
 [ -n "${OLD:-}" ] && old=(-n "ukvs table (OLD)" "$OLD table -q $WORK/wide.cdxj -o $WORK/wide-old.parquet --crawl BENCH")
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 hyperfine --warmup 1 --runs "$RUNS" --export-json "$WORK/results/convert.json" \
     -n "ukvs table" "$UKVS table -q $WORK/wide.cdxj -o $WORK/wide.parquet --crawl BENCH" \
-    -n "duckdb" "python3 $WORK/duck.py" "${old[@]}"
+    -n "DuckDB, 9 columns" "python3 $WORK/duck9.py" \
+    -n "DuckDB, the same table" "python3 $WORK/duckfull.py $WORK/wide.cdxj $WORK/duckfull.parquet" \
+    "${old[@]}"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$WORK/wide.parquet" "$WORK/duckfull.parquet" << 'EOF'
+import duckdb, sys
+ours, theirs = sys.argv[1], sys.argv[2]
+left_null = {'url_host_registry_suffix', 'url_host_registered_domain',
+             'url_host_private_suffix', 'url_host_private_domain', 'extra_fields'}
+describe = "DESCRIBE SELECT * FROM read_parquet('{}')"
+cols = [r[0] for r in duckdb.sql(describe.format(ours)).fetchall()]
+assert cols == [r[0] for r in duckdb.sql(describe.format(theirs)).fetchall()], "names differ"
+# ukvs's fetch_time is adjusted to UTC (TIMESTAMPTZ), DuckDB's plain.
+sel = ", ".join("fetch_time::TIMESTAMP" if c == "fetch_time" else f'"{c}"'
+                for c in cols if c not in left_null)
+q = ("SELECT count(*) FROM (SELECT {s} FROM read_parquet('{a}') "
+     "EXCEPT ALL SELECT {s} FROM read_parquet('{b}'))")
+a = duckdb.sql(q.format(s=sel, a=ours, b=theirs)).fetchall()[0][0]
+b = duckdb.sql(q.format(s=sel, a=theirs, b=ours)).fetchall()[0][0]
+print(f"DuckDB's same table against ukvs's on {len(cols) - len(left_null)} of {len(cols)} "
+      f"columns: {a} rows only in ukvs's, {b} only in DuckDB's")
+sys.exit(1 if a or b else 0)
+EOF
 if [ -n "${OLD:-}" ]; then
     python3 - "$WORK/wide.parquet" "$WORK/wide-old.parquet" << 'EOF'
 import duckdb, sys
@@ -169,16 +283,25 @@ print(f"the new table against OLD's: {n:,} rows; {a} only in the new, {b} only i
 sys.exit(1 if a or b else 0)
 EOF
 fi
-u=$(mean "$WORK/results/convert.json" 0)
-d=$(mean "$WORK/results/convert.json" 1)
-python3 -c "
-u, d, n = $u, $d, $lines
-print(f'ukvs table: {u:.2f} s ({n / u:,.0f} rows/s); duckdb: {d:.2f} s ({n / d:,.0f} rows/s): '
-      f'ukvs {d / u:.2f}x faster (target >= 3x)')"
-if [ -n "${OLD:-}" ]; then
-    o=$(mean "$WORK/results/convert.json" 2)
-    python3 -c "print(f'OLD ukvs table: {$o:.2f} s: the new one is {$o / $u:.2f}x faster')"
-fi
+python3 - "$WORK/results/convert.json" "$lines" "$load_before" "$load_after" << 'EOF'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+n = int(sys.argv[2])
+cpu = lambda r: r["user"] + r["system"]
+print(f"load average {sys.argv[3]} before, {sys.argv[4]} after")
+for r in results:
+    print(f"{r['command']}: {r['mean']:.2f} s ({n / r['mean']:,.0f} rows/s), "
+          f"CPU {cpu(r):.2f} s ({cpu(r) / n * 1e6:.2f} us a line)")
+u = results[0]
+for d in results[1:3]:
+    print(f"ukvs against {d['command']}: {d['mean'] / u['mean']:.2f}x in time, "
+          f"{cpu(d) / cpu(u):.2f}x in CPU")
+print("target: ukvs >= 3x faster than DuckDB writing the same table")
+if len(results) > 3:
+    o = results[3]
+    print(f"OLD ukvs table: {o['mean']:.2f} s, CPU {cpu(o):.2f} s: the new one is "
+          f"{o['mean'] / u['mean']:.2f}x faster, {cpu(o) / cpu(u):.2f}x in CPU")
+EOF
 
 # ---------------------------------------------------------------- 3. sizes
 echo "== 3. sizes"
@@ -186,10 +309,12 @@ gzip -6 -c "$WORK/wide.cdxj" > "$WORK/wide.cdxj.gz"
 "$UKVS" table -q "$WORK/wide.cdxj" -o "$WORK/wide-dir" --crawl BENCH
 size() { du -sb "$1" | cut -f1; }
 python3 -c "
-c, g, t, d, k = $(size "$WORK/wide.cdxj"), $(size "$WORK/wide.cdxj.gz"), \
-    $(size "$WORK/wide.parquet"), $(size "$WORK/wide-dir"), $(size "$WORK/duck.parquet")
+c, g, t, d, k, f = $(size "$WORK/wide.cdxj"), $(size "$WORK/wide.cdxj.gz"), \
+    $(size "$WORK/wide.parquet"), $(size "$WORK/wide-dir"), $(size "$WORK/duck.parquet"), \
+    $(size "$WORK/duckfull.parquet")
 print(f'CDXJ {c:,} B; gzip -6 {g:,} B; table {t:,} B ({t / g:.2f}x the gzip); '
-      f'Hive directory {d:,} B; DuckDB\'s 9-column file {k:,} B')"
+      f'Hive directory {d:,} B; DuckDB\'s 9-column file {k:,} B; '
+      f'DuckDB\'s same table {f:,} B')"
 
 # ---------------------------------------------------------------- 4. query
 echo "== 4. a SURT-prefix query"
