@@ -1823,6 +1823,56 @@ mod tests {
     }
 
     #[test]
+    fn on_a_connection_thread_a_lookup_is_made_and_a_long_scan_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Delta::open(dir.path()).unwrap();
+        let ops = (0..5000).map(|i| {
+            Ok::<_, String>(put(
+                &format!("com,a)/p{i:05}"),
+                "20200101000000",
+                &i.to_string(),
+                "{}",
+            ))
+        });
+        d.apply(ops).unwrap();
+        // A few lines: held in the store's cache, so a server makes the
+        // lookup where the request came in.
+        assert!(d.is_cached());
+        let exact = crate::engine::blocks::held_only(|| all(&d, "com,a)/p00042", MatchType::Exact));
+        assert_eq!(
+            exact,
+            Some(vec!["com,a)/p00042 20200101000000 {}".to_string()])
+        );
+        // Thousands of lines: more chunks than a connection's thread
+        // may read, so the scan is refused there (and made elsewhere).
+        let scan = crate::engine::blocks::held_only(|| {
+            d.lines(&KeyRange::new(b"com,a)/", MatchType::Prefix))
+                .unwrap()
+                .count()
+        });
+        assert_eq!(scan, None);
+        assert_eq!(all(&d, "com,a)/", MatchType::Prefix).len(), 5000);
+    }
+
+    #[test]
+    fn write_priority_lowers_the_calling_threads_only() {
+        let own = || rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+        let before = own();
+        let (lowered, child) = std::thread::spawn(move || {
+            write_priority();
+            let lowered = own();
+            // A thread it starts inherits it (as the store's do).
+            let child = std::thread::spawn(own).join().unwrap();
+            (lowered, child)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lowered, (before + WRITE_NICE).min(19));
+        assert_eq!(child, lowered);
+        assert_eq!(own(), before);
+    }
+
+    #[test]
     fn a_range_of_many_deletes_in_a_row_reads_in_constant_stack() {
         // Each deleted capture is a group of its own: 300,000 of them in
         // a row once overflowed the stack of a server's thread.
