@@ -3,10 +3,6 @@
 mod cli;
 mod serve;
 
-/// mimalloc, not the system's allocator: see Cargo.toml.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     cli::main()
 }

@@ -656,25 +656,31 @@ impl Taking {
     }
 }
 
-/// Runs `f` on a thread of its own at the writes' lower CPU priority
-/// (`engine::live::write_priority`), not on the blocking pool whose
-/// threads search for lookups: a POST's re-keying and commit then take
-/// a core only when the lookups leave one. A thread per call costs
-/// tens of microseconds, a POST of one WARC's lines tens of
-/// milliseconds. An error when the thread cannot start or `f` panics.
+/// Runs `f` on a write thread: a pool of its own (tokio's blocking
+/// threads of a runtime kept for writes), each thread at the writes'
+/// lower CPU priority (`engine::live::write_priority`), not the blocking
+/// pool whose threads search for lookups: a POST's re-keying and commit
+/// then take a core only when the lookups leave one. The threads are
+/// kept a while and reused, so that each does not start its own heap
+/// (a thread per call grew a 128 MB POST's peak memory by a tenth). An
+/// error when the pool cannot start or `f` panics.
 async fn on_write_thread<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("ukvs-write".into())
-        .spawn(move || {
-            ukvs::engine::live::write_priority();
-            let _ = tx.send(f());
-        })
-        .map_err(|e| format!("cannot start a thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the write's thread stopped (it panicked)".to_string())
+    static POOL: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> =
+        std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .thread_name("ukvs-write")
+            .max_blocking_threads(64)
+            .on_thread_start(ukvs::engine::live::write_priority)
+            .build()
+            .map_err(|e| format!("cannot start the write threads: {e}"))
+    });
+    let pool = pool.as_ref().map_err(|e| e.clone())?;
+    pool.spawn_blocking(f)
+        .await
+        .map_err(|e| format!("the write's thread stopped: {e}"))
 }
 
 /// Checks and re-keys `chunk` on a write thread.
