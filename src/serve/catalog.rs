@@ -134,15 +134,17 @@ pub struct Coll {
 
 impl Coll {
     /// Whether a lookup reads nothing but ZipNum blocks (through the
-    /// block cache) and memory: every source a cluster, no delta (its
-    /// store reads files). Such lookups are first tried on the
-    /// connection's thread ([`http::stream_held`](super::http::stream_held)).
+    /// block cache) and memory: every source a cluster, and a delta (if
+    /// any) whose tables fit its store's cache ([`Delta::is_cached`]).
+    /// Such lookups are first tried on the connection's thread
+    /// ([`http::stream_held`](super::http::stream_held)), which spares
+    /// each a hand-over to another thread (on 2 busy cores, most of an
+    /// exact lookup's cost).
     pub fn reads_only_blocks(&self) -> bool {
-        self.live.is_none()
-            && self
-                .index
-                .as_ref()
-                .is_some_and(|i| i.sources().iter().all(|s| s.is_cluster()))
+        self.live.as_ref().map_or(true, |d| d.is_cached())
+            && self.index.as_ref().map_or(self.live.is_some(), |i| {
+                i.sources().iter().all(|s| s.is_cluster())
+            })
     }
 
     /// The collection read as one: bases + delta - tombstones. A single

@@ -4,14 +4,15 @@
 //!
 //! ```text
 //! body ─► lines (at most ukvs::post::MAX_LINE bytes each), gathered
-//!   a chunk (1 MiB) at a time ─► spawn_blocking, so that the threads
-//!   that answer reads never re-key: ukvs::post checks and re-keys each
+//!   a chunk (1 MiB) at a time ─► a write thread (its own, at the
+//!   writes' lower priority), so that the threads that answer reads
+//!   never re-key: ukvs::post checks and re-keys each
 //!   line, gives its capture id ─► pywb's reader must read it too (a
 //!   CDX line of 9-11 columns it reads without fail)
 //!   ─► ops held in memory up to 4 MiB (a POST of one WARC's lines),
 //!   past that all spooled to an unnamed file in --data (the body's size
 //!   is the disk's business, not memory's)
-//! whole body read, no bad line (or ?badLines=skip) ─► spawn_blocking:
+//! whole body read, no bad line (or ?badLines=skip) ─► a write thread:
 //!   the ops applied as ONE durable batch (engine::live; past 8 MiB
 //!   rolled forward through a journal: see there)
 //!   ─► `Added N records` / `Deleted N records`
@@ -241,7 +242,7 @@ pub async fn post(
         skipped,
         named,
     } = read;
-    let applied = tokio::task::spawn_blocking(move || match taken {
+    let applied = on_write_thread(move || match taken {
         Taken::Held(held) => delta
             .apply(held.into_iter().map(Ok::<Op, String>))
             .map_err(|e| e.to_string()),
@@ -384,7 +385,7 @@ enum Action {
 async fn fold(shared: &Arc<Shared>, coll: Arc<Coll>, delta: Arc<Delta>) -> http::Response {
     let shared2 = shared.clone();
     let name = coll.name.clone();
-    let done = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<String>> {
+    let done = on_write_thread(move || -> anyhow::Result<Option<String>> {
         let Some((report, view)) = ukvs::engine::fold::fold(&delta, &coll.bases, shared2.no_mmap)?
         else {
             return Ok(None);
@@ -655,9 +656,36 @@ impl Taking {
     }
 }
 
-/// Checks and re-keys `chunk` on a blocking thread.
+/// Runs `f` on a write thread: a pool of its own (tokio's blocking
+/// threads of a runtime kept for writes), each thread at the writes'
+/// lower CPU priority (`engine::live::write_priority`), not the blocking
+/// pool whose threads search for lookups: a POST's re-keying and commit
+/// then take a core only when the lookups leave one. The threads are
+/// kept a while and reused, so that each does not start its own heap
+/// (a thread per call grew a 128 MB POST's peak memory by a tenth). An
+/// error when the pool cannot start or `f` panics.
+async fn on_write_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    static POOL: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> =
+        std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .thread_name("ukvs-write")
+            .max_blocking_threads(64)
+            .on_thread_start(ukvs::engine::live::write_priority)
+            .build()
+            .map_err(|e| format!("cannot start the write threads: {e}"))
+    });
+    let pool = pool.as_ref().map_err(|e| e.clone())?;
+    pool.spawn_blocking(f)
+        .await
+        .map_err(|e| format!("the write's thread stopped: {e}"))
+}
+
+/// Checks and re-keys `chunk` on a write thread.
 async fn take_chunk(taking: Taking, chunk: Chunk) -> Result<(Taking, Chunk), http::Response> {
-    tokio::task::spawn_blocking(move || {
+    on_write_thread(move || {
         let mut taking = taking;
         taking.take(&chunk);
         (taking, chunk)

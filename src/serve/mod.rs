@@ -19,7 +19,8 @@
 //!             ─► POST /NAME, /NAME/delete   live::post       (OutbackCDX's writes)
 //!             ─► POST /NAME/fold            live::post       (delta folded into a base)
 //!        │
-//!        ▼ lookups on collections of ZipNum clusters: first made on the
+//!        ▼ lookups on collections of ZipNum clusters (and live deltas
+//!          that fit their store's cache): first made on the
 //!          connection's thread with block reads refused; answered whole
 //!          if the block cache held all (http::stream_held)
 //!        ▼ spawn_blocking: the engine searches the maps and sends the
