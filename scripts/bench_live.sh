@@ -11,7 +11,12 @@
 # has the story): 76,400 lines/s, 14.3 us of server CPU per line;
 # lookups 32,400/s (37 us CPU each, p99 1.3 ms) over the first tenth,
 # 8,600/s (p99 15.3 ms) during ingest, 15,900/s (92 us, p99 2.7 ms) over
-# all; the delta 1.06x the CDX text.
+# all; the delta 1.06x the CDX text. On a quiet machine (load 2.3 with
+# the bench's own processes): 82,900 lines/s, 13.8 us a line; lookups
+# 36,200/s (33 us, p99 0.98 ms) over the first tenth, 8,100/s (p99
+# 12.8 ms) during ingest, 16,300/s (89 us, p99 2.6 ms) over all; the
+# build before (quiet): 92,200 lines/s, 11.8 us; p99 21.7 ms during
+# ingest; 13,700/s, 118 us, p99 4.5 ms over all.
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run
