@@ -553,15 +553,21 @@ impl Known {
 /// each held handle stays open until its worker reads it. A quarter of the
 /// process's limit on open files leaves the rest to the workers, the
 /// sort's spill files and the output; past it, a file is closed after
-/// its first bytes are read and its worker opens it again.
+/// its first bytes are read and its worker opens it again. Never more
+/// than [`HELD_MAX`], however high the limit: each handle pins kernel
+/// memory until the run reaches its file.
 struct Held {
     left: usize,
 }
 
+/// The most handles [`Held`] keeps, whatever the open-file limit.
+const HELD_MAX: usize = 1 << 16;
+
 impl Held {
     fn new() -> Held {
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-        let left = limit.map_or(1 << 16, |n| usize::try_from(n / 4).unwrap_or(1 << 16));
+        let left = limit.map_or(HELD_MAX, |n| usize::try_from(n / 4).unwrap_or(HELD_MAX));
+        let left = left.min(HELD_MAX);
         Held { left }
     }
 
