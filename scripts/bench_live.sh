@@ -42,6 +42,8 @@
 # Env: LINES (default 1000000), BATCH (lines per POST, default 5000),
 # POSTERS (parallel posters, default 4), HOSTS (default LINES/40),
 # QUERIES (distinct lookup URLs, default 50000), SEED (default 1),
+# DIGEST_INDEX (0: the collection is made by `serve --no-digest-index`,
+# keeping no index of digests, as OutbackCDX keeps none; default 1),
 # DURATION (seconds of each idle wrk run, default 10), WRK_THREADS
 # (default 1), CONNS (wrk connections, default 16), KEEP (1: keep the work
 # dir), UKVS (the binary, default target/release/ukvs). The work dir is
@@ -62,6 +64,9 @@ QUERIES=${QUERIES:-50000}
 SEED=${SEED:-1}
 DURATION=${DURATION:-10}
 WRK_THREADS=${WRK_THREADS:-1}
+DIGEST_INDEX=${DIGEST_INDEX:-1}
+SERVE_ARGS=()
+[ "$DIGEST_INDEX" = 0 ] && SERVE_ARGS+=(--no-digest-index)
 CONNS=${CONNS:-16}
 KEEP=${KEEP:-0}
 UKVS=${UKVS:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ukvs}
@@ -215,7 +220,7 @@ EOF
 
 # ------------------------------------------------------------ the server
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$UKVS" serve --quiet --bind "127.0.0.1:$port" --data "$WORK/data" 2> "$WORK/serve.log" &
+"$UKVS" serve --quiet --bind "127.0.0.1:$port" --data "$WORK/data" ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} 2> "$WORK/serve.log" &
 SERVER_PID=$!
 up=0
 for _ in $(seq 100); do
@@ -296,7 +301,7 @@ secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 busy_p99=$(awk '{ printf "%.2f", $5 / 1000 }' < <(wrk_result "$WORK/busy.wrk"))
 echo
 echo "ukvs $("$UKVS" --version | cut -d' ' -f2), $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "$LINES CDX11 lines in $nbatches POSTs of $BATCH; $POSTERS posters; wrk -t$WRK_THREADS -c$CONNS; exact lookups of $(wc -l < "$WORK/urls.txt") URLs"
+echo "$LINES CDX11 lines in $nbatches POSTs of $BATCH; $POSTERS posters; wrk -t$WRK_THREADS -c$CONNS; exact lookups of $(wc -l < "$WORK/urls.txt") URLs; digest index $([ "$DIGEST_INDEX" = 0 ] && echo off || echo on)"
 echo
 printf '%-26s %10s %9s %9s %9s %7s %9s\n' "lookups" "req/s" "p50 ms" "p99 ms" "max ms" "errors" "cpu us"
 row "idle, first tenth in" "$WORK/idle1.wrk" "$((c1 - c0))"

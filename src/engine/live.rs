@@ -99,6 +99,19 @@ const LAYOUT: &[u8] = b"ukvs-live 2";
 /// a journal file (a POST of 5,000 CDX lines is about 1 MiB).
 pub const BATCH_BYTES: usize = 8 << 20;
 
+/// Whether a delta indexes its captures by payload digest, so that
+/// `/NAME/digest` and `ukvs lookup --digest` find the captures it holds
+/// (a crawler's deduplication). Chosen when the store is made and kept
+/// for its life (the meta key `digests`): the index is a second entry
+/// per put, which costs about as much as the capture's own, so a
+/// collection that is only replayed (OutbackCDX keeps no such index)
+/// takes lines about twice as fast without it (`scripts/bench_live.sh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Digests {
+    On,
+    Off,
+}
+
 /// Memory the store may use for its block cache: an exact lookup reads a
 /// block of every sorted run of the delta, so the cache decides the read
 /// rate once the delta outgrows it (`scripts/bench_live.sh`: 1,000,000
@@ -183,6 +196,9 @@ struct Store {
     meta: PartitionHandle,
     /// Digest keys of captures folded into the bases.
     dig_base: PartitionHandle,
+    /// Whether puts write their digest keys ([`Digests`], fixed when
+    /// the store was made).
+    digests: Digests,
     state: RwLock<State>,
     /// Writes hold it shared, a fold's switch to a new generation
     /// exclusively: a generation is frozen once no write holds it.
@@ -253,7 +269,9 @@ fn dig_name(n: u64) -> String {
 /// million lines), where size-tiered compaction kept every run of a
 /// tier overlapping (21 tables for the same lines, and 10,000 short
 /// range scans 10 times slower in `scripts/bench_store.sh`), for about
-/// the same ingest rate there. The compaction strategy is recorded with
+/// the same ingest rate there. The first level takes up to
+/// [`L0_TABLES`] flushed memtables before they are merged into the next.
+/// The compaction strategy is recorded with
 /// a partition when it is made: generations made before keep theirs
 /// until a fold retires them, and read the same.
 fn gen_options() -> PartitionCreateOptions {
@@ -261,9 +279,22 @@ fn gen_options() -> PartitionCreateOptions {
         .compression(fjall::CompressionType::Lz4)
         .max_memtable_size(8 << 20)
         .compaction_strategy(fjall::compaction::Strategy::Leveled(
-            fjall::compaction::Leveled::default(),
+            fjall::compaction::Leveled {
+                l0_threshold: L0_TABLES,
+                ..Default::default()
+            },
         ))
 }
+
+/// Tables the first level of a generation holds before they are merged
+/// into the second (fjall's default is 4). Lines come in crawl order, so
+/// every flushed table spans most of the key space and each merge
+/// rewrites most of the level below: merging a quarter as often cut the
+/// server's CPU per line ingested by a fifth (`scripts/bench_live.sh`,
+/// quiet machine: 13.9 to 11.4 us, lookup p99 during ingest 15.3 to 10.2
+/// ms). A lookup reads a block of each of those tables meanwhile: idle
+/// lookups over the whole delta ran at about the same rate.
+const L0_TABLES: u8 = 16;
 
 /// A digest partition's tables: lz4, compacted size-tiered. Its keys
 /// come in digest order, which is random, so leveled compaction would
@@ -346,7 +377,7 @@ impl Store {
         }
     }
 
-    fn open(dir: &Path) -> Result<Store, Error> {
+    fn open(dir: &Path, digests: Digests) -> Result<Store, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error {
             path: dir.to_path_buf(),
             what: "cannot create the directory",
@@ -427,10 +458,18 @@ impl Store {
                 b.insert(&meta, "layout", LAYOUT);
                 b.insert(&meta, "current", 0u64.to_le_bytes());
                 b.insert(&meta, "floor", 0u64.to_le_bytes());
+                if digests == Digests::Off {
+                    b.insert(&meta, "digests", "off");
+                }
                 b.commit()
                     .map_err(|e| fail("cannot write the store's meta", &e))?;
             }
         }
+        // Stores made before the choice existed index digests.
+        let digests = match read("digests")? {
+            Some(v) if &v[..] == b"off" => Digests::Off,
+            _ => Digests::On,
+        };
         let current = get_u64(read("current")?);
         let floor = get_u64(read("floor")?);
         let folded = Folded {
@@ -476,6 +515,7 @@ impl Store {
             keyspace,
             meta,
             dig_base,
+            digests,
             state: RwLock::new(State {
                 gens,
                 digs,
@@ -644,7 +684,7 @@ impl Store {
         let mut keys = Vec::new();
         for op in ops {
             let op = op?;
-            bytes += put_into(&mut batch, gen, &mut keys, op);
+            bytes += put_into(&mut batch, gen, &mut keys, self.digests, op);
             n += 1;
             if bytes >= BATCH_BYTES {
                 put_keys(&mut batch, dig, &mut keys);
@@ -785,17 +825,20 @@ fn put_into(
     batch: &mut fjall::Batch,
     gen: &PartitionHandle,
     keys: &mut Vec<Vec<u8>>,
+    digests: Digests,
     op: Op,
 ) -> usize {
     match op {
         Op::Put { id, line } => {
             let entry = entry_of(&id, &line);
             let mut n = id.len() + entry.len() + 32;
-            for_each_digest(&line, |d| {
-                let key = [&digest_prefix(&d)[..], &id].concat();
-                n += key.len() + 32;
-                keys.push(key);
-            });
+            if digests == Digests::On {
+                for_each_digest(&line, |d| {
+                    let key = [&digest_prefix(&d)[..], &id].concat();
+                    n += key.len() + 32;
+                    keys.push(key);
+                });
+            }
             batch.insert(gen, id, entry);
             n
         }
@@ -902,12 +945,19 @@ impl Delta {
     /// process at a time: another process gets an error, and the same
     /// process a view of the store it has open.
     pub fn open(dir: &Path) -> Result<Delta, Error> {
+        Delta::open_with(dir, Digests::On)
+    }
+
+    /// [`Delta::open`], a store made here indexing digests or not as
+    /// `digests` says; a store that exists keeps what it was made with
+    /// ([`Delta::digests`]).
+    pub fn open_with(dir: &Path, digests: Digests) -> Result<Delta, Error> {
         let key = canonical(dir);
         let mut open = registry().lock().unwrap_or_else(|e| e.into_inner());
         let store = match open.get(&key).and_then(Weak::upgrade) {
             Some(s) => s,
             None => {
-                let s = Arc::new(Store::open(dir)?);
+                let s = Arc::new(Store::open(dir, digests)?);
                 open.insert(s.dir.clone(), Arc::downgrade(&s));
                 s
             }
@@ -935,6 +985,11 @@ impl Delta {
     /// The delta's directory.
     pub fn path(&self) -> &Path {
         &self.store.dir
+    }
+
+    /// Whether the delta indexes its captures by digest.
+    pub fn digests(&self) -> Digests {
+        self.store.digests
     }
 
     fn fail(&self, what: &'static str, e: impl std::fmt::Display) -> Error {
@@ -984,7 +1039,7 @@ impl Delta {
         // Each op freed as the batch takes its copy.
         let mut keys = Vec::new();
         for op in held {
-            put_into(&mut batch, &gen, &mut keys, op);
+            put_into(&mut batch, &gen, &mut keys, self.store.digests, op);
         }
         put_keys(&mut batch, &dig, &mut keys);
         self.store.commit_durable(batch)?;
@@ -1097,7 +1152,16 @@ impl Delta {
     /// folded into the bases. A capture's newest entry
     /// ([`Delta::newest`]), or without one the bases' line of it, says
     /// whether it still has that digest.
+    ///
+    /// An error for a delta made without the index ([`Digests::Off`]):
+    /// its captures cannot be found by digest.
     pub fn digest_ids(&self, digest: &Digest) -> Result<Vec<Vec<u8>>, Error> {
+        if self.store.digests == Digests::Off {
+            return Err(self.fail(
+                "keeps no index of its captures' digests",
+                "it was made without one (`ukvs serve --no-digest-index`)",
+            ));
+        }
         let prefix = digest_prefix(digest);
         let mut ids = std::collections::BTreeSet::new();
         let mut digs = self.store.digs_from(self.floor);
@@ -2153,6 +2217,57 @@ mod tests {
         view.apply::<String>(vec![Ok(Op::Delete { id: id1.clone() })])
             .unwrap();
         assert_eq!(view.newest(&id1).unwrap(), Some(None));
+    }
+
+    /// A delta made without a digest index writes no digest keys, says
+    /// so when asked for a digest's captures, keeps the choice when
+    /// opened again with the default, and otherwise reads, takes writes
+    /// and folds as one with the index; one made before the choice
+    /// existed (no `digests` meta key) keeps indexing.
+    #[test]
+    fn a_delta_made_without_digest_index_keeps_none_for_its_life() {
+        let dir = tempfile::tempdir().unwrap();
+        let digest = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB";
+        let line = format!("k1 2020 http://x/ text/html 200 {digest} - - 1 1 f.warc.gz");
+        let op = || Op::Put {
+            id: capture_id(b"k1", b"2020", b"f.warc.gz", b"1"),
+            line: line.clone().into_bytes(),
+        };
+        let d = Delta::open_with(dir.path(), Digests::Off).unwrap();
+        assert_eq!(d.digests(), Digests::Off);
+        d.apply::<String>(vec![Ok(op())]).unwrap();
+        let dig = d.store.digs_from(0);
+        assert_eq!(dig.len(), 1);
+        assert!(dig[0].is_empty().unwrap(), "no digest key is written");
+        let err = d.digest_ids(&Digest::parse(digest).unwrap()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no index of its captures' digests"),
+            "{err}"
+        );
+        assert_eq!(all(&d, "k1", MatchType::Exact), vec![line.clone()]);
+        drop((d, dig));
+        let d = Delta::open(dir.path()).unwrap();
+        assert_eq!(d.digests(), Digests::Off, "the choice is the store's");
+        // A fold copies no digest keys, and the view reads the base.
+        let frozen = d.freeze().unwrap().unwrap();
+        let base = frozen.base_path(".cdx");
+        std::fs::write(&base, format!("{line}\n")).unwrap();
+        let view = frozen.commit(&[], &base).unwrap();
+        drop(d);
+        assert!(view.store.dig_base.is_empty().unwrap());
+        assert_eq!(view.digests(), Digests::Off);
+        drop(view);
+        // A store with the index, reopened asking for none, keeps it.
+        let other = tempfile::tempdir().unwrap();
+        Delta::open(other.path())
+            .unwrap()
+            .apply::<String>(vec![Ok(op())])
+            .unwrap();
+        let d = Delta::open_with(other.path(), Digests::Off).unwrap();
+        assert_eq!(d.digests(), Digests::On);
+        let ids = d.digest_ids(&Digest::parse(digest).unwrap()).unwrap();
+        assert_eq!(ids, vec![capture_id(b"k1", b"2020", b"f.warc.gz", b"1")]);
     }
 
     fn is_leveled(h: &PartitionHandle) -> bool {

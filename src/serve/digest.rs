@@ -89,6 +89,15 @@ fn run(coll: &Coll, query: &str, sink: &mut Sink) -> Result<(), ApiError> {
     };
     let digest = Digest::parse(&digest)
         .map_err(|e| ApiError::Bad(format!("Invalid value for digest= param: {e}")))?;
+    if let Some(live) = coll.live.as_deref() {
+        if live.digests() == ukvs::engine::live::Digests::Off {
+            return Err(ApiError::Bad(format!(
+                "collection {} keeps no index of its live captures' digests \
+                 (it was made by `ukvs serve --no-digest-index`)",
+                coll.name
+            )));
+        }
+    }
     if coll.digests.is_none() && coll.live.is_none() {
         return Err(ApiError::Bad(format!(
             "collection {} has no digest file (serve one with {}=digests:PATH)",

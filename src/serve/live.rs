@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
-use ukvs::engine::live::{is_delta_dir, read_ops, write_op, Delta, Op};
+use ukvs::engine::live::{is_delta_dir, read_ops, write_op, Delta, Digests, Op};
 use ukvs::ukvs::post::{Body, MAX_LINE};
 
 use super::catalog::{check_name, Coll};
@@ -164,6 +164,8 @@ pub fn check_write(
 pub struct Writes {
     pub dir: PathBuf,
     pub no_create: bool,
+    /// Whether the deltas made here index digests.
+    pub digests: Digests,
     /// Every open delta by collection name (a store opens once per
     /// process, and outlives catalog reloads).
     pub deltas: Mutex<BTreeMap<String, Arc<Delta>>>,
@@ -172,7 +174,12 @@ pub struct Writes {
 impl Writes {
     /// Opens the deltas under `dir` (each subdirectory holding a store)
     /// and those of `names`, creating them.
-    pub fn open(dir: &Path, no_create: bool, names: &[&str]) -> anyhow::Result<Writes> {
+    pub fn open(
+        dir: &Path,
+        no_create: bool,
+        digests: Digests,
+        names: &[&str],
+    ) -> anyhow::Result<Writes> {
         use anyhow::Context;
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
@@ -183,12 +190,23 @@ impl Writes {
             let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if check_name(&name).is_ok() && is_delta_dir(&entry.path()) {
-                deltas.insert(name, Arc::new(Delta::open(&entry.path())?));
+                let delta = Delta::open_with(&entry.path(), digests)?;
+                if delta.digests() != digests {
+                    ukvs::report!(
+                        "ukvs serve: the collection {name} keeps {}, as it was made",
+                        match delta.digests() {
+                            Digests::On => "its digest index",
+                            Digests::Off => "no digest index",
+                        }
+                    );
+                }
+                deltas.insert(name, Arc::new(delta));
             }
         }
         let writes = Writes {
             dir: dir.to_path_buf(),
             no_create,
+            digests,
             deltas: Mutex::new(deltas),
         };
         writes.ensure(names)?;
@@ -200,7 +218,7 @@ impl Writes {
         let mut deltas = self.deltas.lock().unwrap_or_else(|e| e.into_inner());
         for name in names {
             if !deltas.contains_key(*name) {
-                let delta = Delta::open(&self.dir.join(name))?;
+                let delta = Delta::open_with(&self.dir.join(name), self.digests)?;
                 deltas.insert(name.to_string(), Arc::new(delta));
             }
         }
@@ -464,7 +482,7 @@ async fn writable(shared: &Arc<Shared>, name: &str) -> Result<Arc<Coll>, http::R
         let dir = writes_of(&shared2).dir.join(&name2);
         let delta = match deltas.get(&name2) {
             Some(d) => d.clone(),
-            None => Arc::new(Delta::open(&dir)?),
+            None => Arc::new(Delta::open_with(&dir, writes_of(&shared2).digests)?),
         };
         deltas.insert(name2.clone(), delta.clone());
         let grown = catalog.with_delta(&name2, delta)?;

@@ -80,6 +80,8 @@ pub struct Options {
     pub data: Option<std::path::PathBuf>,
     /// A POST to an unknown collection is refused rather than creating it.
     pub no_create: bool,
+    /// Collections made here keep no digest index.
+    pub no_digest_index: bool,
     /// A file holding the bearer token writes must send.
     pub write_token: Option<std::path::PathBuf>,
     /// Collections that take no writes.
@@ -121,6 +123,10 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         Some(dir) => Some(live::Writes::open(
             dir,
             opts.no_create,
+            match opts.no_digest_index {
+                true => ukvs::engine::live::Digests::Off,
+                false => ukvs::engine::live::Digests::On,
+            },
             &index_names(&specs),
         )?),
         None => None,

@@ -241,3 +241,74 @@ fn a_live_collections_digest_lookups_follow_its_posts_and_deletes() {
         "a delta alone folded, then written",
     );
 }
+
+/// `--no-digest-index`: the collections a server makes keep no digest
+/// index (the store says so for its life, whatever a later server is
+/// given), serve their lines as any other, fold, and answer a digest
+/// lookup with 400 and why; a collection made by a server without the
+/// option indexes its digests.
+#[test]
+fn a_collection_made_without_a_digest_index_says_so_and_serves_on() {
+    const DIGESTS: u64 = 5;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let agent = agent();
+    let mut rng = Rng(11);
+    let refused = |base: &str, when: &str| {
+        let (status, body) = get(&agent, &format!("{base}/digest?digest=sha1:{}", digest(0)));
+        assert_eq!(status, 400, "{when}: {body}");
+        assert!(
+            body.contains("no index of its live captures' digests"),
+            "{when}: {body}"
+        );
+    };
+    let lookups = |base: &str, model: &BTreeMap<Id, Cap>, when: &str| {
+        for c in model.values() {
+            let (status, body) = get(
+                &agent,
+                &format!(
+                    "{base}/cdx?url={}&output=json&fl=urlkey,timestamp,digest",
+                    c.url
+                ),
+            );
+            assert_eq!(status, 200, "{when}: {body}");
+            let want = format!(
+                r#"{{"urlkey": "{}", "timestamp": "{}", "digest": "{}"}}"#,
+                c.key, c.datetime, c.digest
+            );
+            assert!(body.contains(&want), "{when}: {want} not in {body}");
+        }
+    };
+
+    let server = start(&["--data", data, "--no-digest-index"]);
+    let plain = server.url("/plain");
+    let mut model: BTreeMap<Id, Cap> = BTreeMap::new();
+    mutate(&agent, &plain, &mut model, &mut rng, DIGESTS);
+    assert!(!model.is_empty());
+    lookups(&plain, &model, "made without the index");
+    refused(&plain, "made without the index");
+    let (status, answer) = post(&agent, &format!("{plain}/fold"), b"");
+    assert_eq!(status, 200, "{answer}");
+    lookups(&plain, &model, "folded");
+    refused(&plain, "folded");
+    server.kill();
+
+    // A server without the option: the collection keeps its choice, and
+    // one it makes indexes.
+    let server = start(&["--data", data]);
+    let plain = server.url("/plain");
+    refused(&plain, "reopened without the option");
+    mutate(&agent, &plain, &mut model, &mut rng, DIGESTS);
+    lookups(&plain, &model, "written after the reopen");
+    let indexed = server.url("/indexed");
+    let mut other: BTreeMap<Id, Cap> = BTreeMap::new();
+    mutate(&agent, &indexed, &mut other, &mut rng, DIGESTS);
+    check(
+        &agent,
+        &indexed,
+        &other,
+        DIGESTS,
+        "made by a server without the option",
+    );
+}
