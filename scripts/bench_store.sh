@@ -22,7 +22,7 @@
 # Needs network or a filled cargo cache the first time (redb is no
 # dependency of the crate). Env: N, BATCH, DIR (default: a temporary
 # directory on the disk of /tmp), STORES, COMPACTION, BLOCK, MEMTABLE_MB,
-# L0 (see scripts/bench_store/src/main.rs).
+# L0, WORKERS (see scripts/bench_store/src/main.rs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 N=${N:-100000}

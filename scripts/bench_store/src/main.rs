@@ -44,7 +44,8 @@
 //! generation; `COMPACTION=tiered` for size-tiered, which it used before
 //! and which left every run of a tier for a range scan to read),
 //! 4 KiB blocks (`BLOCK`), 8 MiB memtables (`MEMTABLE_MB`, fjall 3 too;
-//! `L0` sets fjall 3's first-level compaction threshold).
+//! `L0` sets fjall 3's first-level compaction threshold, `WORKERS` its
+//! number of flush and compaction threads).
 //! `STORES=redb,fjall2,fjall,plain,fjall+dig,fjall3,...` picks (all by
 //! default).
 //!
@@ -471,11 +472,13 @@ fn dig3() -> fjall3::KeyspaceCreateOptions {
 
 fn fjall3_run(dir: &Path, n: u64, batch: u64, text: u64, name: &str, how: Write3, tweak: &str) {
     let d = fresh(dir, "fjall3");
-    let db = fjall3::Database::builder(&d)
+    let mut db = fjall3::Database::builder(&d)
         .cache_size(256 << 20)
-        .max_journaling_size(128 << 20)
-        .open()
-        .expect("fjall 3");
+        .max_journaling_size(128 << 20);
+    if let Ok(w) = std::env::var("WORKERS") {
+        db = db.worker_threads(w.parse().expect("WORKERS"));
+    }
+    let db = db.open().expect("fjall 3");
     let ids = db.keyspace("gen", || gen3(tweak)).expect("keyspace");
     let digs = db.keyspace("dig", dig3).expect("keyspace");
     let (t0, c0) = (Instant::now(), cpu());
@@ -529,7 +532,17 @@ fn fjall3_run(dir: &Path, n: u64, batch: u64, text: u64, name: &str, how: Write3
             ids.blob_file_count()
         )
     };
-    println!("  tables after ingest: {}", tables());
+    let range = |k: &[u8]| -> Vec<Vec<u8>> {
+        ids.range(k.to_vec()..)
+            .take(3)
+            .map(|kv| kv.key().expect("entry").to_vec())
+            .collect()
+    };
+    let (early, _) = scans(range);
+    println!(
+        "  tables after ingest: {}; 10k range scans then: {early:.3} s",
+        tables()
+    );
     let (t1, settled) = (Instant::now(), settle());
     println!(
         "  then compactions: {settled:.1} CPU s in {:.1} s; ingest and them: {:.1} CPU s, \
@@ -546,12 +559,7 @@ fn fjall3_run(dir: &Path, n: u64, batch: u64, text: u64, name: &str, how: Write3
     }
     assert!(bytes > 0);
     let scan = t0.elapsed().as_secs_f64();
-    let (scans, found) = scans(|k| {
-        ids.range(k.to_vec()..)
-            .take(3)
-            .map(|kv| kv.key().expect("entry").to_vec())
-            .collect()
-    });
+    let (scans, found) = scans(range);
     // What stays on disk once the journal is flushed into tables.
     for p in [&ids, &digs] {
         p.rotate_memtable_and_wait().expect("flush");
