@@ -19,6 +19,17 @@
 #   N=1000000 STORES=fjall scripts/bench_store.sh     # the chosen layout only
 #   N=1000000 STORES=fjall+dig,fjall3,fjall3-ingest scripts/bench_store.sh
 #
+# N=1000000 BATCH=5000 on 2 shared cores (load 2-3), CPU seconds of
+# ingest plus the compactions left after it (two runs each):
+#   fjall+dig (today's live.rs)         12.1, 12.6   10k scans 0.25-0.29 s
+#   fjall+dig COMPACTION=leveled:16      9.0, 10.1   10k scans 0.52-0.70 s
+#   fjall3                              15.8, 18.8
+#   fjall3 WORKERS=1                    11.7, 11.9
+#   fjall3-ingest WORKERS=1 L0=16        8.6,  6.9   10k scans 0.86-1.10 s
+#   fjall3-ingest1 WORKERS=1 L0=16       6.7,  6.0     before compactions
+# Tables 0.82x the text in every fjall layout (+ the journal: 34 MB in
+# fjall 2, 67 MB in fjall 3). fjall 3 refuses fjall 2's files.
+#
 # Needs network or a filled cargo cache the first time (redb is no
 # dependency of the crate). Env: N, BATCH, DIR (default: a temporary
 # directory on the disk of /tmp), STORES, COMPACTION, BLOCK, MEMTABLE_MB,
