@@ -4,7 +4,11 @@
 //! them, base32 digests) in BATCH-line commits, each durable (fsync'd)
 //! before the next, as `POST /NAME` commits; then a full scan and 10,000
 //! short range scans (a host's first captures); then the space on disk
-//! against the text's size.
+//! against the text's size. Ingest is timed and its CPU seconds counted
+//! (user + system, every thread: the stores' flushes and compactions
+//! too); a fjall store is then left to finish its compactions (the CPU
+//! seconds they take are printed: the ingest's full cost is the sum)
+//! before it is scanned.
 //!
 //! Layouts:
 //! - `redb lines+ids`: redb 2.6, a `lines` table (line -> ()) and an
@@ -13,13 +17,37 @@
 //! - `fjall id->line`: one partition, capture id -> the line less its
 //!   `key datetime ` (which the id holds): a capture is stored once, and
 //!   a capture posted again overwrites its entry with no read (lz4, and
-//!   without compression). This is what `src/engine/live.rs` keeps.
+//!   without compression);
+//! - `fjall id->line+dig` (`STORES=fjall+dig`): what `src/engine/live.rs`
+//!   writes: that partition (the entry a tag byte and the line less its
+//!   head) and a digest partition (`sha1:` + the digest's 20 bytes + the
+//!   capture id -> empty, size-tiered), a batch's entries in id order
+//!   then its digest keys in theirs, committed, then made durable by a
+//!   `persist(SyncData)` (`Store::commit_durable`);
+//! - `fjall3`: the same in fjall 3.1 (a database, two keyspaces, lz4 at
+//!   every level, 4 KiB blocks, 8 MiB memtables); fjall 3 has no
+//!   size-tiered compaction, so its digest keyspace is leveled too;
+//! - `fjall3-ingest`: each batch written by two ingestions (fjall 3's
+//!   `Keyspace::start_ingestion`: sorted keys written straight into a
+//!   table, no journal, no memtable), the generation's then the
+//!   digests': each is durable when `finish` returns (the table and
+//!   the tree's version fsync'd), the two are not atomic together;
+//! - `fjall3-ingest1`: one ingestion into one keyspace holding both, the
+//!   digest keys under a `\x00` prefix (atomic);
+//! - `fjall3-l01plain`: `fjall3` with fjall 3's default compression (none
+//!   on the first two levels, lz4 below); `fjall3-16k`: 16 KiB blocks
+//!   below the first two levels; `fjall3-kv`: values in blob files (KV
+//!   separation from 64 bytes);
+//! - `compat`: whether fjall 3 opens a keyspace fjall 2 wrote.
 //!
-//! fjall's tables are compacted leveled (as `engine::live` compacts a
+//! fjall 2's tables are compacted leveled (as `engine::live` compacts a
 //! generation; `COMPACTION=tiered` for size-tiered, which it used before
 //! and which left every run of a tier for a range scan to read),
-//! 4 KiB blocks (`BLOCK`), 8 MiB
-//! memtables (`MEMTABLE_MB`). `STORES=redb,fjall2,fjall,plain` picks.
+//! 4 KiB blocks (`BLOCK`), 8 MiB memtables (`MEMTABLE_MB`, fjall 3 too;
+//! `L0` sets fjall 3's first-level compaction threshold, `WORKERS` its
+//! number of flush and compaction threads).
+//! `STORES=redb,fjall2,fjall,plain,fjall+dig,fjall3,...` picks (all by
+//! default).
 //!
 //! Usage: bench-store DIR [N] [BATCH]
 
@@ -92,13 +120,86 @@ fn fresh(dir: &Path, name: &str) -> PathBuf {
     d
 }
 
-fn report(store: &str, n: u64, batch: u64, secs: [f64; 3], found: u64, space: u64, text: u64) {
+/// CPU seconds (user + system) the process has used so far, all its
+/// threads (the stores' background flushes and compactions too).
+fn cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // Fields after the command's `)`: state is the 3rd, utime the 14th.
+    let f: Vec<&str> = stat[stat.rfind(')').expect("stat") + 2..]
+        .split(' ')
+        .collect();
+    let ticks = |i: usize| f[i - 3].parse::<f64>().expect("ticks");
+    (ticks(14) + ticks(15)) / 100.0
+}
+
+/// Waits until the store's background work (flushes, compactions) is
+/// done: the process idle (under 2% of a core) for a second, or 300 s.
+/// Gives the CPU seconds it took.
+fn settle() -> f64 {
+    let (t0, c0) = (Instant::now(), cpu());
+    let mut idle = 0;
+    while idle < 4 && t0.elapsed().as_secs() < 300 {
+        let c = cpu();
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        idle = if cpu() - c <= 0.005 { idle + 1 } else { 0 };
+    }
+    cpu() - c0
+}
+
+/// Lines `range` as `engine::live` writes them: (capture id, entry) in
+/// id order, the entry a tag byte (0: a put) and the line less its
+/// `key datetime `; and the digest keys (`sha1:`, the digest's 20
+/// bytes, the capture id) in their order.
+fn batch_of(range: std::ops::Range<u64>) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<Vec<u8>>) {
+    let mut entries = Vec::with_capacity((range.end - range.start) as usize);
+    let mut keys = Vec::with_capacity(entries.capacity());
+    for i in range {
+        let (id, line) = capture(i);
+        let head = id.iter().position(|&b| b == 0).expect("id") + 1;
+        let mut entry = Vec::with_capacity(line.len() + 1 - head);
+        entry.push(0);
+        entry.extend_from_slice(&line[head..]);
+        let digest = line.split(|&b| b == b' ').nth(5).expect("digest");
+        let mut key = b"sha1:".to_vec();
+        key.extend_from_slice(&base32(digest));
+        key.extend_from_slice(&id);
+        keys.push(key);
+        entries.push((id, entry));
+    }
+    entries.sort_unstable();
+    keys.sort_unstable();
+    (entries, keys)
+}
+
+/// The bytes a 32-character base32 digest spells (20).
+fn base32(s: &[u8]) -> Vec<u8> {
+    let (mut out, mut acc, mut bits) = (Vec::with_capacity(20), 0u64, 0);
+    for &c in s {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'2'..=b'7' => c - b'2' + 26,
+            _ => panic!("base32"),
+        };
+        acc = acc << 5 | u64::from(v);
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// `secs`: ingest, its CPU seconds, full scan, range scans.
+fn report(store: &str, n: u64, batch: u64, secs: [f64; 4], found: u64, space: u64, text: u64) {
     println!(
-        "{store:<22}{:>9.0} lines/s ({n} lines, {batch}-line durable commits)  full scan {:.2} s  \
-         10k range scans {:.3} s ({found} found)  {:.1} MB on disk for {:.1} MB of text ({:.2}x)",
+        "{store:<22}{:>9.0} lines/s ({n} lines, {batch}-line durable commits, {:.1} CPU s)  \
+         full scan {:.2} s  10k range scans {:.3} s ({found} found)  \
+         {:.1} MB on disk for {:.1} MB of text ({:.2}x)",
         n as f64 / secs[0],
         secs[1],
         secs[2],
+        secs[3],
         space as f64 / 1e6,
         text as f64 / 1e6,
         space as f64 / text as f64
@@ -126,7 +227,7 @@ fn redb_run(dir: &Path, n: u64, batch: u64, text: u64) {
         .expect("redb");
     const LINES: redb::TableDefinition<&[u8], ()> = redb::TableDefinition::new("lines");
     const IDS: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("ids");
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu());
     for b in 0..n.div_ceil(batch) {
         let mut tx = db.begin_write().expect("write");
         tx.set_durability(redb::Durability::Immediate);
@@ -147,7 +248,7 @@ fn redb_run(dir: &Path, n: u64, batch: u64, text: u64) {
         }
         tx.commit().expect("commit");
     }
-    let ingest = t0.elapsed().as_secs_f64();
+    let (ingest, ingest_cpu) = (t0.elapsed().as_secs_f64(), cpu() - c0);
     let tx = db.begin_read().expect("read");
     let t = tx.open_table(LINES).expect("table");
     let t0 = Instant::now();
@@ -170,7 +271,7 @@ fn redb_run(dir: &Path, n: u64, batch: u64, text: u64) {
         "redb lines+ids",
         n,
         batch,
-        [ingest, scan, scans],
+        [ingest, ingest_cpu, scan, scans],
         found,
         space,
         text,
@@ -184,11 +285,13 @@ fn fjall_run(
     text: u64,
     once: bool,
     compression: fjall::CompressionType,
+    dig: bool,
 ) {
-    let name = match (once, compression) {
-        (true, fjall::CompressionType::None) => "fjall id->line, plain",
-        (true, _) => "fjall id->line, lz4",
-        (false, _) => "fjall lines+ids, lz4",
+    let name = match (once, compression, dig) {
+        (true, _, true) => "fjall id->line+dig",
+        (true, fjall::CompressionType::None, _) => "fjall id->line, plain",
+        (true, _, _) => "fjall id->line, lz4",
+        (false, _, _) => "fjall lines+ids, lz4",
     };
     let d = fresh(dir, "fjall");
     let ks = fjall::Config::new(&d).open().expect("fjall");
@@ -202,7 +305,19 @@ fn fjall_run(
     };
     let lines = ks.open_partition("lines", opts()).expect("partition");
     let ids = ks.open_partition("ids", opts()).expect("partition");
-    let t0 = Instant::now();
+    // As `engine::live`'s `dig_options`.
+    let digs = ks
+        .open_partition(
+            "dig",
+            fjall::PartitionCreateOptions::default()
+                .compression(compression)
+                .max_memtable_size(memtable << 20)
+                .compaction_strategy(fjall::compaction::Strategy::SizeTiered(
+                    fjall::compaction::SizeTiered::default(),
+                )),
+        )
+        .expect("partition");
+    let (t0, c0) = (Instant::now(), cpu());
     for b in 0..n.div_ceil(batch) {
         let mode = match std::env::var("SYNC").as_deref() {
             Ok("data") => fjall::PersistMode::SyncData,
@@ -210,6 +325,22 @@ fn fjall_run(
             _ => fjall::PersistMode::SyncAll,
         };
         let mut wb = ks.batch().durability(Some(mode));
+        if dig {
+            // As `engine::live` writes a batch: in id order, then the
+            // digest keys in their order.
+            let (entries, keys) = batch_of(b * batch..((b + 1) * batch).min(n));
+            for (id, entry) in entries {
+                wb.insert(&ids, id, entry);
+            }
+            for k in keys {
+                wb.insert(&digs, k, b"");
+            }
+            // Committed, then made durable (`Store::commit_durable`).
+            let wb = wb.durability(Some(fjall::PersistMode::Buffer));
+            wb.commit().expect("commit");
+            ks.persist(fjall::PersistMode::SyncData).expect("persist");
+            continue;
+        }
         for i in b * batch..((b + 1) * batch).min(n) {
             let (id, line) = capture(i);
             if once {
@@ -226,10 +357,28 @@ fn fjall_run(
         }
         wb.commit().expect("commit");
     }
-    let ingest = t0.elapsed().as_secs_f64();
+    let (ingest, ingest_cpu) = (t0.elapsed().as_secs_f64(), cpu() - c0);
     println!(
-        "  tables after ingest: {}",
-        if once { ids.segment_count() } else { lines.segment_count() + ids.segment_count() }
+        "  tables after ingest: {} (+{} digest tables)",
+        if once {
+            ids.segment_count()
+        } else {
+            lines.segment_count() + ids.segment_count()
+        },
+        digs.segment_count()
+    );
+    let (t1, settled) = (Instant::now(), settle());
+    println!(
+        "  then compactions: {settled:.1} CPU s in {:.1} s; ingest and them: {:.1} CPU s, \
+         tables: {} (+{} digest tables)",
+        t1.elapsed().as_secs_f64(),
+        ingest_cpu + settled,
+        if once {
+            ids.segment_count()
+        } else {
+            lines.segment_count() + ids.segment_count()
+        },
+        digs.segment_count()
     );
     let scanned = if once { &ids } else { &lines };
     let t0 = Instant::now();
@@ -249,17 +398,211 @@ fn fjall_run(
     });
     ks.persist(fjall::PersistMode::SyncAll).expect("persist");
     // What stays on disk once the journal is flushed into tables.
-    for p in [&lines, &ids] {
+    for p in [&lines, &ids, &digs] {
         p.rotate_memtable_and_wait().expect("flush");
     }
     println!(
-        "  journal {:.1} MB, tables {:.1} MB",
+        "  journal {:.1} MB, tables {:.1} MB (digests {:.1} MB)",
         ks.journal_disk_space() as f64 / 1e6,
-        (lines.disk_space() + ids.disk_space()) as f64 / 1e6
+        (lines.disk_space() + ids.disk_space() + digs.disk_space()) as f64 / 1e6,
+        digs.disk_space() as f64 / 1e6
     );
-    drop((lines, ids, ks));
+    drop((lines, ids, digs, ks));
     let space = du(&d);
-    report(name, n, batch, [ingest, scan, scans], found, space, text);
+    report(
+        name,
+        n,
+        batch,
+        [ingest, ingest_cpu, scan, scans],
+        found,
+        space,
+        text,
+    );
+}
+
+/// How a fjall 3 store writes a batch.
+#[derive(Clone, Copy, PartialEq)]
+enum Write3 {
+    /// One write batch (both keyspaces), committed then made durable.
+    Batch,
+    /// Two ingestions, the generation's then the digests' (each durable
+    /// once `finish` returns; not atomic together).
+    Ingest,
+    /// One ingestion into one keyspace holding both, the digest keys
+    /// under a `\x00` prefix (no capture id starts with it): atomic.
+    Ingest1,
+}
+
+/// The generation keyspace's options of a fjall 3 store: today's (lz4 at
+/// every level, 4 KiB blocks, leveled, 8 MiB memtables), with `tweak`'s
+/// change.
+fn gen3(tweak: &str) -> fjall3::KeyspaceCreateOptions {
+    use fjall3::config::{BlockSizePolicy, CompressionPolicy};
+    use fjall3::CompressionType::{Lz4, None};
+    let memtable: u64 = std::env::var("MEMTABLE_MB").map_or(8, |s| s.parse().expect("MEMTABLE_MB"));
+    let block: u32 = std::env::var("BLOCK").map_or(4096, |s| s.parse().expect("BLOCK"));
+    let mut leveled = fjall3::compaction::Leveled::default();
+    if let Ok(l0) = std::env::var("L0") {
+        leveled = leveled.with_l0_threshold(l0.parse().expect("L0"));
+    }
+    let o = fjall3::KeyspaceCreateOptions::default()
+        .max_memtable_size(memtable << 20)
+        .data_block_size_policy(BlockSizePolicy::all(block))
+        .data_block_compression_policy(CompressionPolicy::all(Lz4))
+        .compaction_strategy(std::sync::Arc::new(leveled));
+    match tweak {
+        // fjall 3's default: the first two levels (written, then soon
+        // rewritten, by flushes and their compactions) uncompressed.
+        "l01plain" => o.data_block_compression_policy(CompressionPolicy::new([None, None, Lz4])),
+        // Bigger blocks where most of the data lies.
+        "16k" => o.data_block_size_policy(BlockSizePolicy::new([4096, 4096, 16384])),
+        // Values in blob files, the tree holding keys and pointers.
+        "kv" => o.with_kv_separation(Some(
+            fjall3::KvSeparationOptions::default().separation_threshold(64),
+        )),
+        _ => o,
+    }
+}
+
+/// The digest keyspace's options in fjall 3, which has no size-tiered
+/// compaction (its `SizeTiered` is not implemented): leveled.
+fn dig3() -> fjall3::KeyspaceCreateOptions {
+    gen3("")
+}
+
+fn fjall3_run(dir: &Path, n: u64, batch: u64, text: u64, name: &str, how: Write3, tweak: &str) {
+    let d = fresh(dir, "fjall3");
+    let mut db = fjall3::Database::builder(&d)
+        .cache_size(256 << 20)
+        .max_journaling_size(128 << 20);
+    if let Ok(w) = std::env::var("WORKERS") {
+        db = db.worker_threads(w.parse().expect("WORKERS"));
+    }
+    let db = db.open().expect("fjall 3");
+    let ids = db.keyspace("gen", || gen3(tweak)).expect("keyspace");
+    let digs = db.keyspace("dig", dig3).expect("keyspace");
+    let (t0, c0) = (Instant::now(), cpu());
+    for b in 0..n.div_ceil(batch) {
+        let (entries, keys) = batch_of(b * batch..((b + 1) * batch).min(n));
+        match how {
+            Write3::Batch => {
+                let mut wb = db.batch().durability(Some(fjall3::PersistMode::Buffer));
+                for (id, entry) in entries {
+                    wb.insert(&ids, id, entry);
+                }
+                for k in keys {
+                    wb.insert(&digs, k, b"");
+                }
+                wb.commit().expect("commit");
+                db.persist(fjall3::PersistMode::SyncData).expect("persist");
+            }
+            Write3::Ingest => {
+                let mut ing = ids.start_ingestion().expect("ingestion");
+                for (id, entry) in entries {
+                    ing.write(id, entry).expect("ingest");
+                }
+                ing.finish().expect("finish");
+                let mut ing = digs.start_ingestion().expect("ingestion");
+                for k in keys {
+                    ing.write(k, b"").expect("ingest");
+                }
+                ing.finish().expect("finish");
+            }
+            Write3::Ingest1 => {
+                let mut ing = ids.start_ingestion().expect("ingestion");
+                for mut k in keys {
+                    k.insert(0, 0);
+                    ing.write(k, b"").expect("ingest");
+                }
+                for (id, entry) in entries {
+                    ing.write(id, entry).expect("ingest");
+                }
+                ing.finish().expect("finish");
+            }
+        }
+    }
+    let (ingest, ingest_cpu) = (t0.elapsed().as_secs_f64(), cpu() - c0);
+    let tables = || {
+        format!(
+            "{} ({} in L0) + {} digest tables ({} in L0), {} blob files",
+            ids.table_count(),
+            ids.l0_table_count(),
+            digs.table_count(),
+            digs.l0_table_count(),
+            ids.blob_file_count()
+        )
+    };
+    let range = |k: &[u8]| -> Vec<Vec<u8>> {
+        ids.range(k.to_vec()..)
+            .take(3)
+            .map(|kv| kv.key().expect("entry").to_vec())
+            .collect()
+    };
+    let (early, _) = scans(range);
+    println!(
+        "  tables after ingest: {}; 10k range scans then: {early:.3} s",
+        tables()
+    );
+    let (t1, settled) = (Instant::now(), settle());
+    println!(
+        "  then compactions: {settled:.1} CPU s in {:.1} s; ingest and them: {:.1} CPU s, \
+         tables: {}",
+        t1.elapsed().as_secs_f64(),
+        ingest_cpu + settled,
+        tables()
+    );
+    let t0 = Instant::now();
+    let mut bytes = 0;
+    for kv in ids.range::<&[u8], _>(&b"\x01"[..]..) {
+        let (k, v) = kv.into_inner().expect("entry");
+        bytes += k.len() + v.len();
+    }
+    assert!(bytes > 0);
+    let scan = t0.elapsed().as_secs_f64();
+    let (scans, found) = scans(range);
+    // What stays on disk once the journal is flushed into tables.
+    for p in [&ids, &digs] {
+        p.rotate_memtable_and_wait().expect("flush");
+    }
+    db.persist(fjall3::PersistMode::SyncAll).expect("persist");
+    println!(
+        "  journal {:.1} MB, tables {:.1} MB (digests {:.1} MB)",
+        db.journal_disk_space().expect("journal") as f64 / 1e6,
+        (ids.disk_space() + digs.disk_space()) as f64 / 1e6,
+        digs.disk_space() as f64 / 1e6,
+    );
+    drop((ids, digs, db));
+    let space = du(&d);
+    report(
+        name,
+        n,
+        batch,
+        [ingest, ingest_cpu, scan, scans],
+        found,
+        space,
+        text,
+    );
+}
+
+/// Whether fjall 3 opens a keyspace fjall 2 wrote.
+fn compat(dir: &Path) {
+    let d = fresh(dir, "compat");
+    {
+        let ks = fjall::Config::new(&d).open().expect("fjall");
+        let p = ks
+            .open_partition("gen_0", fjall::PartitionCreateOptions::default())
+            .expect("partition");
+        p.insert("a", "b").expect("insert");
+        ks.persist(fjall::PersistMode::SyncAll).expect("persist");
+    }
+    match fjall3::Database::builder(&d).open() {
+        Ok(db) => println!(
+            "fjall 3 opened a fjall 2 keyspace: {:?}",
+            db.list_keyspace_names()
+        ),
+        Err(e) => println!("fjall 3 refuses a fjall 2 keyspace: {e:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// `COMPACTION`: `leveled` (the default; lsm-tree's default sizes) or
@@ -306,12 +649,62 @@ fn main() {
         redb_run(&dir, n, batch, text);
     }
     if want("fjall2") {
-        fjall_run(&dir, n, batch, text, false, fjall::CompressionType::Lz4);
+        fjall_run(
+            &dir,
+            n,
+            batch,
+            text,
+            false,
+            fjall::CompressionType::Lz4,
+            false,
+        );
     }
     if want("fjall") {
-        fjall_run(&dir, n, batch, text, true, fjall::CompressionType::Lz4);
+        fjall_run(
+            &dir,
+            n,
+            batch,
+            text,
+            true,
+            fjall::CompressionType::Lz4,
+            false,
+        );
+    }
+    if want("fjall+dig") {
+        fjall_run(
+            &dir,
+            n,
+            batch,
+            text,
+            true,
+            fjall::CompressionType::Lz4,
+            true,
+        );
     }
     if want("plain") {
-        fjall_run(&dir, n, batch, text, true, fjall::CompressionType::None);
+        fjall_run(
+            &dir,
+            n,
+            batch,
+            text,
+            true,
+            fjall::CompressionType::None,
+            false,
+        );
+    }
+    for (store, how, tweak) in [
+        ("fjall3", Write3::Batch, ""),
+        ("fjall3-ingest", Write3::Ingest, ""),
+        ("fjall3-ingest1", Write3::Ingest1, ""),
+        ("fjall3-l01plain", Write3::Batch, "l01plain"),
+        ("fjall3-16k", Write3::Batch, "16k"),
+        ("fjall3-kv", Write3::Batch, "kv"),
+    ] {
+        if want(store) {
+            fjall3_run(&dir, n, batch, text, store, how, tweak);
+        }
+    }
+    if want("compat") {
+        compat(&dir);
     }
 }
