@@ -130,12 +130,17 @@ const JOURNAL_BYTES: u64 = 128 << 20;
 /// How much lower (in nice steps) the threads that write a delta run
 /// than those that answer lookups: the store's flushes and compactions
 /// and a server's POSTs, so that a lookup during ingest waits less for
-/// a core. Mild on purpose: nice 10 (a tenth of a core's share against
+/// a core. Not lower: nice 10 (a tenth of a core's share against
 /// nice 0) starved the writes behind a closed loop of lookups and
 /// every other process (`scripts/bench_live.sh`, load 7: 25,000
 /// lines/s, lookup p99 35 ms; nice 4: 44,000 and 52 ms; nice 0: 50,000
-/// and 77 ms).
-const WRITE_NICE: i32 = 4;
+/// and 77 ms). Once writes got cheaper (no digest index needed, 16
+/// first-level tables), nice 7 against 4, alternated on one machine,
+/// two runs each: p99 during ingest 9.8 and 8.2 ms against 11.2 and
+/// 10.4 with a digest index (67,000 and 86,000 lines/s against 74,000
+/// and 88,000), 11.8 and 11.5 ms against 12.4 and 13.8 without one
+/// (109,000 and 142,000 lines/s against 142,000 and 140,000).
+const WRITE_NICE: i32 = 7;
 
 /// Lowers the calling thread's CPU priority by [`WRITE_NICE`] (on Linux
 /// a nice value is a thread's own; threads it starts inherit it). Where
