@@ -46,7 +46,10 @@
 # keeping no index of digests, as OutbackCDX keeps none; default 1),
 # DURATION (seconds of each idle wrk run, default 10), WRK_THREADS
 # (default 1), CONNS (wrk connections, default 16), KEEP (1: keep the work
-# dir), UKVS (the binary, default target/release/ukvs). The work dir is
+# dir), INPUT (the work dir of a run kept with KEEP=1: its batches and
+# URLs are posted and looked up again, not generated; LINES, BATCH,
+# HOSTS, QUERIES and SEED are then theirs), UKVS (the binary, default
+# target/release/ukvs). The work dir is
 # made under ${TMPDIR:-/tmp}; it needs about 3x the CDX text on disk.
 #
 # Needs python3 (the generator), wrk (`apt-get install -y wrk`), curl and
@@ -69,6 +72,7 @@ SERVE_ARGS=()
 [ "$DIGEST_INDEX" = 0 ] && SERVE_ARGS+=(--no-digest-index)
 CONNS=${CONNS:-16}
 KEEP=${KEEP:-0}
+INPUT=${INPUT:-}
 UKVS=${UKVS:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ukvs}
 COLL=bench
 
@@ -108,6 +112,13 @@ UKVS=$WORK/ukvs
 # One file per batch (batches/b00000.cdx ...), each with the CDX legend
 # first, as cdx-indexer writes a WARC's file; and QUERIES URLs of the
 # index in random order (urls.txt).
+if [ -n "$INPUT" ]; then
+    # The same lines as a kept run, for two builds side by side.
+    echo "reading the batches and URLs of $INPUT ..." >&2
+    ln -s "$INPUT/batches" "$WORK/batches"
+    cp "$INPUT/urls.txt" "$WORK/urls.txt"
+    LINES=$(cat "$WORK"/batches/*.cdx | grep -vc '^ CDX')
+else
 echo "generating $LINES CDX11 lines in batches of $BATCH (seed $SEED) in $WORK ..." >&2
 mkdir "$WORK/batches"
 python3 - "$LINES" "$BATCH" "$HOSTS" "$QUERIES" "$SEED" "$WORK" << 'EOF'
@@ -185,8 +196,9 @@ with open(os.path.join(WORK, "urls.txt"), "w") as f:
 print("%d lines in %d batches, %d hosts, %d query URLs" % (n, warc, HOSTS, min(QUERIES, len(picked))),
       file=sys.stderr)
 EOF
+fi
 cdx_bytes=$(cat "$WORK"/batches/*.cdx | grep -v '^ CDX' | wc -c)
-nbatches=$(find "$WORK/batches" -name '*.cdx' | wc -l)
+nbatches=$(find "$WORK/batches/" -name '*.cdx' | wc -l)
 
 # wrk: exact lookups (`/NAME/cdx?url=`) of URLs picked at random; done()
 # prints one RESULT line: requests, duration (us), p50, p99, max (us),
