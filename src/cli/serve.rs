@@ -111,7 +111,7 @@ pub struct Args {
     no_create: bool,
     /// With --data: collections made from here on keep no index of their
     /// captures' digests (as OutbackCDX keeps none), so they take lines
-    /// about twice as fast in half the disk, and `/NAME/digest` answers
+    /// about 1.5x as fast in 0.6x the disk, and `/NAME/digest` answers
     /// 400 for them. A collection keeps the choice it was made with.
     #[arg(long, requires = "data")]
     no_digest_index: bool,

@@ -105,7 +105,8 @@ pub const BATCH_BYTES: usize = 8 << 20;
 /// for its life (the meta key `digests`): the index is a second entry
 /// per put, which costs about as much as the capture's own, so a
 /// collection that is only replayed (OutbackCDX keeps no such index)
-/// takes lines about twice as fast without it (`scripts/bench_live.sh`).
+/// takes lines 1.4-1.6x as fast without it, with lookups running, and
+/// about 1.7x with POSTs alone (`scripts/bench_live.sh`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Digests {
     On,
@@ -134,13 +135,11 @@ const JOURNAL_BYTES: u64 = 128 << 20;
 /// nice 0) starved the writes behind a closed loop of lookups and
 /// every other process (`scripts/bench_live.sh`, load 7: 25,000
 /// lines/s, lookup p99 35 ms; nice 4: 44,000 and 52 ms; nice 0: 50,000
-/// and 77 ms). Once writes got cheaper (no digest index needed, 16
-/// first-level tables), nice 7 against 4, alternated on one machine,
-/// two runs each: p99 during ingest 9.8 and 8.2 ms against 11.2 and
-/// 10.4 with a digest index (67,000 and 86,000 lines/s against 74,000
-/// and 88,000), 11.8 and 11.5 ms against 12.4 and 13.8 without one
-/// (109,000 and 142,000 lines/s against 142,000 and 140,000).
-const WRITE_NICE: i32 = 7;
+/// and 77 ms). Nice 7 took about 1.5 ms off the p99 during ingest of
+/// a million lines, but over ten million (the same input) it cut the
+/// ingest rate to 0.80x (31,500 against 39,200 lines/s) for a p99 of
+/// 28.0 against 28.8 ms: the merges a large delta needs fell behind.
+const WRITE_NICE: i32 = 4;
 
 /// Lowers the calling thread's CPU priority by [`WRITE_NICE`] (on Linux
 /// a nice value is a thread's own; threads it starts inherit it). Where
@@ -274,8 +273,11 @@ fn dig_name(n: u64) -> String {
 /// million lines), where size-tiered compaction kept every run of a
 /// tier overlapping (21 tables for the same lines, and 10,000 short
 /// range scans 10 times slower in `scripts/bench_store.sh`), for about
-/// the same ingest rate there. The first level takes up to
-/// [`L0_TABLES`] flushed memtables before they are merged into the next.
+/// the same ingest rate there. The first level merges into the next at
+/// fjall's 4 tables: at 16 a million-line ingest took a fifth less CPU
+/// a line, but only because most of its merges were still to come; ten
+/// million lines then went in at 0.59x the rate, in 1.5x the disk
+/// (`scripts/bench_live.sh`, the same input for both builds).
 /// The compaction strategy is recorded with
 /// a partition when it is made: generations made before keep theirs
 /// until a fold retires them, and read the same.
@@ -284,22 +286,9 @@ fn gen_options() -> PartitionCreateOptions {
         .compression(fjall::CompressionType::Lz4)
         .max_memtable_size(8 << 20)
         .compaction_strategy(fjall::compaction::Strategy::Leveled(
-            fjall::compaction::Leveled {
-                l0_threshold: L0_TABLES,
-                ..Default::default()
-            },
+            fjall::compaction::Leveled::default(),
         ))
 }
-
-/// Tables the first level of a generation holds before they are merged
-/// into the second (fjall's default is 4). Lines come in crawl order, so
-/// every flushed table spans most of the key space and each merge
-/// rewrites most of the level below: merging a quarter as often cut the
-/// server's CPU per line ingested by a fifth (`scripts/bench_live.sh`,
-/// quiet machine: 13.9 to 11.4 us, lookup p99 during ingest 15.3 to 10.2
-/// ms). A lookup reads a block of each of those tables meanwhile: idle
-/// lookups over the whole delta ran at about the same rate.
-const L0_TABLES: u8 = 16;
 
 /// A digest partition's tables: lz4, compacted size-tiered. Its keys
 /// come in digest order, which is random, so leveled compaction would
