@@ -17,6 +17,13 @@
 # 12.8 ms) during ingest, 16,300/s (89 us, p99 2.6 ms) over all; the
 # build before (quiet): 92,200 lines/s, 11.8 us; p99 21.7 ms during
 # ingest; 13,700/s, 118 us, p99 4.5 ms over all.
+# Without a digest index (DIGEST_INDEX=0), runs alternated with the
+# default, load 2-3: 103,800 and 100,700 lines/s (10.7-10.8 us a line)
+# against 73,200 and 62,800 (15.5-17.4 us), 0.61-0.63x the CDX text
+# against 1.06-1.09x. 10,000,000 lines (INPUT= one kept input, load
+# 9-10): 39,200 lines/s (35 us a line: the merges of a delta that size),
+# p99 28.8 ms during ingest, 1.05x the text; without a digest index
+# 55,200 lines/s (26.9 us), p99 30.1 ms, 0.61x.
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run
