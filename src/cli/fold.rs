@@ -15,7 +15,7 @@ use ukvs::engine::live::{is_delta_dir, Delta};
 /// collection's directory under `ukvs serve --data DIR`, as `lookup`,
 /// `cat`, `stats` and `mementomap generate` take it) into one sorted
 /// base, `DIR/NAME/base-N.EXT` (a ZipNum cluster `DIR/NAME/base-N/` when a
-/// base is a cluster), and records it: a server started again with the
+/// base is a cluster, or with `--into cluster`), and records it: a server started again with the
 /// same arguments serves the folded base in place of BASE... and the
 /// delta that is left. A fold killed at any point leaves the collection
 /// as it was. A running server holds the store: fold through it instead
@@ -30,6 +30,26 @@ pub struct Args {
     /// Read the bases without mapping them.
     #[arg(long)]
     no_mmap: bool,
+    /// What the new base is: `cluster` (a ZipNum cluster, about 0.3x the
+    /// text on disk) or `file` (a sorted file). Default: a cluster when a
+    /// base is one, else a file.
+    #[arg(long, value_name = "SHAPE")]
+    into: Option<Shape>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Shape {
+    File,
+    Cluster,
+}
+
+/// `--into` as the engine takes it.
+fn shape(into: Option<Shape>) -> fold::Shape {
+    match into {
+        None => fold::Shape::AsBases,
+        Some(Shape::File) => fold::Shape::File,
+        Some(Shape::Cluster) => fold::Shape::Cluster,
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -47,8 +67,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let delta = Delta::open(&dir)?;
     let bases = delta.bases(&args.bases);
-    let Some((report, _view)) =
-        fold::fold(&delta, &bases, args.no_mmap).with_context(|| format!("folding {name}"))?
+    let Some((report, _view)) = fold::fold(&delta, &bases, args.no_mmap, shape(args.into))
+        .with_context(|| format!("folding {name}"))?
     else {
         bail!("a fold of {name} is running already");
     };

@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
+use ukvs::engine::fold::Shape;
 use ukvs::engine::live::{is_delta_dir, read_ops, write_op, Delta, Digests, Op};
 use ukvs::ukvs::post::{Body, MAX_LINE};
 
@@ -244,8 +245,8 @@ pub async fn post(
         Ok(r) => r,
         Err(res) => return unread(body, res).await,
     };
-    if action == Action::Fold {
-        let res = fold(shared, coll, delta).await;
+    if let Action::Fold(shape) = action {
+        let res = fold(shared, coll, delta, shape).await;
         return unread(body, res).await;
     }
     let delete = action == Action::Delete;
@@ -306,7 +307,7 @@ async fn route(
     let (name, action) = match rest.split_once('/') {
         None => (rest, Action::Add),
         Some((n, "delete")) => (n, Action::Delete),
-        Some((n, "fold")) => (n, Action::Fold),
+        Some((n, "fold")) => (n, Action::Fold(Shape::AsBases)),
         Some((n, _)) => {
             return Err(http::text(
                 405,
@@ -315,6 +316,10 @@ async fn route(
         }
     };
     check_write(shared, name, peer, &parts.headers).map_err(|refused| *refused)?;
+    let action = match action {
+        Action::Fold(_) => Action::Fold(fold_shape(query).map_err(|why| http::text(400, &why))?),
+        other => other,
+    };
     let skip = match form_urlencoded::parse(query.as_bytes())
         .filter(|(k, _)| k == "badLines")
         .last()
@@ -332,7 +337,7 @@ async fn route(
     };
     let coll = match action {
         // A fold creates nothing.
-        Action::Fold => match shared.catalog().get(name) {
+        Action::Fold(_) => match shared.catalog().get(name) {
             Some(c) => c,
             None => return Err(http::text(404, &format!("no collection named {name:?}\n"))),
         },
@@ -388,24 +393,62 @@ async fn unread(mut body: hyper::body::Incoming, mut res: http::Response) -> htt
     res
 }
 
+/// A fold the options given cannot make (the collection is as before).
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// What a POST asks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Action {
     Add,
     Delete,
-    Fold,
+    Fold(Shape),
+}
+
+/// `POST /NAME/fold?into=cluster|file`: what the new base is (by
+/// default a cluster when a base is one, else a file).
+fn fold_shape(query: &str) -> Result<Shape, String> {
+    let into = form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "into")
+        .last()
+        .map(|(_, v)| v.into_owned());
+    match into.as_deref() {
+        None => Ok(Shape::AsBases),
+        Some("cluster") => Ok(Shape::Cluster),
+        Some("file") => Ok(Shape::File),
+        Some(other) => Err(format!(
+            "into={other} is not taken: use into=cluster or into=file\n"
+        )),
+    }
 }
 
 /// `POST /NAME/fold`: the collection's bases and delta folded into a new
 /// base (`engine::fold`) while reads and writes go on; answered when it
 /// is done, with the collection then served from the new base and what
 /// the delta took since the fold began.
-async fn fold(shared: &Arc<Shared>, coll: Arc<Coll>, delta: Arc<Delta>) -> http::Response {
+async fn fold(
+    shared: &Arc<Shared>,
+    coll: Arc<Coll>,
+    delta: Arc<Delta>,
+    shape: Shape,
+) -> http::Response {
     let shared2 = shared.clone();
     let name = coll.name.clone();
     let done = on_write_thread(move || -> anyhow::Result<Option<String>> {
-        let Some((report, view)) = ukvs::engine::fold::fold(&delta, &coll.bases, shared2.no_mmap)?
-        else {
+        use ukvs::engine::error::Kind;
+        let folded = ukvs::engine::fold::fold(&delta, &coll.bases, shared2.no_mmap, shape);
+        let Some((report, view)) = (match folded {
+            Err(e) if e.kind() == Kind::Usage => return Err(Refused(e.to_string()).into()),
+            other => other?,
+        }) else {
             return Ok(None);
         };
         let view = Arc::new(view);
@@ -429,6 +472,7 @@ async fn fold(shared: &Arc<Shared>, coll: Arc<Coll>, delta: Arc<Delta>) -> http:
     match done {
         Ok(Ok(Some(answer))) => http::text(200, &answer),
         Ok(Ok(None)) => http::text(409, &format!("a fold of {name} is running already\n")),
+        Ok(Err(e)) if e.is::<Refused>() => http::text(400, &format!("{e}\n")),
         Ok(Err(e)) => {
             ukvs::report!("ukvs serve: {name}: fold failed: {e:#}");
             http::text(

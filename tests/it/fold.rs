@@ -3,7 +3,8 @@
 //! after a fold, and after restarts; SIGKILL during concurrent POSTs,
 //! deletes and folds; a POST past the batch cap killed while it is
 //! applied comes back whole; a store held by a server, or of an older
-//! layout, refused with a clear error.
+//! layout, refused with a clear error; a fold into a ZipNum cluster or a
+//! file on request, and a cluster refused where it would misread lines.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -262,6 +263,131 @@ fn a_folded_cluster_is_a_cluster_with_the_same_lines() {
     assert_eq!(get(&agent, &folded.url(all)), want);
     // And the live collection serves it, with no delta left.
     assert_eq!(get(&agent, &live.url(all)), want);
+}
+
+#[test]
+fn a_collection_folds_into_a_cluster_and_back_into_a_file_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xf01d_0000_0003);
+    let mut model = Model::new();
+    for _ in 0..300 {
+        let c = Capture::random(&mut rng);
+        model.insert(c.id(), c.cdxj());
+    }
+    let base = dir.path().join("base.cdxj");
+    sorted_file(&base, &model);
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    let spec = format!("web={}", base.display());
+    let live = start(&["--data", data_arg, &spec]);
+    let agent = agent();
+    churn(&live.url("/web"), &mut rng, &mut model, 80);
+
+    let (s, answer) = post(&agent, &live.url("/web/fold?into=zip"), b"");
+    assert_eq!(s, 400, "{answer}");
+    assert!(answer.contains("into=cluster"), "{answer}");
+    let (s, answer) = post(&agent, &live.url("/web/fold?into=cluster"), b"");
+    assert_eq!(s, 200, "{answer}");
+    assert!(
+        answer.starts_with(&format!("Folded {} records into ", model.len())),
+        "{answer}"
+    );
+    let bases = folded_bases(&data, "web");
+    assert_eq!(bases.len(), 1, "{bases:?}");
+    assert!(bases[0].join("index.idx").is_file(), "{bases:?}");
+    let expected = dir.path().join("expected.cdxj");
+    sorted_file(&expected, &model);
+    let fixed = start(&[&format!("web={}", expected.display())]);
+    same_answers(&fixed, &live, "folded into a cluster");
+    // Every line of the static file, from the cluster alone.
+    let folded = start(&[&format!("web={}", bases[0].display())]);
+    let all = "/web/cdx?url=example&matchType=domain&limit=0&output=json\
+               &fl=urlkey,timestamp,original,status,digest,offset,filename";
+    let want = get(&agent, &fixed.url(all));
+    assert!(want.1.lines().count() > 200, "{}", want.1.lines().count());
+    assert_eq!(get(&agent, &folded.url(all)), want);
+    folded.kill();
+
+    // A fold with no shape asked for keeps the cluster a cluster.
+    churn(&live.url("/web"), &mut rng, &mut model, 40);
+    let (s, answer) = post(&agent, &live.url("/web/fold"), b"");
+    assert_eq!(s, 200, "{answer}");
+    // (The cluster it replaces goes once no reader holds it.)
+    let bases = folded_bases(&data, "web");
+    let newest = bases.last().unwrap();
+    assert!(newest.join("index.idx").is_file(), "{bases:?}");
+    sorted_file(&expected, &model);
+    let fixed = start(&[&format!("web={}", expected.display())]);
+    same_answers(&fixed, &live, "a cluster folded again");
+
+    // Offline, back into a file: the static file, byte for byte.
+    churn(&live.url("/web"), &mut rng, &mut model, 40);
+    live.kill();
+    let web_dir = format!("{data_arg}/web");
+    let out = util::run(&["fold", "--into", "file", "--data", &web_dir], b"");
+    util::assert_ok(&out);
+    sorted_file(&expected, &model);
+    let bases = folded_bases(&data, "web");
+    assert_eq!(bases.len(), 1, "the clusters are removed: {bases:?}");
+    assert_eq!(
+        std::fs::read(&bases[0]).unwrap(),
+        std::fs::read(&expected).unwrap()
+    );
+    let fixed = start(&[&format!("web={}", expected.display())]);
+    let live = start(&["--data", data_arg, &spec]);
+    same_answers(&fixed, &live, "folded back into a file");
+}
+
+#[test]
+fn a_cluster_is_refused_for_bases_that_name_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    // A UKVS base whose values are not `offset digest`: a cluster, which
+    // keeps no header, would read them under those names.
+    let base = dir.path().join("base.ukvs");
+    std::fs::write(
+        &base,
+        "!fields {\"keys\":[\"surt\",\"datetime\"],\"values\":[\"filename\",\"offset\",\"digest\"]}\n\
+         com,example)/ 20200101000000 a.warc.gz 10 sha1:AAAA {\"url\":\"http://example.com/\"}\n\
+         com,example)/b 20200101000000 a.warc.gz 20 sha1:BBBB {\"url\":\"http://example.com/b\"}\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    let spec = format!("web={}", base.display());
+    let live = start(&["--data", data_arg, &spec]);
+    let agent = agent();
+    let (s, answer) = post(
+        &agent,
+        &live.url("/web"),
+        b"com,example)/c 20200101000000 {\"url\": \"http://example.com/c\", \"filename\": \"b.warc.gz\", \"offset\": \"5\"}\n",
+    );
+    assert_eq!(s, 200, "{answer}");
+    let all = "/web/cdx?url=example.com&matchType=domain&limit=0";
+    let before = get(&agent, &live.url(all));
+    assert_eq!(before.1.lines().count(), 3, "{before:?}");
+    let (s, answer) = post(&agent, &live.url("/web/fold?into=cluster"), b"");
+    assert_eq!(s, 400, "{answer}");
+    assert!(answer.contains("fold into a file"), "{answer}");
+    assert!(folded_bases(&data, "web").is_empty());
+    assert_eq!(get(&agent, &live.url(all)), before);
+    // Into a file, as the bases are: the fold goes through.
+    let (s, answer) = post(&agent, &live.url("/web/fold"), b"");
+    assert_eq!(s, 200, "{answer}");
+    assert_eq!(get(&agent, &live.url(all)), before);
+    live.kill();
+    let out = util::run(
+        &[
+            "fold",
+            "--into",
+            "cluster",
+            "--data",
+            &format!("{data_arg}/web"),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("fold into a file"), "{said}");
 }
 
 #[test]
