@@ -45,12 +45,21 @@
 # the other batches are posted by POSTERS parallel curl processes while
 # wrk runs until the last POST is answered (lookups of URLs of the whole
 # index, found or not yet); then wrk runs DURATION s idle again.
+# Last, the delta is folded into one base (FOLD) and wrk runs DURATION
+# s idle over it.
 #
 # Env: LINES (default 1000000), BATCH (lines per POST, default 5000),
 # POSTERS (parallel posters, default 4), HOSTS (default LINES/40),
 # QUERIES (distinct lookup URLs, default 50000), SEED (default 1),
 # DIGEST_INDEX (0: the collection is made by `serve --no-digest-index`,
 # keeping no index of digests, as OutbackCDX keeps none; default 1),
+# LOOKUP_RATE (lookups/s that wrk offers during ingest: each connection
+# waits CONNS/LOOKUP_RATE s after an answer before its next lookup, as a
+# replay's users do; default 0: as fast as answered, a closed loop that
+# takes whatever the writes leave of the cores, so that its p99 is
+# mostly time queued),
+# FOLD (what the delta is folded into at the end: cluster, the default,
+# a ZipNum cluster; file, a sorted file; none: no fold),
 # DURATION (seconds of each idle wrk run, default 10), WRK_THREADS
 # (default 1), CONNS (wrk connections, default 16), KEEP (1: keep the work
 # dir), INPUT (the work dir of a run kept with KEEP=1: its batches and
@@ -78,6 +87,10 @@ DIGEST_INDEX=${DIGEST_INDEX:-1}
 SERVE_ARGS=()
 [ "$DIGEST_INDEX" = 0 ] && SERVE_ARGS+=(--no-digest-index)
 CONNS=${CONNS:-16}
+FOLD=${FOLD:-cluster}
+LOOKUP_RATE=${LOOKUP_RATE:-0}
+# Each connection waits CONNS/LOOKUP_RATE s before its next lookup.
+PACE_MS=$(awk -v r="$LOOKUP_RATE" -v c="$CONNS" 'BEGIN { printf "%d", (r > 0 ? c * 1000 / r : 0) }')
 KEEP=${KEEP:-0}
 INPUT=${INPUT:-}
 UKVS=${UKVS:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ukvs}
@@ -211,7 +224,7 @@ nbatches=$(find "$WORK/batches/" -name '*.cdx' | wc -l)
 # prints one RESULT line: requests, duration (us), p50, p99, max (us),
 # and the errors (connect, read, write, status >= 400, timeout).
 cat > "$WORK/lookup.lua" << 'EOF'
-local paths, n, id = {}, 0, 0
+local paths, n, id, pace = {}, 0, 0, 0
 function setup(thread)
   id = id + 1
   thread:set("id", id)
@@ -225,9 +238,13 @@ function init(args)
     paths[n] = "/" .. args[1] .. "/cdx?url=" .. encode(line)
   end
   math.randomseed(tonumber(args[3]) * 1000 + id)
+  pace = tonumber(args[4] or "0")
 end
 function request()
   return wrk.format(nil, paths[math.random(n)])
+end
+function delay()
+  return pace
 end
 function done(summary, latency, requests)
   local e = summary.errors
@@ -285,7 +302,7 @@ echo "idle lookups ($DURATION s) over $pre_lines lines ..." >&2
 c1=$(cpu)
 
 echo "posting $((nbatches - first)) batches with $POSTERS posters while wrk runs ..." >&2
-"${WRK[@]}" -d3600s -- "$COLL" "$WORK/urls.txt" "$((SEED + 1))" > "$WORK/busy.wrk" &
+"${WRK[@]}" -d3600s -- "$COLL" "$WORK/urls.txt" "$((SEED + 1))" "$PACE_MS" > "$WORK/busy.wrk" &
 WRK_PID=$!
 sleep 0.5
 c2=$(cpu)
@@ -308,6 +325,32 @@ stored=$(curl -s "$URL" | sed -n 's/.*live: \([0-9]*\) line.*/\1/p')
 # file ahead (32 MiB, sparse), which `du -b` counted as written.
 delta_bytes=$(du -s --block-size=1 "$WORK/data/$COLL" | cut -f1)
 
+# The fold: every line into one base (FOLD=cluster: a ZipNum cluster;
+# file: a sorted file), timed; then lookups and space again.
+if [ "$FOLD" != none ]; then
+    echo "folding the delta into a $FOLD ..." >&2
+    c6=$(cpu)
+    f0=$EPOCHREALTIME
+    folded=$(curl -s -X POST "$URL/fold?into=$FOLD")
+    f1=$EPOCHREALTIME
+    c7=$(cpu)
+    case "$folded" in
+        "Folded $LINES records"*) ;;
+        *) echo "bench_live.sh: the fold answered: $folded" >&2; exit 1 ;;
+    esac
+    echo "idle lookups ($DURATION s) over the folded $FOLD ..." >&2
+    c8=$(cpu)
+    "${WRK[@]}" -d"${DURATION}s" -- "$COLL" "$WORK/urls.txt" "$((SEED + 3))" > "$WORK/idle3.wrk"
+    c9=$(cpu)
+    # The folded generations' files go when the store's journal moves
+    # past them: at its next writes, or when the server stops.
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" 2> /dev/null || true
+    SERVER_PID=
+    folded_bytes=$(du -s --block-size=1 "$WORK/data/$COLL" | cut -f1)
+    base_bytes=$(du -s -c --block-size=1 "$WORK/data/$COLL"/base-* | tail -n 1 | cut -f1)
+fi
+
 # ------------------------------------------------------------ report
 row() {
     read -r _ r d p50 p99 max ec er ew es et < <(wrk_result "$2")
@@ -320,12 +363,13 @@ secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 busy_p99=$(awk '{ printf "%.2f", $5 / 1000 }' < <(wrk_result "$WORK/busy.wrk"))
 echo
 echo "ukvs $("$UKVS" --version | cut -d' ' -f2), $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "$LINES CDX11 lines in $nbatches POSTs of $BATCH; $POSTERS posters; wrk -t$WRK_THREADS -c$CONNS; exact lookups of $(wc -l < "$WORK/urls.txt") URLs; digest index $([ "$DIGEST_INDEX" = 0 ] && echo off || echo on)"
+echo "$LINES CDX11 lines in $nbatches POSTs of $BATCH; $POSTERS posters; wrk -t$WRK_THREADS -c$CONNS; exact lookups of $(wc -l < "$WORK/urls.txt") URLs$([ "$PACE_MS" = 0 ] || echo ", during ingest at most $LOOKUP_RATE/s (each connection waits $PACE_MS ms)"); digest index $([ "$DIGEST_INDEX" = 0 ] && echo off || echo on)"
 echo
 printf '%-26s %10s %9s %9s %9s %7s %9s\n' "lookups" "req/s" "p50 ms" "p99 ms" "max ms" "errors" "cpu us"
 row "idle, first tenth in" "$WORK/idle1.wrk" "$((c1 - c0))"
 row "during ingest" "$WORK/busy.wrk" "$((c3 - c2))"
 row "idle, all in" "$WORK/idle2.wrk" "$((c5 - c4))"
+[ "$FOLD" = none ] || row "idle, folded ($FOLD)" "$WORK/idle3.wrk" "$((c9 - c8))"
 echo "(cpu us: the server's CPU time per lookup; during ingest it includes the POSTs')"
 busy_reqs=$(wrk_result "$WORK/busy.wrk" | cut -d' ' -f2)
 idle_us=$(awk -v a="$((c1 - c0))" -v b="$((c5 - c4))" -v r1="$(wrk_result "$WORK/idle1.wrk" | cut -d' ' -f2)" \
@@ -339,4 +383,9 @@ printf '%-34s %s\n' "lookup p99 during ingest" "$busy_p99 ms (target < 10 ms: $(
 printf '%-34s %s\n' "lines in the delta" "$stored (of $LINES posted)"
 printf '%-34s %s\n' "CDX text" "$cdx_bytes bytes, $(awk -v b="$cdx_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line"
 printf '%-34s %s\n' "delta on disk" "$delta_bytes bytes, $(awk -v b="$delta_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line, $(awk -v a="$delta_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }') x the CDX text (OutbackCDX: 0.20-0.25)"
+if [ "$FOLD" != none ]; then
+    printf '%-34s %s\n' "fold into a $FOLD" "$(awk -v a="$f0" -v b="$f1" -v c="$((c7 - c6))" -v hz="$ticks" -v n="$LINES" \
+        'BEGIN { printf "%.1f s (%.1f s of CPU, %.2f us a line)", b - a, c / hz, c / hz * 1e6 / n }')"
+    printf '%-34s %s\n' "folded, on disk (server stopped)" "$folded_bytes bytes, $(awk -v b="$folded_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line, $(awk -v a="$folded_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }') x the CDX text: the base $(awk -v a="$base_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }')x, the store (digest index, journal) $(awk -v a="$((folded_bytes - base_bytes))" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }')x"
+fi
 [ "$stored" = "$LINES" ] || { echo "bench_live.sh: the delta holds $stored lines, not $LINES" >&2; exit 1; }
