@@ -132,19 +132,19 @@ pub enum Shape {
     /// A sorted file, whatever the bases are.
     File,
     /// A ZipNum cluster (gzip blocks), whatever the bases are: about
-    /// 0.3x the text of the same lines for a collection's lines to be
-    /// read in place, where a sorted file is 1x and the delta's store
-    /// about 1x (0.6x without a digest index).
+    /// 0.3x the text of the same lines, where a sorted file is 1x and the
+    /// delta's store about 1x (0.6x without a digest index). pywb's API
+    /// pages wide queries over it, as over any cluster.
     Cluster,
 }
 
-/// Lines a ZipNum block of a folded cluster holds. Fewer than `ukvs
-/// zipnum build`'s 3,000 (pywb's): an exact lookup that misses the
-/// block cache inflates its block, so smaller blocks answer faster for
-/// a little more disk (6.8M lines served alone, 16 connections: 16,500
-/// exact lookups/s with 300-line blocks, 13,700 with 3,000; 364 MB
-/// against 354 MB, 0.30x the text).
-const LINES_PER_BLOCK: usize = 300;
+/// Lines a ZipNum block of a folded cluster holds: `ukvs zipnum
+/// build`'s default and pywb's, so that a page of pywb's API (10 blocks)
+/// holds as many lines as over the clusters they build. Smaller blocks
+/// answer exact lookups that miss the block cache faster (6.8M lines
+/// served alone, 16 connections: 16,500 lookups/s with 300-line blocks,
+/// 13,700 with 3,000) but cut a wide query into ten times the pages.
+const LINES_PER_BLOCK: usize = 3000;
 
 /// Folds the delta into a new base made of `bases` (the paths the
 /// collection serves, [`Delta::bases`]) and the delta's generations up to
