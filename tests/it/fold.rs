@@ -143,23 +143,53 @@ fn folded_bases(data: &Path, name: &str) -> Vec<std::path::PathBuf> {
     found
 }
 
-#[test]
-fn a_folded_collection_answers_as_the_static_file_of_its_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0xf01d_0000_0001);
+/// A live collection `web` (`DIR/data`) over a base file of `n` random
+/// captures (`DIR/base.cdxj`), after `rounds` of [`churn`].
+struct Churned {
+    rng: Rng,
+    model: Model,
+    base: std::path::PathBuf,
+    data: std::path::PathBuf,
+    spec: String,
+    live: Server,
+}
+
+fn churned(dir: &Path, seed: u64, n: usize, rounds: u64) -> Churned {
+    let mut rng = Rng(seed);
     let mut model = Model::new();
-    for _ in 0..150 {
+    for _ in 0..n {
         let c = Capture::random(&mut rng);
         model.insert(c.id(), c.cdxj());
     }
-    let base = dir.path().join("base.cdxj");
+    let base = dir.join("base.cdxj");
     sorted_file(&base, &model);
-    let data = dir.path().join("data");
-    let data_arg = data.to_str().unwrap();
+    let data = dir.join("data");
     let spec = format!("web={}", base.display());
-    let live = start(&["--data", data_arg, &spec]);
+    let live = start(&["--data", data.to_str().unwrap(), &spec]);
+    churn(&live.url("/web"), &mut rng, &mut model, rounds);
+    Churned {
+        rng,
+        model,
+        base,
+        data,
+        spec,
+        live,
+    }
+}
+
+#[test]
+fn a_folded_collection_answers_as_the_static_file_of_its_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let Churned {
+        mut rng,
+        mut model,
+        base,
+        data,
+        spec,
+        live,
+    } = churned(dir.path(), 0xf01d_0000_0001, 150, 120);
+    let data_arg = data.to_str().unwrap();
     let agent = agent();
-    churn(&live.url("/web"), &mut rng, &mut model, 120);
     let expected = dir.path().join("expected.cdxj");
     sorted_file(&expected, &model);
     let fixed = start(&[&format!("web={}", expected.display())]);
@@ -268,20 +298,16 @@ fn a_folded_cluster_is_a_cluster_with_the_same_lines() {
 #[test]
 fn a_collection_folds_into_a_cluster_and_back_into_a_file_on_request() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0xf01d_0000_0003);
-    let mut model = Model::new();
-    for _ in 0..300 {
-        let c = Capture::random(&mut rng);
-        model.insert(c.id(), c.cdxj());
-    }
-    let base = dir.path().join("base.cdxj");
-    sorted_file(&base, &model);
-    let data = dir.path().join("data");
+    let Churned {
+        mut rng,
+        mut model,
+        data,
+        spec,
+        live,
+        ..
+    } = churned(dir.path(), 0xf01d_0000_0003, 300, 80);
     let data_arg = data.to_str().unwrap();
-    let spec = format!("web={}", base.display());
-    let live = start(&["--data", data_arg, &spec]);
     let agent = agent();
-    churn(&live.url("/web"), &mut rng, &mut model, 80);
 
     let (s, answer) = post(&agent, &live.url("/web/fold?into=zip"), b"");
     assert_eq!(s, 400, "{answer}");
