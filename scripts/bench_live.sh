@@ -24,11 +24,12 @@
 # 9-10): 39,200 lines/s (35 us a line: the merges of a delta that size),
 # p99 28.8 ms during ingest, 1.05x the text; without a digest index
 # 55,200 lines/s (26.9 us), p99 30.1 ms, 0.61x. FOLD=cluster at 10M
-# lines: 58-63 s (5.6 us of CPU a line); the collection 0.72x the text
-# after it (the cluster 0.29x, the digest index and journal 0.43x),
-# 10,200-13,400 idle lookups/s against 6,800-7,800 over the delta.
-# LOOKUP_RATE=1000 at 10M lines (765 lookups/s): 83,600 lines/s, 17.4
-# us a line, p99 during ingest 48.9 ms.
+# lines: 58-63 s (5.6-5.8 us of CPU a line); the collection 0.72x the
+# text after it (the cluster 0.29x, the digest index and journal 0.43x);
+# idle lookups in the 10 s after it 6,400/s over 3,000-line blocks
+# (10,200-13,400 over 300-line ones) against 6,800-7,800 over the delta.
+# LOOKUP_RATE=1000 at 10M lines (713-765 lookups/s): 54,900-83,600
+# lines/s, 17.4-17.8 us a line, p99 during ingest 48.9-99.7 ms.
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run
