@@ -577,7 +577,7 @@ impl Store {
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
         let below = lowest.map_or(st.floor, |l| l.min(st.floor));
         let dropped: Vec<u64> = st.gens.range(..below).map(|(n, _)| *n).collect();
-        for &n in &dropped {
+        for n in dropped {
             let parts = [st.gens.remove(&n), st.digs.remove(&n)];
             for h in parts.into_iter().flatten() {
                 // The partition's files go when its last handle does.
@@ -591,42 +591,13 @@ impl Store {
         }
         let (gone, kept): (Vec<_>, Vec<_>) = st.retired.drain(..).partition(|(n, _)| *n <= below);
         st.retired = kept;
-        let dropping = !dropped.is_empty();
-        let live: Vec<PartitionHandle> =
-            st.gens.values().chain(st.digs.values()).cloned().collect();
         drop(st);
-        if dropping {
-            self.release_journals(live);
-        }
         for (_, path) in gone {
             let _ = if path.is_dir() {
                 std::fs::remove_dir_all(&path)
             } else {
                 std::fs::remove_file(&path)
             };
-        }
-    }
-
-    /// Lets fjall give up the journal files written before now. A
-    /// sealed journal holds a handle to every partition it has writes
-    /// of, so a dropped generation's files stay on disk until each
-    /// journal written while it took writes is let go, which waits for
-    /// every other partition written then to be flushed past it: `meta`
-    /// (a few small writes, whose memtable would not fill for a long
-    /// time), `dig_base` (a fold's copy), the generations that took
-    /// writes. Their memtables are written out now (each a small table),
-    /// so that a fold gives its disk back at once, not after later writes
-    /// have filled the memtables, or at the next open.
-    /// `rotate_memtable` is fjall 2.11's (pinned in Cargo.toml).
-    fn release_journals(&self, live: Vec<PartitionHandle>) {
-        let parts = [self.meta.clone(), self.dig_base.clone()];
-        for p in parts.into_iter().chain(live) {
-            if let Err(e) = p.rotate_memtable() {
-                crate::report!(
-                    "ukvs: {}: cannot write out a memtable: {e}",
-                    self.dir.display()
-                );
-            }
         }
     }
 
@@ -2133,34 +2104,6 @@ mod tests {
             d.bases(&[given[0].clone(), PathBuf::from("/other")]),
             vec![canonical(&base), PathBuf::from("/other")]
         );
-    }
-
-    #[test]
-    fn a_folded_generation_leaves_the_disk_while_the_store_stays_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = Delta::open(dir.path()).unwrap();
-        let lines = |from: usize| -> Vec<Result<Op, String>> {
-            (from..from + 50)
-                .map(|i| Ok(put(&format!("com,a)/{i}"), "2020", "1", "x")))
-                .collect()
-        };
-        d.apply(lines(0)).unwrap();
-        // A journal sealed with the generation's writes in it, as a full
-        // memtable seals one.
-        assert!(d.store.current().0.rotate_memtable().unwrap());
-        d.apply(lines(50)).unwrap();
-        let frozen = d.freeze().unwrap().expect("no fold runs");
-        let base = frozen.base_path(".cdxj");
-        std::fs::write(&base, "").unwrap();
-        let view = frozen.commit(&[], &base).unwrap();
-        drop(d);
-        let gen_0 = dir.path().join("store/partitions/gen_0");
-        let start = std::time::Instant::now();
-        while gen_0.exists() && start.elapsed() < std::time::Duration::from_secs(10) {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(!gen_0.exists(), "the folded generation is still on disk");
-        assert_eq!(view.generations(), vec![1]);
     }
 
     #[test]
