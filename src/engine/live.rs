@@ -70,7 +70,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
-use fjall::{PartitionCreateOptions, PartitionHandle, PersistMode};
+use fjall::{AbstractTree, PartitionCreateOptions, PartitionHandle, PersistMode};
 
 use crate::digest::Digest;
 use crate::sorted::KeyRange;
@@ -214,6 +214,9 @@ struct Store {
     /// Held for the store's life: the directory's lock.
     _lock: std::fs::File,
     journals: std::sync::atomic::AtomicU64,
+    /// Whether generations no view reads are kept for a later drop
+    /// (see `Store::drop_unread`).
+    drops_kept: std::sync::atomic::AtomicBool,
     /// Batches committed and made durable, for group commit.
     syncs: Mutex<Syncs>,
     synced: std::sync::Condvar,
@@ -523,6 +526,7 @@ impl Store {
             pins: Mutex::new(BTreeMap::new()),
             _lock: lock,
             journals: Default::default(),
+            drops_kept: Default::default(),
             syncs: Default::default(),
             synced: Default::default(),
         };
@@ -564,7 +568,7 @@ impl Store {
     /// A view is gone: generations (and superseded bases) below every
     /// open view's floor and the committed floor are dropped.
     fn unpin(&self, floor: u64) {
-        let lowest = {
+        {
             let mut pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(n) = pins.get_mut(&floor) {
                 *n -= 1;
@@ -572,11 +576,37 @@ impl Store {
                     pins.remove(&floor);
                 }
             }
+        }
+        self.drop_unread();
+    }
+
+    /// Drops the generations (and superseded bases) below every open
+    /// view's floor and the committed floor. A generation whose memtable
+    /// fjall is writing out is kept for a later call: fjall 2.11 deletes
+    /// a partition's flush queue with it, and its flush worker, finding
+    /// the queue gone when it is done, panics and poisons the keyspace
+    /// (its memory watch may write out a frozen generation's memtable
+    /// during a fold). [`Delta::apply`] calls this again while one is
+    /// kept, and an open drops what is left.
+    fn drop_unread(&self) {
+        let lowest = {
+            let pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
             pins.keys().next().copied()
         };
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
         let below = lowest.map_or(st.floor, |l| l.min(st.floor));
-        let dropped: Vec<u64> = st.gens.range(..below).map(|(n, _)| *n).collect();
+        let flushing =
+            |h: Option<&PartitionHandle>| h.is_some_and(|h| h.tree.sealed_memtable_count() > 0);
+        let unread: Vec<u64> = st.gens.range(..below).map(|(n, _)| *n).collect();
+        let dropped: Vec<u64> = unread
+            .iter()
+            .copied()
+            .filter(|n| !flushing(st.gens.get(n)) && !flushing(st.digs.get(n)))
+            .collect();
+        self.drops_kept.store(
+            dropped.len() < unread.len(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         for n in dropped {
             let parts = [st.gens.remove(&n), st.digs.remove(&n)];
             for h in parts.into_iter().flatten() {
@@ -999,7 +1029,15 @@ impl Delta {
         &self,
         ops: impl IntoIterator<Item = Result<Op, E>>,
     ) -> Result<u64, Error> {
-        self.apply_capped(ops, BATCH_BYTES)
+        let n = self.apply_capped(ops, BATCH_BYTES)?;
+        if self
+            .store
+            .drops_kept
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.store.drop_unread();
+        }
+        Ok(n)
     }
 
     fn apply_capped<E: std::fmt::Display>(
@@ -2104,6 +2142,42 @@ mod tests {
             d.bases(&[given[0].clone(), PathBuf::from("/other")]),
             vec![canonical(&base), PathBuf::from("/other")]
         );
+    }
+
+    /// A generation fjall is writing out when a fold drops it is
+    /// dropped later: deleted at once, it made fjall's flush worker
+    /// panic and poison the keyspace (in each of 4 runs of this test).
+    #[test]
+    fn a_generation_being_written_out_is_dropped_after_its_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Delta::open(dir.path()).unwrap();
+        let lines = |round: usize| -> Vec<Result<Op, String>> {
+            (0..50)
+                .map(|i| Ok(put(&format!("com,a)/{round}/{i}"), "2020", "1", "x")))
+                .collect()
+        };
+        for round in 0..30 {
+            d.apply(lines(round)).unwrap();
+            // As fjall's memory watch writes out a frozen generation's
+            // memtable while a fold runs.
+            d.store.current().0.rotate_memtable().unwrap();
+            let frozen = d.freeze().unwrap().expect("no fold runs");
+            let base = frozen.base_path(".cdxj");
+            std::fs::write(&base, "").unwrap();
+            let view = frozen.commit(&[], &base).unwrap();
+            drop(std::mem::replace(&mut d, view));
+        }
+        // Every write after goes through, and the kept generations go.
+        d.apply(lines(30)).unwrap();
+        let start = std::time::Instant::now();
+        while d.store.state.read().unwrap().gens.len() > 1
+            && start.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            d.apply(lines(31)).unwrap();
+        }
+        assert_eq!(d.generations(), vec![30]);
+        assert_eq!(d.store.state.read().unwrap().gens.len(), 1);
     }
 
     #[test]
