@@ -40,5 +40,5 @@ N=${N:-100000}
 BATCH=${BATCH:-5000}
 DIR=${DIR:-$(mktemp -d)}
 cargo build --release --quiet --manifest-path "$here/bench_store/Cargo.toml"
-"$here/bench_store/target/release/bench-store" "$DIR" "$N" "$BATCH"
-rm -rf "$DIR/redb" "$DIR/fjall" "$DIR/fjall3"
+"${CARGO_TARGET_DIR:-$here/bench_store/target}/release/bench-store" "$DIR" "$N" "$BATCH"
+rm -rf "$DIR/redb" "$DIR/fjall" "$DIR/fjall3" "$DIR/rocks"
