@@ -6,9 +6,9 @@
 //! short range scans (a host's first captures); then the space on disk
 //! against the text's size. Ingest is timed and its CPU seconds counted
 //! (user + system, every thread: the stores' flushes and compactions
-//! too); a fjall store is then left to finish its compactions (the CPU
-//! seconds they take are printed: the ingest's full cost is the sum)
-//! before it is scanned.
+//! too); a fjall or RocksDB store is then left to finish its
+//! compactions (the CPU seconds they take are printed: the ingest's
+//! full cost is the sum) before it is scanned.
 //!
 //! Layouts:
 //! - `redb lines+ids`: redb 2.6, a `lines` table (line -> ()) and an
@@ -38,6 +38,24 @@
 //!   on the first two levels, lz4 below); `fjall3-16k`: 16 KiB blocks
 //!   below the first two levels; `fjall3-kv`: values in blob files (KV
 //!   separation from 64 bytes);
+//! - `rocks[-sst][-universal][-lz4][+dig]`: RocksDB 11.8 (rust-rocksdb
+//!   0.25), the entries of `fjall id->line+dig` in a column family.
+//!   `rocks` writes a batch as one `WriteBatch` with `sync` set: its WAL
+//!   record is fdatasync'd before `write` returns (one fdatasync per
+//!   batch; flushes and compactions sync their tables and the MANIFEST
+//!   in the background), as OutbackCDX writes a POST. `-sst` writes the
+//!   batch, sorted, into a table (`SstFileWriter`; `finish` fdatasyncs
+//!   it) and ingests it (`move_files`: linked into the database,
+//!   fdatasync'd again, the directory fsync'd, the MANIFEST's edit
+//!   fdatasync'd: durable when `ingest_external_file` returns; no WAL).
+//!   Leveled compaction (RocksDB's defaults: dynamic level sizes, a
+//!   compaction per 4 first-level tables), or `-universal`. lz4, with
+//!   zstd at the bottommost level (most of the data), or `-lz4`: lz4
+//!   everywhere. `+dig`: with the digest keys: a column family
+//!   (universal, as fjall's size-tiered) in the same `WriteBatch`, or in
+//!   `-sst` the same table under a `\x00` prefix (one ingestion: atomic).
+//!   64 MiB memtables (RocksDB's default and OutbackCDX's; `MEMTABLE_MB`),
+//!   4 KiB blocks (`BLOCK`), a 64 MiB block cache, 2 background jobs;
 //! - `compat`: whether fjall 3 opens a keyspace fjall 2 wrote.
 //!
 //! fjall 2's tables are compacted leveled (as `engine::live` compacts a
@@ -46,8 +64,11 @@
 //! 4 KiB blocks (`BLOCK`), 8 MiB memtables (`MEMTABLE_MB`, fjall 3 too;
 //! `L0` sets fjall 3's first-level compaction threshold, `WORKERS` its
 //! number of flush and compaction threads).
-//! `STORES=redb,fjall2,fjall,plain,fjall+dig,fjall3,...` picks (all by
-//! default).
+//! `STORES=redb,fjall2,fjall,plain,fjall+dig,fjall3,...,rocks+dig,...`
+//! picks and orders them, a store named twice being run twice
+//! (`STORES=fjall+dig,rocks+dig,fjall+dig,rocks+dig` alternates); by
+//! default: every store above but the RocksDB variants other than
+//! `rocks`, `rocks+dig` and `rocks-sst+dig`.
 //!
 //! Usage: bench-store DIR [N] [BATCH]
 
@@ -865,6 +886,12 @@ fn main() {
         "making the {n} lines alone: {:.2} s ({made} id bytes)",
         t0.elapsed().as_secs_f64()
     );
+    // What the stores written from `batch_of` spend before writing.
+    let c0 = cpu();
+    for b in 0..n.div_ceil(batch) {
+        std::hint::black_box(batch_of(b * batch..((b + 1) * batch).min(n)));
+    }
+    println!("making the batches alone: {:.1} CPU s", cpu() - c0);
     let only = std::env::var("STORES").unwrap_or_default();
     let stores: Vec<&str> = if only.is_empty() {
         vec![
