@@ -49,18 +49,21 @@
 #   rocks-sst+dig              11.0, 11.0      0.09-0.16     0.57x
 #   rocks-sst-universal+dig     8.5,  8.6      0.22          0.67-0.71x
 #   N=10000000 (load 3-10)
-#   fjall+dig                 144.6, 138.6     0.35-0.38     0.88x
+#   fjall+dig                 138.6-153.7      0.35-0.51     0.88x
 #   fjall+dig MEMTABLE_MB=64  155.3            0.88          0.88x
 #   rocks+dig                 100.5-107.3      0.18-0.23     0.62x
-#   rocks+dig MEMTABLE_MB=8   135.8            0.19          0.61x
+#   rocks+dig MEMTABLE_MB=8   135.8, 145.0     0.19-0.20     0.61-0.62x
 #   rocks+dig BLOCK=16384      91.0            0.43          0.55x
 #   rocks-lz4+dig              98.8            0.21          0.81x
 #   rocks-universal+dig       101.8            0.29          0.63x
 # Wall rates: fjall+dig 90-167k lines/s at 1M, 76-104k at 10M;
-# rocks+dig 143-198k, 107-150k. The digest keys are 40-50% of
-# RocksDB's tables (id->line alone: 0.33x the text with zstd at the
-# bottom, 0.49x in lz4). rocks-sst piles up first-level tables (each
-# batch spans every host) and pays their merges. What the RocksDB
+# rocks+dig 143-198k, 107-150k (56-68k with 8 MiB memtables). With
+# fjall's 8 MiB memtables RocksDB spends 0.75-0.95x fjall's CPU; its
+# 64 MiB ones (fjall does worse with them) make the 0.6-0.7x. The
+# digest keys are 40-50% of RocksDB's tables (id->line alone: 0.33x
+# the text with zstd at the bottom, 0.49x in lz4). rocks-sst piles up
+# first-level tables (each batch spans every host) and pays their
+# merges. What the RocksDB
 # stores sync per commit (strace): `rocks`, the WAL (one fdatasync);
 # `rocks-sst`, the table, the MANIFEST twice and the linked table
 # (fdatasync), the directory (fsync). A clean build of bench_store
