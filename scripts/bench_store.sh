@@ -9,7 +9,11 @@
 # in fjall 3.1 (`fjall3`), written through fjall 3's ingestion
 # (`fjall3-ingest`, `fjall3-ingest1`), and with other fjall 3 options
 # (`fjall3-l01plain`, `fjall3-16k`, `fjall3-kv`); `compat`: whether fjall
-# 3 opens fjall 2's files. CDX11 lines as pywb's and OpenWayback's
+# 3 opens fjall 2's files; RocksDB 11.8 (rust-rocksdb 0.25), the same
+# entries: `rocks`, a WriteBatch per commit with its WAL fdatasync'd, as
+# OutbackCDX writes (`+dig`: the digest keys in a column family of the
+# same batch; `-universal`, `-lz4`), or `rocks-sst`: a table per commit
+# (SstFileWriter) ingested. CDX11 lines as pywb's and OpenWayback's
 # indexers write them (~200 bytes). Durable ingest (each commit
 # fsync'd, as a POST's) with its CPU seconds, a full scan, 10,000 short
 # range scans, space.
@@ -18,6 +22,7 @@
 #   N=1000000 BATCH=5000 scripts/bench_store.sh
 #   N=1000000 STORES=fjall scripts/bench_store.sh     # the chosen layout only
 #   N=1000000 STORES=fjall+dig,fjall3,fjall3-ingest scripts/bench_store.sh
+#   N=1000000 STORES=fjall+dig,rocks+dig,fjall+dig,rocks+dig scripts/bench_store.sh
 #
 # N=1000000 BATCH=5000 on 2 shared cores (load 2-3), CPU seconds of
 # ingest plus the compactions left after it (two runs each):
@@ -30,15 +35,51 @@
 # Tables 0.82x the text in every fjall layout (+ the journal: 34 MB in
 # fjall 2, 67 MB in fjall 3). fjall 3 refuses fjall 2's files.
 #
+# RocksDB against fjall+dig, in the same runs, alternated (load 2-7;
+# CPU s as above, of which making the batches takes 1.2 at 1M and 10.8
+# at 10M; disk after the memtables' flush, fjall's with its journal):
+#   N=1000000                     CPU s        10k scans s   disk/text
+#   fjall+dig                   9.8-10.2       0.23-0.30     1.04x
+#   fjall+dig MEMTABLE_MB=64   11.6, 10.9      0.30-0.31     1.04x
+#   rocks+dig (64 MiB memtables) 6.0-7.2       0.07-0.15     0.67x
+#   rocks+dig MEMTABLE_MB=8     8.9,  7.8      0.12-0.13     0.60-0.62x
+#   rocks (no digest keys)      4.2,  5.1      0.08          0.33x
+#   rocks-lz4+dig               5.9,  5.8      0.06-0.07     0.82x
+#   rocks-universal+dig         6.2,  6.7      0.09          0.67x
+#   rocks-sst+dig              11.0, 11.0      0.09-0.16     0.57x
+#   rocks-sst-universal+dig     8.5,  8.6      0.22          0.67-0.71x
+#   N=10000000 (load 3-10)
+#   fjall+dig                 138.6-153.7      0.35-0.51     0.88x
+#   fjall+dig MEMTABLE_MB=64  155.3            0.88          0.88x
+#   rocks+dig                 100.5-107.3      0.18-0.23     0.62x
+#   rocks+dig MEMTABLE_MB=8   135.8, 145.0     0.19-0.20     0.61-0.62x
+#   rocks+dig BLOCK=16384      91.0            0.43          0.55x
+#   rocks-lz4+dig              98.8            0.21          0.81x
+#   rocks-universal+dig       101.8            0.29          0.63x
+# Wall rates: fjall+dig 90-167k lines/s at 1M, 76-104k at 10M;
+# rocks+dig 143-198k, 107-150k (56-68k with 8 MiB memtables). With
+# fjall's 8 MiB memtables RocksDB spends 0.75-0.95x fjall's CPU; its
+# 64 MiB ones (fjall does worse with them) make the 0.6-0.7x. The
+# digest keys are 40-50% of RocksDB's tables (id->line alone: 0.33x
+# the text with zstd at the bottom, 0.49x in lz4). rocks-sst piles up
+# first-level tables (each batch spans every host) and pays their
+# merges. What the RocksDB
+# stores sync per commit (strace): `rocks`, the WAL (one fdatasync);
+# `rocks-sst`, the table, the MANIFEST twice and the linked table
+# (fdatasync), the directory (fsync). A clean build of bench_store
+# with rust-rocksdb 0.25 (RocksDB's C++, ~340 files, nearly all of it):
+# 24 min on the 2 shared cores at load 4-13, 1,495 CPU s.
+#
 # Needs network or a filled cargo cache the first time (redb is no
-# dependency of the crate). Env: N, BATCH, DIR (default: a temporary
-# directory on the disk of /tmp), STORES, COMPACTION, BLOCK, MEMTABLE_MB,
-# L0, WORKERS (see scripts/bench_store/src/main.rs).
+# dependency of the crate; rocksdb needs clang and libclang). Env: N,
+# BATCH, DIR (default: a temporary directory on the disk of /tmp),
+# STORES, COMPACTION, BLOCK, MEMTABLE_MB, L0, WORKERS (see
+# scripts/bench_store/src/main.rs), CARGO_TARGET_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 N=${N:-100000}
 BATCH=${BATCH:-5000}
 DIR=${DIR:-$(mktemp -d)}
 cargo build --release --quiet --manifest-path "$here/bench_store/Cargo.toml"
-"$here/bench_store/target/release/bench-store" "$DIR" "$N" "$BATCH"
-rm -rf "$DIR/redb" "$DIR/fjall" "$DIR/fjall3"
+"${CARGO_TARGET_DIR:-$here/bench_store/target}/release/bench-store" "$DIR" "$N" "$BATCH"
+rm -rf "$DIR/redb" "$DIR/fjall" "$DIR/fjall3" "$DIR/rocks"

@@ -6,9 +6,9 @@
 //! short range scans (a host's first captures); then the space on disk
 //! against the text's size. Ingest is timed and its CPU seconds counted
 //! (user + system, every thread: the stores' flushes and compactions
-//! too); a fjall store is then left to finish its compactions (the CPU
-//! seconds they take are printed: the ingest's full cost is the sum)
-//! before it is scanned.
+//! too); a fjall or RocksDB store is then left to finish its
+//! compactions (the CPU seconds they take are printed: the ingest's
+//! full cost is the sum) before it is scanned.
 //!
 //! Layouts:
 //! - `redb lines+ids`: redb 2.6, a `lines` table (line -> ()) and an
@@ -38,6 +38,24 @@
 //!   on the first two levels, lz4 below); `fjall3-16k`: 16 KiB blocks
 //!   below the first two levels; `fjall3-kv`: values in blob files (KV
 //!   separation from 64 bytes);
+//! - `rocks[-sst][-universal][-lz4][+dig]`: RocksDB 11.8 (rust-rocksdb
+//!   0.25), the entries of `fjall id->line+dig` in a column family.
+//!   `rocks` writes a batch as one `WriteBatch` with `sync` set: its WAL
+//!   record is fdatasync'd before `write` returns (one fdatasync per
+//!   batch; flushes and compactions sync their tables and the MANIFEST
+//!   in the background), as OutbackCDX writes a POST. `-sst` writes the
+//!   batch, sorted, into a table (`SstFileWriter`; `finish` fdatasyncs
+//!   it) and ingests it (`move_files`: linked into the database,
+//!   fdatasync'd again, the directory fsync'd, the MANIFEST's edit
+//!   fdatasync'd: durable when `ingest_external_file` returns; no WAL).
+//!   Leveled compaction (RocksDB's defaults: dynamic level sizes, a
+//!   compaction per 4 first-level tables), or `-universal`. lz4, with
+//!   zstd at the bottommost level (most of the data), or `-lz4`: lz4
+//!   everywhere. `+dig`: with the digest keys: a column family
+//!   (universal, as fjall's size-tiered) in the same `WriteBatch`, or in
+//!   `-sst` the same table under a `\x00` prefix (one ingestion: atomic).
+//!   64 MiB memtables (RocksDB's default and OutbackCDX's; `MEMTABLE_MB`),
+//!   4 KiB blocks (`BLOCK`), a 64 MiB block cache, 2 background jobs;
 //! - `compat`: whether fjall 3 opens a keyspace fjall 2 wrote.
 //!
 //! fjall 2's tables are compacted leveled (as `engine::live` compacts a
@@ -46,8 +64,11 @@
 //! 4 KiB blocks (`BLOCK`), 8 MiB memtables (`MEMTABLE_MB`, fjall 3 too;
 //! `L0` sets fjall 3's first-level compaction threshold, `WORKERS` its
 //! number of flush and compaction threads).
-//! `STORES=redb,fjall2,fjall,plain,fjall+dig,fjall3,...` picks (all by
-//! default).
+//! `STORES=redb,fjall2,fjall,plain,fjall+dig,fjall3,...,rocks+dig,...`
+//! picks and orders them, a store named twice being run twice
+//! (`STORES=fjall+dig,rocks+dig,fjall+dig,rocks+dig` alternates); by
+//! default: every store above but the RocksDB variants other than
+//! `rocks`, `rocks+dig` and `rocks-sst+dig`.
 //!
 //! Usage: bench-store DIR [N] [BATCH]
 
@@ -584,6 +605,228 @@ fn fjall3_run(dir: &Path, n: u64, batch: u64, text: u64, name: &str, how: Write3
     );
 }
 
+/// A RocksDB store, as its name (`rocks[-sst][-universal][-lz4][+dig]`)
+/// says: written by a `WriteBatch` per batch (WAL fsync'd), or by
+/// `-sst`: a table per batch (`SstFileWriter`) ingested; leveled
+/// compaction (RocksDB's defaults) or `-universal`; lz4 with zstd at the
+/// bottommost level, or `-lz4`: lz4 everywhere; `+dig`: with the
+/// digest keys (a column family, universal as fjall's size-tiered, or
+/// in `-sst` under a `\x00` prefix in the same table, ingested at once).
+#[derive(Clone, Copy)]
+struct Rocks {
+    sst: bool,
+    universal: bool,
+    lz4: bool,
+    dig: bool,
+}
+
+impl Rocks {
+    fn parse(name: &str) -> Option<Rocks> {
+        let (base, dig) = match name.strip_suffix("+dig") {
+            Some(b) => (b, true),
+            None => (name, false),
+        };
+        let mut r = Rocks {
+            sst: false,
+            universal: false,
+            lz4: false,
+            dig,
+        };
+        let mut rest = base.strip_prefix("rocks")?;
+        for (suffix, flag) in [
+            ("-sst", &mut r.sst),
+            ("-universal", &mut r.universal),
+            ("-lz4", &mut r.lz4),
+        ] {
+            if let Some(more) = rest.strip_prefix(suffix) {
+                *flag = true;
+                rest = more;
+            }
+        }
+        rest.is_empty().then_some(r)
+    }
+
+    /// A column family's options (and the database's).
+    fn options(self, universal: bool, cache: &rocksdb::Cache) -> rocksdb::Options {
+        use rocksdb::DBCompressionType::{Lz4, Zstd};
+        let memtable: usize =
+            std::env::var("MEMTABLE_MB").map_or(64, |s| s.parse().expect("MEMTABLE_MB"));
+        let block: usize = std::env::var("BLOCK").map_or(4096, |s| s.parse().expect("BLOCK"));
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        o.set_write_buffer_size(memtable << 20);
+        o.set_compression_type(Lz4);
+        o.set_bottommost_compression_type(if self.lz4 { Lz4 } else { Zstd });
+        let mut t = rocksdb::BlockBasedOptions::default();
+        t.set_block_size(block);
+        t.set_block_cache(cache);
+        o.set_block_based_table_factory(&t);
+        if universal {
+            o.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
+        }
+        o
+    }
+}
+
+/// The number of tables at each level of `cf` that has any.
+fn rocks_levels(db: &rocksdb::DB, cf: &rocksdb::ColumnFamily) -> String {
+    let mut out = Vec::new();
+    for l in 0..7 {
+        let n = db
+            .property_value_cf(cf, &format!("rocksdb.num-files-at-level{l}"))
+            .expect("property")
+            .map_or(0, |v| v.parse::<u64>().expect("number"));
+        if n > 0 {
+            out.push(format!("L{l} {n}"));
+        }
+    }
+    out.join(", ")
+}
+
+fn rocks_run(dir: &Path, n: u64, batch: u64, text: u64, name: &str, r: Rocks) {
+    let d = fresh(dir, "rocks");
+    let stage = d.join("stage");
+    std::fs::create_dir_all(&stage).expect("create");
+    let cache = rocksdb::Cache::new_lru_cache(64 << 20);
+    let opts = r.options(r.universal, &cache);
+    let mut cfs = vec![rocksdb::ColumnFamilyDescriptor::new(
+        "gen",
+        r.options(r.universal, &cache),
+    )];
+    if r.dig && !r.sst {
+        // As fjall's digest partition: size-tiered, RocksDB's universal.
+        cfs.push(rocksdb::ColumnFamilyDescriptor::new(
+            "dig",
+            r.options(true, &cache),
+        ));
+    }
+    let db = rocksdb::DB::open_cf_descriptors(&opts, db_path(&d), cfs).expect("rocksdb");
+    let ids = db.cf_handle("gen").expect("cf");
+    let digs = db.cf_handle("dig");
+    let mut wo = rocksdb::WriteOptions::default();
+    // Each batch's WAL record written and fsync'd (fdatasync) before
+    // `write` returns.
+    wo.set_sync(true);
+    let mut ingest_opts = rocksdb::IngestExternalFileOptions::default();
+    // The table linked into the database, not copied.
+    ingest_opts.set_move_files(true);
+    let (t0, c0) = (Instant::now(), cpu());
+    for b in 0..n.div_ceil(batch) {
+        let (entries, keys) = batch_of(b * batch..((b + 1) * batch).min(n));
+        if r.sst {
+            // Sorted keys straight into a table: synced by `finish`,
+            // then linked, synced again with its directory and logged
+            // in the MANIFEST (synced) by the ingestion.
+            let path = stage.join(format!("{b}.sst"));
+            let mut w = rocksdb::SstFileWriter::create(&opts);
+            w.open(&path).expect("sst");
+            if r.dig {
+                for k in keys {
+                    let mut p = Vec::with_capacity(k.len() + 1);
+                    p.push(0);
+                    p.extend_from_slice(&k);
+                    w.put(p, b"").expect("put");
+                }
+            }
+            for (id, entry) in entries {
+                w.put(id, entry).expect("put");
+            }
+            w.finish().expect("finish");
+            db.ingest_external_file_cf_opts(ids, &ingest_opts, vec![&path])
+                .expect("ingest");
+        } else {
+            let mut wb = rocksdb::WriteBatch::default();
+            for (id, entry) in entries {
+                wb.put_cf(ids, id, entry);
+            }
+            if let Some(digs) = digs {
+                for k in keys {
+                    wb.put_cf(digs, k, b"");
+                }
+            }
+            db.write_opt(wb, &wo).expect("write");
+        }
+    }
+    let (ingest, ingest_cpu) = (t0.elapsed().as_secs_f64(), cpu() - c0);
+    let tables = || {
+        format!(
+            "{}{}",
+            rocks_levels(&db, ids),
+            digs.map_or(String::new(), |c| format!(
+                " + digest tables: {}",
+                rocks_levels(&db, c)
+            ))
+        )
+    };
+    println!("  tables after ingest: {}", tables());
+    let (t1, settled) = (Instant::now(), settle());
+    println!(
+        "  then compactions: {settled:.1} CPU s in {:.1} s; ingest and them: {:.1} CPU s, \
+         tables: {}",
+        t1.elapsed().as_secs_f64(),
+        ingest_cpu + settled,
+        tables()
+    );
+    let t0 = Instant::now();
+    let mut bytes = 0;
+    let mut it = db.raw_iterator_cf(ids);
+    it.seek(b"\x01");
+    while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        bytes += k.len() + v.len();
+        it.next();
+    }
+    it.status().expect("scan");
+    drop(it);
+    assert!(bytes > 0);
+    let scan = t0.elapsed().as_secs_f64();
+    let (scans, found) = scans(|k| {
+        let mut it = db.raw_iterator_cf(ids);
+        it.seek(k);
+        let mut out = Vec::with_capacity(3);
+        while out.len() < 3 {
+            match it.key() {
+                Some(k) => out.push(k.to_vec()),
+                None => break,
+            }
+            it.next();
+        }
+        out
+    });
+    // What stays on disk once the WAL is flushed into tables.
+    db.flush_cf(ids).expect("flush");
+    if let Some(digs) = digs {
+        db.flush_cf(digs).expect("flush");
+    }
+    settle();
+    let size = |cf| {
+        db.property_int_value_cf(cf, "rocksdb.total-sst-files-size")
+            .expect("property")
+            .unwrap_or(0)
+    };
+    let dig_size = digs.map_or(0, size);
+    println!(
+        "  tables {:.1} MB (digests {:.1} MB)",
+        (size(ids) + dig_size) as f64 / 1e6,
+        dig_size as f64 / 1e6
+    );
+    drop(db);
+    let space = du(&d);
+    report(
+        name,
+        n,
+        batch,
+        [ingest, ingest_cpu, scan, scans],
+        found,
+        space,
+        text,
+    );
+}
+
+fn db_path(d: &Path) -> PathBuf {
+    d.join("db")
+}
+
 /// Whether fjall 3 opens a keyspace fjall 2 wrote.
 fn compat(dir: &Path) {
     let d = fresh(dir, "compat");
@@ -643,68 +886,62 @@ fn main() {
         "making the {n} lines alone: {:.2} s ({made} id bytes)",
         t0.elapsed().as_secs_f64()
     );
+    // What the stores written from `batch_of` spend before writing.
+    let c0 = cpu();
+    for b in 0..n.div_ceil(batch) {
+        std::hint::black_box(batch_of(b * batch..((b + 1) * batch).min(n)));
+    }
+    println!("making the batches alone: {:.1} CPU s", cpu() - c0);
     let only = std::env::var("STORES").unwrap_or_default();
-    let want = |s: &str| only.is_empty() || only.split(',').any(|o| o == s);
-    if want("redb") {
-        redb_run(&dir, n, batch, text);
-    }
-    if want("fjall2") {
-        fjall_run(
-            &dir,
-            n,
-            batch,
-            text,
-            false,
-            fjall::CompressionType::Lz4,
-            false,
-        );
-    }
-    if want("fjall") {
-        fjall_run(
-            &dir,
-            n,
-            batch,
-            text,
-            true,
-            fjall::CompressionType::Lz4,
-            false,
-        );
-    }
-    if want("fjall+dig") {
-        fjall_run(
-            &dir,
-            n,
-            batch,
-            text,
-            true,
-            fjall::CompressionType::Lz4,
-            true,
-        );
-    }
-    if want("plain") {
-        fjall_run(
-            &dir,
-            n,
-            batch,
-            text,
-            true,
-            fjall::CompressionType::None,
-            false,
-        );
-    }
-    for (store, how, tweak) in [
-        ("fjall3", Write3::Batch, ""),
-        ("fjall3-ingest", Write3::Ingest, ""),
-        ("fjall3-ingest1", Write3::Ingest1, ""),
-        ("fjall3-l01plain", Write3::Batch, "l01plain"),
-        ("fjall3-16k", Write3::Batch, "16k"),
-        ("fjall3-kv", Write3::Batch, "kv"),
-    ] {
-        if want(store) {
-            fjall3_run(&dir, n, batch, text, store, how, tweak);
+    let stores: Vec<&str> = if only.is_empty() {
+        vec![
+            "redb",
+            "fjall2",
+            "fjall",
+            "fjall+dig",
+            "plain",
+            "fjall3",
+            "fjall3-ingest",
+            "fjall3-ingest1",
+            "fjall3-l01plain",
+            "fjall3-16k",
+            "fjall3-kv",
+            "rocks",
+            "rocks+dig",
+            "rocks-sst+dig",
+            "compat",
+        ]
+    } else {
+        only.split(',').collect()
+    };
+    // In the order named, as often as named (`STORES=a,b,a,b` alternates).
+    for store in stores {
+        let lz4 = fjall::CompressionType::Lz4;
+        match store {
+            "redb" => redb_run(&dir, n, batch, text),
+            "fjall2" => fjall_run(&dir, n, batch, text, false, lz4, false),
+            "fjall" => fjall_run(&dir, n, batch, text, true, lz4, false),
+            "fjall+dig" => fjall_run(&dir, n, batch, text, true, lz4, true),
+            "plain" => fjall_run(
+                &dir,
+                n,
+                batch,
+                text,
+                true,
+                fjall::CompressionType::None,
+                false,
+            ),
+            "fjall3" => fjall3_run(&dir, n, batch, text, store, Write3::Batch, ""),
+            "fjall3-ingest" => fjall3_run(&dir, n, batch, text, store, Write3::Ingest, ""),
+            "fjall3-ingest1" => fjall3_run(&dir, n, batch, text, store, Write3::Ingest1, ""),
+            "fjall3-l01plain" => fjall3_run(&dir, n, batch, text, store, Write3::Batch, "l01plain"),
+            "fjall3-16k" => fjall3_run(&dir, n, batch, text, store, Write3::Batch, "16k"),
+            "fjall3-kv" => fjall3_run(&dir, n, batch, text, store, Write3::Batch, "kv"),
+            "compat" => compat(&dir),
+            _ => match Rocks::parse(store) {
+                Some(r) => rocks_run(&dir, n, batch, text, store, r),
+                None => panic!("unknown store {store}"),
+            },
         }
-    }
-    if want("compat") {
-        compat(&dir);
     }
 }
