@@ -80,6 +80,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 N=${N:-100000}
 BATCH=${BATCH:-5000}
 DIR=${DIR:-$(mktemp -d)}
+if ! command -v clang > /dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* > /dev/null 2>&1; then
+    echo "bench_store.sh: building rocksdb needs clang and libclang: apt-get install -y clang libclang-dev" >&2
+    exit 1
+fi
 cargo build --release --quiet --manifest-path "$here/bench_store/Cargo.toml"
 "${CARGO_TARGET_DIR:-$here/bench_store/target}/release/bench-store" "$DIR" "$N" "$BATCH"
 rm -rf "$DIR/redb" "$DIR/fjall" "$DIR/fjall3" "$DIR/rocks"
