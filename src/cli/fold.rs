@@ -15,9 +15,9 @@ use ukvs::engine::live::{is_delta_dir, Delta};
 /// collection's directory under `ukvs serve --data DIR`, as `lookup`,
 /// `cat`, `stats` and `mementomap generate` take it) into one sorted
 /// base, `DIR/NAME/base-N.EXT` (a ZipNum cluster `DIR/NAME/base-N/` when a
-/// base is a cluster, or with `--into cluster`), and records it: a server started again with the
-/// same arguments serves the folded base in place of BASE... and the
-/// delta that is left. A fold killed at any point leaves the collection
+/// base is a cluster, or with `--into cluster`), and records it: a server
+/// started again with the same arguments serves the folded base in place
+/// of BASE... and the delta that is left. A fold killed at any point leaves the collection
 /// as it was. A running server holds the store: fold through it instead
 /// (`POST /NAME/fold`).
 #[derive(Debug, clap::Args)]
