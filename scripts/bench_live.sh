@@ -30,6 +30,10 @@
 # (10,200-13,400 over 300-line ones) against 6,800-7,800 over the delta.
 # LOOKUP_RATE=1000 at 10M lines (713-765 lookups/s): 54,900-83,600
 # lines/s, 17.4-17.8 us a line, p99 during ingest 48.9-99.7 ms.
+# On a quiet machine (one batch at a time into the memtables, the same
+# input): 102,100-102,900 lines/s, 14.2-14.9 us a line, p99 28.6-30.2 ms
+# with 8 MiB memtables; 108,000-112,300 lines/s, 12.9-13.5 us, p99
+# 13.0-20.2 ms with 64 MiB (`serve --write-memory 256`, the default).
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run

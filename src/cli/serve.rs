@@ -115,6 +115,13 @@ pub struct Args {
     /// 400 for them. A collection keeps the choice it was made with.
     #[arg(long, requires = "data")]
     no_digest_index: bool,
+    /// With --data: memory, in MiB, that each collection's newest writes
+    /// may take before they are written out to its tables (the store's
+    /// memtables; at least 4). More means fewer, larger tables: lines go
+    /// in faster and lookups wait less during ingest.
+    #[arg(long, value_name = "MIB", requires = "data", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(4..=65536))]
+    write_memory: u64,
     /// With --data: a file holding the bearer token writes must send
     /// (`Authorization: Bearer TOKEN`); without it, writes are taken from
     /// loopback clients only. The token is never printed.
@@ -146,6 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         data: args.data,
         no_create: args.no_create,
         no_digest_index: args.no_digest_index,
+        write_memory: args.write_memory << 20,
         write_token: args.write_token,
         read_only: args.read_only,
         default: args.default,

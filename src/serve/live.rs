@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
 use ukvs::engine::fold::Shape;
-use ukvs::engine::live::{is_delta_dir, read_ops, write_op, Delta, Digests, Op};
+use ukvs::engine::live::{is_delta_dir, read_ops, write_op, Delta, Digests, Op, Settings};
 use ukvs::ukvs::post::{Body, MAX_LINE};
 
 use super::catalog::{check_name, Coll};
@@ -165,8 +165,9 @@ pub fn check_write(
 pub struct Writes {
     pub dir: PathBuf,
     pub no_create: bool,
-    /// Whether the deltas made here index digests.
-    pub digests: Digests,
+    /// How deltas open: whether those made here index digests, and
+    /// each one's memory for writes.
+    pub settings: Settings,
     /// Every open delta by collection name (a store opens once per
     /// process, and outlives catalog reloads).
     pub deltas: Mutex<BTreeMap<String, Arc<Delta>>>,
@@ -178,7 +179,7 @@ impl Writes {
     pub fn open(
         dir: &Path,
         no_create: bool,
-        digests: Digests,
+        settings: Settings,
         names: &[&str],
     ) -> anyhow::Result<Writes> {
         use anyhow::Context;
@@ -191,8 +192,8 @@ impl Writes {
             let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if check_name(&name).is_ok() && is_delta_dir(&entry.path()) {
-                let delta = Delta::open_with(&entry.path(), digests)?;
-                if delta.digests() != digests {
+                let delta = Delta::open_with(&entry.path(), settings)?;
+                if delta.digests() != settings.digests {
                     ukvs::report!(
                         "ukvs serve: the collection {name} keeps {}, as it was made",
                         match delta.digests() {
@@ -207,7 +208,7 @@ impl Writes {
         let writes = Writes {
             dir: dir.to_path_buf(),
             no_create,
-            digests,
+            settings,
             deltas: Mutex::new(deltas),
         };
         writes.ensure(names)?;
@@ -219,7 +220,7 @@ impl Writes {
         let mut deltas = self.deltas.lock().unwrap_or_else(|e| e.into_inner());
         for name in names {
             if !deltas.contains_key(*name) {
-                let delta = Delta::open_with(&self.dir.join(name), self.digests)?;
+                let delta = Delta::open_with(&self.dir.join(name), self.settings)?;
                 deltas.insert(name.to_string(), Arc::new(delta));
             }
         }
@@ -526,7 +527,7 @@ async fn writable(shared: &Arc<Shared>, name: &str) -> Result<Arc<Coll>, http::R
         let dir = writes_of(&shared2).dir.join(&name2);
         let delta = match deltas.get(&name2) {
             Some(d) => d.clone(),
-            None => Arc::new(Delta::open_with(&dir, writes_of(&shared2).digests)?),
+            None => Arc::new(Delta::open_with(&dir, writes_of(&shared2).settings)?),
         };
         deltas.insert(name2.clone(), delta.clone());
         let grown = catalog.with_delta(&name2, delta)?;

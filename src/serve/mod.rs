@@ -82,6 +82,8 @@ pub struct Options {
     pub no_create: bool,
     /// Collections made here keep no digest index.
     pub no_digest_index: bool,
+    /// Memory each collection's writes may hold (bytes; 0: the default).
+    pub write_memory: u64,
     /// A file holding the bearer token writes must send.
     pub write_token: Option<std::path::PathBuf>,
     /// Collections that take no writes.
@@ -123,9 +125,15 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         Some(dir) => Some(live::Writes::open(
             dir,
             opts.no_create,
-            match opts.no_digest_index {
-                true => ukvs::engine::live::Digests::Off,
-                false => ukvs::engine::live::Digests::On,
+            ukvs::engine::live::Settings {
+                digests: match opts.no_digest_index {
+                    true => ukvs::engine::live::Digests::Off,
+                    false => ukvs::engine::live::Digests::On,
+                },
+                write_memory: match opts.write_memory {
+                    0 => ukvs::engine::live::WRITE_MEMORY,
+                    n => n,
+                },
             },
             &index_names(&specs),
         )?),
