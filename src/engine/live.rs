@@ -128,6 +128,18 @@ pub const WRITE_MEMORY: u64 = 256 << 20;
 /// journal does not write them out before they are full.
 const JOURNAL_BYTES: u64 = 128 << 20;
 
+/// Memtables fjall writes out each time its flush worker wakes (its
+/// "flush workers", which are a count of memtables a wake takes from the
+/// queue, each written out on a thread of its own, not threads kept).
+/// fjall wakes the worker once per memtable rotation, and queues the
+/// memtables it rebuilds from its journal at open without waking it: at
+/// its default (one a core, 2 here) a store reopened after ingest of ten
+/// million lines kept two of a digest partition's rebuilt memtables
+/// queued for good behind the newer ones, so that the journal they hold
+/// was never freed, and once writes filled it (`ukvs fold`'s copy of
+/// the digest keys, `scripts/bench_fold.sh`) every write halted.
+const FLUSH_TASKS: usize = 16;
+
 /// How a store is opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -473,6 +485,7 @@ impl Store {
         )?;
         sweep_unfinished_partitions(&dir.join(STORE_DIR));
         let config = fjall::Config::new(dir.join(STORE_DIR))
+            .flush_workers(FLUSH_TASKS)
             .cache_size(CACHE_BYTES)
             .max_write_buffer_size(settings.write_memory)
             .max_journaling_size(JOURNAL_BYTES.max(2 * settings.write_memory));
