@@ -119,7 +119,7 @@ pub struct Args {
     /// may take before they are written out to its tables (the store's
     /// memtables; at least 4). More means fewer, larger tables: lines go
     /// in faster and lookups wait less during ingest.
-    #[arg(long, value_name = "MIB", requires = "data", default_value_t = 256,
+    #[arg(long, value_name = "MIB", requires = "data", default_value_t = ukvs::engine::live::WRITE_MEMORY >> 20,
           value_parser = clap::value_parser!(u64).range(4..=65536))]
     write_memory: u64,
     /// With --data: a file holding the bearer token writes must send

@@ -82,7 +82,7 @@ pub struct Options {
     pub no_create: bool,
     /// Collections made here keep no digest index.
     pub no_digest_index: bool,
-    /// Memory each collection's writes may hold (bytes; 0: the default).
+    /// Memory each collection's writes may hold, in bytes.
     pub write_memory: u64,
     /// A file holding the bearer token writes must send.
     pub write_token: Option<std::path::PathBuf>,
@@ -130,10 +130,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                     true => ukvs::engine::live::Digests::Off,
                     false => ukvs::engine::live::Digests::On,
                 },
-                write_memory: match opts.write_memory {
-                    0 => ukvs::engine::live::WRITE_MEMORY,
-                    n => n,
-                },
+                write_memory: opts.write_memory,
             },
             &index_names(&specs),
         )?),
