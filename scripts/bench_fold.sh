@@ -7,10 +7,18 @@
 #
 #   scripts/bench_fold.sh                 # N=1000000
 #   N=10000000 scripts/bench_fold.sh      # the 10M-line case
+#   KEEP=1 DIR=/big/dir N=10000000 scripts/bench_fold.sh  # then again
+#   DIR=/big/dir N=10000000 scripts/bench_fold.sh          # with no load
+#
+# Figures (N=10,000,000, 2 cores, two runs alternated with the build
+# before): fold 11.0-13.0 s (12.5-12.7 s cold) against 27.7-29.2 s
+# before; merge 2.8-4.3 s: fold/merge 2.9-4.2x.
 #
 # Env: N, UKVS (default target/release/ukvs, built if missing), DIR
 # (default: a temporary directory on the disk of /tmp), JOBS (parallel
-# POSTs while loading, default 2).
+# POSTs while loading, default 2), KEEP (1: keep DIR, with a copy of the
+# loaded delta in DIR/data.loaded; a later run given that DIR folds a
+# copy of it again, with no making or loading).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
@@ -18,7 +26,16 @@ JOBS=${JOBS:-2}
 UKVS=${UKVS:-target/release/ukvs}
 [ -x "$UKVS" ] || cargo build --release --quiet
 DIR=${DIR:-$(mktemp -d)}
-trap 'kill $server 2>/dev/null || true; rm -rf "$DIR/data" "$DIR/posts"' EXIT
+KEEP=${KEEP:-0}
+server=
+trap 'kill $server 2>/dev/null || true; rm -rf "$DIR/data" "$DIR/data.fold2" "$DIR/posts" "$DIR/merged.cdxj" "$DIR/merged.keep"; [ "$KEEP" = 1 ] || rm -rf "$DIR/data.loaded"' EXIT
+
+if [ -d "$DIR/data.loaded" ]; then
+    KEEP=1
+    echo "folding the delta kept in $DIR/data.loaded again"
+    rm -rf "$DIR/data"
+    cp -a "$DIR/data.loaded" "$DIR/data"
+else
 
 echo "making $N base lines and $N delta lines in $DIR"
 python3 - "$DIR" "$N" <<'PY'
@@ -56,16 +73,48 @@ loaded=$(date +%s.%N)
 echo "loaded the delta: $(echo "$N / ($loaded - $start)" | bc) lines/s ($JOBS POSTs at once, each durable)"
 kill -TERM $server; wait $server || true
 du -sb "$DIR/data/web/store" | awk -v t="$(stat -c %s "$DIR/delta.cdxj")" '{printf "delta on disk: %.1f MB for %.1f MB of text (%.2fx)\n", $1/1e6, t/1e6, $1/t}'
+[ "$KEEP" = 1 ] && cp -a "$DIR/data" "$DIR/data.loaded"
+fi
 
-sync
-t0=$(date +%s.%N)
-"$UKVS" merge "$DIR/base.cdxj" "$DIR/delta.cdxj" -o "$DIR/merged.cdxj"
-t1=$(date +%s.%N)
-/usr/bin/time -f "fold: %e s wall, %M KB peak" "$UKVS" fold --data "$DIR/data/web" "$DIR/base.cdxj"
-t2=$(date +%s.%N)
-merge=$(echo "$t1 - $t0" | bc)
-fold=$(echo "$t2 - $t1" | bc)
-folded=$(ls "$DIR/data/web"/base-*.cdxj)
-cmp "$folded" "$DIR/merged.cdxj" && echo "the fold's base is the merge's output"
-printf "merge %.2f s, fold %.2f s: fold/merge %.2fx (N=%d)\n" "$merge" "$fold" "$(echo "$fold / $merge" | bc -l)" "$N"
-rm -f "$DIR/merged.cdxj"
+# Each timed run starts with no dirty pages (sync), so that none pays
+# for the writeback of the one before, and with the page cache in one of
+# two states: "cold", the cache dropped (where /proc/sys/vm/drop_caches
+# can be written), and "warm", the cache dropped and then the run's
+# inputs read into it (as a delta written a moment ago and a base in use
+# are): the merge's two files, the fold's base and store. The
+# fold's time holds the fsync of its base (a fold is durable before it
+# is recorded); the merge's does not (`ukvs merge` renames its output
+# into place unsynced), so the sync after the merge is reported too.
+now() { date +%s.%N; }
+settle() { # cold|warm, then the inputs to warm
+    local cache=$1
+    shift
+    rm -f "$DIR/merged.cdxj"
+    sync
+    if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; else echo "cannot drop the page cache: the cold runs are not cold"; fi
+    [ "$cache" = cold ] || find "$@" -type f -exec cat {} + > /dev/null
+}
+cp -a "$DIR/data" "$DIR/data.fold2"
+for cache in warm cold; do
+    settle $cache "$DIR/base.cdxj" "$DIR/delta.cdxj"
+    t0=$(now)
+    "$UKVS" merge "$DIR/base.cdxj" "$DIR/delta.cdxj" -o "$DIR/merged.cdxj"
+    t1=$(now)
+    sync
+    t2=$(now)
+    mv "$DIR/merged.cdxj" "$DIR/merged.keep"
+    settle $cache "$DIR/base.cdxj" "$DIR/data"
+    mv "$DIR/merged.keep" "$DIR/merged.cdxj"
+    t3=$(now)
+    /usr/bin/time -f "fold ($cache): %e s wall, %U s user, %S s sys, %M KB peak" "$UKVS" fold --data "$DIR/data/web" "$DIR/base.cdxj"
+    t4=$(now)
+    folded=$(ls "$DIR/data/web"/base-*.cdxj)
+    cmp "$folded" "$DIR/merged.cdxj" && echo "the fold's base is the merge's output"
+    merge=$(echo "$t1 - $t0" | bc)
+    synced=$(echo "$t2 - $t1" | bc)
+    fold=$(echo "$t4 - $t3" | bc)
+    printf "%s: merge %.2f s (its sync after: %.2f s), fold %.2f s: fold/merge %.2fx, fold/(merge + sync) %.2fx (N=%d)\n" \
+        "$cache" "$merge" "$synced" "$fold" "$(echo "$fold / $merge" | bc -l)" "$(echo "$fold / ($merge + $synced)" | bc -l)" "$N"
+    rm -rf "$DIR/data"
+    mv "$DIR/data.fold2" "$DIR/data" 2>/dev/null || true
+done
