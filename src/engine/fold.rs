@@ -29,9 +29,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::Kind;
-use super::live::{Delta, Entry, FrozenEntries};
+use super::live::{self, Delta, Entry};
 use super::lookup::{Collection, MergeBy};
-use super::output::Output;
+use super::output::{write_behind, Output};
 
 /// Why a fold failed (the collection is then as before: the delta keeps
 /// every generation, the bases are served on).
@@ -146,6 +146,11 @@ pub enum Shape {
 /// 13,700 with 3,000) but cut a wide query into ten times the pages.
 const LINES_PER_BLOCK: usize = 3000;
 
+/// Frozen captures read from the store at a time, and the batches of
+/// them read ahead of the merge.
+const READ_BATCH: usize = 4096;
+const READ_AHEAD: usize = 4;
+
 /// Folds the delta into a new base made of `bases` (the paths the
 /// collection serves, [`Delta::bases`]) and the delta's generations up to
 /// now. Gives what it did and a view of the delta that reads what is left
@@ -230,7 +235,38 @@ pub fn fold(
     for h in &headers {
         out.write_all_line(h)?;
     }
-    let counts = write_merged(base, frozen.entries(), &names, &mut out)?;
+    // Three threads beside the merge: one reads the frozen captures
+    // from the store, one writes the merged bytes, one decides (and
+    // may make) the digest index after the fold.
+    let (counts, out, digests) = std::thread::scope(|s| {
+        let digests = s.spawn(|| frozen.index_digests());
+        let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
+        let frozen = &frozen;
+        s.spawn(move || {
+            let mut batch = Vec::with_capacity(READ_BATCH);
+            for e in frozen.entries() {
+                batch.push(e);
+                if batch.len() == READ_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(READ_BATCH));
+                    // The merge stopped (at an error it gives).
+                    if tx.send(full).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = tx.send(batch);
+        });
+        let entries = rx.into_iter().flatten();
+        let (counts, out) = write_behind(out, |w| write_merged(base, entries, &names, w));
+        let digests = digests
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (counts, out, digests)
+    });
+    // A write error first: the merge then stopped for it.
+    let out = out?;
+    let counts = counts?;
+    digests.map_err(Error::Record)?;
     out.commit()?;
     if cluster {
         let built = super::zipnum::build(&super::zipnum::BuildJob {
@@ -284,7 +320,10 @@ struct Group {
 impl Group {
     /// Loads the next `key datetime`'s captures; `false` when there are
     /// no more.
-    fn load(&mut self, from: &mut std::iter::Peekable<FrozenEntries>) -> Result<bool, Error> {
+    fn load(
+        &mut self,
+        from: &mut std::iter::Peekable<impl Iterator<Item = Result<Entry, live::Error>>>,
+    ) -> Result<bool, Error> {
         self.entries.clear();
         self.written = 0;
         let Some(first) = from.next().transpose()? else {
@@ -316,7 +355,7 @@ impl Group {
     fn write_before(
         &mut self,
         line: Option<&[u8]>,
-        out: &mut Output,
+        out: &mut impl Write,
         counts: &mut Counts,
     ) -> Result<(), Error> {
         while let Some(e) = self.entries.get(self.written) {
@@ -353,9 +392,9 @@ impl Group {
 /// capture has its id.
 fn write_merged<'a>(
     base: impl Iterator<Item = Result<Cow<'a, [u8]>, Error>>,
-    entries: FrozenEntries,
+    entries: impl Iterator<Item = Result<Entry, live::Error>>,
     names: &[String],
-    out: &mut Output,
+    out: &mut impl Write,
 ) -> Result<Counts, Error> {
     let mut counts = Counts {
         lines: 0,
@@ -370,7 +409,7 @@ fn write_merged<'a>(
         if !more {
             // The frozen captures are done: the rest of the bases.
             for line in base.by_ref() {
-                out.write_all_line(&line?)?;
+                write_line(out, &line?)?;
                 counts.lines += 1;
             }
             break;
@@ -396,7 +435,7 @@ fn write_merged<'a>(
             }
             std::cmp::Ordering::Greater => {
                 let line = base.next().expect("peeked")?;
-                out.write_all_line(&line)?;
+                write_line(out, &line)?;
                 counts.lines += 1;
             }
             std::cmp::Ordering::Equal => {
@@ -408,12 +447,17 @@ fn write_merged<'a>(
                     continue;
                 }
                 group.write_before(Some(&line), out, &mut counts)?;
-                out.write_all_line(&line)?;
+                write_line(out, &line)?;
                 counts.lines += 1;
             }
         }
     }
     Ok(counts)
+}
+
+fn write_line(out: &mut impl Write, line: &[u8]) -> std::io::Result<()> {
+    out.write_all(line)?;
+    out.write_all(b"\n")
 }
 
 /// A line's `key datetime`: up to its second space (`None` without one).

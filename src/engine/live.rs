@@ -11,13 +11,17 @@
 //! ```text
 //! DIR/NAME/LOCK            held (flock) by the one process that opens it
 //! DIR/NAME/store/          the fjall keyspace:
-//!     meta                   layout, current, floor, bases, intent/*
+//!     meta                   layout, current, floor, bases, dig_bases,
+//!                            intent/*
 //!     gen_F .. gen_C         generations F (floor) to C (current):
 //!                            capture id -> entry
 //!     dig_F .. dig_C         each one's digests: `ALGO:` + the digest's
 //!                            bytes + capture id -> empty
-//!     dig_base               the same keys of the captures folds wrote
-//!                            into the bases
+//!     dig_N (N < F),         the same keys of the captures folds wrote
+//!     dig_base_N             into the bases: folded generations' digest
+//!                            partitions, kept as they are, or merged
+//!                            into one by the fold up to generation N
+//!                            (`dig_base` in stores of layout 2)
 //! DIR/NAME/base-N.EXT      a base a fold wrote (a cluster: base-N/)
 //! DIR/NAME/journal-*.ops   a large POST being rolled forward
 //! ```
@@ -42,9 +46,13 @@
 //! Deletes and replacements write none there: a digest key stands while
 //! the capture's newest entry is a put of a line with that digest, which
 //! a lookup checks (a few point reads: a digest has few captures). A
-//! fold copies its frozen generations' digest keys to `dig_base`, whose
-//! keys stand while the bases hold a line of the capture with that
-//! digest (`engine::digests::captures_with` checks).
+//! fold keeps its frozen generations' digest partitions as digest
+//! partitions of the bases (recorded in `dig_bases` with the new base),
+//! and past [`DIG_BASES`] of them merges them all into one in one sorted
+//! pass ([`Frozen::index_digests`], fjall's bulk ingest: no journal, no
+//! merges) beside the writing of the new base. Their keys stand while
+//! the bases hold a line of the capture with that digest
+//! (`engine::digests::captures_with` checks).
 //!
 //! Writes go to the current generation. A fold ([`Delta::freeze`],
 //! [`Frozen::commit`], driven by `engine::fold`) starts a new one in
@@ -92,8 +100,23 @@ const OLD_STORE_FILE: &str = "delta.redb";
 /// The lock file of a delta directory.
 const LOCK_FILE: &str = "LOCK";
 
-/// The layout this module writes, kept in `meta`.
-const LAYOUT: &[u8] = b"ukvs-live 2";
+/// The layout this module writes, kept in `meta`: 3 records the
+/// partitions of the bases' digests (`dig_bases`).
+const LAYOUT: &[u8] = b"ukvs-live 3";
+
+/// The layout before: the bases' digests in the one partition
+/// `dig_base`, which folds wrote into. Read as it is; its first fold
+/// that indexes digests records the partitions and the layout this
+/// module writes.
+const LAYOUT_2: &[u8] = b"ukvs-live 2";
+
+/// Digest partitions of the bases past which a fold merges them into
+/// one: a lookup by digest reads each. A fold that keeps its frozen
+/// generations' partitions writes no digest key; one that merges writes
+/// every key of the bases once, beside the base it writes
+/// (`scripts/bench_fold.sh`, ten million lines folded into ten million:
+/// the figures are in ARCHITECTURE.md).
+const DIG_BASES: usize = 8;
 
 /// Bytes of ops a batch holds in memory before it rolls forward through
 /// a journal file (a POST of 5,000 CDX lines is about 1 MiB).
@@ -254,8 +277,6 @@ struct Store {
     dir: PathBuf,
     keyspace: fjall::Keyspace,
     meta: PartitionHandle,
-    /// Digest keys of captures folded into the bases.
-    dig_base: PartitionHandle,
     /// Whether puts write their digest keys ([`Digests`], fixed when
     /// the store was made).
     digests: Digests,
@@ -319,9 +340,15 @@ struct State {
     current: u64,
     floor: u64,
     folded: Folded,
+    /// Digest keys of captures folded into the bases: folded
+    /// generations' digest partitions, or one a fold merged them into.
+    dig_bases: Vec<PartitionHandle>,
     /// Base files superseded by a fold, removed with the generations
     /// below the floor given.
     retired: Vec<(u64, PathBuf)>,
+    /// Partitions of the bases' digests superseded by a fold, dropped
+    /// once fjall writes none of them out.
+    retired_digs: Vec<PartitionHandle>,
 }
 
 /// The stores open in this process, by directory: a store opens once.
@@ -338,6 +365,15 @@ fn gen_name(n: u64) -> String {
 fn dig_name(n: u64) -> String {
     format!("dig_{n}")
 }
+
+/// The partition a fold up to generation `n` merged the bases' digest
+/// partitions into.
+fn dig_base_name(n: u64) -> String {
+    format!("dig_base_{n}")
+}
+
+/// The partition of the bases' digests of layout 2.
+const DIG_BASE_2: &str = "dig_base";
 
 /// A generation's tables: lz4, compacted leveled. A lookup opens a
 /// block of every table whose keys may hold its range: in a level past
@@ -393,6 +429,14 @@ fn encode_paths(paths: &[PathBuf]) -> Vec<u8> {
         out.push(0);
     }
     out
+}
+
+/// Partition names, as `dig_bases` keeps them (NUL-separated).
+fn decode_names(v: &[u8]) -> Vec<String> {
+    v.split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect()
 }
 
 fn decode_paths(v: &[u8]) -> Vec<PathBuf> {
@@ -504,15 +548,12 @@ impl Store {
         let meta = keyspace
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
-        let dig_base = keyspace
-            .open_partition("dig_base", dig_options(memtable))
-            .map_err(|e| fail("cannot open the store's digests", &e))?;
         let read = |k: &str| {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
         };
         match read("layout")? {
-            Some(l) if &l[..] == LAYOUT => {}
+            Some(l) if &l[..] == LAYOUT || &l[..] == LAYOUT_2 => {}
             Some(l) => {
                 return Err(fail(
                     "holds a store of another layout",
@@ -552,6 +593,31 @@ impl Store {
                 .map(|name| dir.join(name))
                 .collect(),
         };
+        let dig_base_names = match read("dig_bases")? {
+            Some(v) => decode_names(&v),
+            None => vec![DIG_BASE_2.to_string()],
+        };
+        let mut dig_bases = Vec::new();
+        for name in &dig_base_names {
+            dig_bases.push(
+                keyspace
+                    .open_partition(name, dig_options(memtable))
+                    .map_err(|e| fail("cannot open the store's digests", &e))?,
+            );
+        }
+        // Merged partitions of the bases' digests but those recorded are
+        // what a fold left (one it superseded, or one it did not
+        // record): dropped once fjall writes none of them out.
+        let mut retired_digs = Vec::new();
+        for name in keyspace.list_partitions() {
+            if name.starts_with(DIG_BASE_2) && !dig_base_names.iter().any(|n| *n == *name) {
+                retired_digs.push(
+                    keyspace
+                        .open_partition(&name, dig_options(memtable))
+                        .map_err(|e| fail("cannot open the store's digests", &e))?,
+                );
+            }
+        }
         // Generations outside floor..=current are what a fold left
         // (folded ones, or a new one it did not record): dropped.
         for name in keyspace.list_partitions() {
@@ -559,7 +625,8 @@ impl Store {
                 .strip_prefix("gen_")
                 .or_else(|| name.strip_prefix("dig_"))
                 .and_then(|n| n.parse::<u64>().ok());
-            if n.is_some_and(|n| n < floor || n > current) {
+            let kept = dig_base_names.iter().any(|n| *n == *name);
+            if n.is_some_and(|n| n < floor || n > current) && !kept {
                 let h = keyspace
                     .open_partition(&name, dig_options(memtable))
                     .map_err(|e| fail("cannot open a generation", &e))?;
@@ -584,7 +651,6 @@ impl Store {
             dir: dir.to_path_buf(),
             keyspace,
             meta,
-            dig_base,
             digests,
             memtable,
             state: RwLock::new(State {
@@ -593,7 +659,9 @@ impl Store {
                 current,
                 floor,
                 folded,
+                dig_bases,
                 retired: Vec::new(),
+                retired_digs,
             }),
             switch: RwLock::new(()),
             folding: Mutex::new(()),
@@ -607,6 +675,7 @@ impl Store {
         };
         store.replay_intents()?;
         store.clean_files()?;
+        store.drop_unread();
         Ok(store)
     }
 
@@ -678,10 +747,21 @@ impl Store {
             .copied()
             .filter(|n| !flushing(st.gens.get(n)) && !flushing(st.digs.get(n)))
             .collect();
+        let (flushed, kept): (Vec<_>, Vec<_>) =
+            st.retired_digs.drain(..).partition(|h| !flushing(Some(h)));
+        st.retired_digs = kept;
         self.drops_kept.store(
-            dropped.len() < unread.len(),
+            dropped.len() < unread.len() || !st.retired_digs.is_empty(),
             std::sync::atomic::Ordering::Relaxed,
         );
+        for h in flushed {
+            if let Err(e) = self.keyspace.delete_partition(h) {
+                crate::report!(
+                    "ukvs: {}: cannot drop a superseded digest index: {e}",
+                    self.dir.display()
+                );
+            }
+        }
         for n in dropped {
             let parts = [st.gens.remove(&n), st.digs.remove(&n)];
             for h in parts.into_iter().flatten() {
@@ -714,6 +794,12 @@ impl Store {
             .rev()
             .map(|(_, h)| h.clone())
             .collect()
+    }
+
+    /// The partitions of the bases' digests.
+    fn dig_bases(&self) -> Vec<PartitionHandle> {
+        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        st.dig_bases.clone()
     }
 
     /// The generation writes go to, and its digest partition.
@@ -1286,7 +1372,7 @@ impl Delta {
         let prefix = digest_prefix(digest);
         let mut ids = std::collections::BTreeSet::new();
         let mut digs = self.store.digs_from(self.floor);
-        digs.push(self.store.dig_base.clone());
+        digs.extend(self.store.dig_bases());
         for dig in digs {
             for kv in dig.prefix(&prefix) {
                 let (key, _) = kv.map_err(|e| self.fail("cannot read", e))?;
@@ -1441,6 +1527,7 @@ impl Delta {
             gens,
             digs,
             upto: next - 1,
+            dig_plan: std::sync::OnceLock::new(),
             _guard: guard,
         }))
     }
@@ -1455,7 +1542,34 @@ pub struct Frozen<'d> {
     /// Their digest partitions.
     digs: Vec<PartitionHandle>,
     upto: u64,
+    /// What becomes of the bases' digest partitions, once decided
+    /// ([`Frozen::index_digests`]); `None` in it: they stand.
+    dig_plan: std::sync::OnceLock<Option<DigPlan>>,
     _guard: std::sync::MutexGuard<'d, ()>,
+}
+
+/// The bases' digest partitions after a fold.
+enum DigPlan {
+    /// These frozen generations' partitions join them.
+    Add(Vec<PartitionHandle>),
+    /// This one, made of them all, replaces them.
+    Merged(PartitionHandle),
+}
+
+impl Drop for Frozen<'_> {
+    /// A fold given up: the digest partition it made is dropped.
+    fn drop(&mut self) {
+        if let Some(Some(DigPlan::Merged(part))) = self.dig_plan.take() {
+            let store = &self.delta.store;
+            store
+                .state
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .retired_digs
+                .push(part);
+            store.drop_unread();
+        }
+    }
 }
 
 impl Frozen<'_> {
@@ -1475,6 +1589,87 @@ impl Frozen<'_> {
         }
     }
 
+    /// Decides what becomes of the bases' digest partitions, for
+    /// [`Frozen::commit`] to record: the frozen generations' partitions
+    /// that hold keys join them, or past [`DIG_BASES`] partitions all are
+    /// merged in one sorted pass into a new one with fjall's bulk ingest
+    /// (sorted tables written whole: no journal, no memtable, no
+    /// merges). It reads only partitions no write reaches, so it may run
+    /// beside the writing of the new base; `commit` does it when it was
+    /// not done.
+    pub fn index_digests(&self) -> Result<(), Error> {
+        if self.dig_plan.get().is_some() {
+            return Ok(());
+        }
+        let store = &self.delta.store;
+        let mut new = Vec::new();
+        for dig in &self.digs {
+            if !dig.is_empty().map_err(|e| store.fail("cannot read", e))? {
+                new.push(dig.clone());
+            }
+        }
+        let plan = if new.is_empty() {
+            None
+        } else if store.dig_bases().len() + new.len() <= DIG_BASES {
+            Some(DigPlan::Add(new))
+        } else {
+            Some(DigPlan::Merged(self.ingest_digests()?))
+        };
+        if let Err(Some(DigPlan::Merged(part))) = self.dig_plan.set(plan) {
+            store
+                .keyspace
+                .delete_partition(part)
+                .map_err(|e| store.fail("cannot drop a digest index", e))?;
+        }
+        Ok(())
+    }
+
+    /// The bases' digest partitions and the frozen generations', merged
+    /// into a new partition.
+    fn ingest_digests(&self) -> Result<PartitionHandle, Error> {
+        let store = &self.delta.store;
+        let fail = |e: &dyn std::fmt::Display| store.fail("cannot index the folded digests", e);
+        let part = store
+            .keyspace
+            .open_partition(&dig_base_name(self.upto), dig_options(store.memtable))
+            .map_err(|e| fail(&e))?;
+        // Generation numbers are never used twice, so the partition is
+        // new; fjall's ingest panics on one that is not.
+        if !part.is_empty().map_err(|e| fail(&e))? {
+            return Err(fail(&format!(
+                "its partition {} exists",
+                dig_base_name(self.upto)
+            )));
+        }
+        let failed = std::cell::RefCell::new(None);
+        let sources = store
+            .dig_bases()
+            .into_iter()
+            .chain(self.digs.iter().cloned());
+        let keys = itertools::kmerge(sources.map(|dig| {
+            dig.iter().map_while(|kv| match kv {
+                Ok((key, _)) => Some(key),
+                Err(e) => {
+                    failed.borrow_mut().get_or_insert(e);
+                    None
+                }
+            })
+        }));
+        // Strictly ascending, as ingest requires: one capture put with
+        // a digest in two generations has one key.
+        let keys = itertools::Itertools::dedup(keys);
+        let ingested = part.ingest(keys.map(|key| (key, fjall::Slice::from(&b""[..]))));
+        if let Some(e) = failed.into_inner() {
+            let _ = store.keyspace.delete_partition(part);
+            return Err(fail(&e));
+        }
+        if let Err(e) = ingested {
+            let _ = store.keyspace.delete_partition(part);
+            return Err(fail(&e));
+        }
+        Ok(part)
+    }
+
     /// Where a fold writes its base: `DIR/NAME/base-N` and `ext`.
     pub fn base_path(&self, ext: &str) -> PathBuf {
         self.delta
@@ -1488,7 +1683,9 @@ impl Frozen<'_> {
     /// from) and raises the floor past the frozen generations. Gives a
     /// view that reads the generations left; the views made before keep
     /// reading the folded ones (which are dropped when the last goes).
-    pub fn commit(self, folded: &[PathBuf], base: &Path) -> Result<Delta, Error> {
+    pub fn commit(mut self, folded: &[PathBuf], base: &Path) -> Result<Delta, Error> {
+        self.index_digests()?;
+        let plan = self.dig_plan.take().flatten();
         let store = &self.delta.store;
         let floor = self.upto + 1;
         let old = self.delta.folded();
@@ -1505,34 +1702,46 @@ impl Frozen<'_> {
             .filter_map(|b| b.file_name())
             .map(PathBuf::from)
             .collect();
-        // The frozen generations' digest keys go on in `dig_base`
-        // (written before the floor is raised: while the frozen
-        // generations are read, a lookup finds their captures there).
-        let mut b = store.keyspace.batch();
-        let mut bytes = 0;
-        for dig in &self.digs {
-            for kv in dig.iter() {
-                let (key, _) = kv.map_err(|e| store.fail("cannot read", e))?;
-                bytes += key.len() + 32;
-                b.insert(&store.dig_base, key, b"");
-                if bytes >= BATCH_BYTES {
-                    b.commit()
-                        .map_err(|e| store.fail("cannot record the folded digests", e))?;
-                    b = store.keyspace.batch();
-                    bytes = 0;
-                }
-            }
-        }
-        let mut b = b.durability(Some(PersistMode::SyncAll));
+        let mut b = store
+            .keyspace
+            .batch()
+            .durability(Some(PersistMode::SyncAll));
         b.insert(&store.meta, "floor", floor.to_le_bytes());
         b.insert(&store.meta, "given", encode_paths(&given));
         b.insert(&store.meta, "bases", encode_paths(&names));
+        let dig_bases = match &plan {
+            None => None,
+            Some(DigPlan::Add(new)) => Some([store.dig_bases(), new.clone()].concat()),
+            Some(DigPlan::Merged(part)) => Some(vec![part.clone()]),
+        };
+        if let Some(parts) = &dig_bases {
+            let names: Vec<&str> = parts.iter().map(|p| &*p.name).collect();
+            b.insert(&store.meta, "dig_bases", names.join("\0"));
+            b.insert(&store.meta, "layout", LAYOUT);
+        }
+        // Not recorded (or not known to be): the partition made stays
+        // until an open drops it or keeps it, as the meta says.
         b.commit()
             .map_err(|e| store.fail("cannot record the folded base", e))?;
         {
             let mut st = store.state.write().unwrap_or_else(|e| e.into_inner());
             st.floor = floor;
             st.folded = Folded { given, bases };
+            // Views made before read the new partitions too, which hold
+            // every key of those they supersede and of the generations
+            // they read.
+            match plan {
+                None => {}
+                Some(DigPlan::Add(new)) => {
+                    // Kept: no longer dropped with their generations.
+                    st.digs.retain(|_, h| !new.iter().any(|n| n.name == h.name));
+                    st.dig_bases.extend(new);
+                }
+                Some(DigPlan::Merged(part)) => {
+                    let old = std::mem::replace(&mut st.dig_bases, vec![part]);
+                    st.retired_digs.extend(old);
+                }
+            }
             for p in old.bases {
                 if &p != base {
                     st.retired.push((floor, p));
@@ -2416,7 +2625,8 @@ mod tests {
         std::fs::write(&base, format!("{line}\n")).unwrap();
         let view = frozen.commit(&[], &base).unwrap();
         drop(d);
-        assert!(view.store.dig_base.is_empty().unwrap());
+        assert!(view.store.dig_bases().iter().all(|p| p.is_empty().unwrap()));
+        assert_eq!(view.store.meta.get("dig_bases").unwrap(), None);
         assert_eq!(view.digests(), Digests::Off);
         drop(view);
         // A store with the index, reopened asking for none, keeps it.
@@ -2462,7 +2672,7 @@ mod tests {
             ks.open_partition("dig_base", tiered()).unwrap();
             assert!(!is_leveled(&gen));
             let mut b = ks.batch();
-            b.insert(&meta, "layout", LAYOUT);
+            b.insert(&meta, "layout", LAYOUT_2);
             b.insert(&meta, "current", 0u64.to_le_bytes());
             b.insert(&meta, "floor", 0u64.to_le_bytes());
             for op in &old {
@@ -2567,6 +2777,131 @@ mod tests {
             assert_eq!(got, expect_for(r));
         }
         assert!(d.store.current().0.segment_count() >= 2);
+    }
+
+    /// A fold keeps its frozen generations' digest partitions as the
+    /// bases' (of a store of layout 2 too, whose `dig_base` folds wrote
+    /// into), past [`DIG_BASES`] merges them all into one and drops
+    /// those, and records what it did; a merged partition a fold made
+    /// but did not record is dropped at open. Every capture stays found
+    /// by digest, after a reopen too.
+    #[test]
+    fn folds_keep_digest_partitions_and_merge_them_past_a_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let digest = |i: usize| format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char);
+        let line = |i: usize| {
+            format!(
+                "k{i} 2020 http://x/ text/html 200 {} - - 1 {i} f.warc.gz",
+                digest(i)
+            )
+        };
+        let id = |i: usize| {
+            capture_id(
+                format!("k{i}").as_bytes(),
+                b"2020",
+                b"f.warc.gz",
+                i.to_string().as_bytes(),
+            )
+        };
+        let op = |i: usize| -> Result<Op, String> {
+            Ok(Op::Put {
+                id: id(i),
+                line: line(i).into_bytes(),
+            })
+        };
+        // A store of layout 2: captures 0-2 folded into its `dig_base`.
+        {
+            let ks = fjall::Config::new(dir.path().join(STORE_DIR))
+                .open()
+                .unwrap();
+            let meta = ks
+                .open_partition("meta", PartitionCreateOptions::default())
+                .unwrap();
+            let old = ks.open_partition(DIG_BASE_2, dig_options(8 << 20)).unwrap();
+            let mut b = ks.batch();
+            b.insert(&meta, "layout", LAYOUT_2);
+            b.insert(&meta, "current", 1u64.to_le_bytes());
+            b.insert(&meta, "floor", 1u64.to_le_bytes());
+            for i in 0..3 {
+                for_each_digest(line(i).as_bytes(), |d| {
+                    b.insert(&old, [digest_prefix(&d), id(i)].concat(), b"");
+                });
+            }
+            b.commit().unwrap();
+            ks.persist(PersistMode::SyncAll).unwrap();
+        }
+        let all_found = |d: &Delta, upto: usize| {
+            for i in 0..upto {
+                let ids = d.digest_ids(&Digest::parse(&digest(i)).unwrap()).unwrap();
+                assert!(ids.contains(&id(i)), "capture {i}");
+            }
+        };
+        let names = |d: &Delta| -> Vec<String> {
+            d.store
+                .dig_bases()
+                .iter()
+                .map(|p| p.name.to_string())
+                .collect()
+        };
+        let mut d = Delta::open(dir.path()).unwrap();
+        all_found(&d, 3);
+        // Folds up to generation 7 keep theirs, the one up to 8 merges.
+        for gen in 1..=8usize {
+            d.apply((3 * gen..3 * gen + 3).map(op)).unwrap();
+            let frozen = d.freeze().unwrap().unwrap();
+            let base = frozen.base_path(".cdx");
+            std::fs::write(&base, "").unwrap();
+            let view = frozen.commit(&[], &base).unwrap();
+            drop(std::mem::replace(&mut d, view));
+            all_found(&d, 3 * gen + 3);
+            let want: Vec<String> = if gen < DIG_BASES {
+                std::iter::once(DIG_BASE_2.to_string())
+                    .chain((1..=gen as u64).map(dig_name))
+                    .collect()
+            } else {
+                vec![dig_base_name(8)]
+            };
+            assert_eq!(names(&d), want);
+            let on_disk = |n: &str| dir.path().join("store/partitions").join(n).exists();
+            assert!(want.iter().all(|n| on_disk(n)), "{want:?}");
+            if gen == DIG_BASES {
+                assert!(!on_disk(DIG_BASE_2) && !on_disk("dig_7"));
+            }
+        }
+        drop(d);
+        let mut d = Delta::open(dir.path()).unwrap();
+        assert_eq!(names(&d), vec![dig_base_name(8)]);
+        all_found(&d, 27);
+        let meta = |d: &Delta, k: &str| d.store.meta.get(k).unwrap().map(|v| v.to_vec());
+        assert_eq!(meta(&d, "layout"), Some(LAYOUT.to_vec()));
+        // Seven folds keep theirs again; the eighth's merged partition,
+        // made and not recorded, is dropped at open.
+        for gen in 9..=16usize {
+            d.apply((3 * gen..3 * gen + 3).map(op)).unwrap();
+            let frozen = d.freeze().unwrap().unwrap();
+            frozen.index_digests().unwrap();
+            if gen == 16 {
+                assert!(dir.path().join("store/partitions/dig_base_16").exists());
+                std::mem::forget(frozen);
+                break;
+            }
+            let base = frozen.base_path(".cdx");
+            std::fs::write(&base, "").unwrap();
+            let view = frozen.commit(&[], &base).unwrap();
+            drop(std::mem::replace(&mut d, view));
+        }
+        drop(d);
+        let d = Delta::open(dir.path()).unwrap();
+        assert!(!dir.path().join("store/partitions/dig_base_16").exists());
+        assert_eq!(names(&d).len(), DIG_BASES);
+        all_found(&d, 51);
+        // A merge given up before the commit: dropped at once.
+        let frozen = d.freeze().unwrap().unwrap();
+        frozen.index_digests().unwrap();
+        assert!(dir.path().join("store/partitions/dig_base_17").exists());
+        drop(frozen);
+        assert!(!dir.path().join("store/partitions/dig_base_17").exists());
+        all_found(&d, 51);
     }
 
     #[test]
