@@ -63,6 +63,7 @@
 # QUERIES (distinct lookup URLs, default 50000), SEED (default 1),
 # DIGEST_INDEX (0: the collection is made by `serve --no-digest-index`,
 # keeping no index of digests, as OutbackCDX keeps none; default 1),
+# WRITE_MEMORY (the server's --write-memory in MiB; default its own),
 # LOOKUP_RATE (lookups/s that wrk offers during ingest: each connection
 # waits CONNS/LOOKUP_RATE s after an answer before its next lookup, as a
 # replay's users do; default 0: as fast as answered, a closed loop that
@@ -96,6 +97,7 @@ WRK_THREADS=${WRK_THREADS:-1}
 DIGEST_INDEX=${DIGEST_INDEX:-1}
 SERVE_ARGS=()
 [ "$DIGEST_INDEX" = 0 ] && SERVE_ARGS+=(--no-digest-index)
+[ -n "${WRITE_MEMORY:-}" ] && SERVE_ARGS+=(--write-memory "$WRITE_MEMORY")
 CONNS=${CONNS:-16}
 FOLD=${FOLD:-cluster}
 LOOKUP_RATE=${LOOKUP_RATE:-0}
