@@ -2641,6 +2641,16 @@ mod tests {
         assert_eq!(ids, vec![capture_id(b"k1", b"2020", b"f.warc.gz", b"1")]);
     }
 
+    /// A delta's keyspace and meta partition opened as fjall's, to lay
+    /// out a store as an older version left it.
+    fn raw_store(dir: &Path) -> (fjall::Keyspace, PartitionHandle) {
+        let ks = fjall::Config::new(dir.join(STORE_DIR)).open().unwrap();
+        let meta = ks
+            .open_partition("meta", PartitionCreateOptions::default())
+            .unwrap();
+        (ks, meta)
+    }
+
     fn is_leveled(h: &PartitionHandle) -> bool {
         matches!(
             h.config.compaction_strategy,
@@ -2660,12 +2670,7 @@ mod tests {
             put("com,b)/", "20200101000000", "30", "{}"),
         ];
         {
-            let ks = fjall::Config::new(dir.path().join(STORE_DIR))
-                .open()
-                .unwrap();
-            let meta = ks
-                .open_partition("meta", PartitionCreateOptions::default())
-                .unwrap();
+            let (ks, meta) = raw_store(dir.path());
             let tiered = || dig_options(8 << 20);
             let gen = ks.open_partition(&gen_name(0), tiered()).unwrap();
             ks.open_partition(&dig_name(0), tiered()).unwrap();
@@ -2811,12 +2816,7 @@ mod tests {
         };
         // A store of layout 2: captures 0-2 folded into its `dig_base`.
         {
-            let ks = fjall::Config::new(dir.path().join(STORE_DIR))
-                .open()
-                .unwrap();
-            let meta = ks
-                .open_partition("meta", PartitionCreateOptions::default())
-                .unwrap();
+            let (ks, meta) = raw_store(dir.path());
             let old = ks.open_partition(DIG_BASE_2, dig_options(8 << 20)).unwrap();
             let mut b = ks.batch();
             b.insert(&meta, "layout", LAYOUT_2);
