@@ -222,6 +222,35 @@ fn a_live_collections_digest_lookups_follow_its_posts_and_deletes() {
     let (status, answer) = post(&agent, &format!("{base}/fold"), b"");
     assert_eq!(status, 200, "{answer}");
     check(&agent, &base, &model, DIGESTS, "after a second fold");
+    // Each fold keeps its generations' digest partitions, and past
+    // eight merges them all into one: the answers stay, a restart too.
+    for fold in 3..=11 {
+        mutate(&agent, &base, &mut model, &mut rng, DIGESTS);
+        let (status, answer) = post(&agent, &format!("{base}/fold"), b"");
+        assert_eq!(status, 200, "{answer}");
+        check(
+            &agent,
+            &base,
+            &model,
+            DIGESTS,
+            &format!("after fold {fold}"),
+        );
+    }
+    let merged = std::fs::read_dir(data.join("c/store/partitions"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().starts_with("dig_base_"));
+    assert!(merged, "the digest partitions were merged");
+    server.kill();
+    let server = start(&args);
+    let base = server.url("/c");
+    check(
+        &agent,
+        &base,
+        &model,
+        DIGESTS,
+        "a restart after eleven folds",
+    );
 
     // A delta alone (a collection a POST created) answers too, folded
     // or not.
