@@ -163,6 +163,26 @@ const JOURNAL_BYTES: u64 = 128 << 20;
 /// the digest keys, `scripts/bench_fold.sh`) every write halted.
 const FLUSH_TASKS: usize = 16;
 
+/// Whether a store merges its tables in the background while it is
+/// open ([`Settings::upkeep`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upkeep {
+    /// fjall's compactions run, one thread a core: a store that takes
+    /// writes for its life (a server's) needs them to keep lookups fast
+    /// and its disk bounded.
+    Compact,
+    /// None run: for a process that opens a store for one job and ends
+    /// (`ukvs fold`, and `lookup`, `cat`, `stats` and `mementomap` with
+    /// `--data`). A store a server stopped has the merges that fell
+    /// behind its ingest still to do; run beside an offline fold, which
+    /// drops the generations they merge, they took 29% of its CPU (ten
+    /// million lines folded into ten million, `scripts/bench_fold.sh`).
+    /// The next server to open the store runs them. Its meta, which a
+    /// fold writes, is merged at open once it holds many tables, and a
+    /// store with a large batch to replay at open compacts as ever.
+    None,
+}
+
 /// How a store is opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -188,6 +208,8 @@ pub struct Settings {
     /// million lines, 4.6 ms (2 runs) against 5.0-11.8 (3), for 0.97x
     /// the rate.
     pub write_memory: u64,
+    /// Whether fjall merges the store's tables in the background.
+    pub upkeep: Upkeep,
 }
 
 impl Default for Settings {
@@ -195,6 +217,7 @@ impl Default for Settings {
         Settings {
             digests: Digests::On,
             write_memory: WRITE_MEMORY,
+            upkeep: Upkeep::Compact,
         }
     }
 }
@@ -205,6 +228,22 @@ impl Settings {
     fn memtable(&self) -> u32 {
         (self.write_memory / 4).clamp(1 << 20, u32::MAX as u64) as u32
     }
+}
+
+/// Tables of the store's meta past which a store opened without
+/// compactions merges them at open (fjall slows writes from 20 tables in
+/// its first level and halts them from 32).
+const META_TABLES: usize = 8;
+
+/// Whether `dir` holds the journal of a batch that may be pending.
+fn has_journals(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("journal-") && name.ends_with(".ops")
+        })
+    })
 }
 
 /// How much lower (in nice steps) the threads that write a delta run
@@ -533,11 +572,18 @@ impl Store {
             },
         )?;
         sweep_unfinished_partitions(&dir.join(STORE_DIR));
-        let config = fjall::Config::new(dir.join(STORE_DIR))
+        let mut config = fjall::Config::new(dir.join(STORE_DIR))
             .flush_workers(FLUSH_TASKS)
             .cache_size(CACHE_BYTES)
             .max_write_buffer_size(settings.write_memory)
             .max_journaling_size(JOURNAL_BYTES.max(2 * settings.write_memory));
+        // A batch to replay (its journal file is there) fills memtables
+        // that fjall halts writes on past 32 tables in a level, until
+        // compactions merge them.
+        let compact = settings.upkeep == Upkeep::Compact || has_journals(dir);
+        if !compact {
+            config = config.compaction_workers(0);
+        }
         // Opened on a thread of the writes' priority: the store's
         // background threads (flushes, compactions), which it starts
         // here, take it, so that they yield to the lookups.
@@ -553,6 +599,12 @@ impl Store {
         let meta = keyspace
             .open_partition("meta", PartitionCreateOptions::default())
             .map_err(|e| fail("cannot open the store's meta", &e))?;
+        if !compact && meta.segment_count() > META_TABLES {
+            // Without compactions its tables would only grow, one a
+            // process that writes it, to where fjall halts its writes.
+            meta.major_compact()
+                .map_err(|e| fail("cannot merge the store's meta", &e))?;
+        }
         let read = |k: &str| {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
@@ -2500,7 +2552,13 @@ mod tests {
             // And one never recorded: dropped.
             std::fs::write(dir.path().join("journal-1-1.ops"), b"junk").unwrap();
         }
-        let d = Delta::open(dir.path()).unwrap();
+        // Opened for one job: compactions run all the same while the
+        // batch is replayed.
+        let one_job = Settings {
+            upkeep: Upkeep::None,
+            ..Settings::default()
+        };
+        let d = Delta::open_with(dir.path(), one_job).unwrap();
         assert_eq!(d.counts().unwrap(), (100, 100));
         assert!(!dir.path().join("journal-1-0.ops").exists());
         assert!(!dir.path().join("journal-1-1.ops").exists());
@@ -2510,6 +2568,43 @@ mod tests {
             .collect();
         assert_eq!(d.apply_capped(ops, 1000).unwrap(), 200);
         assert_eq!(d.counts().unwrap(), (300, 300));
+    }
+
+    #[test]
+    fn a_store_opened_for_one_job_merges_only_its_meta_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let one_job = Settings {
+            upkeep: Upkeep::None,
+            ..Settings::default()
+        };
+        let mut most = 0;
+        for round in 0..12 {
+            let d = Delta::open_with(dir.path(), one_job).unwrap();
+            let tables = d.store.meta.segment_count();
+            assert!(tables <= META_TABLES, "round {round}: {tables} tables");
+            most = most.max(tables);
+            d.apply::<String>(vec![Ok(put("com,a)/", "2020", &round.to_string(), "x"))])
+                .unwrap();
+            // A fold, which writes the meta, and its memtable written
+            // out: a table each round.
+            let frozen = d.freeze().unwrap().unwrap();
+            let base = frozen.base_path(".cdx");
+            std::fs::write(&base, "").unwrap();
+            let view = frozen.commit(&[], &base).unwrap();
+            view.store.meta.rotate_memtable_and_wait().unwrap();
+            // Nothing merges the generation's tables.
+            if round == 11 {
+                for i in 0..5 {
+                    view.apply::<String>(vec![Ok(put("com,b)/", "2020", &i.to_string(), "y"))])
+                        .unwrap();
+                    view.store.current().0.rotate_memtable_and_wait().unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                assert_eq!(view.store.current().0.segment_count(), 5);
+                assert_eq!(view.counts().unwrap(), (5, 5));
+            }
+        }
+        assert!(most > 1, "the meta never had more than one table");
     }
 
     #[test]

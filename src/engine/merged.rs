@@ -380,7 +380,12 @@ impl Live {
                         dir.display()
                     );
                 }
-                Some(Delta::open(dir).with_context(|| {
+                // Read for one job: no compactions.
+                let settings = super::live::Settings {
+                    upkeep: super::live::Upkeep::None,
+                    ..Default::default()
+                };
+                Some(Delta::open_with(dir, settings).with_context(|| {
                     format!(
                         "cannot open the live collection {} (is a server running on it? \
                          stop it, or ask the server)",

@@ -131,6 +131,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                     false => ukvs::engine::live::Digests::On,
                 },
                 write_memory: opts.write_memory,
+                upkeep: ukvs::engine::live::Upkeep::Compact,
             },
             &index_names(&specs),
         )?),
