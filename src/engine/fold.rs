@@ -334,7 +334,7 @@ impl Group {
         self.entries.push(first);
         loop {
             match from.peek() {
-                Some(Ok(e)) if e.head() == self.head.as_slice() => {
+                Some(Ok(e)) if e.has_head(&self.head) => {
                     let e = from.next().transpose()?.expect("peeked");
                     self.entries.push(e);
                 }

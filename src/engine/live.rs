@@ -1835,6 +1835,12 @@ impl Entry {
         id_head(&self.id)
     }
 
+    /// Whether its `key datetime` is `head` (which holds no NUL), without
+    /// searching the id for the head's end.
+    pub fn has_head(&self, head: &[u8]) -> bool {
+        self.id.starts_with(head) && self.id.get(head.len()).copied().unwrap_or(0) == 0
+    }
+
     /// Its line; `None` for a deleted capture.
     pub fn line(&self) -> Option<Vec<u8>> {
         line_of(&self.id, &self.entry)
