@@ -1525,6 +1525,45 @@ impl Delta {
         out
     }
 
+    /// Writes out what the store's memtables hold, and waits (up to
+    /// `wait`) until fjall has and has freed the journal that held it,
+    /// so that the next open replays no journal: what a server does as
+    /// it stops. Nothing is lost if it does not finish (the journal
+    /// holds every write until then). Gives whether it finished.
+    ///
+    /// A store a server stopped after taking ten million lines
+    /// (`scripts/bench_fold.sh`, a journal of 120 MB left) opened for
+    /// one lookup in 1.07-1.15 s, and in 0.07-0.31 s written out.
+    pub fn write_out(&self, wait: std::time::Duration) -> bool {
+        let store = &self.store;
+        let parts: Vec<PartitionHandle> = {
+            let st = store.state.read().unwrap_or_else(|e| e.into_inner());
+            st.gens
+                .values()
+                .chain(st.digs.values())
+                .chain(&st.dig_bases)
+                .cloned()
+                .chain([store.meta.clone()])
+                .collect()
+        };
+        for p in &parts {
+            if p.tree.active_memtable_size() > 0 && p.rotate_memtable().is_err() {
+                return false;
+            }
+        }
+        let until = std::time::Instant::now() + wait;
+        loop {
+            let written = parts.iter().all(|p| p.tree.sealed_memtable_count() == 0);
+            if written && store.keyspace.journal_count() <= 1 {
+                return true;
+            }
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// The generation numbers this view reads (oldest first).
     pub fn generations(&self) -> Vec<u64> {
         let st = self.store.state.read().unwrap_or_else(|e| e.into_inner());
@@ -2611,6 +2650,35 @@ mod tests {
             }
         }
         assert!(most > 1, "the meta never had more than one table");
+    }
+
+    #[test]
+    fn a_store_written_out_opens_with_no_journal_to_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let ops = |from: u32| {
+            (from..from + 1000)
+                .map(|i| Ok::<_, String>(put("com,a)/", "2020", &i.to_string(), "x")))
+                .collect::<Vec<_>>()
+        };
+        let in_memory = |d: &Delta| {
+            let gen = d.store.current().0;
+            gen.tree.active_memtable_size() as usize + gen.tree.sealed_memtable_count()
+        };
+        {
+            let d = Delta::open(dir.path()).unwrap();
+            d.apply(ops(0)).unwrap();
+        }
+        // Not written out: its journal is replayed into memory.
+        {
+            let d = Delta::open(dir.path()).unwrap();
+            assert!(in_memory(&d) > 0);
+            d.apply(ops(1000)).unwrap();
+            assert!(d.write_out(std::time::Duration::from_secs(30)));
+            assert_eq!(d.store.keyspace.journal_count(), 1);
+        }
+        let d = Delta::open(dir.path()).unwrap();
+        assert_eq!(in_memory(&d), 0);
+        assert_eq!(d.counts().unwrap(), (2000, 2000));
     }
 
     #[test]

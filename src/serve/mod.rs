@@ -249,6 +249,9 @@ async fn serve(
             ukvs::report!("ukvs serve: answers still running after 10 s were cut");
         }
     }
+    if let Some(writes) = &shared.writes {
+        tokio::task::block_in_place(|| writes.write_out(Duration::from_secs(30)));
+    }
     Ok(())
 }
 
