@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use super::error::Kind;
 use super::live::{self, Delta, Entry};
 use super::lookup::{Collection, MergeBy};
-use super::output::{write_behind, Output};
+use super::output::{write_behind, Cache, Output};
 
 /// Why a fold failed (the collection is then as before: the delta keeps
 /// every generation, the bases are served on).
@@ -232,6 +232,12 @@ pub fn fold(
         target.clone()
     };
     let mut out = Output::file(&plain)?.durable();
+    // The base is written around the page cache, but for the file a
+    // cluster is cut from, which is read back at once.
+    let cache = match cluster {
+        true => Cache::Keep,
+        false => Cache::Bypass,
+    };
     for h in &headers {
         out.write_all_line(h)?;
     }
@@ -257,7 +263,7 @@ pub fn fold(
             let _ = tx.send(batch);
         });
         let entries = rx.into_iter().flatten();
-        let (counts, out) = write_behind(out, |w| write_merged(base, entries, &names, w));
+        let (counts, out) = write_behind(out, cache, |w| write_merged(base, entries, &names, w));
         let digests = digests
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));

@@ -324,14 +324,36 @@ const BEHIND_CHUNK: usize = 1 << 20;
 /// Chunks made and not yet written that [`write_behind`] lets wait.
 const BEHIND_QUEUED: usize = 4;
 
+/// Whether [`write_behind`] leaves what it writes in the page cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cache {
+    /// Through the page cache (`write(2)`), as every output is written.
+    Keep,
+    /// Around it (`O_DIRECT`) where the file system takes that, for a
+    /// durable file (a temporary file made [`Output::durable`]; any
+    /// other output is written through the cache): the file's blocks go
+    /// to the disk from a buffer of this process, with no copy into the
+    /// page cache, and the fsync that makes the file durable finds
+    /// little to write. For a large file that is read a block at a time
+    /// (a base a server maps) or not soon: a fold of ten million lines
+    /// into ten million writes 5 GB, whose copy into the page cache took
+    /// its writing thread longer than the fjall reads (the disk of
+    /// `scripts/bench_fold.sh` took 5 GB in 1.7 s this way against 6.2 s
+    /// copied and fsync'd), and would push out of the cache what the
+    /// server's lookups read.
+    Bypass,
+}
+
 /// Runs `make` with a writer whose bytes a thread of their own writes to
 /// `out`, so that making the bytes and copying them into the page cache
 /// (`write(2)`, a fifth of a fold's time on its one thread) take two
-/// cores. Gives what `make` gave and `out` with every byte written (or
-/// the first write error). When `out` fails, the writer's next write
-/// fails too, and `make` should stop.
+/// cores; `cache` says whether they go through the page cache. Gives
+/// what `make` gave and `out` with every byte written (or the first
+/// write error). When `out` fails, the writer's next write fails too,
+/// and `make` should stop.
 pub fn write_behind<T>(
     out: Output,
+    cache: Cache,
     make: impl FnOnce(&mut Behind) -> T,
 ) -> (T, io::Result<Output>) {
     std::thread::scope(|s| {
@@ -340,13 +362,16 @@ pub fn write_behind<T>(
         // fault in its pages anew.
         let (done, spare) = std::sync::mpsc::channel::<Vec<u8>>();
         let writer = s.spawn(move || {
-            let mut out = out;
+            let mut out = match cache {
+                Cache::Keep => Sink::Cached(out),
+                Cache::Bypass => Uncached::start(out)?,
+            };
             for mut chunk in rx {
                 out.write_all(&chunk)?;
                 chunk.clear();
                 let _ = done.send(chunk);
             }
-            Ok(out)
+            out.finish()
         });
         let mut behind = Behind {
             buf: Vec::with_capacity(BEHIND_CHUNK),
@@ -362,6 +387,165 @@ pub fn write_behind<T>(
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         (made, out)
     })
+}
+
+/// Where [`write_behind`]'s thread writes.
+enum Sink {
+    Cached(Output),
+    Uncached(Uncached),
+}
+
+impl Sink {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Cached(out) => out.write_all(bytes),
+            Sink::Uncached(u) => u.write_all(bytes),
+        }
+    }
+
+    fn finish(self) -> io::Result<Output> {
+        match self {
+            Sink::Cached(out) => Ok(out),
+            Sink::Uncached(u) => u.finish(),
+        }
+    }
+}
+
+/// Bytes an uncached write takes at a time, and the alignment of its
+/// offsets and lengths (`O_DIRECT` asks for the device's block size,
+/// 4 KiB or a divisor of it).
+const UNCACHED_STAGE: usize = 4 << 20;
+const UNCACHED_ALIGN: u64 = 4096;
+
+/// A durable temporary file written with `O_DIRECT`, a stage of
+/// [`UNCACHED_STAGE`] bytes at a time from a page-aligned buffer at
+/// aligned offsets; the last bytes, less than a stage, through the page
+/// cache. Where the file system refuses `O_DIRECT` (tmpfs, some network
+/// file systems: `EINVAL`) the rest goes through the page cache.
+struct Uncached {
+    tmp: tempfile::NamedTempFile,
+    target: PathBuf,
+    shown: PathBuf,
+    stage: memmap2::MmapMut,
+    filled: usize,
+    /// Where the stage goes in the file.
+    at: u64,
+    direct: bool,
+}
+
+impl Uncached {
+    /// Takes over `out` when it is a durable temporary file (its
+    /// buffered bytes, the headers, go first); any other output is
+    /// written through the cache.
+    fn start(out: Output) -> io::Result<Sink> {
+        let Output::Temp {
+            wtr,
+            target,
+            sync: true,
+            shown,
+        } = out
+        else {
+            return Ok(Sink::Cached(out));
+        };
+        let (tmp, pending) = wtr.into_parts();
+        let named = |e: io::Error| with_name(e, "cannot write", &shown);
+        let at = io::Seek::stream_position(&mut tmp.as_file()).map_err(named)?;
+        let stage = memmap2::MmapMut::map_anon(UNCACHED_STAGE).map_err(named)?;
+        let mut u = Uncached {
+            tmp,
+            target,
+            shown,
+            stage,
+            filled: 0,
+            at,
+            direct: false,
+        };
+        // Offsets stay aligned from an aligned start (the headers are
+        // still in the buffer, unless they were a megabyte or more).
+        u.direct = at % UNCACHED_ALIGN == 0 && u.set_direct(true).is_ok();
+        // The buffer gave its bytes back, unwritten (`Err` only after a
+        // panic in a write, which this process would not outlive).
+        u.write_all(&pending.unwrap_or_default())?;
+        Ok(Sink::Uncached(u))
+    }
+
+    fn set_direct(&self, on: bool) -> io::Result<()> {
+        use rustix::fs::OFlags;
+        let file = self.tmp.as_file();
+        let flags = rustix::fs::fcntl_getfl(file)?;
+        let flags = match on {
+            true => flags | OFlags::DIRECT,
+            false => flags - OFlags::DIRECT,
+        };
+        rustix::fs::fcntl_setfl(file, flags)?;
+        Ok(())
+    }
+
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let n = bytes.len().min(UNCACHED_STAGE - self.filled);
+            self.stage[self.filled..self.filled + n].copy_from_slice(&bytes[..n]);
+            self.filled += n;
+            bytes = &bytes[n..];
+            if self.filled == UNCACHED_STAGE {
+                self.write_stage()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the stage's bytes at `at`: whole stages straight to the
+    /// disk, while the file system takes that.
+    fn write_stage(&mut self) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut done = 0;
+        while done < self.filled {
+            let at = self.at + done as u64;
+            match self
+                .tmp
+                .as_file()
+                .write_at(&self.stage[done..self.filled], at)
+            {
+                Ok(0) => {
+                    let e = io::Error::new(io::ErrorKind::WriteZero, "the disk took no bytes");
+                    return Err(with_name(e, "cannot write", &self.shown));
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Refused (a file system without O_DIRECT, or a short
+                // write that left the rest unaligned): the cache then.
+                Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                    self.set_direct(false)
+                        .map_err(|e| with_name(e, "cannot write", &self.shown))?;
+                    self.direct = false;
+                }
+                Err(e) => return Err(with_name(e, "cannot write", &self.shown)),
+            }
+        }
+        self.at += done as u64;
+        self.filled = 0;
+        Ok(())
+    }
+
+    /// Writes the last bytes through the cache and gives the output
+    /// back, at the file's end, for [`Output::commit`] to sync and
+    /// rename.
+    fn finish(mut self) -> io::Result<Output> {
+        if self.direct {
+            self.set_direct(false)
+                .map_err(|e| with_name(e, "cannot write", &self.shown))?;
+            self.direct = false;
+        }
+        self.write_stage()?;
+        io::Seek::seek(&mut self.tmp.as_file(), io::SeekFrom::Start(self.at))
+            .map_err(|e| with_name(e, "cannot write", &self.shown))?;
+        Ok(Output::Temp {
+            wtr: BufWriter::with_capacity(BUF, self.tmp),
+            target: self.target,
+            sync: true,
+            shown: self.shown,
+        })
+    }
 }
 
 /// The writer of [`write_behind`].
@@ -531,6 +715,37 @@ impl OutputDir {
 mod tests {
     use super::*;
 
+    /// A durable file written around the page cache holds the bytes
+    /// written before (headers, unaligned) and every byte after, in
+    /// order, on a file system that takes O_DIRECT (that of the
+    /// temporary directory here) and on one that may refuse it
+    /// (`/dev/shm`, tmpfs), where the bytes go through the cache.
+    #[test]
+    fn write_behind_around_the_cache_writes_every_byte_in_order() {
+        let shm = Path::new("/dev/shm");
+        let disk = tempfile::tempdir().unwrap();
+        let mem = shm.is_dir().then(|| tempfile::tempdir_in(shm).unwrap());
+        for dir in [Some(&disk), mem.as_ref()].into_iter().flatten() {
+            let path = dir.path().join("out.txt");
+            let mut out = Output::create(&path).unwrap().durable();
+            out.write_all_line(b"!header").unwrap();
+            let mut want = b"!header\n".to_vec();
+            let (lines, out) = write_behind(out, Cache::Bypass, |w| {
+                for i in 0..500_000u32 {
+                    let line = format!("line {i} {}\n", "y".repeat((i % 89) as usize));
+                    want.extend_from_slice(line.as_bytes());
+                    w.write_all(line.as_bytes()).unwrap();
+                }
+                500_000
+            });
+            assert_eq!(lines, 500_000);
+            assert!(want.len() > 4 * UNCACHED_STAGE);
+            assert!(want.len() % UNCACHED_STAGE != 0);
+            out.unwrap().commit().unwrap();
+            assert!(std::fs::read(&path).unwrap() == want, "{}", path.display());
+        }
+    }
+
     /// Many chunks' worth of lines written behind arrive whole and in
     /// order; a target that fails (a full device) fails the writes that
     /// follow and gives the device's error, not a panic or a hang.
@@ -539,7 +754,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
         let mut want = Vec::new();
-        let (lines, out) = write_behind(Output::create(&path).unwrap(), |w| {
+        let (lines, out) = write_behind(Output::create(&path).unwrap(), Cache::Keep, |w| {
             for i in 0..300_000u32 {
                 let line = format!("line {i} {}\n", "x".repeat((i % 97) as usize));
                 want.extend_from_slice(line.as_bytes());
@@ -556,7 +771,7 @@ mod tests {
         if !full.exists() {
             return;
         }
-        let (written, out) = write_behind(Output::create(full).unwrap(), |w| {
+        let (written, out) = write_behind(Output::create(full).unwrap(), Cache::Keep, |w| {
             let line = [b'x'; 1000];
             (0..100_000)
                 .take_while(|_| w.write_all(&line).is_ok())
