@@ -11,8 +11,9 @@
 #   DIR=/big/dir N=10000000 scripts/bench_fold.sh          # with no load
 #
 # Figures (N=10,000,000, 2 cores, two runs alternated with the build
-# before): fold 11.0-13.0 s (12.5-12.7 s cold) against 27.7-30.3 s
-# before; merge 2.7-4.3 s: fold/merge 2.9-4.2x.
+# before, each build folding a delta its own server loaded): fold
+# 7.0-8.8 s against 15.8-19.3 s; merge 2.9-4.2 s: fold/merge 1.8-2.5x,
+# fold/(merge + its sync) 1.6-2.1x.
 #
 # Env: N, UKVS (default target/release/ukvs, built if missing), DIR
 # (default: a temporary directory on the disk of /tmp), JOBS (parallel
