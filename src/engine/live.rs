@@ -1542,6 +1542,7 @@ impl Delta {
                 .values()
                 .chain(st.digs.values())
                 .chain(&st.dig_bases)
+                .chain(&st.retired_digs)
                 .cloned()
                 .chain([store.meta.clone()])
                 .collect()
