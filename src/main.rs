@@ -3,9 +3,6 @@
 mod cli;
 mod serve;
 
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     cli::main()
 }
