@@ -10,10 +10,10 @@
 #   KEEP=1 DIR=/big/dir N=10000000 scripts/bench_fold.sh  # then again
 #   DIR=/big/dir N=10000000 scripts/bench_fold.sh          # with no load
 #
-# Figures (N=10,000,000, 2 cores, two runs alternated with the build
-# before, each build folding a delta its own server loaded): fold
-# 7.0-8.8 s against 15.8-19.3 s; merge 2.9-4.2 s: fold/merge 1.8-2.5x,
-# fold/(merge + its sync) 1.6-2.1x.
+# Figures (N=10,000,000, 2 cores, each build folding a delta its own
+# server loaded): fold 8.4-10.4 s (two runs) against 15.8-19.3 s for
+# the build before (two runs, alternated with others); merge 3.2-4.4 s:
+# fold/merge 2.0-2.9x, fold/(merge + its sync) 1.7-2.4x.
 #
 # Env: N, UKVS (default target/release/ukvs, built if missing), DIR
 # (default: a temporary directory on the disk of /tmp), JOBS (parallel
