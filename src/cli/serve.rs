@@ -60,8 +60,9 @@ use crate::serve::{self, Spec};
 /// or closest, from, to, filter, collapse, fl, limit) and `GET
 /// /NAME?q=type:urlquery+url:...` OpenWayback's XML query.
 ///
-/// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight
-/// and exit 0; SIGHUP re-reads `--config` and re-opens every index without
+/// Signals: SIGTERM or SIGINT stop accepting, finish the answers in flight,
+/// write the live collections' memory out to their stores (up to 30 s) and
+/// exit 0; SIGHUP re-reads `--config` and re-opens every index without
 /// dropping a request.
 #[derive(Debug, clap::Args)]
 pub struct Args {

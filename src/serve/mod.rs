@@ -32,7 +32,9 @@
 //! takes its own reference, so SIGHUP can swap in re-opened files while
 //! answers from the old ones finish. Every answer is gzip-compressed as it
 //! streams when the client accepts it (`http::gzip`). SIGTERM stops accepting, lets the
-//! answers in flight finish (for a bounded time) and exits 0.
+//! answers in flight finish (for a bounded time), writes the live
+//! collections' memtables out (`engine::live::Delta::write_out`, up to
+//! 30 s, so that their next open replays no journal) and exits 0.
 
 mod archive;
 mod catalog;
