@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use ukvs::engine::fold;
-use ukvs::engine::live::{is_delta_dir, Delta, Settings, Upkeep};
+use ukvs::engine::live::{is_delta_dir, Delta, Settings};
 
 /// Fold a live collection's delta into a new base, offline.
 ///
@@ -68,11 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Opened for the fold alone: no compactions of the generations it
     // is about to drop (the next server to open the store runs those
     // of the generation left).
-    let settings = Settings {
-        upkeep: Upkeep::None,
-        ..Default::default()
-    };
-    let delta = Delta::open_with(&dir, settings)?;
+    let delta = Delta::open_with(&dir, Settings::one_job())?;
     let bases = delta.bases(&args.bases);
     let Some((report, _view)) = fold::fold(&delta, &bases, args.no_mmap, shape(args.into))
         .with_context(|| format!("folding {name}"))?

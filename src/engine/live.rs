@@ -223,6 +223,15 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The settings of a process that opens a store for one job and
+    /// ends: the defaults, with no compactions ([`Upkeep::None`]).
+    pub fn one_job() -> Settings {
+        Settings {
+            upkeep: Upkeep::None,
+            ..Settings::default()
+        }
+    }
+
     /// A partition's memtable size: a quarter of the memory, within
     /// fjall's bounds.
     fn memtable(&self) -> u32 {
@@ -2600,10 +2609,7 @@ mod tests {
         }
         // Opened for one job: compactions run all the same while the
         // batch is replayed.
-        let one_job = Settings {
-            upkeep: Upkeep::None,
-            ..Settings::default()
-        };
+        let one_job = Settings::one_job();
         let d = Delta::open_with(dir.path(), one_job).unwrap();
         assert_eq!(d.counts().unwrap(), (100, 100));
         assert!(!dir.path().join("journal-1-0.ops").exists());
@@ -2619,10 +2625,7 @@ mod tests {
     #[test]
     fn a_store_opened_for_one_job_merges_only_its_meta_at_open() {
         let dir = tempfile::tempdir().unwrap();
-        let one_job = Settings {
-            upkeep: Upkeep::None,
-            ..Settings::default()
-        };
+        let one_job = Settings::one_job();
         let mut most = 0;
         for round in 0..12 {
             let d = Delta::open_with(dir.path(), one_job).unwrap();

@@ -381,10 +381,7 @@ impl Live {
                     );
                 }
                 // Read for one job: no compactions.
-                let settings = super::live::Settings {
-                    upkeep: super::live::Upkeep::None,
-                    ..Default::default()
-                };
+                let settings = super::live::Settings::one_job();
                 Some(Delta::open_with(dir, settings).with_context(|| {
                     format!(
                         "cannot open the live collection {} (is a server running on it? \
