@@ -122,6 +122,13 @@ const DIG_BASES: usize = 8;
 /// a journal file (a POST of 5,000 CDX lines is about 1 MiB).
 pub const BATCH_BYTES: usize = 8 << 20;
 
+/// Bytes of ops in each chunk of a batch that rolls forward. fjall
+/// halts writes once its memtables pass the memory they are given, but
+/// checks only after a batch is in: a chunk is all it can go past by,
+/// and held twice over while it is built (the batch, then the memtable
+/// entries it becomes).
+const CHUNK_BYTES: usize = 1 << 20;
+
 /// Whether a delta indexes its captures by payload digest, so that
 /// `/NAME/digest` and `ukvs lookup --digest` find the captures it holds
 /// (a crawler's deduplication). Chosen when the store is made and kept
@@ -928,7 +935,7 @@ impl Store {
         Ok(())
     }
 
-    /// Applies `ops` to `gen` in batches of up to [`BATCH_BYTES`]; the
+    /// Applies `ops` to `gen` in batches of up to [`CHUNK_BYTES`]; the
     /// last one durable, with `last` added to it.
     fn apply_chunks(
         &self,
@@ -944,7 +951,7 @@ impl Store {
             let op = op?;
             bytes += put_into(&mut batch, gen, &mut keys, self.digests, op);
             n += 1;
-            if bytes >= BATCH_BYTES {
+            if bytes >= CHUNK_BYTES {
                 put_keys(&mut batch, dig, &mut keys);
                 batch.commit().map_err(|e| self.fail("cannot write", e))?;
                 batch = self.keyspace.batch();
