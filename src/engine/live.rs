@@ -100,14 +100,18 @@ const OLD_STORE_FILE: &str = "delta.redb";
 /// The lock file of a delta directory.
 const LOCK_FILE: &str = "LOCK";
 
-/// The layout this module writes, kept in `meta`: 3 records the
-/// partitions of the bases' digests (`dig_bases`).
-const LAYOUT: &[u8] = b"ukvs-live 3";
+/// The layout of the stores this module makes, kept in `meta`: 4
+/// spells its digest keys [`DigestKeys::Tagged`].
+const LAYOUT: &[u8] = b"ukvs-live 4";
 
-/// The layout before: the bases' digests in the one partition
+/// The layout before: digest keys [`DigestKeys::Named`]; `dig_bases`
+/// records the partitions of the bases' digests. Read and written as it
+/// is.
+const LAYOUT_3: &[u8] = b"ukvs-live 3";
+
+/// The layout before that: the bases' digests in the one partition
 /// `dig_base`, which folds wrote into. Read as it is; its first fold
-/// that indexes digests records the partitions and the layout this
-/// module writes.
+/// that indexes digests records the partitions and layout 3.
 const LAYOUT_2: &[u8] = b"ukvs-live 2";
 
 /// Digest partitions of the bases past which a fold merges them into
@@ -335,6 +339,8 @@ struct Store {
     /// Whether puts write their digest keys ([`Digests`], fixed when
     /// the store was made).
     digests: Digests,
+    /// How they spell them (fixed when the store was made).
+    digest_keys: DigestKeys,
     /// The memtable size of the generations it makes ([`Settings`]).
     memtable: u32,
     state: RwLock<State>,
@@ -540,6 +546,11 @@ fn id_head(id: &[u8]) -> &[u8] {
 }
 
 impl Store {
+    /// The form of the digest keys its puts write, if they write any.
+    fn dig_keys(&self) -> Option<DigestKeys> {
+        (self.digests == Digests::On).then_some(self.digest_keys)
+    }
+
     fn fail(&self, what: &'static str, e: impl std::fmt::Display) -> Error {
         Error {
             path: self.dir.clone(),
@@ -626,7 +637,7 @@ impl Store {
                 .map_err(|e| fail("cannot read the store's meta", &e))
         };
         match read("layout")? {
-            Some(l) if &l[..] == LAYOUT || &l[..] == LAYOUT_2 => {}
+            Some(l) if [LAYOUT, LAYOUT_3, LAYOUT_2].contains(&&l[..]) => {}
             Some(l) => {
                 return Err(fail(
                     "holds a store of another layout",
@@ -653,6 +664,10 @@ impl Store {
         let digests = match read("digests")? {
             Some(v) if &v[..] == b"off" => Digests::Off,
             _ => Digests::On,
+        };
+        let digest_keys = match read("layout")? {
+            Some(l) if &l[..] == LAYOUT => DigestKeys::Tagged,
+            _ => DigestKeys::Named,
         };
         let current = get_u64(read("current")?);
         let floor = get_u64(read("floor")?);
@@ -725,6 +740,7 @@ impl Store {
             keyspace,
             meta,
             digests,
+            digest_keys,
             memtable,
             state: RwLock::new(State {
                 gens,
@@ -949,7 +965,7 @@ impl Store {
         let mut keys = Vec::new();
         for op in ops {
             let op = op?;
-            bytes += put_into(&mut batch, gen, &mut keys, self.digests, op);
+            bytes += put_into(&mut batch, gen, &mut keys, self.dig_keys(), op);
             n += 1;
             if bytes >= CHUNK_BYTES {
                 put_keys(&mut batch, dig, &mut keys);
@@ -1013,11 +1029,52 @@ fn sweep_unfinished_partitions(store: &Path) {
     }
 }
 
-/// The key prefix of `digest`'s captures in a digest partition: its
-/// algorithm's name, `:` and its bytes.
-fn digest_prefix(digest: &Digest) -> Vec<u8> {
-    let name = digest.algo().name().as_bytes();
-    [name, b":", digest.bytes()].concat()
+/// How a store spells the key of a capture's digest in its digest
+/// partitions: every digest partition of a store has one form, which
+/// its layout says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DigestKeys {
+    /// The algorithm's name, `:`, the digest's bytes, the capture id:
+    /// stores made before the form was chosen.
+    Named,
+    /// A byte naming the algorithm, the digest's bytes, the capture id.
+    /// fjall's memtables compare keys by their first 4 bytes before the
+    /// rest, which is a pointer away: with the name first every key of
+    /// a partition shares them, so every comparison of a put's digest
+    /// key went on to the rest; with the digest's first bytes there
+    /// almost none does.
+    Tagged,
+}
+
+impl DigestKeys {
+    /// The layout of a store (of digest partitions recorded in
+    /// `dig_bases`) whose digest keys have this form.
+    fn layout(self) -> &'static [u8] {
+        match self {
+            DigestKeys::Named => LAYOUT_3,
+            DigestKeys::Tagged => LAYOUT,
+        }
+    }
+}
+
+/// The key prefix of `digest`'s captures in a digest partition of the
+/// form `form`.
+fn digest_prefix(digest: &Digest, form: DigestKeys) -> Vec<u8> {
+    match form {
+        DigestKeys::Named => {
+            let name = digest.algo().name().as_bytes();
+            [name, b":", digest.bytes()].concat()
+        }
+        DigestKeys::Tagged => {
+            let tag = match digest.algo() {
+                crate::digest::Algo::Sha1 => 1u8,
+                crate::digest::Algo::Sha256 => 2,
+                crate::digest::Algo::Sha512 => 3,
+                crate::digest::Algo::Md5 => 4,
+            };
+            [&[tag][..], digest.bytes()].concat()
+        }
+    }
 }
 
 /// Calls `f` with each digest a stored line gives, as a digest file of
@@ -1084,22 +1141,23 @@ fn op_id(op: &Op) -> &[u8] {
     }
 }
 
-/// Adds `op`'s entry to `batch` and a put's digest keys to `keys` (put
-/// in the digest partition by [`put_keys`]); gives the bytes they hold.
+/// Adds `op`'s entry to `batch` and a put's digest keys of the form
+/// `digest_keys` to `keys` (none without one: put in the digest
+/// partition by [`put_keys`]); gives the bytes they hold.
 fn put_into(
     batch: &mut fjall::Batch,
     gen: &PartitionHandle,
     keys: &mut Vec<Vec<u8>>,
-    digests: Digests,
+    digest_keys: Option<DigestKeys>,
     op: Op,
 ) -> usize {
     match op {
         Op::Put { id, line } => {
             let entry = entry_of(&id, &line);
             let mut n = id.len() + entry.len() + 32;
-            if digests == Digests::On {
+            if let Some(form) = digest_keys {
                 for_each_digest(&line, |d| {
-                    let key = [&digest_prefix(&d)[..], &id].concat();
+                    let key = [&digest_prefix(&d, form)[..], &id].concat();
                     n += key.len() + 32;
                     keys.push(key);
                 });
@@ -1319,7 +1377,7 @@ impl Delta {
         // Each op freed as the batch takes its copy.
         let mut keys = Vec::new();
         for op in held {
-            put_into(&mut batch, &gen, &mut keys, self.store.digests, op);
+            put_into(&mut batch, &gen, &mut keys, self.store.dig_keys(), op);
         }
         put_keys(&mut batch, &dig, &mut keys);
         self.store.commit_durable(batch, applying)?;
@@ -1442,7 +1500,7 @@ impl Delta {
                 "it was made without one (`ukvs serve --no-digest-index`)",
             ));
         }
-        let prefix = digest_prefix(digest);
+        let prefix = digest_prefix(digest, self.store.digest_keys);
         let mut ids = std::collections::BTreeSet::new();
         let mut digs = self.store.digs_from(self.floor);
         digs.extend(self.store.dig_bases());
@@ -1830,7 +1888,7 @@ impl Frozen<'_> {
         if let Some(parts) = &dig_bases {
             let names: Vec<&str> = parts.iter().map(|p| &*p.name).collect();
             b.insert(&store.meta, "dig_bases", names.join("\0"));
-            b.insert(&store.meta, "layout", LAYOUT);
+            b.insert(&store.meta, "layout", store.digest_keys.layout());
         }
         // Not recorded (or not known to be): the partition made stays
         // until an open drops it or keeps it, as the meta says.
@@ -2969,6 +3027,85 @@ mod tests {
         assert!(d.store.current().0.segment_count() >= 2);
     }
 
+    /// A store made now spells its digest keys with the digest's bytes
+    /// first; one of layout 3 goes on with the algorithm's name first,
+    /// through folds, and finds the captures of both.
+    #[test]
+    fn digest_keys_keep_the_form_their_store_was_made_with() {
+        let line = |i: usize| {
+            format!(
+                "k{i} 2020 http://x/ text/html 200 {}{:A>31} - - 1 {i} f.warc.gz",
+                (b'A' + (i % 2) as u8) as char,
+                ""
+            )
+        };
+        let op = |i: usize| -> Result<Op, String> {
+            let id = capture_id(
+                format!("k{i}").as_bytes(),
+                b"2020",
+                b"f.warc.gz",
+                i.to_string().as_bytes(),
+            );
+            Ok(Op::Put {
+                id,
+                line: line(i).into_bytes(),
+            })
+        };
+        let digest = |i: usize| {
+            Digest::parse(&format!("{}{:A>31}", (b'A' + (i % 2) as u8) as char, "")).unwrap()
+        };
+        let first_bytes = |d: &Delta| -> Vec<Vec<u8>> {
+            let (_, dig) = d.store.current();
+            dig.iter().map(|kv| kv.unwrap().0[..6].to_vec()).collect()
+        };
+        let named = |i: usize| {
+            b"sha1:"
+                .iter()
+                .copied()
+                .chain([digest(i).bytes()[0]])
+                .collect::<Vec<u8>>()
+        };
+        let tagged = |i: usize| [&[1u8][..], &digest(i).bytes()[..5]].concat();
+
+        let made = tempfile::tempdir().unwrap();
+        let d = Delta::open(made.path()).unwrap();
+        d.apply((0..4).map(op)).unwrap();
+        assert_eq!(d.store.meta.get("layout").unwrap().as_deref(), Some(LAYOUT));
+        let mut want = vec![tagged(0), tagged(0), tagged(1), tagged(1)];
+        want.sort();
+        assert_eq!(first_bytes(&d), want);
+
+        let old = tempfile::tempdir().unwrap();
+        {
+            let (ks, meta) = raw_store(old.path());
+            let mut b = ks.batch();
+            b.insert(&meta, "layout", LAYOUT_3);
+            b.insert(&meta, "current", 0u64.to_le_bytes());
+            b.insert(&meta, "floor", 0u64.to_le_bytes());
+            b.commit().unwrap();
+            ks.persist(PersistMode::SyncAll).unwrap();
+        }
+        let d = Delta::open(old.path()).unwrap();
+        d.apply((0..2).map(op)).unwrap();
+        assert_eq!(first_bytes(&d), vec![named(0), named(1)]);
+        let frozen = d.freeze().unwrap().unwrap();
+        let base = old.path().join("base-1.cdxj");
+        std::fs::write(&base, "").unwrap();
+        let d = frozen.commit(&[], &base).unwrap();
+        d.apply((2..4).map(op)).unwrap();
+        assert_eq!(first_bytes(&d), vec![named(2), named(3)]);
+        assert_eq!(
+            d.store.meta.get("layout").unwrap().as_deref(),
+            Some(LAYOUT_3)
+        );
+        drop(d);
+        let d = Delta::open(old.path()).unwrap();
+        for i in 0..2 {
+            let ids = d.digest_ids(&digest(i)).unwrap();
+            assert_eq!(ids.len(), 2, "digest {i}: {ids:?}");
+        }
+    }
+
     /// A fold keeps its frozen generations' digest partitions as the
     /// bases' (of a store of layout 2 too, whose `dig_base` folds wrote
     /// into), past [`DIG_BASES`] merges them all into one and drops
@@ -3009,7 +3146,11 @@ mod tests {
             b.insert(&meta, "floor", 1u64.to_le_bytes());
             for i in 0..3 {
                 for_each_digest(line(i).as_bytes(), |d| {
-                    b.insert(&old, [digest_prefix(&d), id(i)].concat(), b"");
+                    b.insert(
+                        &old,
+                        [digest_prefix(&d, DigestKeys::Named), id(i)].concat(),
+                        b"",
+                    );
                 });
             }
             b.commit().unwrap();
@@ -3058,7 +3199,7 @@ mod tests {
         assert_eq!(names(&d), vec![dig_base_name(8)]);
         all_found(&d, 27);
         let meta = |d: &Delta, k: &str| d.store.meta.get(k).unwrap().map(|v| v.to_vec());
-        assert_eq!(meta(&d, "layout"), Some(LAYOUT.to_vec()));
+        assert_eq!(meta(&d, "layout"), Some(LAYOUT_3.to_vec()));
         // Seven folds keep theirs again; the eighth's merged partition,
         // made and not recorded, is dropped at open.
         for gen in 9..=16usize {
