@@ -636,8 +636,11 @@ impl Store {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
         };
-        match read("layout")? {
-            Some(l) if [LAYOUT, LAYOUT_3, LAYOUT_2].contains(&&l[..]) => {}
+        // Layout 4 spells its digest keys with the digest first; a store
+        // of layout 2 or 3 keeps the algorithm's name first.
+        let digest_keys = match read("layout")? {
+            Some(l) if &l[..] == LAYOUT => DigestKeys::Tagged,
+            Some(l) if &l[..] == LAYOUT_3 || &l[..] == LAYOUT_2 => DigestKeys::Named,
             Some(l) => {
                 return Err(fail(
                     "holds a store of another layout",
@@ -658,16 +661,13 @@ impl Store {
                 }
                 b.commit()
                     .map_err(|e| fail("cannot write the store's meta", &e))?;
+                DigestKeys::Tagged
             }
-        }
+        };
         // Stores made before the choice existed index digests.
         let digests = match read("digests")? {
             Some(v) if &v[..] == b"off" => Digests::Off,
             _ => Digests::On,
-        };
-        let digest_keys = match read("layout")? {
-            Some(l) if &l[..] == LAYOUT => DigestKeys::Tagged,
-            _ => DigestKeys::Named,
         };
         let current = get_u64(read("current")?);
         let floor = get_u64(read("floor")?);
