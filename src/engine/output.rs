@@ -469,6 +469,11 @@ impl Uncached {
         Ok(Sink::Uncached(u))
     }
 
+    /// `e`, naming the file written.
+    fn named(&self, e: io::Error) -> io::Error {
+        with_name(e, "cannot write", &self.shown)
+    }
+
     fn set_direct(&self, on: bool) -> io::Result<()> {
         use rustix::fs::OFlags;
         let file = self.tmp.as_file();
@@ -508,18 +513,17 @@ impl Uncached {
             {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::WriteZero, "the disk took no bytes");
-                    return Err(with_name(e, "cannot write", &self.shown));
+                    return Err(self.named(e));
                 }
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Refused (a file system without O_DIRECT, or a short
                 // write that left the rest unaligned): the cache then.
                 Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                    self.set_direct(false)
-                        .map_err(|e| with_name(e, "cannot write", &self.shown))?;
+                    self.set_direct(false).map_err(|e| self.named(e))?;
                     self.direct = false;
                 }
-                Err(e) => return Err(with_name(e, "cannot write", &self.shown)),
+                Err(e) => return Err(self.named(e)),
             }
         }
         self.at += done as u64;
@@ -532,13 +536,12 @@ impl Uncached {
     /// rename.
     fn finish(mut self) -> io::Result<Output> {
         if self.direct {
-            self.set_direct(false)
-                .map_err(|e| with_name(e, "cannot write", &self.shown))?;
+            self.set_direct(false).map_err(|e| self.named(e))?;
             self.direct = false;
         }
         self.write_stage()?;
         io::Seek::seek(&mut self.tmp.as_file(), io::SeekFrom::Start(self.at))
-            .map_err(|e| with_name(e, "cannot write", &self.shown))?;
+            .map_err(|e| self.named(e))?;
         Ok(Output::Temp {
             wtr: BufWriter::with_capacity(BUF, self.tmp),
             target: self.target,
@@ -715,6 +718,17 @@ impl OutputDir {
 mod tests {
     use super::*;
 
+    /// Writes `n` lines of lengths cycling below `pad` to `w` and adds
+    /// them to `want`; gives `n`.
+    fn write_lines(w: &mut Behind, n: u32, pad: u32, want: &mut Vec<u8>) -> u32 {
+        for i in 0..n {
+            let line = format!("line {i} {}\n", "x".repeat((i % pad) as usize));
+            want.extend_from_slice(line.as_bytes());
+            w.write_all(line.as_bytes()).unwrap();
+        }
+        n
+    }
+
     /// A durable file written around the page cache holds the bytes
     /// written before (headers, unaligned) and every byte after, in
     /// order, on a file system that takes O_DIRECT (that of the
@@ -731,12 +745,7 @@ mod tests {
             out.write_all_line(b"!header").unwrap();
             let mut want = b"!header\n".to_vec();
             let (lines, out) = write_behind(out, Cache::Bypass, |w| {
-                for i in 0..500_000u32 {
-                    let line = format!("line {i} {}\n", "y".repeat((i % 89) as usize));
-                    want.extend_from_slice(line.as_bytes());
-                    w.write_all(line.as_bytes()).unwrap();
-                }
-                500_000
+                write_lines(w, 500_000, 89, &mut want)
             });
             assert_eq!(lines, 500_000);
             assert!(want.len() > 4 * UNCACHED_STAGE);
@@ -755,12 +764,7 @@ mod tests {
         let path = dir.path().join("out.txt");
         let mut want = Vec::new();
         let (lines, out) = write_behind(Output::create(&path).unwrap(), Cache::Keep, |w| {
-            for i in 0..300_000u32 {
-                let line = format!("line {i} {}\n", "x".repeat((i % 97) as usize));
-                want.extend_from_slice(line.as_bytes());
-                w.write_all(line.as_bytes()).unwrap();
-            }
-            300_000
+            write_lines(w, 300_000, 97, &mut want)
         });
         assert_eq!(lines, 300_000);
         assert!(want.len() > 4 * BEHIND_CHUNK);
