@@ -229,11 +229,13 @@ impl Writes {
 
     /// Writes out every open delta's memtables, so that the stores
     /// open fast next time (their journals replay nothing): at a stop,
-    /// once no write is running. One that takes longer than `wait` is
-    /// left to its journal.
+    /// once no write is running. What is not written out within `wait`
+    /// in all is left to the journals.
     pub fn write_out(&self, wait: std::time::Duration) {
+        let until = std::time::Instant::now() + wait;
         for (name, delta) in self.snapshot() {
-            if !delta.write_out(wait) {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if !delta.write_out(left) {
                 ukvs::report!(
                     "ukvs serve: {name}: writes kept in its journal (replayed at the next open)"
                 );
