@@ -667,7 +667,7 @@ impl Source {
     /// Every data line (no header line), in index order.
     pub fn every_line(&self) -> Result<SourceLines<'_>, Error> {
         static ALL: std::sync::OnceLock<KeyRange> = std::sync::OnceLock::new();
-        let all = ALL.get_or_init(|| KeyRange::new(b"", crate::sorted::MatchType::Prefix));
+        let all = ALL.get_or_init(KeyRange::all);
         self.lines(all, None)
     }
 
