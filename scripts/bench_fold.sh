@@ -10,10 +10,12 @@
 #   KEEP=1 DIR=/big/dir N=10000000 scripts/bench_fold.sh  # then again
 #   DIR=/big/dir N=10000000 scripts/bench_fold.sh          # with no load
 #
-# Figures (N=10,000,000, 2 cores, each build folding a delta its own
-# server loaded): fold 8.4-10.4 s (two runs) against 15.8-19.3 s for
-# the build before (two runs, alternated with others); merge 3.2-4.4 s:
-# fold/merge 2.0-2.9x, fold/(merge + its sync) 1.7-2.4x.
+# Figures (N=10,000,000, 2 cores, one delta loaded (145,600 lines/s,
+# 0.75x its text) and folded by each build in turn): fold 6.7-7.0 s
+# warm, 7.7-7.8 s cold (two runs) against 8.7 and 10.3 s for the same
+# commit with glibc's malloc in place of mimalloc; merge 3.4-3.8 s warm,
+# 4.3-4.6 s cold: fold/merge 1.89-2.08x warm, 1.67-1.81x cold (glibc
+# 2.27x and 2.39x), fold/(merge + its sync) 1.58-1.73x.
 #
 # Env: N, UKVS (default target/release/ukvs, built if missing), DIR
 # (default: a temporary directory on the disk of /tmp), JOBS (parallel
