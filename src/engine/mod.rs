@@ -24,6 +24,7 @@
 //! | [`packed`] | a ZipNum block as the cache holds it: zstd-packed in chunks of 32 KiB cut at line ends, each chunk's first line kept for bisection |
 //! | [`error`] | what kind of failure an engine error is ([`error::Kind`]: bad input, damage, missing, remote, I/O), for the front ends to map to statuses and exit codes |
 //! | [`remote`] | objects on HTTP servers and in S3 read by byte range (`object_store`, on a small runtime of its own): retries with backoff, errors naming URL and status |
+//! | [`searches`] | the fixed threads a server's searches run on, handed over without a lock (tokio's blocking pool the fallback when all are busy) |
 //! | [`lookup`] | index sources (files, directories, ZipNum clusters) and queries over them |
 //! | [`digests`] | digest files: captures keyed by payload digest, made from an index or as it is written; lookups by digest and of revisits' originals |
 //! | [`merged`] | a collection read as one: bases + delta - tombstones, for the server and the offline tools |
@@ -67,6 +68,7 @@ pub mod packed;
 pub mod parts;
 pub mod progress;
 pub mod remote;
+pub mod searches;
 pub mod seeds;
 pub mod sigbus;
 pub mod sort;

@@ -248,7 +248,8 @@ impl std::io::Write for Sink {
     }
 }
 
-/// Runs `produce` on a blocking thread and answers with what it starts
+/// Runs `produce` on a search thread ([`ukvs::engine::searches`]) and
+/// answers with what it starts
 /// and writes. `produce` must call [`Sink::start`] before writing; if it
 /// returns without starting, the answer is an empty 200 of `text/plain`.
 /// An answer that ends before it fills a chunk (an exact lookup's) goes
@@ -257,7 +258,7 @@ impl std::io::Write for Sink {
 pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Response {
     let (head_tx, head_rx) = oneshot::channel();
     let (body_tx, body_rx) = mpsc::channel::<Bytes>(IN_FLIGHT);
-    let task = tokio::task::spawn_blocking(move || {
+    let search = move || {
         let mut sink = Sink {
             to: To::Client {
                 head: Some(head_tx),
@@ -274,12 +275,19 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
             headers: Vec::new(),
         });
         sink.finish();
-    });
+    };
+    // On the server's search threads; on tokio's blocking pool when all
+    // of them are busy.
+    let task = ukvs::engine::searches::try_spawn(search)
+        .err()
+        .map(tokio::task::spawn_blocking);
     let start = match head_rx.await {
         Ok(h) => h,
         Err(_) => {
             // The search panicked before it started the answer.
-            let _ = task.await;
+            if let Some(task) = task {
+                let _ = task.await;
+            }
             return text(500, "internal error\n");
         }
     };
