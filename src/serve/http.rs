@@ -108,14 +108,14 @@ impl Head {
     }
 }
 
-/// What the blocking thread sends first: the head of a streamed
+/// What the search's thread sends first: the head of a streamed
 /// answer (its chunks follow on the channel), or a whole answer.
 enum Start {
     Head(Head),
     Whole(Head, Vec<u8>),
 }
 
-/// The writing end of an answer: streamed from a blocking thread, or
+/// The writing end of an answer: streamed from a search's thread, or
 /// gathered whole on the connection's thread (see [`stream_held`]).
 pub struct Sink {
     to: To,
@@ -249,11 +249,10 @@ impl std::io::Write for Sink {
 }
 
 /// Runs `produce` on a search thread ([`ukvs::engine::searches`]) and
-/// answers with what it starts
-/// and writes. `produce` must call [`Sink::start`] before writing; if it
+/// answers with what it starts and writes. `produce` must call [`Sink::start`] before writing; if it
 /// returns without starting, the answer is an empty 200 of `text/plain`.
 /// An answer that ends before it fills a chunk (an exact lookup's) goes
-/// out whole, with its length, in one message from the blocking thread;
+/// out whole, with its length, in one message from the search's thread;
 /// a longer one streams.
 pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Response {
     let (head_tx, head_rx) = oneshot::channel();
@@ -323,7 +322,7 @@ pub async fn stream(produce: impl FnOnce(&mut Sink) + Send + 'static) -> Respons
 /// search never waits for a thread to take it (on a busy machine each
 /// hand-over between threads waits its turn for a core, and a lookup
 /// answered from memory takes microseconds). Any other is made again
-/// from the start on a blocking thread, as [`stream`] makes it. `here`
+/// from the start on a search thread, as [`stream`] makes it. `here`
 /// is for searches that read nothing but blocks and memory (ZipNum
 /// clusters): the connection's thread must not wait on a disk.
 pub async fn stream_held(
@@ -338,7 +337,7 @@ pub async fn stream_held(
             gone: false,
         };
         // A panic here is not the connection's: the answer is made again
-        // on a blocking thread, which answers 500 if it panics there too.
+        // on a search thread, which answers 500 if it panics there too.
         let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             ukvs::engine::blocks::held_only(|| produce(&mut sink))
         }));

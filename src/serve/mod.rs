@@ -23,7 +23,8 @@
 //!          that fit their store's cache): first made on the
 //!          connection's thread with block reads refused; answered whole
 //!          if the block cache held all (http::stream_held)
-//!        ▼ spawn_blocking: the engine searches the maps and sends the
+//!        ▼ a search thread (engine::searches; spawn_blocking when all
+//!          are busy): the engine searches the maps and sends the
 //!          answer in chunks through a bounded channel (the client's pace
 //!          holds the search back, so no answer is held whole)
 //! ```
