@@ -34,6 +34,11 @@
 # input): 102,100-102,900 lines/s, 14.2-14.9 us a line, p99 28.6-30.2 ms
 # with 8 MiB memtables; 108,000-112,300 lines/s, 12.9-13.5 us, p99
 # 13.0-20.2 ms with 64 MiB (`serve --write-memory 256`, the default).
+# SERVER_LOG=1 at 10M lines (three runs): wrk's p99 during ingest
+# 22.3-39.3 ms, the server's own (request to answer) 5.1-6.0 ms,
+# p99.9 9.6-100.8 ms, max 206-263 ms: most of what wrk waits is spent
+# before the server's handler starts or after it ends; the slowest
+# lookups wait inside it.
 # With mimalloc as the allocator, LOOKUP_RATE=1000, alternated with the
 # same commit on glibc's malloc (load about 2): 1,000,000 lines at
 # 148,000-164,000 lines/s (8.0-8.9 us a line) against 134,000-146,000
@@ -84,7 +89,10 @@
 # dir), INPUT (the work dir of a run kept with KEEP=1: its batches and
 # URLs are posted and looked up again, not generated; LINES, BATCH,
 # HOSTS, QUERIES and SEED are then theirs), UKVS (the binary, default
-# target/release/ukvs). The work dir is
+# target/release/ukvs), SERVER_LOG (1: the server logs each request,
+# and the report adds the lookups' times inside the server during
+# ingest, from request to answer, beside wrk's, which also count the
+# time wrk and the connection wait for a core). The work dir is
 # made under ${TMPDIR:-/tmp}; it needs about 3x the CDX text on disk.
 #
 # Needs python3 (the generator), wrk (`apt-get install -y wrk`), curl and
@@ -112,6 +120,9 @@ LOOKUP_RATE=${LOOKUP_RATE:-0}
 # Each connection waits CONNS/LOOKUP_RATE s before its next lookup.
 PACE_MS=$(awk -v r="$LOOKUP_RATE" -v c="$CONNS" 'BEGIN { printf "%d", (r > 0 ? c * 1000 / r : 0) }')
 KEEP=${KEEP:-0}
+SERVER_LOG=${SERVER_LOG:-0}
+QUIET=(--quiet)
+[ "$SERVER_LOG" = 1 ] && QUIET=()
 INPUT=${INPUT:-}
 UKVS=${UKVS:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ukvs}
 COLL=bench
@@ -276,7 +287,7 @@ EOF
 
 # ------------------------------------------------------------ the server
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$UKVS" serve --quiet --bind "127.0.0.1:$port" --data "$WORK/data" ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} 2> "$WORK/serve.log" &
+"$UKVS" serve ${QUIET[@]+"${QUIET[@]}"} --bind "127.0.0.1:$port" --data "$WORK/data" ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} 2> "$WORK/serve.log" &
 SERVER_PID=$!
 up=0
 for _ in $(seq 100); do
@@ -327,8 +338,10 @@ WRK_PID=$!
 sleep 0.5
 c2=$(cpu)
 t0=$EPOCHREALTIME
+log0=$(wc -l < "$WORK/serve.log")
 printf '%s\n' "${batches[@]:first}" | post_all
 t1=$EPOCHREALTIME
+log1=$(wc -l < "$WORK/serve.log")
 kill -INT "$WRK_PID"
 wait "$WRK_PID" || true
 WRK_PID=
@@ -400,6 +413,14 @@ printf '%-34s %s\n' "ingest (every POST durable)" "$ingested lines in $secs s: $
 printf '%-34s %s\n' "server CPU per line ingested" "$(awk -v c="$((c3 - c2))" -v hz="$ticks" -v n="$ingested" -v r="$busy_reqs" -v u="$idle_us" \
     'BEGIN { t = c / hz * 1e6; printf "%.2f us (%.1f s of CPU during ingest, less %.0f lookups at the idle runs %.1f us each)", (t - r * u) / n, t / 1e6, r, u }')"
 printf '%-34s %s\n' "lookup p99 during ingest" "$busy_p99 ms (target < 10 ms: $(awk -v p="$busy_p99" 'BEGIN { print (p < 10 ? "met" : "MISSED") }'))"
+if [ "$SERVER_LOG" = 1 ]; then
+    # Log lines: PEER METHOD TARGET STATUS 0.123ms
+    sed -n "$((log0 + 1)),${log1}p" "$WORK/serve.log" |
+        awk '$2 == "GET" && $5 ~ /ms$/ { sub(/ms$/, "", $5); print $5 }' | sort -g > "$WORK/busy.server"
+    printf '%-34s %s\n' "  the same, inside the server" "$(awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "no lookups logged"; exit }
+        printf "p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.1f ms (%d lookups)", v[int(NR * 0.5) + 1], v[int(NR * 0.99) + 1], v[int(NR * 0.999) + 1], v[NR], NR }' "$WORK/busy.server")"
+fi
 printf '%-34s %s\n' "lines in the delta" "$stored (of $LINES posted)"
 printf '%-34s %s\n' "CDX text" "$cdx_bytes bytes, $(awk -v b="$cdx_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line"
 printf '%-34s %s\n' "delta on disk" "$delta_bytes bytes, $(awk -v b="$delta_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line, $(awk -v a="$delta_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }') x the CDX text (OutbackCDX: 0.20-0.25)"
