@@ -34,11 +34,11 @@
 # input): 102,100-102,900 lines/s, 14.2-14.9 us a line, p99 28.6-30.2 ms
 # with 8 MiB memtables; 108,000-112,300 lines/s, 12.9-13.5 us, p99
 # 13.0-20.2 ms with 64 MiB (`serve --write-memory 256`, the default).
-# SERVER_LOG=1 at 10M lines (three runs): wrk's p99 during ingest
-# 22.3-39.3 ms, the server's own (request to answer) 5.1-6.0 ms,
-# p99.9 9.6-100.8 ms, max 206-263 ms: most of what wrk waits is spent
-# before the server's handler starts or after it ends; the slowest
-# lookups wait inside it.
+# SERVER_LOG=1 at 10M lines (three runs, one with wrk at nice -10,
+# which changed nothing): wrk's p99 during ingest 16.8-35.7 ms, the
+# server's own (request to answer) 5.1-5.3 ms, p99.9 8.5-9.9 ms, max
+# 205-234 ms: most of what wrk waits is spent before the server's
+# handler starts or after it ends; the slowest lookups wait inside it.
 # With mimalloc as the allocator, LOOKUP_RATE=1000, alternated with the
 # same commit on glibc's malloc (load about 2): 1,000,000 lines at
 # 148,000-164,000 lines/s (8.0-8.9 us a line) against 134,000-146,000
@@ -91,8 +91,9 @@
 # HOSTS, QUERIES and SEED are then theirs), UKVS (the binary, default
 # target/release/ukvs), SERVER_LOG (1: the server logs each request,
 # and the report adds the lookups' times inside the server during
-# ingest, from request to answer, beside wrk's, which also count the
-# time wrk and the connection wait for a core). The work dir is
+# ingest, from request to answer, beside wrk's, which also count what
+# comes before the server's handler starts and after it ends). The
+# work dir is
 # made under ${TMPDIR:-/tmp}; it needs about 3x the CDX text on disk.
 #
 # Needs python3 (the generator), wrk (`apt-get install -y wrk`), curl and

@@ -25,13 +25,13 @@ struct Pool {
 /// Threads of the pool: four a core, at least 8 (a search streaming a
 /// long answer to a slow client holds its thread until the client reads).
 fn size() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
+    (std::thread::available_parallelism().map_or(2, |n| n.get()) * 4).max(8)
 }
 
 fn pool() -> Option<&'static Pool> {
     static POOL: OnceLock<Option<Pool>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let size = size().max(8);
+        let size = size();
         rayon::ThreadPoolBuilder::new()
             .num_threads(size)
             .thread_name(|i| format!("ukvs-search-{i}"))
@@ -119,22 +119,16 @@ mod tests {
         // Released (the held searches end as the channel closes), and a
         // panicking search gives its thread back too.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while pool().unwrap().busy.load(Ordering::Acquire) > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "threads not given back"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let all_given_back = |what: &str| {
+            while pool().unwrap().busy.load(Ordering::Acquire) > 0 {
+                assert!(std::time::Instant::now() < deadline, "{what}");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        };
+        all_given_back("threads not given back");
         assert!(try_spawn(|| panic!("a search that panics")).is_ok());
         let (tx, rx) = mpsc::channel();
-        while pool().unwrap().busy.load(Ordering::Acquire) > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "not given back after a panic"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        all_given_back("not given back after a panic");
         try_spawn(move || tx.send(()).unwrap()).ok().unwrap();
         rx.recv().unwrap();
     }
