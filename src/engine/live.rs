@@ -76,6 +76,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use fjall::{AbstractTree, PartitionCreateOptions, PartitionHandle, PersistMode};
@@ -372,6 +373,65 @@ struct Store {
     /// Batches committed and made durable, for group commit.
     syncs: Mutex<Syncs>,
     synced: std::sync::Condvar,
+    /// A reference to every table of the store's partitions, as last
+    /// seen ([`Store::measure`]), so that the tables a compaction
+    /// retires are deleted by [`reap`], not by fjall. lsm-tree 2.10
+    /// deletes them (closing the file, and so dropping its pages from
+    /// the page cache: tens of ms for a table of 64 MiB) while it holds
+    /// the partition's lock that every read takes to open a range: in
+    /// the live bench at 10M lines (`scripts/bench_live.sh`) every
+    /// lookup stalled so for 90-280 ms every few seconds of ingest.
+    kept: Mutex<Vec<lsm_tree::segment::Segment>>,
+    /// The bytes of the tables of the generations from the floor, as
+    /// last measured ([`Store::measure`]), which [`Delta::is_cached`]
+    /// answers from: asked on a connection's thread for every lookup,
+    /// it takes no lock of the store (measuring takes the partitions'
+    /// locks, and a connection's thread held there would hold every
+    /// connection it serves).
+    table_bytes: AtomicU64,
+}
+
+/// How often a store whose tables are merged in the background is
+/// measured again ([`Store::measure`]) besides after each write:
+/// flushes and compactions change its tables between writes.
+const MEASURE_MS: u64 = 1_000;
+
+/// Drops `tables`, retired by a compaction, on a thread of its own at
+/// the writes' priority (see `Store::kept`); inline if that thread cannot
+/// start. Each table's file is held open while it is dropped: lsm-tree
+/// then deletes it and closes its own descriptors while it holds the
+/// lock of its table of descriptors, which every read of a block takes,
+/// and the last close of a deleted file is what frees it (its pages in
+/// the page cache and its blocks on disk, tens of ms for a table of 64
+/// MiB). That close is then this thread's, with no lock held.
+fn reap(tables: Vec<lsm_tree::segment::Segment>) {
+    type Reaper = std::sync::mpsc::Sender<Vec<lsm_tree::segment::Segment>>;
+    static REAPER: std::sync::OnceLock<Option<Reaper>> = std::sync::OnceLock::new();
+    let reaper = REAPER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<lsm_tree::segment::Segment>>();
+        std::thread::Builder::new()
+            .name("ukvs-reap".into())
+            .spawn(move || {
+                write_priority();
+                for tables in rx {
+                    for table in tables {
+                        let held = std::fs::File::open(&table.path);
+                        drop(table);
+                        drop(held);
+                    }
+                }
+            })
+            .ok()
+            .map(|_| tx)
+    });
+    let tables = match reaper {
+        Some(tx) => match tx.send(tables) {
+            Ok(()) => return,
+            Err(e) => e.0,
+        },
+        None => tables,
+    };
+    drop(tables);
 }
 
 /// Group commit: batches are written to the journal one after another,
@@ -761,10 +821,13 @@ impl Store {
             applying: Mutex::new(()),
             syncs: Default::default(),
             synced: Default::default(),
+            kept: Mutex::new(Vec::new()),
+            table_bytes: AtomicU64::new(u64::MAX),
         };
         store.replay_intents()?;
         store.clean_files()?;
         store.drop_unread();
+        store.measure();
         Ok(store)
     }
 
@@ -843,6 +906,7 @@ impl Store {
             dropped.len() < unread.len() || !st.retired_digs.is_empty(),
             std::sync::atomic::Ordering::Relaxed,
         );
+        let released = !flushed.is_empty() || !dropped.is_empty();
         for h in flushed {
             if let Err(e) = self.keyspace.delete_partition(h) {
                 crate::report!(
@@ -851,8 +915,8 @@ impl Store {
                 );
             }
         }
-        for n in dropped {
-            let parts = [st.gens.remove(&n), st.digs.remove(&n)];
+        for n in &dropped {
+            let parts = [st.gens.remove(n), st.digs.remove(n)];
             for h in parts.into_iter().flatten() {
                 // The partition's files go when its last handle does.
                 if let Err(e) = self.keyspace.delete_partition(h) {
@@ -872,6 +936,72 @@ impl Store {
             } else {
                 std::fs::remove_file(&path)
             };
+        }
+        if released {
+            // Lets go of the dropped partitions' tables.
+            self.measure();
+        }
+    }
+
+    /// Takes a reference to every table of the store's partitions
+    /// (`kept`), giving those taken before to [`reap`], and measures the
+    /// tables of the generations from the floor (`table_bytes`): after
+    /// each write, at a fold, when generations are dropped, and every
+    /// [`MEASURE_MS`] while the store is open with its compactions.
+    fn measure(&self) {
+        let (floor, parts) = {
+            let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let gens = st.gens.iter().map(|(&n, h)| (Some(n), h.clone()));
+            let digs = st.digs.values().chain(&st.dig_bases);
+            let parts: Vec<_> = gens.chain(digs.map(|h| (None, h.clone()))).collect();
+            (st.floor, parts)
+        };
+        let mut kept = Vec::new();
+        let mut bytes = 0;
+        for (gen, part) in &parts {
+            let fjall::AnyTree::Standard(tree) = &part.tree else {
+                continue;
+            };
+            let levels = tree.levels.read().unwrap_or_else(|e| e.into_inner());
+            for table in levels.iter() {
+                if gen.is_some_and(|n| n >= floor) {
+                    bytes += table.metadata.file_size;
+                }
+                kept.push(table.clone());
+            }
+        }
+        let ids: std::collections::HashSet<_> = kept.iter().map(|t| t.global_id()).collect();
+        let before = std::mem::replace(
+            &mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()),
+            kept,
+        );
+        // Those still there are dropped here (another reference is kept).
+        let retired: Vec<_> = before
+            .into_iter()
+            .filter(|t| !ids.contains(&t.global_id()))
+            .collect();
+        if !retired.is_empty() {
+            reap(retired);
+        }
+        self.table_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Measures `store` every [`MEASURE_MS`] on a thread of its own
+    /// while it is open: its compactions retire tables between writes
+    /// (after ingest, for minutes), which would stay on disk, kept,
+    /// until the next.
+    fn measure_while_open(store: Weak<Store>) {
+        let started = std::thread::Builder::new()
+            .name("ukvs-measure".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_millis(MEASURE_MS));
+                match store.upgrade() {
+                    Some(store) => store.measure(),
+                    None => break,
+                }
+            });
+        if let Err(e) = started {
+            crate::report!("ukvs: cannot start a thread to measure a delta: {e}");
         }
     }
 
@@ -1283,6 +1413,9 @@ impl Delta {
             Some(s) => s,
             None => {
                 let s = Arc::new(Store::open(dir, settings)?);
+                if settings.upkeep == Upkeep::Compact {
+                    Store::measure_while_open(Arc::downgrade(&s));
+                }
                 open.insert(s.dir.clone(), Arc::downgrade(&s));
                 s
             }
@@ -1297,14 +1430,12 @@ impl Delta {
     /// store's block cache (with room for what they inflate to): once
     /// read, a lookup finds its blocks in memory, so a server may look
     /// them up on the thread that took the request.
+    ///
+    /// Answered from the size last measured (after every write, at a
+    /// fold and every second), with no lock: a view made before a fold
+    /// is judged by the generations after it.
     pub fn is_cached(&self) -> bool {
-        let st = self.store.state.read().unwrap_or_else(|e| e.into_inner());
-        let bytes: u64 = st
-            .gens
-            .range(self.floor..)
-            .map(|(_, g)| g.disk_space())
-            .sum();
-        bytes <= CACHE_BYTES / 2
+        self.store.table_bytes.load(Ordering::Relaxed) <= CACHE_BYTES / 2
     }
 
     /// The delta's directory.
@@ -1331,6 +1462,7 @@ impl Delta {
         ops: impl IntoIterator<Item = Result<Op, E>>,
     ) -> Result<u64, Error> {
         let n = self.apply_capped(ops, BATCH_BYTES)?;
+        self.store.measure();
         if self
             .store
             .drops_kept
@@ -1928,6 +2060,7 @@ impl Frozen<'_> {
         // below the new floor).
         store.pin(floor);
         store.unpin(floor);
+        store.measure();
         Ok(view)
     }
 }
@@ -3025,6 +3158,62 @@ mod tests {
             assert_eq!(got, expect_for(r));
         }
         assert!(d.store.current().0.segment_count() >= 2);
+    }
+
+    /// The tables a compaction retires stay on disk while the store
+    /// keeps them and go once it has let them go (`Store::kept`,
+    /// `reap`), and a read meanwhile sees the merged table's lines.
+    #[test]
+    fn tables_a_compaction_retires_are_deleted_once_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        // No compactions but the one made here.
+        let d = Delta::open_with(dir.path(), Settings::one_job()).unwrap();
+        let gen = d.store.current().0;
+        for round in 0..4 {
+            let ops = (0..200).map(|i| {
+                Ok::<_, String>(put(
+                    &format!("com,a)/p{i:03}"),
+                    &format!("2020010100000{round}"),
+                    "1",
+                    "{}",
+                ))
+            });
+            d.apply(ops).unwrap();
+            gen.rotate_memtable_and_wait().unwrap();
+            d.store.measure();
+        }
+        // Each round's table is kept by the store.
+        let tables = || {
+            let mut names: Vec<String> = std::fs::read_dir(
+                dir.path()
+                    .join(STORE_DIR)
+                    .join("partitions")
+                    .join(gen_name(0))
+                    .join("segments"),
+            )
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+            names.sort();
+            names
+        };
+        let before = tables();
+        assert!(before.len() >= 4, "{before:?}");
+        gen.major_compact().unwrap();
+        assert_eq!(gen.segment_count(), 1);
+        // Retired but still kept: on disk.
+        assert!(before.iter().all(|t| tables().contains(t)));
+        assert_eq!(all(&d, "com,a)/p007", MatchType::Exact).len(), 4);
+        // Let go at the next write, deleted on the reaping thread.
+        d.apply([Ok::<_, String>(put("com,b)/", "20200101000000", "1", "{}"))])
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tables().len() != 1 {
+            assert!(std::time::Instant::now() < deadline, "{:?}", tables());
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!before.contains(&tables()[0]));
+        assert_eq!(all(&d, "com,a)/p007", MatchType::Exact).len(), 4);
     }
 
     /// A store made now spells its digest keys with the digest's bytes
