@@ -396,9 +396,10 @@ struct Store {
 /// flushes and compactions change its tables between writes.
 const MEASURE_MS: u64 = 1_000;
 
-/// Drops `tables`, retired by a compaction, on a thread of its own at
-/// the writes' priority (see `Store::kept`); inline if that thread cannot
-/// start. Each table's file is held open while it is dropped: lsm-tree
+/// Drops `tables`, no longer in the store's partitions (retired by a
+/// compaction, or of a partition dropped after a fold), on a thread of
+/// its own at the writes' priority (see `Store::kept`); inline if that
+/// thread cannot start. Each table's file is held open while it is dropped: lsm-tree
 /// then deletes it and closes its own descriptors while it holds the
 /// lock of its table of descriptors, which every read of a block takes,
 /// and the last close of a deleted file is what frees it (its pages in
