@@ -399,12 +399,13 @@ const MEASURE_MS: u64 = 1_000;
 /// Drops `tables`, no longer in the store's partitions (retired by a
 /// compaction, or of a partition dropped after a fold), on a thread of
 /// its own at the writes' priority (see `Store::kept`); inline if that
-/// thread cannot start. Each table's file is held open while it is dropped: lsm-tree
-/// then deletes it and closes its own descriptors while it holds the
-/// lock of its table of descriptors, which every read of a block takes,
-/// and the last close of a deleted file is what frees it (its pages in
-/// the page cache and its blocks on disk, tens of ms for a table of 64
-/// MiB). That close is then this thread's, with no lock held.
+/// thread cannot start. Each table's file is held open while it is
+/// dropped: lsm-tree then deletes it and closes its own descriptors
+/// while it holds the lock of its table of descriptors, which every
+/// read of a block takes, and the last close of a deleted file is what
+/// frees it (its pages in the page cache and its blocks on disk, tens
+/// of ms for a table of 64 MiB). That close is then this thread's, with
+/// no lock held.
 fn reap(tables: Vec<lsm_tree::segment::Segment>) {
     type Reaper = std::sync::mpsc::Sender<Vec<lsm_tree::segment::Segment>>;
     static REAPER: std::sync::OnceLock<Option<Reaper>> = std::sync::OnceLock::new();
