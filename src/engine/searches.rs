@@ -8,16 +8,21 @@
 //! held that mutex stalled every lookup behind it: in an off-CPU profile
 //! of the live bench during ingest (10M lines), most of the lookups'
 //! sleeps of 5 ms and more were there. A search given to this pool is
-//! pushed on rayon's lock-free queue to threads that are already
-//! running. When every thread is busy (slow clients hold the searches
-//! that stream to them), [`try_spawn`] gives the search back, for the
-//! caller to run it elsewhere.
+//! sent on a lock-free channel that the pool's threads wait on, already
+//! running; one of them wakes for it. (rayon's pool, used before, woke
+//! idle threads that then spun on `sched_yield` before they slept: at
+//! about 900 lookups/s during ingest its threads took a tenth of the
+//! server's CPU, half of it in switches.) When every thread is busy
+//! (slow clients hold the searches that stream to them), [`try_spawn`]
+//! gives the search back, for the caller to run it elsewhere.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+type Search = Box<dyn FnOnce() + Send>;
+
 struct Pool {
-    threads: rayon::ThreadPool,
+    searches: crossbeam_channel::Sender<Search>,
     size: usize,
     busy: AtomicUsize,
 }
@@ -32,20 +37,28 @@ fn pool() -> Option<&'static Pool> {
     static POOL: OnceLock<Option<Pool>> = OnceLock::new();
     POOL.get_or_init(|| {
         let size = size();
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(size)
-            .thread_name(|i| format!("ukvs-search-{i}"))
-            // A search that panics has dropped its answer's channels,
-            // which the caller answers as a failure; the panic hook has
-            // printed it. rayon would abort the process.
-            .panic_handler(|_| {})
-            .build()
-            .ok()
-            .map(|threads| Pool {
-                threads,
-                size,
-                busy: AtomicUsize::new(0),
-            })
+        let (searches, taken) = crossbeam_channel::unbounded::<Search>();
+        for i in 0..size {
+            let taken = taken.clone();
+            let started = std::thread::Builder::new()
+                .name(format!("ukvs-search-{i}"))
+                .spawn(move || {
+                    for search in taken {
+                        // A search that panics has dropped its answer's
+                        // channels, which the caller answers as a
+                        // failure; the panic hook has printed it. The
+                        // thread goes on with the next.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(search));
+                    }
+                });
+            // Without its threads the pool gives every search back.
+            started.ok()?;
+        }
+        Some(Pool {
+            searches,
+            size,
+            busy: AtomicUsize::new(0),
+        })
     })
     .as_ref()
 }
@@ -73,10 +86,12 @@ where
         return Err(search);
     }
     let taken = Taken(pool);
-    pool.threads.spawn(move || {
+    // The receivers live as long as the threads, which never end: the
+    // send cannot fail.
+    let _ = pool.searches.send(Box::new(move || {
         let _taken = taken;
         search();
-    });
+    }));
     Ok(())
 }
 
