@@ -101,16 +101,21 @@ const OLD_STORE_FILE: &str = "delta.redb";
 /// The lock file of a delta directory.
 const LOCK_FILE: &str = "LOCK";
 
-/// The layout of the stores this module makes, kept in `meta`: 4
-/// spells its digest keys [`DigestKeys::Tagged`].
-const LAYOUT: &[u8] = b"ukvs-live 4";
+/// The layout of the stores this module makes, kept in `meta`: 5
+/// spells its digest keys [`DigestKeys::Tagged`] and keeps its entries
+/// [`EntryForm::Short`].
+const LAYOUT: &[u8] = b"ukvs-live 5";
 
-/// The layout before: digest keys [`DigestKeys::Named`]; `dig_bases`
-/// records the partitions of the bases' digests. Read and written as it
-/// is.
+/// The layout before: entries [`EntryForm::Headless`]. Read and written as
+/// it is, so that the builds before read what this one writes there.
+const LAYOUT_4: &[u8] = b"ukvs-live 4";
+
+/// The layout before that: digest keys [`DigestKeys::Named`];
+/// `dig_bases` records the partitions of the bases' digests. Read and
+/// written as it is.
 const LAYOUT_3: &[u8] = b"ukvs-live 3";
 
-/// The layout before that: the bases' digests in the one partition
+/// The layout before those: the bases' digests in the one partition
 /// `dig_base`, which folds wrote into. Read as it is; its first fold
 /// that indexes digests records the partitions and layout 3.
 const LAYOUT_2: &[u8] = b"ukvs-live 2";
@@ -342,6 +347,8 @@ struct Store {
     digests: Digests,
     /// How they spell them (fixed when the store was made).
     digest_keys: DigestKeys,
+    /// How puts keep their lines (fixed when the store was made).
+    entries: EntryForm,
     /// The memtable size of the generations it makes ([`Settings`]).
     memtable: u32,
     state: RwLock<State>,
@@ -575,36 +582,68 @@ fn decode_paths(v: &[u8]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// An entry of a generation: the line less its `key datetime ` (the id's
-/// head up to its first NUL), or the line whole when it does not start
-/// so, or nothing for a deleted capture.
-fn entry_of(id: &[u8], line: &[u8]) -> Vec<u8> {
-    let head = &id[..memchr::memchr(0, id).unwrap_or(id.len())];
-    match line.strip_prefix(head).and_then(|r| r.strip_prefix(b" ")) {
-        Some(rest) => [&[1u8][..], rest].concat(),
-        None => [&[0u8][..], line].concat(),
+/// The entry of a put of `line` ([`EntryForm`]); a delete's is empty.
+fn entry_of(id: &[u8], line: &[u8], form: EntryForm) -> Vec<u8> {
+    let head = id_head(id);
+    let Some(rest) = line.strip_prefix(head).and_then(|r| r.strip_prefix(b" ")) else {
+        return [&[0u8][..], line].concat();
+    };
+    if form == EntryForm::Short {
+        let (filename, offset) = id_tail(id);
+        if let Some(kept) = rest
+            .strip_suffix(filename)
+            .and_then(|r| r.strip_suffix(b" "))
+            .and_then(|r| r.strip_suffix(offset))
+            .and_then(|r| r.strip_suffix(b" "))
+        {
+            let mut entry = Vec::with_capacity(1 + kept.len());
+            entry.push(2);
+            entry.extend_from_slice(kept);
+            return entry;
+        }
     }
+    let mut entry = Vec::with_capacity(1 + rest.len());
+    entry.push(1);
+    entry.extend_from_slice(rest);
+    entry
+}
+
+/// The line of an entry in pieces, to write one after the other; `None`
+/// for a deleted capture.
+fn line_parts<'a>(id: &'a [u8], entry: &'a [u8]) -> Option<[&'a [u8]; 7]> {
+    Some(match entry.split_first()? {
+        (1, rest) => [id_head(id), b" ", rest, b"", b"", b"", b""],
+        (2, kept) => {
+            let (filename, offset) = id_tail(id);
+            [id_head(id), b" ", kept, b" ", offset, b" ", filename]
+        }
+        (_, line) => [line, b"", b"", b"", b"", b"", b""],
+    })
 }
 
 /// The line of an entry (`None` for a deleted capture).
 fn line_of(id: &[u8], entry: &[u8]) -> Option<Vec<u8>> {
-    match entry.split_first() {
-        None => None,
-        Some((1, rest)) => {
-            let head = &id[..memchr::memchr(0, id).unwrap_or(id.len())];
-            let mut line = Vec::with_capacity(head.len() + 1 + rest.len());
-            line.extend_from_slice(head);
-            line.push(b' ');
-            line.extend_from_slice(rest);
-            Some(line)
-        }
-        Some((_, line)) => Some(line.to_vec()),
-    }
+    line_parts(id, entry).map(|parts| parts.concat())
 }
 
 /// The part of an id that orders it as its line: `key datetime`.
 fn id_head(id: &[u8]) -> &[u8] {
     &id[..memchr::memchr(0, id).unwrap_or(id.len())]
+}
+
+/// The filename and offset an id ends with ([`capture_id`]: both empty
+/// for one that has none).
+///
+/// [`capture_id`]: crate::ukvs::post::capture_id
+fn id_tail(id: &[u8]) -> (&[u8], &[u8]) {
+    let Some(first) = memchr::memchr(0, id) else {
+        return (b"", b"");
+    };
+    let tail = &id[first + 1..];
+    match memchr::memchr(0, tail) {
+        Some(second) => (&tail[..second], &tail[second + 1..]),
+        None => (tail, b""),
+    }
 }
 
 impl Store {
@@ -698,11 +737,15 @@ impl Store {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
         };
-        // Layout 4 spells its digest keys with the digest first; a store
-        // of layout 2 or 3 keeps the algorithm's name first.
-        let digest_keys = match read("layout")? {
-            Some(l) if &l[..] == LAYOUT => DigestKeys::Tagged,
-            Some(l) if &l[..] == LAYOUT_3 || &l[..] == LAYOUT_2 => DigestKeys::Named,
+        // Layouts 4 and 5 spell their digest keys with the digest first;
+        // a store of layout 2 or 3 keeps the algorithm's name first.
+        // Layout 5 leaves a CDX line's tail out of its entries.
+        let (digest_keys, entries) = match read("layout")? {
+            Some(l) if &l[..] == LAYOUT => (DigestKeys::Tagged, EntryForm::Short),
+            Some(l) if &l[..] == LAYOUT_4 => (DigestKeys::Tagged, EntryForm::Headless),
+            Some(l) if &l[..] == LAYOUT_3 || &l[..] == LAYOUT_2 => {
+                (DigestKeys::Named, EntryForm::Headless)
+            }
             Some(l) => {
                 return Err(fail(
                     "holds a store of another layout",
@@ -723,7 +766,7 @@ impl Store {
                 }
                 b.commit()
                     .map_err(|e| fail("cannot write the store's meta", &e))?;
-                DigestKeys::Tagged
+                (DigestKeys::Tagged, EntryForm::Short)
             }
         };
         // Stores made before the choice existed index digests.
@@ -803,6 +846,7 @@ impl Store {
             meta,
             digests,
             digest_keys,
+            entries,
             memtable,
             state: RwLock::new(State {
                 gens,
@@ -1097,7 +1141,14 @@ impl Store {
         let mut keys = Vec::new();
         for op in ops {
             let op = op?;
-            bytes += put_into(&mut batch, gen, &mut keys, self.dig_keys(), op);
+            bytes += put_into(
+                &mut batch,
+                gen,
+                &mut keys,
+                self.dig_keys(),
+                self.entries,
+                op,
+            );
             n += 1;
             if bytes >= CHUNK_BYTES {
                 put_keys(&mut batch, dig, &mut keys);
@@ -1178,13 +1229,31 @@ enum DigestKeys {
     Tagged,
 }
 
-impl DigestKeys {
-    /// The layout of a store (of digest partitions recorded in
-    /// `dig_bases`) whose digest keys have this form.
-    fn layout(self) -> &'static [u8] {
-        match self {
-            DigestKeys::Named => LAYOUT_3,
-            DigestKeys::Tagged => LAYOUT,
+/// How a store keeps a put's line in its entry (the value under the
+/// capture id): every entry of a store has one form, which its layout
+/// says. An entry starts with a tag byte: 0, the line whole (one that
+/// does not start with its id's `key datetime`); 1, the line less its
+/// `key datetime `; 2, less that and its trailing ` offset filename`
+/// too (a CDX line's last two columns, which the id holds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EntryForm {
+    /// Tags 0 and 1: stores made before the tail was left out.
+    Headless,
+    /// Tags 0, 1 and 2. Ten million CDX11 lines (`scripts/bench_live.sh`,
+    /// the same input, two runs of each build alternated) took 0.98x
+    /// their text on disk against 1.07x, and 4.9x written during their
+    /// ingest against 5.4-5.5x.
+    Short,
+}
+
+impl Store {
+    /// The layout a fold records with the store's digest partitions
+    /// (`dig_bases`): its own, or 3 for one of layout 2.
+    fn layout(&self) -> &'static [u8] {
+        match (self.digest_keys, self.entries) {
+            (DigestKeys::Named, _) => LAYOUT_3,
+            (DigestKeys::Tagged, EntryForm::Headless) => LAYOUT_4,
+            (DigestKeys::Tagged, EntryForm::Short) => LAYOUT,
         }
     }
 }
@@ -1273,19 +1342,21 @@ fn op_id(op: &Op) -> &[u8] {
     }
 }
 
-/// Adds `op`'s entry to `batch` and a put's digest keys of the form
-/// `digest_keys` to `keys` (none without one: put in the digest
-/// partition by [`put_keys`]); gives the bytes they hold.
+/// Adds `op`'s entry of the form `entries` to `batch` and a put's
+/// digest keys of the form `digest_keys` to `keys` (none without one:
+/// put in the digest partition by [`put_keys`]); gives the bytes they
+/// hold.
 fn put_into(
     batch: &mut fjall::Batch,
     gen: &PartitionHandle,
     keys: &mut Vec<Vec<u8>>,
     digest_keys: Option<DigestKeys>,
+    entries: EntryForm,
     op: Op,
 ) -> usize {
     match op {
         Op::Put { id, line } => {
-            let entry = entry_of(&id, &line);
+            let entry = entry_of(&id, &line, entries);
             let mut n = id.len() + entry.len() + 32;
             if let Some(form) = digest_keys {
                 for_each_digest(&line, |d| {
@@ -1511,7 +1582,14 @@ impl Delta {
         // Each op freed as the batch takes its copy.
         let mut keys = Vec::new();
         for op in held {
-            put_into(&mut batch, &gen, &mut keys, self.store.dig_keys(), op);
+            put_into(
+                &mut batch,
+                &gen,
+                &mut keys,
+                self.store.dig_keys(),
+                self.store.entries,
+                op,
+            );
         }
         put_keys(&mut batch, &dig, &mut keys);
         self.store.commit_durable(batch, applying)?;
@@ -2022,7 +2100,7 @@ impl Frozen<'_> {
         if let Some(parts) = &dig_bases {
             let names: Vec<&str> = parts.iter().map(|p| &*p.name).collect();
             b.insert(&store.meta, "dig_bases", names.join("\0"));
-            b.insert(&store.meta, "layout", store.digest_keys.layout());
+            b.insert(&store.meta, "layout", store.layout());
         }
         // Not recorded (or not known to be): the partition made stays
         // until an open drops it or keeps it, as the meta says.
@@ -2097,12 +2175,8 @@ impl Entry {
 
     /// Its line in pieces to write one after the other, with no copy
     /// made; `None` for a deleted capture.
-    pub fn line_parts(&self) -> Option<[&[u8]; 3]> {
-        match self.entry.split_first() {
-            None => None,
-            Some((1, rest)) => Some([self.head(), b" ", rest]),
-            Some((_, line)) => Some([line, b"", b""]),
-        }
+    pub fn line_parts(&self) -> Option<[&[u8]; 7]> {
+        line_parts(&self.id, &self.entry)
     }
 }
 
@@ -3062,7 +3136,7 @@ mod tests {
                 let Op::Put { id, line } = op else {
                     unreachable!()
                 };
-                b.insert(&gen, id.clone(), entry_of(id, line));
+                b.insert(&gen, id.clone(), entry_of(id, line, EntryForm::Headless));
             }
             b.commit().unwrap();
             // Written out to a table, as an older server left it.
@@ -3295,6 +3369,97 @@ mod tests {
             let ids = d.digest_ids(&digest(i)).unwrap();
             assert_eq!(ids.len(), 2, "digest {i}: {ids:?}");
         }
+    }
+
+    /// A store made now leaves a CDX line's ` offset filename` out of
+    /// its entry, as the id holds them, and gives the line back whole;
+    /// one of layout 4 keeps writing entries its builds read, through a
+    /// fold too. Lines whose tail is not the id's keep it.
+    #[test]
+    fn entries_leave_out_the_tail_the_id_holds_in_stores_made_so() {
+        let cdx = |i: usize| {
+            format!(
+                "k{i} 2020 http://x/{i} text/html 200 {:A>32} - - 1 {i} f.warc.gz",
+                ""
+            )
+        };
+        let lines: Vec<(Vec<u8>, String)> = vec![
+            (capture_id(b"k0", b"2020", b"f.warc.gz", b"0"), cdx(0)),
+            // CDXJ: the tail is JSON.
+            (
+                capture_id(b"k1", b"2020", b"f.warc.gz", b"1"),
+                r#"k1 2020 {"url": "http://x/1", "offset": "1", "filename": "f.warc.gz"}"#.into(),
+            ),
+            // Another file than the id's, and a line not keyed as its id.
+            (capture_id(b"k2", b"2020", b"g.warc.gz", b"2"), cdx(2)),
+            (capture_id(b"k3", b"2021", b"f.warc.gz", b"3"), cdx(3)),
+            // An offset that ends the filename's column, and none.
+            (
+                capture_id(b"k4", b"2020", b"z", b"1"),
+                "k4 2020 - 11 z".into(),
+            ),
+            (capture_id(b"k5", b"2020", b"", b""), "k5 2020 -".into()),
+        ];
+        let tags = |form| -> Vec<u8> {
+            lines
+                .iter()
+                .map(|(id, line)| {
+                    let entry = entry_of(id, line.as_bytes(), form);
+                    assert_eq!(line_of(id, &entry).unwrap(), line.as_bytes(), "{line}");
+                    entry[0]
+                })
+                .collect()
+        };
+        assert_eq!(tags(EntryForm::Short), [2, 1, 1, 0, 1, 1]);
+        assert_eq!(tags(EntryForm::Headless), [1, 1, 1, 0, 1, 1]);
+        assert_eq!(line_parts(b"k\0f\0", b""), None);
+
+        let ops = || {
+            lines.iter().map(|(id, line)| {
+                Ok::<_, String>(Op::Put {
+                    id: id.clone(),
+                    line: line.clone().into_bytes(),
+                })
+            })
+        };
+        let stored = |d: &Delta| -> Vec<u8> {
+            let (gen, _) = d.store.current();
+            gen.iter().map(|kv| kv.unwrap().1[0]).collect()
+        };
+        let mut want: Vec<String> = lines.iter().map(|(_, l)| l.clone()).collect();
+        want.sort();
+        let made = tempfile::tempdir().unwrap();
+        let d = Delta::open(made.path()).unwrap();
+        d.apply(ops()).unwrap();
+        assert_eq!(stored(&d), [2, 1, 1, 0, 1, 1]);
+        assert_eq!(all(&d, "", MatchType::Prefix), want);
+
+        let old = tempfile::tempdir().unwrap();
+        {
+            let (ks, meta) = raw_store(old.path());
+            let mut b = ks.batch();
+            b.insert(&meta, "layout", LAYOUT_4);
+            b.insert(&meta, "current", 0u64.to_le_bytes());
+            b.insert(&meta, "floor", 0u64.to_le_bytes());
+            b.commit().unwrap();
+            ks.persist(PersistMode::SyncAll).unwrap();
+        }
+        let d = Delta::open(old.path()).unwrap();
+        d.apply(ops()).unwrap();
+        assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1]);
+        let frozen = d.freeze().unwrap().unwrap();
+        let base = old.path().join("base-1.cdxj");
+        std::fs::write(&base, "").unwrap();
+        let d = frozen.commit(&[], &base).unwrap();
+        d.apply(ops()).unwrap();
+        assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1]);
+        assert_eq!(all(&d, "", MatchType::Prefix), want);
+        drop(d);
+        let d = Delta::open(old.path()).unwrap();
+        assert_eq!(
+            d.store.meta.get("layout").unwrap().as_deref(),
+            Some(LAYOUT_4)
+        );
     }
 
     /// A fold keeps its frozen generations' digest partitions as the
