@@ -100,7 +100,9 @@
 # FOLD (what the delta is folded into at the end: cluster, the default,
 # a ZipNum cluster; file, a sorted file; none: no fold),
 # DURATION (seconds of each idle wrk run, default 10), WRK_THREADS
-# (default 1), CONNS (wrk connections, default 16), KEEP (1: keep the work
+# (default 1), CONNS (wrk connections, default 16), SETTLE (seconds to
+# wait after the lookups for the store's merges to settle before its
+# space is measured again, default 120; 0: no wait), KEEP (1: keep the work
 # dir), INPUT (the work dir of a run kept with KEEP=1: its batches and
 # URLs are posted and looked up again, not generated; LINES, BATCH,
 # HOSTS, QUERIES and SEED are then theirs), UKVS (the binary, default
@@ -141,6 +143,7 @@ LOOKUP_RATE=${LOOKUP_RATE:-0}
 # Each connection waits CONNS/LOOKUP_RATE s before its next lookup.
 PACE_MS=$(awk -v r="$LOOKUP_RATE" -v c="$CONNS" 'BEGIN { printf "%d", (r > 0 ? c * 1000 / r : 0) }')
 KEEP=${KEEP:-0}
+SETTLE=${SETTLE:-120}
 SERVER_LOG=${SERVER_LOG:-0}
 QUIET=(--quiet)
 [ "$SERVER_LOG" = 1 ] && QUIET=()
@@ -382,6 +385,26 @@ stored=$(curl -s "$URL" | sed -n 's/.*live: \([0-9]*\) line.*/\1/p')
 # Bytes allocated, not apparent sizes: the store allocates its journal
 # file ahead (32 MiB, sparse), which `du -b` counted as written.
 delta_bytes=$(du -s --block-size=1 "$WORK/data/$COLL" | cut -f1)
+# Then once the store's merges have settled (its size unchanged and the
+# server idle over two 2 s polls in a row, at most SETTLE s): what the
+# lines take, without the tables a merge in flight has not retired yet.
+settled_bytes=$delta_bytes
+settled_secs=0
+last=-1
+calm=0
+while [ "$settled_secs" -lt "$SETTLE" ]; do
+    cs=$(cpu)
+    sleep 2
+    settled_secs=$((settled_secs + 2))
+    settled_bytes=$(du -s --block-size=1 "$WORK/data/$COLL" | cut -f1)
+    if [ "$settled_bytes" = "$last" ] && [ $(($(cpu) - cs)) -le $((ticks / 10)) ]; then
+        calm=$((calm + 1))
+        [ "$calm" -ge 2 ] && break
+    else
+        calm=0
+    fi
+    last=$settled_bytes
+done
 
 # The fold: every line into one base (FOLD=cluster: a ZipNum cluster;
 # file: a sorted file), timed; then lookups and space again.
@@ -451,6 +474,9 @@ fi
 printf '%-34s %s\n' "lines in the delta" "$stored (of $LINES posted)"
 printf '%-34s %s\n' "CDX text" "$cdx_bytes bytes, $(awk -v b="$cdx_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line"
 printf '%-34s %s\n' "delta on disk" "$delta_bytes bytes, $(awk -v b="$delta_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line, $(awk -v a="$delta_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }') x the CDX text (OutbackCDX: 0.20-0.25)"
+if [ "$SETTLE" -gt 0 ]; then
+    printf '%-34s %s\n' "delta on disk, $settled_secs s later" "$settled_bytes bytes, $(awk -v b="$settled_bytes" -v n="$LINES" 'BEGIN { printf "%.1f", b / n }') bytes/line, $(awk -v a="$settled_bytes" -v b="$cdx_bytes" 'BEGIN { printf "%.2f", a / b }') x the CDX text$([ "$calm" -ge 2 ] && echo ", merges settled" || echo ", merges still running")"
+fi
 if [ "$FOLD" != none ]; then
     printf '%-34s %s\n' "fold into a $FOLD" "$(awk -v a="$f0" -v b="$f1" -v c="$((c7 - c6))" -v hz="$ticks" -v n="$LINES" \
         'BEGIN { printf "%.1f s (%.1f s of CPU, %.2f us a line)", b - a, c / hz, c / hz * 1e6 / n }')"
