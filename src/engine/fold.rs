@@ -370,7 +370,7 @@ impl Group {
                 continue;
             };
             if let Some(line) = line {
-                if parts.concat().as_slice() >= line {
+                if cmp_parts(&parts, line).is_ge() {
                     break;
                 }
             }
@@ -387,6 +387,25 @@ impl Group {
 
     fn hides(&self, id: &[u8]) -> bool {
         self.entries.iter().any(|e| e.id() == id)
+    }
+}
+
+/// How the line written as `parts`, one after the other, orders against
+/// `line`, without joining them.
+fn cmp_parts(parts: &[&[u8]], line: &[u8]) -> std::cmp::Ordering {
+    let mut rest = line;
+    for part in parts {
+        let n = part.len().min(rest.len());
+        match part[..n].cmp(&rest[..n]) {
+            std::cmp::Ordering::Equal if n < part.len() => return std::cmp::Ordering::Greater,
+            std::cmp::Ordering::Equal => rest = &rest[n..],
+            unequal => return unequal,
+        }
+    }
+    if rest.is_empty() {
+        std::cmp::Ordering::Equal
+    } else {
+        std::cmp::Ordering::Less
     }
 }
 
@@ -476,6 +495,27 @@ fn line_head(line: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every way of cutting a line into parts orders against every other
+    /// line as the joined parts do.
+    #[test]
+    fn parts_order_as_their_join() {
+        let lines: [&[u8]; 7] = [b"", b"a", b"a ", b"a b", b"a b 1", b"a c", b"b"];
+        for joined in lines {
+            for cut1 in 0..=joined.len() {
+                for cut2 in cut1..=joined.len() {
+                    let parts = [&joined[..cut1], b"", &joined[cut1..cut2], &joined[cut2..]];
+                    for line in lines {
+                        assert_eq!(
+                            cmp_parts(&parts, line),
+                            joined.cmp(line),
+                            "{parts:?} against {line:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn errors_say_their_kind_and_name_the_base() {
