@@ -365,7 +365,8 @@ impl Group {
         counts: &mut Counts,
     ) -> Result<(), Error> {
         while let Some(e) = self.entries.get(self.written) {
-            let Some(parts) = e.line_parts() else {
+            let mut spelled = [0; 32];
+            let Some(parts) = e.line_parts(&mut spelled) else {
                 self.written += 1;
                 continue;
             };

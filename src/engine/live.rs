@@ -597,8 +597,18 @@ fn entry_of(id: &[u8], line: &[u8], form: EntryForm) -> Vec<u8> {
             .and_then(|r| r.strip_suffix(b" "))
         {
             let mut entry = Vec::with_capacity(1 + kept.len());
-            entry.push(2);
-            entry.extend_from_slice(kept);
+            match packed_digest(kept) {
+                Some((at, raw)) => {
+                    entry.push(3);
+                    entry.extend_from_slice(&kept[..at]);
+                    entry.extend_from_slice(&raw);
+                    entry.extend_from_slice(&kept[at + SPELLED..]);
+                }
+                None => {
+                    entry.push(2);
+                    entry.extend_from_slice(kept);
+                }
+            }
             return entry;
         }
     }
@@ -608,22 +618,82 @@ fn entry_of(id: &[u8], line: &[u8], form: EntryForm) -> Vec<u8> {
     entry
 }
 
-/// The line of an entry in pieces, to write one after the other; `None`
-/// for a deleted capture.
-fn line_parts<'a>(id: &'a [u8], entry: &'a [u8]) -> Option<[&'a [u8]; 7]> {
+/// A base32 SHA-1 digest's length, as CDX lines spell it.
+const SPELLED: usize = 32;
+
+/// Its length in bytes.
+const PACKED: usize = 20;
+
+/// Where the digest column of a CDX line less its `key datetime ` starts
+/// (`url mime status digest ...`): after its third space.
+fn digest_column(kept: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b' ', kept).nth(2).map(|at| at + 1)
+}
+
+/// Where `kept`'s digest column starts and its bytes, when it is a
+/// base32 SHA-1 spelled as its bytes spell again.
+fn packed_digest(kept: &[u8]) -> Option<(usize, [u8; PACKED])> {
+    let at = digest_column(kept)?;
+    let column = &kept[at..];
+    let end = memchr::memchr(b' ', column).unwrap_or(column.len());
+    if end != SPELLED {
+        return None;
+    }
+    let mut raw = [0u8; PACKED];
+    let decoded = data_encoding::BASE32_NOPAD.decode_mut(&column[..SPELLED], &mut raw);
+    let mut again = [0u8; SPELLED];
+    data_encoding::BASE32_NOPAD.encode_mut(&raw, &mut again);
+    (decoded.is_ok() && again == column[..SPELLED]).then_some((at, raw))
+}
+
+/// The line of an entry in pieces, to write one after the other (a
+/// packed digest spelled into `spelled`); `None` for a deleted capture.
+/// An entry no build writes (a damaged store) gives its bytes as they
+/// are.
+fn line_parts<'a>(
+    id: &'a [u8],
+    entry: &'a [u8],
+    spelled: &'a mut [u8; SPELLED],
+) -> Option<[&'a [u8]; 9]> {
+    let none: &[u8] = b"";
     Some(match entry.split_first()? {
-        (1, rest) => [id_head(id), b" ", rest, b"", b"", b"", b""],
+        (1, rest) => [id_head(id), b" ", rest, none, none, none, none, none, none],
         (2, kept) => {
             let (filename, offset) = id_tail(id);
-            [id_head(id), b" ", kept, b" ", offset, b" ", filename]
+            [
+                id_head(id),
+                b" ",
+                kept,
+                b" ",
+                offset,
+                b" ",
+                filename,
+                none,
+                none,
+            ]
         }
-        (_, line) => [line, b"", b"", b"", b"", b"", b""],
+        (3, packed) => {
+            let (filename, offset) = id_tail(id);
+            let Some((before, raw, after)) = digest_column(packed).and_then(|at| {
+                let raw = packed.get(at..at + PACKED)?;
+                Some((&packed[..at], raw, &packed[at + PACKED..]))
+            }) else {
+                return Some([entry, none, none, none, none, none, none, none, none]);
+            };
+            data_encoding::BASE32_NOPAD.encode_mut(raw, spelled);
+            let spelled: &[u8] = spelled;
+            let head = id_head(id);
+            [
+                head, b" ", before, spelled, after, b" ", offset, b" ", filename,
+            ]
+        }
+        (_, line) => [line, none, none, none, none, none, none, none, none],
     })
 }
 
 /// The line of an entry (`None` for a deleted capture).
 fn line_of(id: &[u8], entry: &[u8]) -> Option<Vec<u8>> {
-    line_parts(id, entry).map(|parts| parts.concat())
+    line_parts(id, entry, &mut [0; SPELLED]).map(|parts| parts.concat())
 }
 
 /// The part of an id that orders it as its line: `key datetime`.
@@ -1234,12 +1304,13 @@ enum DigestKeys {
 /// says. An entry starts with a tag byte: 0, the line whole (one that
 /// does not start with its id's `key datetime`); 1, the line less its
 /// `key datetime `; 2, less that and its trailing ` offset filename`
-/// too (a CDX line's last two columns, which the id holds).
+/// too (a CDX line's last two columns, which the id holds); 3, as 2
+/// with its digest column, a base32 SHA-1, as the digest's 20 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EntryForm {
     /// Tags 0 and 1: stores made before the tail was left out.
     Headless,
-    /// Tags 0, 1 and 2. Ten million CDX11 lines (`scripts/bench_live.sh`,
+    /// Tags 0 to 3. Ten million CDX11 lines (`scripts/bench_live.sh`,
     /// the same input, two runs of each build alternated) took 0.98x
     /// their text on disk against 1.07x, and 4.9x written during their
     /// ingest against 5.4-5.5x.
@@ -2175,8 +2246,8 @@ impl Entry {
 
     /// Its line in pieces to write one after the other, with no copy
     /// made; `None` for a deleted capture.
-    pub fn line_parts(&self) -> Option<[&[u8]; 7]> {
-        line_parts(&self.id, &self.entry)
+    pub fn line_parts<'a>(&'a self, spelled: &'a mut [u8; 32]) -> Option<[&'a [u8]; 9]> {
+        line_parts(&self.id, &self.entry, spelled)
     }
 }
 
@@ -3372,9 +3443,10 @@ mod tests {
     }
 
     /// A store made now leaves a CDX line's ` offset filename` out of
-    /// its entry, as the id holds them, and gives the line back whole;
-    /// one of layout 4 keeps writing entries its builds read, through a
-    /// fold too. Lines whose tail is not the id's keep it.
+    /// its entry, as the id holds them, keeps a base32 SHA-1 digest as
+    /// its bytes, and gives the line back whole; one of layout 4 keeps
+    /// writing entries its builds read, through a fold too. Lines whose
+    /// tail is not the id's keep it, and other digests stay as spelled.
     #[test]
     fn entries_leave_out_the_tail_the_id_holds_in_stores_made_so() {
         let cdx = |i: usize| {
@@ -3399,6 +3471,36 @@ mod tests {
                 "k4 2020 - 11 z".into(),
             ),
             (capture_id(b"k5", b"2020", b"", b""), "k5 2020 -".into()),
+            // Digests spelled otherwise: lower case, named, short, not
+            // base32, and one whose bytes hold spaces and newlines.
+            (
+                capture_id(b"k6", b"2020", b"f", b"6"),
+                format!("k6 2020 u m 200 {:a>32} - - 1 6 f", ""),
+            ),
+            (
+                capture_id(b"k7", b"2020", b"f", b"7"),
+                format!("k7 2020 u m 200 sha1:{:A>32} - - 1 7 f", ""),
+            ),
+            (
+                capture_id(b"k8", b"2020", b"f", b"8"),
+                "k8 2020 u m 200 AAAA - - 1 8 f".into(),
+            ),
+            (
+                capture_id(b"k9", b"2020", b"f", b"9"),
+                format!("k9 2020 u m 200 {:1>32} - - 1 9 f", ""),
+            ),
+            (
+                capture_id(b"ka", b"2020", b"f", b"10"),
+                format!(
+                    "ka 2020 u m 200 {} - - 1 10 f",
+                    data_encoding::BASE32_NOPAD.encode(b" \n \n \n \n \n \n \n \n \n \n")
+                ),
+            ),
+            // A digest column last.
+            (
+                capture_id(b"kb", b"2020", b"f", b"11"),
+                format!("kb 2020 u m 200 {:B>32} 11 f", ""),
+            ),
         ];
         let tags = |form| -> Vec<u8> {
             lines
@@ -3410,9 +3512,16 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(tags(EntryForm::Short), [2, 1, 1, 0, 1, 1]);
-        assert_eq!(tags(EntryForm::Headless), [1, 1, 1, 0, 1, 1]);
-        assert_eq!(line_parts(b"k\0f\0", b""), None);
+        assert_eq!(tags(EntryForm::Short), [3, 1, 1, 0, 1, 1, 2, 2, 2, 2, 3, 3]);
+        assert_eq!(
+            tags(EntryForm::Headless),
+            [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1]
+        );
+        assert_eq!(line_parts(b"k\0f\0", b"", &mut [0; 32]), None);
+        // A damaged entry reads as its bytes, without a panic.
+        let damaged = [3, b'u', b' ', b'm', b' ', b'2', b' ', 0, 1];
+        let line = line_of(b"k 2020\x00f\x001", &damaged).unwrap();
+        assert_eq!(line, damaged);
 
         let ops = || {
             lines.iter().map(|(id, line)| {
@@ -3431,7 +3540,7 @@ mod tests {
         let made = tempfile::tempdir().unwrap();
         let d = Delta::open(made.path()).unwrap();
         d.apply(ops()).unwrap();
-        assert_eq!(stored(&d), [2, 1, 1, 0, 1, 1]);
+        assert_eq!(stored(&d), [3, 1, 1, 0, 1, 1, 2, 2, 2, 2, 3, 3]);
         assert_eq!(all(&d, "", MatchType::Prefix), want);
 
         let old = tempfile::tempdir().unwrap();
@@ -3446,13 +3555,13 @@ mod tests {
         }
         let d = Delta::open(old.path()).unwrap();
         d.apply(ops()).unwrap();
-        assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1]);
+        assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
         let frozen = d.freeze().unwrap().unwrap();
         let base = old.path().join("base-1.cdxj");
         std::fs::write(&base, "").unwrap();
         let d = frozen.commit(&[], &base).unwrap();
         d.apply(ops()).unwrap();
-        assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1]);
+        assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
         assert_eq!(all(&d, "", MatchType::Prefix), want);
         drop(d);
         let d = Delta::open(old.path()).unwrap();
