@@ -62,6 +62,21 @@
 # 26.3 ms (p99.9 86-97, slowest 216-218) for the build before in the
 # two runs before them; ingest 116,100-117,200 lines/s against
 # 110,500-112,700.
+# At 10M lines (LOOKUP_RATE=1000, the same input, two runs of each
+# build alternated, load about 2): search threads waiting on a channel
+# instead of rayon's pool, p99 during ingest 6.70-7.00 ms against
+# 7.90-7.93; entries without the CDX line's offset and filename and
+# with its digest as bytes, then digest partitions without bloom
+# filters in 16 KiB blocks: the delta 0.98x, 0.91x, then 0.86x the text
+# (settled) against 1.07x, 4.1-4.2x the text written during ingest
+# against 5.4-5.5x, 11.3 us of server CPU a line against 11.5-13.0
+# (129,800-130,200 lines/s against 110,900-131,600: the rate of one
+# build spreads by a fifth between runs). At 1M lines the same builds:
+# 157,400-160,500 lines/s against 162,700-173,300 (8.0-8.3 us a line
+# against 7.6-8.1), 2.3x the text written against 2.8x; the delta
+# 2.23x the text against 1.02x, being mostly journal: with smaller
+# entries no memtable has been written out yet at a million lines, and
+# a journal goes once every memtable it fed has.
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run
