@@ -3183,6 +3183,17 @@ mod tests {
         (ks, meta)
     }
 
+    /// Makes an empty store of `layout` in `dir`, as a build of it did.
+    fn empty_store(dir: &Path, layout: &[u8]) {
+        let (ks, meta) = raw_store(dir);
+        let mut b = ks.batch();
+        b.insert(&meta, "layout", layout);
+        b.insert(&meta, "current", 0u64.to_le_bytes());
+        b.insert(&meta, "floor", 0u64.to_le_bytes());
+        b.commit().unwrap();
+        ks.persist(PersistMode::SyncAll).unwrap();
+    }
+
     fn is_leveled(h: &PartitionHandle) -> bool {
         matches!(
             h.config.compaction_strategy,
@@ -3421,15 +3432,7 @@ mod tests {
         assert_eq!(first_bytes(&d), want);
 
         let old = tempfile::tempdir().unwrap();
-        {
-            let (ks, meta) = raw_store(old.path());
-            let mut b = ks.batch();
-            b.insert(&meta, "layout", LAYOUT_3);
-            b.insert(&meta, "current", 0u64.to_le_bytes());
-            b.insert(&meta, "floor", 0u64.to_le_bytes());
-            b.commit().unwrap();
-            ks.persist(PersistMode::SyncAll).unwrap();
-        }
+        empty_store(old.path(), LAYOUT_3);
         let d = Delta::open(old.path()).unwrap();
         d.apply((0..2).map(op)).unwrap();
         assert_eq!(first_bytes(&d), vec![named(0), named(1)]);
@@ -3553,15 +3556,7 @@ mod tests {
         assert_eq!(all(&d, "", MatchType::Prefix), want);
 
         let old = tempfile::tempdir().unwrap();
-        {
-            let (ks, meta) = raw_store(old.path());
-            let mut b = ks.batch();
-            b.insert(&meta, "layout", LAYOUT_4);
-            b.insert(&meta, "current", 0u64.to_le_bytes());
-            b.insert(&meta, "floor", 0u64.to_le_bytes());
-            b.commit().unwrap();
-            ks.persist(PersistMode::SyncAll).unwrap();
-        }
+        empty_store(old.path(), LAYOUT_4);
         let d = Delta::open(old.path()).unwrap();
         d.apply(ops()).unwrap();
         assert_eq!(stored(&d), [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
