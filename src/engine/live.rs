@@ -818,7 +818,7 @@ impl Store {
         };
         // Layouts 4 and 5 spell their digest keys with the digest first;
         // a store of layout 2 or 3 keeps the algorithm's name first.
-        // Layout 5 leaves a CDX line's tail out of its entries.
+        // Layout 5 keeps its entries short (`EntryForm::Short`).
         let (digest_keys, entries) = match read("layout")? {
             Some(l) if &l[..] == LAYOUT => (DigestKeys::Tagged, EntryForm::Short),
             Some(l) if &l[..] == LAYOUT_4 => (DigestKeys::Tagged, EntryForm::Headless),
@@ -1320,9 +1320,9 @@ enum EntryForm {
     /// Tags 0 and 1: stores made before the tail was left out.
     Headless,
     /// Tags 0 to 3. Ten million CDX11 lines (`scripts/bench_live.sh`,
-    /// the same input, two runs of each build alternated) took 0.98x
-    /// their text on disk against 1.07x, and 4.9x written during their
-    /// ingest against 5.4-5.5x.
+    /// the same input, two runs of each build alternated) took 0.91x
+    /// their text on disk against 1.07x (0.98x with tags 0 to 2), and
+    /// 4.4x written during their ingest against 5.4-5.5x (4.9x).
     Short,
 }
 
