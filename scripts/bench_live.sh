@@ -81,6 +81,12 @@
 # and 198,800 lines/s against 196,600 and 199,800 (7.2-7.3 us a line
 # for both), the delta 0.49x the text against 0.62-0.63x, 2.8x written
 # against 3.8x, p99 during ingest 7.25-7.52 ms against 8.01-8.05.
+# With the allocator keeping freed pages a minute (main.rs), against a
+# delay of 0 (10M lines, alternated, SETTLE=0): 227,700 and 234,600
+# lines/s (5.8-5.9 us a line) without the digest index against 183,800
+# and 200,900 (7.0-7.6 us); 154,600 (9.2 us) with it against 132,900
+# (10.9 us); p99 during ingest 6.3-7.3 ms for either; the server's peak
+# memory 1.2-1.3x (1.08 GB with the digest index, 0.90-0.96 without).
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run

@@ -15,14 +15,27 @@ mod serve;
 /// default (1,000 ms in the v3 built).
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
+/// The purge delay this binary runs with unless `MIMALLOC_PURGE_DELAY`
+/// gives one (mimalloc reads its options from the environment): a
+/// minute, in ms.
+const PURGE_MS: std::ffi::c_long = 60_000;
+
 fn main() -> std::process::ExitCode {
-    // Freed pages go back to the system at once, not a second later:
-    // with the delay, a server taking a 128 MB POST grew twice as much as
-    // with glibc's malloc (102-106 MB against 48-63), without it as much
-    // (55-66 MB), with ingest still 1.07-1.09x glibc's rate.
-    // SAFETY: sets a number in mimalloc's option table; no allocation is
-    // live that the option changes.
-    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+    // A live collection's writes fill memtables (256 MiB by default) that
+    // the store frees seconds later, once it has written them out. Given
+    // back to the system at once (a delay of 0), their pages were faulted
+    // in and zeroed again for the next memtables; kept a minute, they
+    // are taken again while writes go on, and given back once they stop.
+    // Ten million lines (`scripts/bench_live.sh`, ARCHITECTURE.md, "Live
+    // collections") then took 0.81-0.85x the server's CPU a line, for
+    // 1.2-1.3x its peak memory (1.08 GB against 0.90); a second's delay
+    // (mimalloc's default) kept too few of them. `MIMALLOC_PURGE_DELAY=0`
+    // gives them back at once.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets a number in mimalloc's option table; no
+        // allocation is live that the option changes.
+        unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, PURGE_MS) };
+    }
     cli::main()
 }
 

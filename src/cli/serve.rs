@@ -119,7 +119,9 @@ pub struct Args {
     /// With --data: memory, in MiB, that each collection's newest writes
     /// may take before they are written out to its tables (the store's
     /// memtables; at least 4). More means fewer, larger tables: lines go
-    /// in faster and lookups wait less during ingest.
+    /// in faster and lookups wait less during ingest. The allocator keeps
+    /// the pages of memtables written out for a minute, for the next ones
+    /// (`MIMALLOC_PURGE_DELAY=0` gives them back at once).
     #[arg(long, value_name = "MIB", requires = "data", default_value_t = ukvs::engine::live::WRITE_MEMORY >> 20,
           value_parser = clap::value_parser!(u64).range(4..=65536))]
     write_memory: u64,

@@ -19,7 +19,14 @@ pub(crate) struct Server {
 impl Server {
     /// Starts `ukvs serve` on a free port with these arguments.
     pub(crate) fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
+        Server::start_env(args, &[])
+    }
+
+    /// Starts `ukvs serve` on a free port with these arguments and these
+    /// variables added to its environment.
+    pub(crate) fn start_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(bin())
+            .envs(env.iter().copied())
             .arg("serve")
             .args(["--bind", "127.0.0.1:0"])
             .args(args)
