@@ -365,7 +365,7 @@ impl Group {
         counts: &mut Counts,
     ) -> Result<(), Error> {
         while let Some(e) = self.entries.get(self.written) {
-            let mut spelled = [0; 32];
+            let mut spelled = [0; live::SPELLED];
             let Some(parts) = e.line_parts(&mut spelled) else {
                 self.written += 1;
                 continue;

@@ -627,8 +627,9 @@ fn entry_of(id: &[u8], line: &[u8], form: EntryForm) -> Vec<u8> {
     entry
 }
 
-/// A base32 SHA-1 digest's length, as CDX lines spell it.
-const SPELLED: usize = 32;
+/// A base32 SHA-1 digest's length, as CDX lines spell it (the room
+/// [`Entry::line_parts`] spells a packed digest into).
+pub const SPELLED: usize = 32;
 
 /// Its length in bytes.
 const PACKED: usize = 20;
@@ -2255,7 +2256,7 @@ impl Entry {
 
     /// Its line in pieces to write one after the other, with no copy
     /// made; `None` for a deleted capture.
-    pub fn line_parts<'a>(&'a self, spelled: &'a mut [u8; 32]) -> Option<[&'a [u8]; 9]> {
+    pub fn line_parts<'a>(&'a self, spelled: &'a mut [u8; SPELLED]) -> Option<[&'a [u8]; 9]> {
         line_parts(&self.id, &self.entry, spelled)
     }
 }
