@@ -20,7 +20,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FUZZ=$ROOT/fuzz
 SHARED=$ROOT/../shared/corpus
 export RUSTC_BOOTSTRAP=1
-ALL="warc_stream arc_stream surt ukvs_lines cdx_convert mementomap_lines zipnum_idx pywb_lines kulturarw3_objects nedlib_meta stats_lines generate_lines digest_spellings outback_query wayback_params wacz_package"
+ALL="warc_stream arc_stream surt ukvs_lines cdx_convert mementomap_lines zipnum_idx pywb_lines kulturarw3_objects nedlib_meta stats_lines generate_lines post_body digest_spellings outback_query wayback_params wacz_package"
 TARGETS=${TARGETS:-$ALL}
 
 command -v cargo-fuzz > /dev/null || { echo "needs cargo-fuzz: cargo install cargo-fuzz" >&2; exit 2; }
@@ -52,6 +52,7 @@ seed nedlib_meta "$ROOT/tests/data/nedlib"
 seed stats_lines "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs" "$SHARED/internetarchive__CDX-Writer/_expected_from_tests/default"
 seed outback_query "$ROOT/tests/data/fuzz/outback_query" "$ROOT/tests/data/outbackcdx"
 seed generate_lines "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs" "$ROOT/samples/expected.ukvs" "$SHARED/internetarchive__CDX-Writer/_expected_from_tests/default"
+seed post_body "$ROOT/tests/data/cdx" "$ROOT/tests/data/outbackcdx" "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs"
 seed digest_spellings "$ROOT/tests/data/cdxj" "$ROOT/tests/data/ukvs"
 seed wayback_params "$ROOT/tests/data/wayback/queries"
 seed wacz_package "$ROOT/tests/data/wacz"

@@ -111,11 +111,12 @@ impl<'a> Body<'a> {
         self.shape
     }
 
-    /// Reads one line (no newline; a trailing `\r` is dropped): `Ok(None)`
-    /// for a blank line or the legend, the line ready to store, or why
-    /// it cannot be taken.
+    /// Reads one line (no newline; trailing white space, a `\r` or
+    /// spaces, is dropped, as pywb's reader drops it): `Ok(None)` for a
+    /// blank line or the legend, the line ready to store, or why it
+    /// cannot be taken.
     pub fn line(&mut self, line: &[u8]) -> Result<Option<Ready>, String> {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = line.trim_ascii_end();
         if line.len() > MAX_LINE {
             return Err(format!(
                 "{} bytes long, longer than the {MAX_LINE} bytes a line may have",
@@ -349,7 +350,7 @@ fn ready(
 /// The capture id of a stored line (of a base or the delta), keyed as it
 /// is; `None` when the line is none of the shapes taken.
 pub fn line_id(line: &[u8], value_names: &[String]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line)).ok()?;
+    let text = std::str::from_utf8(line.trim_ascii_end()).ok()?;
     let shape = shape_of(text).ok()?;
     let p = parts(text, shape, value_names).ok()?;
     Some(capture_id(
@@ -417,6 +418,22 @@ mod tests {
         assert!(e(&mut body, b" CDX N b a m s k r M S V g").contains("legend of 11 columns"));
         let mut other = Body::new(&opts, &names);
         assert!(e(&mut other, b" CDX A b e a m s c k r V v D d g M n").contains("not one taken"));
+    }
+
+    #[test]
+    fn trailing_white_space_is_dropped_as_pywb_drops_it() {
+        let opts = crate::surt::Options::default();
+        let names = names();
+        let line = "com,a)/ 20200101000000 http://a.com/ text/html 200 D - - 1 2 f.warc.gz";
+        let mut body = Body::new(&opts, &names);
+        let r = body.line(format!("{line}  \r").as_bytes()).unwrap().unwrap();
+        assert_eq!(String::from_utf8(r.line.clone()).unwrap(), line);
+        assert_eq!(line_id(format!("{line} ").as_bytes(), &names), Some(r.id));
+        // Kept, the spaces would make empty columns that pywb's reader
+        // drops, reading a line of 3 columns where 10 were taken.
+        let mut body = Body::new(&opts, &names);
+        let r = body.line(b" 2145 h       ").unwrap_err();
+        assert!(r.contains("3 space-separated columns"), "{r}");
     }
 
     #[test]
