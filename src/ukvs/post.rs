@@ -426,7 +426,10 @@ mod tests {
         let names = names();
         let line = "com,a)/ 20200101000000 http://a.com/ text/html 200 D - - 1 2 f.warc.gz";
         let mut body = Body::new(&opts, &names);
-        let r = body.line(format!("{line}  \r").as_bytes()).unwrap().unwrap();
+        let r = body
+            .line(format!("{line}  \r").as_bytes())
+            .unwrap()
+            .unwrap();
         assert_eq!(String::from_utf8(r.line.clone()).unwrap(), line);
         assert_eq!(line_id(format!("{line} ").as_bytes(), &names), Some(r.id));
         // Kept, the spaces would make empty columns that pywb's reader
