@@ -67,6 +67,9 @@ cd "$FUZZ"
 cargo fuzz build -O > /dev/null
 REPORT=$(mktemp)
 for t in $TARGETS; do
+  # Findings of earlier runs are in tests/data/fuzz already: only this
+  # run's are counted.
+  rm -rf "artifacts/$t"
   mkdir -p "artifacts/$t"
   log=$(mktemp)
   echo "fuzzing $t for ${SECONDS_PER}s ..."

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::live::{
-    agent, batch_body, get, post, sorted_file, start, try_post, Capture, Model, Rng,
+    agent, batch_body, get, kill_rounds, post, sorted_file, start, try_post, Capture, Model, Rng,
 };
 use crate::serve::Server;
 use crate::util;
@@ -520,10 +520,9 @@ fn sigkill_during_concurrent_posts_deletes_and_folds_keeps_every_answered_write(
         fates.lock().unwrap().insert((9, b), Fate::There);
     }
     let mut next = [0usize; 2];
-    let mut rng = Rng(7);
+    let (rounds, mut rng) = kill_rounds(24, 7);
     let mut folds_answered = 0;
     let started = Instant::now();
-    let rounds = 24;
     for round in 0..rounds {
         let server = start(&["--data", &data_arg, &spec]);
         let url = server.url("/crash");

@@ -71,6 +71,22 @@ impl Rng {
     }
 }
 
+/// The rounds and seed of a SIGKILL test: `default` rounds and `seed`,
+/// or `UKVS_KILL_ROUNDS` and `UKVS_KILL_SEED` from the environment, so
+/// that `scripts/crash_soak.sh` runs the same test for longer and with
+/// other timings. A seed of 0 (which xorshift never leaves) is refused.
+pub(crate) fn kill_rounds(default: u64, seed: u64) -> (u64, Rng) {
+    let var = |name: &str, or: u64| match std::env::var(name) {
+        Ok(v) => v
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
+        Err(_) => or,
+    };
+    let seed = var("UKVS_KILL_SEED", seed);
+    assert_ne!(seed, 0, "UKVS_KILL_SEED: 0 is no seed");
+    (var("UKVS_KILL_ROUNDS", default), Rng(seed))
+}
+
 /// One capture: its id (key, datetime, filename, offset) and its line in
 /// CDXJ and in CDX11, keyed as the server keys it.
 #[derive(Clone)]
@@ -377,8 +393,8 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
     const LINES: usize = 40;
     let sent: Arc<Mutex<BTreeMap<(usize, usize), Fate>>> = Arc::default();
     let mut next_batch = [0usize; WRITERS];
-    let mut rng = Rng(42);
-    for round in 0..4 {
+    let (rounds, mut rng) = kill_rounds(4, 42);
+    for round in 0..rounds {
         let server = start(&["--data", &data_arg]);
         let base_url = server.url("/crash");
         let mut threads = Vec::new();
@@ -433,7 +449,7 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
             .filter(|&&f| f == Fate::Added)
             .count();
         assert!(
-            answered > round,
+            answered as u64 > round,
             "round {round}: only {answered} POSTs answered"
         );
     }
