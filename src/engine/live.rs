@@ -12,11 +12,15 @@
 //! DIR/NAME/LOCK            held (flock) by the one process that opens it
 //! DIR/NAME/store/          the fjall keyspace:
 //!     meta                   layout, current, floor, bases, dig_bases,
-//!                            intent/*
+//!                            intent/*, run/GEN/N
 //!     gen_F .. gen_C         generations F (floor) to C (current):
 //!                            capture id -> entry
-//!     dig_F .. dig_C         each one's digests: `ALGO:` + the digest's
-//!                            bytes + capture id -> empty
+//!     dig_F .. dig_C         each one's digests: a byte naming the
+//!                            algorithm (`ALGO:` before layout 4) + the
+//!                            digest's bytes + capture id -> empty; in
+//!                            layout 6 written when it is frozen
+//!     dlog, drun_N           layout 6: the current generation's digest
+//!                            keys, by batch and in sorted runs
 //!     dig_N (N < F),         the same keys of the captures folds wrote
 //!     dig_base_N             into the bases: folded generations' digest
 //!                            partitions, kept as they are, or merged
@@ -42,7 +46,10 @@
 //! ([`Hider::lines`]) at once.
 //!
 //! A put also writes, in the same batch, a key per digest of its line
-//! to the generation's digest partition ([`Delta::digest_lines`]).
+//! to the generation's digest partition ([`Delta::digest_lines`]); in a
+//! store of layout 6, to the digest log, whence they go to sorted runs
+//! and, once the generation is frozen, to its digest partition whole
+//! ([`runs`]).
 //! Deletes and replacements write none there: a digest key stands while
 //! the capture's newest entry is a put of a line with that digest, which
 //! a lookup checks (a few point reads: a digest has few captures). A
@@ -1427,15 +1434,33 @@ fn digest_prefix(digest: &Digest, form: DigestKeys) -> Vec<u8> {
             let name = digest.algo().name().as_bytes();
             [name, b":", digest.bytes()].concat()
         }
-        DigestKeys::Tagged => {
-            let tag = match digest.algo() {
-                crate::digest::Algo::Sha1 => 1u8,
-                crate::digest::Algo::Sha256 => 2,
-                crate::digest::Algo::Sha512 => 3,
-                crate::digest::Algo::Md5 => 4,
-            };
-            [&[tag][..], digest.bytes()].concat()
+        DigestKeys::Tagged => [&[algo_tag(digest.algo())][..], digest.bytes()].concat(),
+    }
+}
+
+/// The key of the capture `id`'s digest `digest` in a digest partition
+/// of the form `form`, in one allocation (a put makes one per line).
+fn digest_key(digest: &Digest, form: DigestKeys, id: &[u8]) -> Vec<u8> {
+    let bytes = digest.bytes();
+    let mut key = Vec::with_capacity(digest.algo().name().len() + 1 + bytes.len() + id.len());
+    match form {
+        DigestKeys::Named => {
+            key.extend_from_slice(digest.algo().name().as_bytes());
+            key.push(b':');
         }
+        DigestKeys::Tagged => key.push(algo_tag(digest.algo())),
+    }
+    key.extend_from_slice(bytes);
+    key.extend_from_slice(id);
+    key
+}
+
+fn algo_tag(algo: crate::digest::Algo) -> u8 {
+    match algo {
+        crate::digest::Algo::Sha1 => 1,
+        crate::digest::Algo::Sha256 => 2,
+        crate::digest::Algo::Sha512 => 3,
+        crate::digest::Algo::Md5 => 4,
     }
 }
 
@@ -1521,7 +1546,7 @@ fn put_into(
             let mut n = id.len() + entry.len() + 32;
             if let Some(form) = digest_keys {
                 for_each_digest(&line, |d| {
-                    let key = [&digest_prefix(&d, form)[..], &id].concat();
+                    let key = digest_key(&d, form, &id);
                     n += key.len() + 32;
                     keys.push(key);
                 });

@@ -41,7 +41,7 @@ use super::{dig_options, Error, Store};
 const LOG: &str = "dlog";
 
 /// Runs of a level merged into one of the next.
-const FANOUT: usize = 8;
+const FANOUT: usize = 16;
 
 /// Batches' keys past which a write waits for a run to be written
 /// rather than leaving it to the runs' thread: bounds the memory the
@@ -254,7 +254,7 @@ impl Runs {
             next = next.max(num + 1);
             if !records.iter().any(|r| r.1 == num) {
                 let h = keyspace
-                    .open_partition(&name, dig_options(memtable))
+                    .open_partition(&name, run_options(memtable))
                     .map_err(|e| fail("cannot open a digest run", &e))?;
                 keyspace
                     .delete_partition(h)
@@ -264,7 +264,7 @@ impl Runs {
         let mut runs: BTreeMap<u64, Vec<Run>> = BTreeMap::new();
         for (gen, num, level) in records {
             let part = keyspace
-                .open_partition(&run_name(num), dig_options(memtable))
+                .open_partition(&run_name(num), run_options(memtable))
                 .map_err(|e| fail("cannot open a digest run", &e))?;
             runs.entry(gen).or_default().push(Run { part, num, level });
         }
@@ -365,6 +365,12 @@ impl Runs {
     pub(super) fn log(&self) -> &PartitionHandle {
         &self.log
     }
+}
+
+/// A run's tables: a digest partition's, in blocks of 4 KiB. A lookup
+/// by digest reads a block of every run.
+fn run_options(memtable: u32) -> PartitionCreateOptions {
+    dig_options(memtable).block_size(4 << 10)
 }
 
 fn log_options(memtable: u32) -> PartitionCreateOptions {
@@ -561,7 +567,7 @@ fn ingest_new(
 ) -> Result<PartitionHandle, Error> {
     let part = store
         .keyspace
-        .open_partition(name, dig_options(store.memtable))
+        .open_partition(name, run_options(store.memtable))
         .map_err(|e| store.fail("cannot write a digest run", e))?;
     if let Err(e) = ingest_into(store, &part, sources, staged) {
         let _ = store.keyspace.delete_partition(part);
