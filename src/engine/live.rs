@@ -3852,6 +3852,31 @@ mod tests {
         );
     }
 
+    /// Closes the store of `d`, the last view of it, waiting until its
+    /// runs' thread lets it go and it has let its directory go.
+    fn close(d: Delta) {
+        let path = d.path().to_path_buf();
+        let weak = Arc::downgrade(&d.store);
+        drop(d);
+        while weak.strong_count() > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // Its lock goes as the store is dropped, after the count.
+        let lock = std::fs::File::open(path.join(LOCK_FILE)).unwrap();
+        while rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .is_err()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// [`close`], then open again.
+    fn reopen(d: Delta, settings: Settings) -> Delta {
+        let path = d.path().to_path_buf();
+        close(d);
+        Delta::open_with(&path, settings).unwrap()
+    }
+
     /// Waits until no digest run is being written, and gives the levels
     /// of the current generation's runs.
     fn settled_runs(d: &Delta) -> Vec<u8> {
@@ -3947,11 +3972,7 @@ mod tests {
                 // Reopened: the batches' keys come back from the log.
                 let path = d.path().to_path_buf();
                 settled_runs(&d);
-                let weak = Arc::downgrade(&d.store);
-                drop(d);
-                while weak.strong_count() > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
+                close(d);
                 {
                     let (ks, _) = raw_store(&path);
                     let stray = ks
@@ -4003,7 +4024,7 @@ mod tests {
         let digest = |i: u64| format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char);
         let id = |i: u64| capture_id(format!("k{i:02}").as_bytes(), b"2020", b"f.warc.gz", b"1");
         let d = Delta::open_with(dir.path(), settings).unwrap();
-        let put = |i: u64| {
+        let put = |d: &Delta, i: u64| {
             let line = format!(
                 "k{i:02} 2020 http://x/ text/html 200 {} - - 1 1 f.warc.gz",
                 digest(i)
@@ -4014,9 +4035,15 @@ mod tests {
             })])
             .unwrap();
         };
-        (0..40).for_each(put);
+        (0..40).for_each(|i| put(&d, i));
         assert!(!settled_runs(&d).is_empty());
-        put(40);
+        // A batch that stays a batch: runs of a MiB.
+        let large = Settings {
+            digest_run: 1 << 20,
+            ..settings
+        };
+        let d = reopen(d, large);
+        put(&d, 40);
         let r = d.store.runs.as_ref().unwrap();
         let (n, _, dig) = d.store.current();
         let staged = r.staged(n);
@@ -4035,13 +4062,8 @@ mod tests {
         b.insert(&d.store.meta, "current", (n + 1).to_le_bytes());
         b.commit().unwrap();
         runs::ingest_into(&d.store, &dig, parts, &staged).unwrap();
-        let path = d.path().to_path_buf();
-        let weak = Arc::downgrade(&d.store);
-        drop((d, dig, staged));
-        while weak.strong_count() > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        let d = Delta::open_with(&path, settings).unwrap();
+        drop((dig, staged));
+        let d = reopen(d, settings);
         let r = d.store.runs.as_ref().unwrap();
         assert!(r.staged(n).is_empty());
         assert!(r.log().is_empty().unwrap(), "log values dropped");
@@ -4053,5 +4075,74 @@ mod tests {
             let ids = d.digest_ids(&Digest::parse(&digest(i)).unwrap()).unwrap();
             assert!(ids.contains(&id(i)), "k{i}");
         }
+    }
+
+    /// A fold killed once its new generation was recorded, before it
+    /// ingested the frozen one's runs and batches: they stand (the
+    /// batches read back at open), the runs' thread writes the frozen
+    /// generation's batches as a run of it and stops, and the next fold
+    /// ingests them all.
+    #[test]
+    fn a_fold_killed_before_its_ingest_leaves_runs_the_next_fold_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            digest_run: 300,
+            ..Settings::default()
+        };
+        let digest = |i: u64| format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char);
+        let id = |i: u64| capture_id(format!("k{i:03}").as_bytes(), b"2020", b"f.warc.gz", b"1");
+        let put = |d: &Delta, i: u64| {
+            let line = format!(
+                "k{i:03} 2020 http://x/ text/html 200 {} - - 1 1 f.warc.gz",
+                digest(i)
+            );
+            d.apply::<String>(vec![Ok(Op::Put {
+                id: id(i),
+                line: line.into_bytes(),
+            })])
+            .unwrap();
+        };
+        let all_found = |d: &Delta, upto: u64| {
+            for i in 0..upto {
+                let ids = d.digest_ids(&Digest::parse(&digest(i)).unwrap()).unwrap();
+                assert!(ids.contains(&id(i)), "k{i}");
+            }
+        };
+        let d = Delta::open_with(dir.path(), settings).unwrap();
+        (0..20).for_each(|i| put(&d, i));
+        settled_runs(&d);
+        // Batches that stay batches: runs of a MiB.
+        let large = Settings {
+            digest_run: 1 << 20,
+            ..settings
+        };
+        let d = reopen(d, large);
+        (20..24).for_each(|i| put(&d, i));
+        let (n, _, _) = d.store.current();
+        // A freeze's first durable write, and no more.
+        let ks = &d.store.keyspace;
+        ks.open_partition(&gen_name(n + 1), gen_options(1 << 20))
+            .unwrap();
+        ks.open_partition(&dig_name(n + 1), dig_options(1 << 20))
+            .unwrap();
+        let mut b = ks.batch().durability(Some(PersistMode::SyncAll));
+        b.insert(&d.store.meta, "current", (n + 1).to_le_bytes());
+        b.commit().unwrap();
+        let d = reopen(d, settings);
+        assert!(!d.store.runs.as_ref().unwrap().staged(n).is_empty());
+        all_found(&d, 24);
+        (24..60).for_each(|i| put(&d, i));
+        settled_runs(&d);
+        assert!(d.store.runs.as_ref().unwrap().staged(n).is_empty());
+        all_found(&d, 60);
+        let frozen = d.freeze().unwrap().unwrap();
+        let base = frozen.base_path(".cdx");
+        std::fs::write(&base, "").unwrap();
+        let view = frozen.commit(&[], &base).unwrap();
+        drop(d);
+        let st = view.store.state.read().unwrap();
+        assert!(st.runs.range(..st.floor).next().is_none(), "ingested");
+        drop(st);
+        all_found(&view, 60);
     }
 }

@@ -412,49 +412,59 @@ pub(super) fn spawn(store: &Arc<Store>) {
     }
 }
 
-/// Writes the current generation's pending keys as a run, then merges
-/// its runs level by level.
+/// Writes each generation's batches as a run of it, then merges its
+/// runs level by level. Only the current generation takes batches; a
+/// frozen one holds some when a fold was stopped before it ingested
+/// them (then an open read them back), and its runs wait for the next
+/// fold.
 pub(super) fn write(store: &Store) -> Result<(), Error> {
     let Some(runs) = &store.runs else {
         return Ok(());
     };
     let _writing = runs.writing.lock().unwrap_or_else(|e| e.into_inner());
-    let gen = store
-        .state
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .current;
-    let sealed: Vec<Arc<Staged>> = {
+    let pending: Vec<(u64, Vec<Arc<Staged>>)> = {
         let p = runs.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.gens.get(&gen).cloned().unwrap_or_default()
+        p.gens.iter().map(|(g, v)| (*g, v.clone())).collect()
     };
-    if sealed.is_empty() {
-        return Ok(());
+    for (gen, sealed) in pending {
+        if sealed.is_empty() {
+            continue;
+        }
+        let num = runs.next.fetch_add(1, Ordering::Relaxed);
+        let part = ingest_new(store, &run_name(num), Vec::new(), &sealed)?;
+        let mut b = store
+            .keyspace
+            .batch()
+            .durability(Some(PersistMode::SyncAll));
+        b.insert(&store.meta, record_key(gen, num), [0u8]);
+        for s in &sealed {
+            b.remove(&runs.log, s.seq.to_be_bytes());
+        }
+        if let Err(e) = b.commit() {
+            let _ = store.keyspace.delete_partition(part);
+            return Err(store.fail("cannot record a digest run", e));
+        }
+        {
+            let mut st = store.state.write().unwrap_or_else(|e| e.into_inner());
+            st.runs.entry(gen).or_default().push(Run {
+                part,
+                num,
+                level: 0,
+            });
+        }
+        drop_staged(runs, gen, sealed.len());
+        merge_levels(store, runs, gen)?;
     }
-    let num = runs.next.fetch_add(1, Ordering::Relaxed);
-    let part = ingest_new(store, &run_name(num), Vec::new(), &sealed)?;
-    let mut b = store
-        .keyspace
-        .batch()
-        .durability(Some(PersistMode::SyncAll));
-    b.insert(&store.meta, record_key(gen, num), [0u8]);
-    for s in &sealed {
-        b.remove(&runs.log, s.seq.to_be_bytes());
+    // The log's memtable, its values now mostly removed, is written out
+    // (the removals and the values since), so that the journal that
+    // holds the values can go: otherwise kept until the memtable fills.
+    if let Err(e) = runs.log.rotate_memtable() {
+        crate::report!(
+            "ukvs: {}: cannot write out the digest log: {e}",
+            store.dir.display()
+        );
     }
-    if let Err(e) = b.commit() {
-        let _ = store.keyspace.delete_partition(part);
-        return Err(store.fail("cannot record a digest run", e));
-    }
-    {
-        let mut st = store.state.write().unwrap_or_else(|e| e.into_inner());
-        st.runs.entry(gen).or_default().push(Run {
-            part,
-            num,
-            level: 0,
-        });
-    }
-    drop_staged(runs, gen, sealed.len());
-    merge_levels(store, runs, gen)
+    Ok(())
 }
 
 /// Forgets the first `n` batches of `gen`, now in a run.
