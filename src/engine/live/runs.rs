@@ -40,12 +40,15 @@ use super::{dig_options, Error, Store};
 /// The partition of the batches' digest keys not yet in a run.
 const LOG: &str = "dlog";
 
-/// Runs of a level merged into one of the next.
+/// Runs of a level merged into one of the next. A lookup by digest
+/// reads up to 15 a level; at 8 ten million lines (15 runs of the
+/// default size, `scripts/bench_live.sh`) were merged once, for 7.64 us
+/// of server CPU a line against 7.31-7.89 with none.
 const FANOUT: usize = 16;
 
-/// Batches' keys past which a write waits for a run to be written
-/// rather than leaving it to the runs' thread: bounds the memory the
-/// keys take when the thread falls behind.
+/// Runs' worth of batches' keys past which a write waits for a run to
+/// be written rather than leaving it to the runs' thread: bounds the
+/// memory the keys take when the thread falls behind.
 const BEHIND: u64 = 3;
 
 fn run_name(num: u64) -> String {
@@ -82,54 +85,50 @@ pub(super) struct Staged {
 }
 
 impl Staged {
+    /// A log value read back; `None` unless its keys are whole and in
+    /// strictly ascending order (as fjall's ingest requires of them).
     fn parse(seq: u64, value: Slice) -> Option<(u64, Staged)> {
         let gen = u64::from_le_bytes(value.get(..8)?.try_into().ok()?);
         let mut starts = Vec::new();
         let mut at = 8usize;
+        let mut last: Option<&[u8]> = None;
         while at < value.len() {
             let len = u32::from_le_bytes(value.get(at..at + 4)?.try_into().ok()?) as usize;
             at += 4;
-            value.get(at..at + len)?;
+            let key = value.get(at..at.checked_add(len)?)?;
+            if last.is_some_and(|l| l >= key) {
+                return None;
+            }
+            last = Some(key);
             starts.push(u32::try_from(at).ok()?);
             at += len;
         }
         Some((gen, Staged { seq, value, starts }))
     }
 
-    fn key(&self, i: usize) -> &[u8] {
-        let at = self.starts[i] as usize;
+    /// The key that starts at `at` (one of `starts`).
+    fn key_at(&self, at: u32) -> &[u8] {
+        let at = at as usize;
         let len = u32::from_le_bytes(self.value[at - 4..at].try_into().unwrap_or_default());
         &self.value[at..at + len as usize]
     }
 
     fn keys(&self) -> impl Iterator<Item = &[u8]> {
-        (0..self.starts.len()).map(|i| self.key(i))
+        self.starts.iter().map(|&at| self.key_at(at))
     }
 
     /// The keys that start with `prefix`.
     fn with_prefix<'s>(&'s self, prefix: &'s [u8]) -> impl Iterator<Item = &'s [u8]> + 's {
-        let from = partition_point(self.starts.len(), |i| self.key(i) < prefix);
-        (from..self.starts.len())
-            .map(|i| self.key(i))
+        let from = self.starts.partition_point(|&at| self.key_at(at) < prefix);
+        self.starts[from..]
+            .iter()
+            .map(|&at| self.key_at(at))
             .take_while(move |k| k.starts_with(prefix))
     }
 
     fn bytes(&self) -> u64 {
         self.value.len() as u64
     }
-}
-
-fn partition_point(n: usize, below: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if below(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// The batches' keys not yet in a run, by generation, oldest first.
@@ -621,4 +620,45 @@ pub(super) fn ingest_into(
         return Err(fail(&e));
     }
     ingested.map_err(|e| fail(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(gen: u64, keys: &[&[u8]]) -> Slice {
+        let mut v = gen.to_le_bytes().to_vec();
+        for k in keys {
+            v.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            v.extend_from_slice(k);
+        }
+        Slice::from(v)
+    }
+
+    /// A log value reads back as its generation and keys, found by
+    /// prefix; one cut short, with a length past its end or with keys
+    /// out of order (which would make fjall's ingest panic) is refused.
+    #[test]
+    fn log_values_read_back_or_are_refused() {
+        let keys: [&[u8]; 4] = [b"\x01aa1", b"\x01ab1", b"\x01ab2", b"\x02ab1"];
+        let (gen, s) = Staged::parse(7, value(3, &keys)).unwrap();
+        assert_eq!((gen, s.seq), (3, 7));
+        assert_eq!(s.keys().collect::<Vec<_>>(), keys);
+        let found: Vec<&[u8]> = s.with_prefix(b"\x01ab").collect();
+        assert_eq!(found, [&b"\x01ab1"[..], b"\x01ab2"]);
+        assert_eq!(s.with_prefix(b"\x03").count(), 0);
+        let (_, empty) = Staged::parse(1, value(0, &[])).unwrap();
+        assert_eq!(empty.keys().count(), 0);
+
+        let whole = value(3, &keys);
+        assert!(Staged::parse(1, Slice::from(&whole[..whole.len() - 1])).is_none());
+        assert!(Staged::parse(1, Slice::from(&whole[..5])).is_none());
+        let mut past = whole.to_vec();
+        past[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Staged::parse(1, Slice::from(past)).is_none());
+        let unsorted: [&[u8]; 2] = [b"\x01b", b"\x01a"];
+        assert!(Staged::parse(1, value(3, &unsorted)).is_none());
+        let twice: [&[u8]; 2] = [b"\x01a", b"\x01a"];
+        assert!(Staged::parse(1, value(3, &twice)).is_none());
+    }
 }
