@@ -4010,6 +4010,62 @@ mod tests {
         assert!(levels_seen.contains(&1), "runs merged: {levels_seen:?}");
     }
 
+    /// Runs of a few batches ([`small_runs_put`]'s).
+    const SMALL_RUNS: Settings = Settings {
+        digests: Digests::On,
+        write_memory: WRITE_MEMORY,
+        upkeep: Upkeep::Compact,
+        digest_run: 300,
+    };
+
+    /// Runs of a MiB: the batches stay batches.
+    const LARGE_RUNS: Settings = Settings {
+        digest_run: 1 << 20,
+        ..SMALL_RUNS
+    };
+
+    fn small_runs_digest(i: u64) -> Digest {
+        Digest::parse(&format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char)).unwrap()
+    }
+
+    fn small_runs_id(i: u64) -> Vec<u8> {
+        capture_id(format!("k{i:03}").as_bytes(), b"2020", b"f.warc.gz", b"1")
+    }
+
+    /// Puts capture `i`, alone in its batch (of 3 digests in turn).
+    fn small_runs_put(d: &Delta, i: u64) {
+        let line = format!(
+            "k{i:03} 2020 http://x/ text/html 200 {} - - 1 1 f.warc.gz",
+            small_runs_digest(i)
+        );
+        d.apply::<String>(vec![Ok(Op::Put {
+            id: small_runs_id(i),
+            line: line.into_bytes(),
+        })])
+        .unwrap();
+    }
+
+    /// Captures 0 to `upto` are found by their digests.
+    fn small_runs_found(d: &Delta, upto: u64) {
+        for i in 0..upto {
+            let ids = d.digest_ids(&small_runs_digest(i)).unwrap();
+            assert!(ids.contains(&small_runs_id(i)), "k{i}");
+        }
+    }
+
+    /// A fold's first durable write, and no more: generation `n + 1`
+    /// made and recorded as the current one.
+    fn record_next_generation(d: &Delta, n: u64) {
+        let ks = &d.store.keyspace;
+        ks.open_partition(&gen_name(n + 1), gen_options(1 << 20))
+            .unwrap();
+        ks.open_partition(&dig_name(n + 1), dig_options(1 << 20))
+            .unwrap();
+        let mut b = ks.batch().durability(Some(PersistMode::SyncAll));
+        b.insert(&d.store.meta, "current", (n + 1).to_le_bytes());
+        b.commit().unwrap();
+    }
+
     /// A fold killed once it had ingested a generation's runs and
     /// batches into its digest partition, before it dropped them: the
     /// open drops them (their records, log values and partitions), and
@@ -4017,33 +4073,11 @@ mod tests {
     #[test]
     fn an_open_drops_the_runs_a_killed_fold_had_ingested() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = Settings {
-            digest_run: 300,
-            ..Settings::default()
-        };
-        let digest = |i: u64| format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char);
-        let id = |i: u64| capture_id(format!("k{i:02}").as_bytes(), b"2020", b"f.warc.gz", b"1");
-        let d = Delta::open_with(dir.path(), settings).unwrap();
-        let put = |d: &Delta, i: u64| {
-            let line = format!(
-                "k{i:02} 2020 http://x/ text/html 200 {} - - 1 1 f.warc.gz",
-                digest(i)
-            );
-            d.apply::<String>(vec![Ok(Op::Put {
-                id: id(i),
-                line: line.into_bytes(),
-            })])
-            .unwrap();
-        };
-        (0..40).for_each(|i| put(&d, i));
+        let d = Delta::open_with(dir.path(), SMALL_RUNS).unwrap();
+        (0..40).for_each(|i| small_runs_put(&d, i));
         assert!(!settled_runs(&d).is_empty());
-        // A batch that stays a batch: runs of a MiB.
-        let large = Settings {
-            digest_run: 1 << 20,
-            ..settings
-        };
-        let d = reopen(d, large);
-        put(&d, 40);
+        let d = reopen(d, LARGE_RUNS);
+        small_runs_put(&d, 40);
         let r = d.store.runs.as_ref().unwrap();
         let (n, _, dig) = d.store.current();
         let staged = r.staged(n);
@@ -4053,17 +4087,10 @@ mod tests {
             st.runs[&n].iter().map(|r| r.part.clone()).collect()
         };
         // What a fold does up to its ingest, and no further.
-        let ks = &d.store.keyspace;
-        ks.open_partition(&gen_name(n + 1), gen_options(1 << 20))
-            .unwrap();
-        ks.open_partition(&dig_name(n + 1), dig_options(1 << 20))
-            .unwrap();
-        let mut b = ks.batch().durability(Some(PersistMode::SyncAll));
-        b.insert(&d.store.meta, "current", (n + 1).to_le_bytes());
-        b.commit().unwrap();
+        record_next_generation(&d, n);
         runs::ingest_into(&d.store, &dig, parts, &staged).unwrap();
         drop((dig, staged));
-        let d = reopen(d, settings);
+        let d = reopen(d, SMALL_RUNS);
         let r = d.store.runs.as_ref().unwrap();
         assert!(r.staged(n).is_empty());
         assert!(r.log().is_empty().unwrap(), "log values dropped");
@@ -4071,10 +4098,7 @@ mod tests {
         assert_eq!(d.store.meta.prefix("run/").count(), 0, "records dropped");
         let left = d.store.keyspace.list_partitions();
         assert!(!left.iter().any(|p| p.starts_with("drun_")), "{left:?}");
-        for i in 0..=40u64 {
-            let ids = d.digest_ids(&Digest::parse(&digest(i)).unwrap()).unwrap();
-            assert!(ids.contains(&id(i)), "k{i}");
-        }
+        small_runs_found(&d, 41);
     }
 
     /// A fold killed once its new generation was recorded, before it
@@ -4085,56 +4109,20 @@ mod tests {
     #[test]
     fn a_fold_killed_before_its_ingest_leaves_runs_the_next_fold_takes() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = Settings {
-            digest_run: 300,
-            ..Settings::default()
-        };
-        let digest = |i: u64| format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char);
-        let id = |i: u64| capture_id(format!("k{i:03}").as_bytes(), b"2020", b"f.warc.gz", b"1");
-        let put = |d: &Delta, i: u64| {
-            let line = format!(
-                "k{i:03} 2020 http://x/ text/html 200 {} - - 1 1 f.warc.gz",
-                digest(i)
-            );
-            d.apply::<String>(vec![Ok(Op::Put {
-                id: id(i),
-                line: line.into_bytes(),
-            })])
-            .unwrap();
-        };
-        let all_found = |d: &Delta, upto: u64| {
-            for i in 0..upto {
-                let ids = d.digest_ids(&Digest::parse(&digest(i)).unwrap()).unwrap();
-                assert!(ids.contains(&id(i)), "k{i}");
-            }
-        };
-        let d = Delta::open_with(dir.path(), settings).unwrap();
-        (0..20).for_each(|i| put(&d, i));
+        let d = Delta::open_with(dir.path(), SMALL_RUNS).unwrap();
+        (0..20).for_each(|i| small_runs_put(&d, i));
         settled_runs(&d);
-        // Batches that stay batches: runs of a MiB.
-        let large = Settings {
-            digest_run: 1 << 20,
-            ..settings
-        };
-        let d = reopen(d, large);
-        (20..24).for_each(|i| put(&d, i));
+        let d = reopen(d, LARGE_RUNS);
+        (20..24).for_each(|i| small_runs_put(&d, i));
         let (n, _, _) = d.store.current();
-        // A freeze's first durable write, and no more.
-        let ks = &d.store.keyspace;
-        ks.open_partition(&gen_name(n + 1), gen_options(1 << 20))
-            .unwrap();
-        ks.open_partition(&dig_name(n + 1), dig_options(1 << 20))
-            .unwrap();
-        let mut b = ks.batch().durability(Some(PersistMode::SyncAll));
-        b.insert(&d.store.meta, "current", (n + 1).to_le_bytes());
-        b.commit().unwrap();
-        let d = reopen(d, settings);
+        record_next_generation(&d, n);
+        let d = reopen(d, SMALL_RUNS);
         assert!(!d.store.runs.as_ref().unwrap().staged(n).is_empty());
-        all_found(&d, 24);
-        (24..60).for_each(|i| put(&d, i));
+        small_runs_found(&d, 24);
+        (24..60).for_each(|i| small_runs_put(&d, i));
         settled_runs(&d);
         assert!(d.store.runs.as_ref().unwrap().staged(n).is_empty());
-        all_found(&d, 60);
+        small_runs_found(&d, 60);
         let frozen = d.freeze().unwrap().unwrap();
         let base = frozen.base_path(".cdx");
         std::fs::write(&base, "").unwrap();
@@ -4143,6 +4131,6 @@ mod tests {
         let st = view.store.state.read().unwrap();
         assert!(st.runs.range(..st.floor).next().is_none(), "ingested");
         drop(st);
-        all_found(&view, 60);
+        small_runs_found(&view, 60);
     }
 }
