@@ -843,9 +843,10 @@ impl Store {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
         };
-        // Layouts 4 and 5 spell their digest keys with the digest first;
+        // Layouts 4 to 6 spell their digest keys with the digest first;
         // a store of layout 2 or 3 keeps the algorithm's name first.
-        // Layout 5 keeps its entries short (`EntryForm::Short`).
+        // Layouts 5 and 6 keep their entries short (`EntryForm::Short`),
+        // and 6 its current generation's digest keys in runs.
         let (digest_keys, entries, in_runs) = match read("layout")? {
             Some(l) if &l[..] == LAYOUT => (DigestKeys::Tagged, EntryForm::Short, true),
             Some(l) if &l[..] == LAYOUT_5 => (DigestKeys::Tagged, EntryForm::Short, false),
