@@ -48,8 +48,8 @@
 //! A put also writes, in the same batch, a key per digest of its line
 //! to the generation's digest partition ([`Delta::digest_lines`]); in a
 //! store of layout 6, to the digest log, whence they go to sorted runs
-//! and, once the generation is frozen, to its digest partition whole
-//! ([`runs`]).
+//! and, once a fold has frozen the generation, to its digest partition
+//! whole ([`runs`]).
 //! Deletes and replacements write none there: a digest key stands while
 //! the capture's newest entry is a put of a line with that digest, which
 //! a lookup checks (a few point reads: a digest has few captures). A
@@ -2111,15 +2111,12 @@ impl Delta {
             .rev()
             .map(|(&n, h)| (n, h.clone()))
             .collect();
-        drop(st);
-        drop(_switch);
-        // Writes go on to the new generation meanwhile.
-        runs::ingest_frozen(&self.store, &frozen)?;
-        let digs = frozen.into_iter().map(|(_, h)| h).collect();
+        let digs = frozen.iter().map(|(_, h)| h.clone()).collect();
         Ok(Some(Frozen {
             delta: self,
             gens,
             digs,
+            numbered: frozen,
             upto: next - 1,
             dig_plan: std::sync::OnceLock::new(),
             _guard: guard,
@@ -2135,6 +2132,8 @@ pub struct Frozen<'d> {
     gens: Vec<PartitionHandle>,
     /// Their digest partitions.
     digs: Vec<PartitionHandle>,
+    /// The same, with their generations' numbers.
+    numbered: Vec<(u64, PartitionHandle)>,
     upto: u64,
     /// What becomes of the bases' digest partitions, once decided
     /// ([`Frozen::index_digests`]); `None` in it: they stand.
@@ -2190,12 +2189,15 @@ impl Frozen<'_> {
     /// (sorted tables written whole: no journal, no memtable, no
     /// merges). It reads only partitions no write reaches, so it may run
     /// beside the writing of the new base; `commit` does it when it was
-    /// not done.
+    /// not done. In a store of layout 6 it first ingests the frozen
+    /// generations' digest runs and batches into their digest partitions
+    /// ([`runs`]), so that a fold's base waits for none of it.
     pub fn index_digests(&self) -> Result<(), Error> {
         if self.dig_plan.get().is_some() {
             return Ok(());
         }
         let store = &self.delta.store;
+        runs::ingest_frozen(store, &self.numbered)?;
         let mut new = Vec::new();
         for dig in &self.digs {
             if !dig.is_empty().map_err(|e| store.fail("cannot read", e))? {
@@ -3549,6 +3551,7 @@ mod tests {
         };
         let frozen_bytes = |d: &Delta| -> Vec<Vec<u8>> {
             let frozen = d.freeze().unwrap().unwrap();
+            frozen.index_digests().unwrap();
             let keys = frozen.digs[0].iter();
             keys.map(|kv| kv.unwrap().0[..6].to_vec()).collect()
         };

@@ -17,10 +17,11 @@
 //! digest reads every run of the generations it reads and the batches
 //! not yet in one.
 //!
-//! When a fold freezes a generation, its runs and its batches' keys
+//! Once a fold has frozen a generation, its runs and its batches' keys
 //! are ingested into the generation's digest partition (`dig_N`, never
-//! written otherwise), which the fold then handles as it handles any
-//! digest partition; the same durable commit drops the runs' records
+//! written otherwise) beside the writing of the fold's base
+//! (`Frozen::index_digests`), and the fold then handles the partition
+//! as it handles any digest partition; the same durable commit drops the runs' records
 //! and the log values. An open finds what a crash left: log values not
 //! in a recorded run are the batches' keys again; a run partition not
 //! recorded is dropped; the runs and log values of a frozen generation
@@ -454,15 +455,11 @@ pub(super) fn write(store: &Store) -> Result<(), Error> {
         drop_staged(runs, gen, sealed.len());
         merge_levels(store, runs, gen)?;
     }
-    // The log's memtable, its values now mostly removed, is written out
-    // (the removals and the values since), so that the journal that
-    // holds the values can go: otherwise kept until the memtable fills.
-    if let Err(e) = runs.log.rotate_memtable() {
-        crate::report!(
-            "ukvs: {}: cannot write out the digest log: {e}",
-            store.dir.display()
-        );
-    }
+    // The log's memtable is left to fjall: rotated here after each run
+    // (to free the journal holding the removed values sooner), fjall
+    // 2.11's flush worker panicked on a queue shorter than the tables it
+    // wrote, in `tests/it/live_digest.rs` (runs of 600 bytes) four times
+    // in five, and poisoned the store.
     Ok(())
 }
 
