@@ -18,9 +18,10 @@ For the store a `scripts/bench_live.sh` run kept (KEEP=1): serve its
     scripts/bench_digest_lookups.py http://127.0.0.1:18080 bench WORK/batches/*.cdx
 
 Measured (ten million lines in one unfolded generation, 2,000 lookups,
-two runs each): the digest keys in 15 sorted runs of 4 KiB blocks
-(layout 6) p50 0.49-0.50 ms; in 16 KiB blocks 0.69-0.72 ms; in one
-partition (layout 5) 0.42-0.49 ms; the p99 0.9-5.4 ms for any of them.
+two runs each): the digest keys in one partition, as a store keeps
+them, p50 0.42-0.49 ms; in 15 sorted runs of 4 KiB blocks (a build
+that kept them so, ARCHITECTURE.md) 0.49-0.50 ms, of 16 KiB blocks
+0.69-0.72 ms; the p99 0.9-5.4 ms for any of them.
 
 Standard library only.
 """

@@ -87,10 +87,6 @@
 # and 200,900 (7.0-7.6 us); 154,600 (9.2 us) with it against 132,900
 # (10.9 us); p99 during ingest 6.3-7.3 ms for either; the server's peak
 # memory 1.2-1.3x (1.08 GB with the digest index, 0.90-0.96 without).
-# Digest keys in sorted runs (layout 6) against put key by key (layout
-# 5), 10M lines, SETTLE=0, three runs and two alternated: 179,200-197,900
-# lines/s (7.16-7.91 us a line) against 151,500-155,700 (9.21-9.40),
-# p99 during ingest 6.8-7.1 ms against 6.2-6.6.
 #
 #   scripts/bench_live.sh                        # 1,000,000 lines
 #   LINES=10000000 scripts/bench_live.sh         # the 10M-line run

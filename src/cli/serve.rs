@@ -125,11 +125,6 @@ pub struct Args {
     #[arg(long, value_name = "MIB", requires = "data", default_value_t = ukvs::engine::live::WRITE_MEMORY >> 20,
           value_parser = clap::value_parser!(u64).range(4..=65536))]
     write_memory: u64,
-    /// With --data: bytes of digest keys a collection keeps in memory
-    /// (and in its log) before it writes them as one sorted run; by
-    /// default a quarter of --write-memory. Small runs are for tests.
-    #[arg(long, value_name = "BYTES", requires = "data", hide = true)]
-    digest_run: Option<u64>,
     /// With --data: a file holding the bearer token writes must send
     /// (`Authorization: Bearer TOKEN`); without it, writes are taken from
     /// loopback clients only. The token is never printed.
@@ -162,7 +157,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         no_create: args.no_create,
         no_digest_index: args.no_digest_index,
         write_memory: args.write_memory << 20,
-        digest_run: args.digest_run,
         write_token: args.write_token,
         read_only: args.read_only,
         default: args.default,

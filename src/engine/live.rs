@@ -12,15 +12,11 @@
 //! DIR/NAME/LOCK            held (flock) by the one process that opens it
 //! DIR/NAME/store/          the fjall keyspace:
 //!     meta                   layout, current, floor, bases, dig_bases,
-//!                            intent/*, run/GEN/N
+//!                            intent/*
 //!     gen_F .. gen_C         generations F (floor) to C (current):
 //!                            capture id -> entry
-//!     dig_F .. dig_C         each one's digests: a byte naming the
-//!                            algorithm (`ALGO:` before layout 4) + the
-//!                            digest's bytes + capture id -> empty; in
-//!                            layout 6 written when it is frozen
-//!     dlog, drun_N           layout 6: the current generation's digest
-//!                            keys, by batch and in sorted runs
+//!     dig_F .. dig_C         each one's digests: `ALGO:` + the digest's
+//!                            bytes + capture id -> empty
 //!     dig_N (N < F),         the same keys of the captures folds wrote
 //!     dig_base_N             into the bases: folded generations' digest
 //!                            partitions, kept as they are, or merged
@@ -46,10 +42,7 @@
 //! ([`Hider::lines`]) at once.
 //!
 //! A put also writes, in the same batch, a key per digest of its line
-//! to the generation's digest partition ([`Delta::digest_lines`]); in a
-//! store of layout 6, to the digest log, whence they go to sorted runs
-//! and, once a fold has frozen the generation, to its digest partition
-//! whole ([`runs`]).
+//! to the generation's digest partition ([`Delta::digest_lines`]).
 //! Deletes and replacements write none there: a digest key stands while
 //! the capture's newest entry is a put of a line with that digest, which
 //! a lookup checks (a few point reads: a digest has few captures). A
@@ -90,8 +83,6 @@ use fjall::{AbstractTree, PartitionCreateOptions, PartitionHandle, PersistMode};
 
 use crate::digest::Digest;
 use crate::sorted::KeyRange;
-
-mod runs;
 pub use crate::ukvs::post::capture_id;
 
 /// The store's directory in a collection's delta directory.
@@ -110,15 +101,10 @@ const OLD_STORE_FILE: &str = "delta.redb";
 /// The lock file of a delta directory.
 const LOCK_FILE: &str = "LOCK";
 
-/// The layout of the stores this module makes, kept in `meta`: 6
-/// spells its digest keys [`DigestKeys::Tagged`], keeps its entries
-/// [`EntryForm::Short`] and its current generations' digest keys in
-/// sorted runs ([`runs`]).
-const LAYOUT: &[u8] = b"ukvs-live 6";
-
-/// The layout before: each generation's digest keys put into its digest
-/// partition as its captures are. Read and written as it is.
-const LAYOUT_5: &[u8] = b"ukvs-live 5";
+/// The layout of the stores this module makes, kept in `meta`: 5
+/// spells its digest keys [`DigestKeys::Tagged`] and keeps its entries
+/// [`EntryForm::Short`].
+const LAYOUT: &[u8] = b"ukvs-live 5";
 
 /// The layout before: entries [`EntryForm::Headless`]. Read and written as
 /// it is, so that the builds before read what this one writes there.
@@ -241,9 +227,6 @@ pub struct Settings {
     pub write_memory: u64,
     /// Whether fjall merges the store's tables in the background.
     pub upkeep: Upkeep,
-    /// Bytes of digest keys of a store of layout 6 written as one
-    /// sorted run ([`runs`]): kept in memory until then.
-    pub digest_run: u64,
 }
 
 impl Default for Settings {
@@ -252,7 +235,6 @@ impl Default for Settings {
             digests: Digests::On,
             write_memory: WRITE_MEMORY,
             upkeep: Upkeep::Compact,
-            digest_run: WRITE_MEMORY / 4,
         }
     }
 }
@@ -367,11 +349,6 @@ struct Store {
     digest_keys: DigestKeys,
     /// How puts keep their lines (fixed when the store was made).
     entries: EntryForm,
-    /// Whether the store is of layout 6 (fixed when it was made).
-    in_runs: bool,
-    /// Its digest runs and the batches' keys not in one: a store of
-    /// layout 6 that indexes digests.
-    runs: Option<runs::Runs>,
     /// The memtable size of the generations it makes ([`Settings`]).
     memtable: u32,
     state: RwLock<State>,
@@ -488,11 +465,8 @@ struct State {
     /// kept for views made before a fold).
     gens: BTreeMap<u64, PartitionHandle>,
     /// Each generation's digest partition (`dig_N`): `ALGO:` and the
-    /// digest's bytes, then the capture id, of every capture put there
-    /// (in a store of layout 6, once the generation is frozen).
+    /// digest's bytes, then the capture id, of every capture put there.
     digs: BTreeMap<u64, PartitionHandle>,
-    /// The digest runs of generations not yet frozen ([`runs`]).
-    runs: BTreeMap<u64, Vec<runs::Run>>,
     current: u64,
     floor: u64,
     folded: Folded,
@@ -843,16 +817,14 @@ impl Store {
             meta.get(k)
                 .map_err(|e| fail("cannot read the store's meta", &e))
         };
-        // Layouts 4 to 6 spell their digest keys with the digest first;
+        // Layouts 4 and 5 spell their digest keys with the digest first;
         // a store of layout 2 or 3 keeps the algorithm's name first.
-        // Layouts 5 and 6 keep their entries short (`EntryForm::Short`),
-        // and 6 its current generation's digest keys in runs.
-        let (digest_keys, entries, in_runs) = match read("layout")? {
-            Some(l) if &l[..] == LAYOUT => (DigestKeys::Tagged, EntryForm::Short, true),
-            Some(l) if &l[..] == LAYOUT_5 => (DigestKeys::Tagged, EntryForm::Short, false),
-            Some(l) if &l[..] == LAYOUT_4 => (DigestKeys::Tagged, EntryForm::Headless, false),
+        // Layout 5 keeps its entries short (`EntryForm::Short`).
+        let (digest_keys, entries) = match read("layout")? {
+            Some(l) if &l[..] == LAYOUT => (DigestKeys::Tagged, EntryForm::Short),
+            Some(l) if &l[..] == LAYOUT_4 => (DigestKeys::Tagged, EntryForm::Headless),
             Some(l) if &l[..] == LAYOUT_3 || &l[..] == LAYOUT_2 => {
-                (DigestKeys::Named, EntryForm::Headless, false)
+                (DigestKeys::Named, EntryForm::Headless)
             }
             Some(l) => {
                 return Err(fail(
@@ -874,7 +846,7 @@ impl Store {
                 }
                 b.commit()
                     .map_err(|e| fail("cannot write the store's meta", &e))?;
-                (DigestKeys::Tagged, EntryForm::Short, true)
+                (DigestKeys::Tagged, EntryForm::Short)
             }
         };
         // Stores made before the choice existed index digests.
@@ -948,21 +920,6 @@ impl Store {
                 .map_err(|e| fail("cannot open a generation's digests", &e))?;
             digs.insert(n, d);
         }
-        let (runs, run_parts) = match (in_runs, digests) {
-            (true, Digests::On) => {
-                let (r, parts) = runs::Runs::open(
-                    &keyspace,
-                    &meta,
-                    memtable,
-                    settings.digest_run,
-                    (floor, current),
-                    &digs,
-                    &fail,
-                )?;
-                (Some(r), parts)
-            }
-            _ => (None, BTreeMap::new()),
-        };
         let store = Store {
             dir: dir.to_path_buf(),
             keyspace,
@@ -970,13 +927,10 @@ impl Store {
             digests,
             digest_keys,
             entries,
-            in_runs,
-            runs,
             memtable,
             state: RwLock::new(State {
                 gens,
                 digs,
-                runs: run_parts,
                 current,
                 floor,
                 folded,
@@ -1088,10 +1042,8 @@ impl Store {
             }
         }
         for n in &dropped {
-            let runs = st.runs.remove(n).unwrap_or_default();
             let parts = [st.gens.remove(n), st.digs.remove(n)];
-            let runs = runs.into_iter().map(|r| r.part);
-            for h in parts.into_iter().flatten().chain(runs) {
+            for h in parts.into_iter().flatten() {
                 // The partition's files go when its last handle does.
                 if let Err(e) = self.keyspace.delete_partition(h) {
                     crate::report!(
@@ -1126,8 +1078,7 @@ impl Store {
         let (floor, parts) = {
             let st = self.state.read().unwrap_or_else(|e| e.into_inner());
             let gens = st.gens.iter().map(|(&n, h)| (Some(n), h.clone()));
-            let runs = st.runs.values().flatten().map(|r| &r.part);
-            let digs = st.digs.values().chain(&st.dig_bases).chain(runs);
+            let digs = st.digs.values().chain(&st.dig_bases);
             let parts: Vec<_> = gens.chain(digs.map(|h| (None, h.clone()))).collect();
             (st.floor, parts)
         };
@@ -1196,19 +1147,10 @@ impl Store {
         st.dig_bases.clone()
     }
 
-    /// The generation writes go to: its number, its partition and its
-    /// digest partition.
-    fn current(&self) -> (u64, PartitionHandle, PartitionHandle) {
+    /// The generation writes go to, and its digest partition.
+    fn current(&self) -> (PartitionHandle, PartitionHandle) {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let n = st.current;
-        (n, st.gens[&n].clone(), st.digs[&n].clone())
-    }
-
-    /// The digest runs of the generations from `floor` on.
-    fn runs_from(&self, floor: u64) -> Vec<PartitionHandle> {
-        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let runs = st.runs.range(floor..).flat_map(|(_, v)| v);
-        runs.map(|r| r.part.clone()).collect()
+        (st.gens[&st.current].clone(), st.digs[&st.current].clone())
     }
 
     /// The digest partitions from `floor` on, newest first.
@@ -1227,18 +1169,15 @@ impl Store {
     /// committing at the same time ([`Syncs`]). Readers may see the batch
     /// before it is durable, as with any batch of a store: what was
     /// answered is durable, and what was not is all there or absent.
-    /// `applying` is let go once the batch is committed, before its sync;
-    /// `staged`, the batch's digest keys, are kept once it is committed.
+    /// `applying` is let go once the batch is committed, before its sync.
     fn commit_durable(
         &self,
         batch: fjall::Batch,
         applying: std::sync::MutexGuard<'_, ()>,
-        staged: Option<(u64, Arc<runs::Staged>)>,
     ) -> Result<(), Error> {
         let committed = batch.commit();
         drop(applying);
         committed.map_err(|e| self.fail("cannot commit", e))?;
-        self.keep_staged(staged);
         let lock = || self.syncs.lock().unwrap_or_else(|e| e.into_inner());
         let mut syncs = lock();
         syncs.written += 1;
@@ -1268,39 +1207,15 @@ impl Store {
         Ok(())
     }
 
-    /// Keeps a committed batch's digest keys until a run holds them.
-    fn keep_staged(&self, staged: Option<(u64, Arc<runs::Staged>)>) {
-        if let (Some(r), Some((gen, s))) = (&self.runs, staged) {
-            r.push(gen, s);
-        }
-    }
-
-    /// Puts `keys` (drained) into `batch`: into `dig`, or staged in the
-    /// digest log of generation `gen` ([`runs`]).
-    fn put_keys(
-        &self,
-        batch: &mut fjall::Batch,
-        (gen, dig): (u64, &PartitionHandle),
-        keys: &mut Vec<Vec<u8>>,
-    ) -> Option<(u64, Arc<runs::Staged>)> {
-        match &self.runs {
-            Some(r) => r.stage(batch, gen, keys).map(|s| (gen, s)),
-            None => {
-                put_keys(batch, dig, keys);
-                None
-            }
-        }
-    }
-
-    /// Applies `ops` to generation `n` (`gen`) in batches of up to
-    /// [`CHUNK_BYTES`]; the last one durable, with `last` added to it.
+    /// Applies `ops` to `gen` in batches of up to [`CHUNK_BYTES`]; the
+    /// last one durable, with `last` added to it.
     fn apply_chunks(
         &self,
-        (n, gen, dig): (u64, &PartitionHandle, &PartitionHandle),
+        (gen, dig): (&PartitionHandle, &PartitionHandle),
         ops: impl Iterator<Item = Result<Op, Error>>,
         last: impl FnOnce(&mut fjall::Batch),
     ) -> Result<u64, Error> {
-        let mut count = 0u64;
+        let mut n = 0u64;
         let mut batch = self.keyspace.batch();
         let mut bytes = 0usize;
         let mut keys = Vec::new();
@@ -1314,21 +1229,19 @@ impl Store {
                 self.entries,
                 op,
             );
-            count += 1;
+            n += 1;
             if bytes >= CHUNK_BYTES {
-                let staged = self.put_keys(&mut batch, (n, dig), &mut keys);
+                put_keys(&mut batch, dig, &mut keys);
                 batch.commit().map_err(|e| self.fail("cannot write", e))?;
-                self.keep_staged(staged);
                 batch = self.keyspace.batch();
                 bytes = 0;
             }
         }
-        let staged = self.put_keys(&mut batch, (n, dig), &mut keys);
+        put_keys(&mut batch, dig, &mut keys);
         last(&mut batch);
         let batch = batch.durability(Some(PersistMode::SyncAll));
         batch.commit().map_err(|e| self.fail("cannot commit", e))?;
-        self.keep_staged(staged);
-        Ok(count)
+        Ok(n)
     }
 
     /// Replays every journal whose intent was recorded and not cleared.
@@ -1348,8 +1261,8 @@ impl Store {
                     format!("{}: {e}", path.display()),
                 )
             })?;
-            let (n, gen, dig) = self.current();
-            let n = self.apply_chunks((n, &gen, &dig), read_journal(&path, file), |b| {
+            let (gen, dig) = self.current();
+            let n = self.apply_chunks((&gen, &dig), read_journal(&path, file), |b| {
                 b.remove(&self.meta, key.as_str())
             })?;
             crate::report!(
@@ -1421,7 +1334,6 @@ impl Store {
         match (self.digest_keys, self.entries) {
             (DigestKeys::Named, _) => LAYOUT_3,
             (DigestKeys::Tagged, EntryForm::Headless) => LAYOUT_4,
-            (DigestKeys::Tagged, EntryForm::Short) if !self.in_runs => LAYOUT_5,
             (DigestKeys::Tagged, EntryForm::Short) => LAYOUT,
         }
     }
@@ -1435,33 +1347,15 @@ fn digest_prefix(digest: &Digest, form: DigestKeys) -> Vec<u8> {
             let name = digest.algo().name().as_bytes();
             [name, b":", digest.bytes()].concat()
         }
-        DigestKeys::Tagged => [&[algo_tag(digest.algo())][..], digest.bytes()].concat(),
-    }
-}
-
-/// The key of the capture `id`'s digest `digest` in a digest partition
-/// of the form `form`, in one allocation (a put makes one per line).
-fn digest_key(digest: &Digest, form: DigestKeys, id: &[u8]) -> Vec<u8> {
-    let bytes = digest.bytes();
-    let mut key = Vec::with_capacity(digest.algo().name().len() + 1 + bytes.len() + id.len());
-    match form {
-        DigestKeys::Named => {
-            key.extend_from_slice(digest.algo().name().as_bytes());
-            key.push(b':');
+        DigestKeys::Tagged => {
+            let tag = match digest.algo() {
+                crate::digest::Algo::Sha1 => 1u8,
+                crate::digest::Algo::Sha256 => 2,
+                crate::digest::Algo::Sha512 => 3,
+                crate::digest::Algo::Md5 => 4,
+            };
+            [&[tag][..], digest.bytes()].concat()
         }
-        DigestKeys::Tagged => key.push(algo_tag(digest.algo())),
-    }
-    key.extend_from_slice(bytes);
-    key.extend_from_slice(id);
-    key
-}
-
-fn algo_tag(algo: crate::digest::Algo) -> u8 {
-    match algo {
-        crate::digest::Algo::Sha1 => 1,
-        crate::digest::Algo::Sha256 => 2,
-        crate::digest::Algo::Sha512 => 3,
-        crate::digest::Algo::Md5 => 4,
     }
 }
 
@@ -1547,7 +1441,7 @@ fn put_into(
             let mut n = id.len() + entry.len() + 32;
             if let Some(form) = digest_keys {
                 for_each_digest(&line, |d| {
-                    let key = digest_key(&d, form, &id);
+                    let key = [&digest_prefix(&d, form)[..], &id].concat();
                     n += key.len() + 32;
                     keys.push(key);
                 });
@@ -1722,18 +1616,6 @@ impl Delta {
         ops: impl IntoIterator<Item = Result<Op, E>>,
     ) -> Result<u64, Error> {
         let n = self.apply_capped(ops, BATCH_BYTES)?;
-        if let Some(r) = &self.store.runs {
-            match r.due() {
-                runs::Due::Nothing => {}
-                runs::Due::Run => runs::spawn(&self.store),
-                // Durable already: a run that fails is written later.
-                runs::Due::Wait => {
-                    if let Err(e) = runs::write(&self.store) {
-                        crate::report!("ukvs: {}: {}: {}", e.path.display(), e.what, e.message);
-                    }
-                }
-            }
-        }
         self.store.measure();
         if self
             .store
@@ -1751,7 +1633,7 @@ impl Delta {
         cap: usize,
     ) -> Result<u64, Error> {
         let _writing = self.store.switch.read().unwrap_or_else(|e| e.into_inner());
-        let (n_gen, gen, dig) = self.store.current();
+        let (gen, dig) = self.store.current();
         let mut ops = ops.into_iter();
         let mut held: Vec<Op> = Vec::new();
         let mut bytes = 0usize;
@@ -1763,7 +1645,7 @@ impl Delta {
             };
             held.push(op);
             if bytes > cap {
-                return self.roll_forward((n_gen, &gen, &dig), held, ops);
+                return self.roll_forward((&gen, &dig), held, ops);
             }
         }
         let n = held.len() as u64;
@@ -1790,15 +1672,15 @@ impl Delta {
                 op,
             );
         }
-        let staged = self.store.put_keys(&mut batch, (n_gen, &dig), &mut keys);
-        self.store.commit_durable(batch, applying, staged)?;
+        put_keys(&mut batch, &dig, &mut keys);
+        self.store.commit_durable(batch, applying)?;
         Ok(n)
     }
 
     /// A batch too large for memory: journal, intent, chunks.
     fn roll_forward<E: std::fmt::Display>(
         &self,
-        gen: (u64, &PartitionHandle, &PartitionHandle),
+        gen: (&PartitionHandle, &PartitionHandle),
         held: Vec<Op>,
         rest: impl Iterator<Item = Result<Op, E>>,
     ) -> Result<u64, Error> {
@@ -1913,14 +1795,8 @@ impl Delta {
         }
         let prefix = digest_prefix(digest, self.store.digest_keys);
         let mut ids = std::collections::BTreeSet::new();
-        // The batches' keys before the runs and digest partitions: keys
-        // are in those before they leave the batches.
-        if let Some(r) = &self.store.runs {
-            r.pending_ids(self.floor, &prefix, &mut ids);
-        }
         let mut digs = self.store.digs_from(self.floor);
         digs.extend(self.store.dig_bases());
-        digs.extend(self.store.runs_from(self.floor));
         for dig in digs {
             for kv in dig.prefix(&prefix) {
                 let (key, _) = kv.map_err(|e| self.fail("cannot read", e))?;
@@ -2036,7 +1912,6 @@ impl Delta {
                 .chain(&st.retired_digs)
                 .cloned()
                 .chain([store.meta.clone()])
-                .chain(store.runs.as_ref().map(|r| r.log().clone()))
                 .collect()
         };
         for p in &parts {
@@ -2105,18 +1980,16 @@ impl Delta {
             .rev()
             .map(|(_, h)| h.clone())
             .collect();
-        let frozen: Vec<(u64, PartitionHandle)> = st
+        let digs: Vec<PartitionHandle> = st
             .digs
             .range(floor..next)
             .rev()
-            .map(|(&n, h)| (n, h.clone()))
+            .map(|(_, h)| h.clone())
             .collect();
-        let digs = frozen.iter().map(|(_, h)| h.clone()).collect();
         Ok(Some(Frozen {
             delta: self,
             gens,
             digs,
-            numbered: frozen,
             upto: next - 1,
             dig_plan: std::sync::OnceLock::new(),
             _guard: guard,
@@ -2132,8 +2005,6 @@ pub struct Frozen<'d> {
     gens: Vec<PartitionHandle>,
     /// Their digest partitions.
     digs: Vec<PartitionHandle>,
-    /// The same, with their generations' numbers.
-    numbered: Vec<(u64, PartitionHandle)>,
     upto: u64,
     /// What becomes of the bases' digest partitions, once decided
     /// ([`Frozen::index_digests`]); `None` in it: they stand.
@@ -2189,15 +2060,12 @@ impl Frozen<'_> {
     /// (sorted tables written whole: no journal, no memtable, no
     /// merges). It reads only partitions no write reaches, so it may run
     /// beside the writing of the new base; `commit` does it when it was
-    /// not done. In a store of layout 6 it first ingests the frozen
-    /// generations' digest runs and batches into their digest partitions
-    /// ([`runs`]), so that a fold's base waits for none of it.
+    /// not done.
     pub fn index_digests(&self) -> Result<(), Error> {
         if self.dig_plan.get().is_some() {
             return Ok(());
         }
         let store = &self.delta.store;
-        runs::ingest_frozen(store, &self.numbered)?;
         let mut new = Vec::new();
         for dig in &self.digs {
             if !dig.is_empty().map_err(|e| store.fail("cannot read", e))? {
@@ -3057,7 +2925,7 @@ mod tests {
             d.apply(lines(round)).unwrap();
             // As fjall's memory watch writes out a frozen generation's
             // memtable while a fold runs.
-            d.store.current().1.rotate_memtable().unwrap();
+            d.store.current().0.rotate_memtable().unwrap();
             let frozen = d.freeze().unwrap().expect("no fold runs");
             let base = frozen.base_path(".cdxj");
             std::fs::write(&base, "").unwrap();
@@ -3133,10 +3001,10 @@ mod tests {
                 for i in 0..5 {
                     view.apply::<String>(vec![Ok(put("com,b)/", "2020", &i.to_string(), "y"))])
                         .unwrap();
-                    view.store.current().1.rotate_memtable_and_wait().unwrap();
+                    view.store.current().0.rotate_memtable_and_wait().unwrap();
                 }
                 std::thread::sleep(std::time::Duration::from_millis(200));
-                assert_eq!(view.store.current().1.segment_count(), 5);
+                assert_eq!(view.store.current().0.segment_count(), 5);
                 assert_eq!(view.counts().unwrap(), (5, 5));
             }
         }
@@ -3152,7 +3020,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let in_memory = |d: &Delta| {
-            let gen = d.store.current().1;
+            let gen = d.store.current().0;
             gen.tree.active_memtable_size() as usize + gen.tree.sealed_memtable_count()
         };
         {
@@ -3368,7 +3236,7 @@ mod tests {
             ks.persist(PersistMode::SyncAll).unwrap();
         }
         let d = Delta::open(dir.path()).unwrap();
-        assert!(!is_leveled(&d.store.current().1));
+        assert!(!is_leveled(&d.store.current().0));
         assert_eq!(
             all(&d, "com,a)/", MatchType::Prefix),
             vec![
@@ -3383,7 +3251,7 @@ mod tests {
             vec!["com,a)/ 20200101000000 {}"]
         );
         let frozen = d.freeze().unwrap().expect("a generation to freeze");
-        assert!(is_leveled(&d.store.current().1));
+        assert!(is_leveled(&d.store.current().0));
         drop(frozen);
         drop(d);
         let d = Delta::open(dir.path()).unwrap();
@@ -3422,7 +3290,7 @@ mod tests {
             }
             d.apply::<String>(ops).unwrap();
             // Each round a table of its own.
-            d.store.current().1.rotate_memtable_and_wait().unwrap();
+            d.store.current().0.rotate_memtable_and_wait().unwrap();
         }
         let expect_for = |r: &KeyRange| {
             let mut v: Vec<Vec<u8>> = model
@@ -3457,7 +3325,7 @@ mod tests {
             let got: Vec<Vec<u8>> = held.map(|l| l.unwrap()).collect();
             assert_eq!(got, expect_for(r));
         }
-        assert!(d.store.current().1.segment_count() >= 2);
+        assert!(d.store.current().0.segment_count() >= 2);
     }
 
     /// The tables a compaction retires stay on disk while the store
@@ -3468,7 +3336,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // No compactions but the one made here.
         let d = Delta::open_with(dir.path(), Settings::one_job()).unwrap();
-        let gen = d.store.current().1;
+        let gen = d.store.current().0;
         for round in 0..4 {
             let ops = (0..200).map(|i| {
                 Ok::<_, String>(put(
@@ -3543,17 +3411,9 @@ mod tests {
         let digest = |i: usize| {
             Digest::parse(&format!("{}{:A>31}", (b'A' + (i % 2) as u8) as char, "")).unwrap()
         };
-        // The current generation's keys, which a store of layout 6 has in
-        // its digest partition once the generation is frozen.
         let first_bytes = |d: &Delta| -> Vec<Vec<u8>> {
-            let (_, _, dig) = d.store.current();
+            let (_, dig) = d.store.current();
             dig.iter().map(|kv| kv.unwrap().0[..6].to_vec()).collect()
-        };
-        let frozen_bytes = |d: &Delta| -> Vec<Vec<u8>> {
-            let frozen = d.freeze().unwrap().unwrap();
-            frozen.index_digests().unwrap();
-            let keys = frozen.digs[0].iter();
-            keys.map(|kv| kv.unwrap().0[..6].to_vec()).collect()
         };
         let named = |i: usize| {
             b"sha1:"
@@ -3570,8 +3430,7 @@ mod tests {
         assert_eq!(d.store.meta.get("layout").unwrap().as_deref(), Some(LAYOUT));
         let mut want = vec![tagged(0), tagged(0), tagged(1), tagged(1)];
         want.sort();
-        assert!(first_bytes(&d).is_empty(), "in runs until frozen");
-        assert_eq!(frozen_bytes(&d), want);
+        assert_eq!(first_bytes(&d), want);
 
         let old = tempfile::tempdir().unwrap();
         empty_store(old.path(), LAYOUT_3);
@@ -3686,7 +3545,7 @@ mod tests {
             })
         };
         let stored = |d: &Delta| -> Vec<u8> {
-            let (_, gen, _) = d.store.current();
+            let (gen, _) = d.store.current();
             gen.iter().map(|kv| kv.unwrap().1[0]).collect()
         };
         let mut want: Vec<String> = lines.iter().map(|(_, l)| l.clone()).collect();
@@ -3854,287 +3713,5 @@ mod tests {
         assert!(
             rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err()
         );
-    }
-
-    /// Closes the store of `d`, the last view of it, waiting until its
-    /// runs' thread lets it go and it has let its directory go.
-    fn close(d: Delta) {
-        let path = d.path().to_path_buf();
-        let weak = Arc::downgrade(&d.store);
-        drop(d);
-        while weak.strong_count() > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        // Its lock goes as the store is dropped, after the count.
-        let lock = std::fs::File::open(path.join(LOCK_FILE)).unwrap();
-        while rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .is_err()
-        {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
-
-    /// [`close`], then open again.
-    fn reopen(d: Delta, settings: Settings) -> Delta {
-        let path = d.path().to_path_buf();
-        close(d);
-        Delta::open_with(&path, settings).unwrap()
-    }
-
-    /// Waits until no digest run is being written, and gives the levels
-    /// of the current generation's runs.
-    fn settled_runs(d: &Delta) -> Vec<u8> {
-        let r = d.store.runs.as_ref().unwrap();
-        while r.is_busy() {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        let st = d.store.state.read().unwrap();
-        let runs = st
-            .runs
-            .get(&st.current)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        runs.iter().map(|r| r.level()).collect()
-    }
-
-    /// A store of layout 6 with runs of a few batches: its lookups by
-    /// digest follow random puts, replacements and deletes while runs
-    /// are written and merged level by level, after reopening (its
-    /// batches' keys read back from the log, a run partition no record
-    /// names dropped) and after folds (runs and batches ingested into
-    /// the frozen generation's digest partition).
-    #[test]
-    fn digest_runs_follow_writes_merges_reopens_and_folds() {
-        let dir = tempfile::tempdir().unwrap();
-        let settings = Settings {
-            digest_run: 400,
-            ..Settings::default()
-        };
-        let digest = |x: u64| format!("{:A>31}{}", "", (b'A' + x as u8) as char);
-        let id = |k: u64| {
-            let key = format!("k{k:03}");
-            capture_id(key.as_bytes(), b"2020", b"f.warc.gz", b"1")
-        };
-        let line = |k: u64, x: u64| {
-            format!(
-                "k{k:03} 2020 http://x/{k} text/html 200 {} - - 1 1 f.warc.gz",
-                digest(x)
-            )
-        };
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
-        // Captures of the delta since the last fold, and folded ones.
-        let mut model: BTreeMap<u64, Option<u64>> = BTreeMap::new();
-        let mut folded: BTreeMap<u64, u64> = BTreeMap::new();
-        let check = |d: &Delta,
-                     model: &BTreeMap<u64, Option<u64>>,
-                     folded: &BTreeMap<u64, u64>,
-                     when: &str| {
-            for x in 0..6 {
-                let dg = Digest::parse(&digest(x)).unwrap();
-                let want: Vec<Vec<u8>> = model
-                    .iter()
-                    .filter(|(_, v)| **v == Some(x))
-                    .map(|(k, _)| line(*k, x).into_bytes())
-                    .collect();
-                let mut got = d.digest_lines(&dg).unwrap();
-                got.sort();
-                assert_eq!(got, want, "digest {x}, {when}");
-                let ids = d.digest_ids(&dg).unwrap();
-                for (k, _) in folded.iter().filter(|(_, v)| **v == x) {
-                    assert!(ids.contains(&id(*k)), "folded k{k} by digest {x}, {when}");
-                }
-            }
-        };
-        let mut d = Delta::open_with(dir.path(), settings).unwrap();
-        let mut levels_seen = std::collections::BTreeSet::new();
-        for round in 0..300u64 {
-            let mut ops: Vec<Result<Op, String>> = Vec::new();
-            for _ in 0..1 + next(5) {
-                let k = next(80);
-                if next(4) == 0 {
-                    ops.push(Ok(Op::Delete { id: id(k) }));
-                    model.insert(k, None);
-                } else {
-                    let x = next(6);
-                    let line = line(k, x).into_bytes();
-                    ops.push(Ok(Op::Put { id: id(k), line }));
-                    model.insert(k, Some(x));
-                }
-            }
-            d.apply(ops).unwrap();
-            check(&d, &model, &folded, &format!("round {round}"));
-            if round % 10 == 9 {
-                levels_seen.extend(settled_runs(&d));
-            }
-            if round % 70 == 69 {
-                // Reopened: the batches' keys come back from the log.
-                let path = d.path().to_path_buf();
-                settled_runs(&d);
-                close(d);
-                {
-                    let (ks, _) = raw_store(&path);
-                    let stray = ks
-                        .open_partition("drun_999999", dig_options(1 << 20))
-                        .unwrap();
-                    stray
-                        .ingest([(b"x".to_vec(), b"".to_vec())].into_iter())
-                        .unwrap();
-                    ks.persist(PersistMode::SyncAll).unwrap();
-                }
-                d = Delta::open_with(&path, settings).unwrap();
-                assert!(
-                    !d.store.keyspace.partition_exists("drun_999999"),
-                    "a run no record names is dropped"
-                );
-                check(&d, &model, &folded, &format!("reopened, round {round}"));
-            }
-            if round % 100 == 99 {
-                let frozen = d.freeze().unwrap().unwrap();
-                let base = frozen.base_path(".cdx");
-                std::fs::write(&base, "").unwrap();
-                let view = frozen.commit(&[], &base).unwrap();
-                drop(std::mem::replace(&mut d, view));
-                for (k, v) in std::mem::take(&mut model) {
-                    match v {
-                        Some(x) => folded.insert(k, x),
-                        None => folded.remove(&k),
-                    };
-                }
-                check(&d, &model, &folded, &format!("folded, round {round}"));
-                let st = d.store.state.read().unwrap();
-                assert!(st.runs.range(..st.floor).next().is_none(), "ingested");
-            }
-        }
-        assert!(levels_seen.contains(&1), "runs merged: {levels_seen:?}");
-    }
-
-    /// Runs of a few batches ([`small_runs_put`]'s).
-    const SMALL_RUNS: Settings = Settings {
-        digests: Digests::On,
-        write_memory: WRITE_MEMORY,
-        upkeep: Upkeep::Compact,
-        digest_run: 300,
-    };
-
-    /// Runs of a MiB: the batches stay batches.
-    const LARGE_RUNS: Settings = Settings {
-        digest_run: 1 << 20,
-        ..SMALL_RUNS
-    };
-
-    fn small_runs_digest(i: u64) -> Digest {
-        Digest::parse(&format!("{:A>31}{}", "", (b'A' + (i % 3) as u8) as char)).unwrap()
-    }
-
-    fn small_runs_id(i: u64) -> Vec<u8> {
-        capture_id(format!("k{i:03}").as_bytes(), b"2020", b"f.warc.gz", b"1")
-    }
-
-    /// Puts capture `i`, alone in its batch (of 3 digests in turn).
-    fn small_runs_put(d: &Delta, i: u64) {
-        let line = format!(
-            "k{i:03} 2020 http://x/ text/html 200 {} - - 1 1 f.warc.gz",
-            small_runs_digest(i)
-        );
-        d.apply::<String>(vec![Ok(Op::Put {
-            id: small_runs_id(i),
-            line: line.into_bytes(),
-        })])
-        .unwrap();
-    }
-
-    /// Captures 0 to `upto` are found by their digests.
-    fn small_runs_found(d: &Delta, upto: u64) {
-        for i in 0..upto {
-            let ids = d.digest_ids(&small_runs_digest(i)).unwrap();
-            assert!(ids.contains(&small_runs_id(i)), "k{i}");
-        }
-    }
-
-    /// A fold's first durable write, and no more: generation `n + 1`
-    /// made and recorded as the current one.
-    fn record_next_generation(d: &Delta, n: u64) {
-        let ks = &d.store.keyspace;
-        ks.open_partition(&gen_name(n + 1), gen_options(1 << 20))
-            .unwrap();
-        ks.open_partition(&dig_name(n + 1), dig_options(1 << 20))
-            .unwrap();
-        let mut b = ks.batch().durability(Some(PersistMode::SyncAll));
-        b.insert(&d.store.meta, "current", (n + 1).to_le_bytes());
-        b.commit().unwrap();
-    }
-
-    /// A fold killed once it had ingested a generation's runs and
-    /// batches into its digest partition, before it dropped them: the
-    /// open drops them (their records, log values and partitions), and
-    /// every capture is found by digest from the partition.
-    #[test]
-    fn an_open_drops_the_runs_a_killed_fold_had_ingested() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = Delta::open_with(dir.path(), SMALL_RUNS).unwrap();
-        (0..40).for_each(|i| small_runs_put(&d, i));
-        assert!(!settled_runs(&d).is_empty());
-        let d = reopen(d, LARGE_RUNS);
-        small_runs_put(&d, 40);
-        let r = d.store.runs.as_ref().unwrap();
-        let (n, _, dig) = d.store.current();
-        let staged = r.staged(n);
-        assert!(!staged.is_empty(), "batches not in a run");
-        let parts: Vec<PartitionHandle> = {
-            let st = d.store.state.read().unwrap();
-            st.runs[&n].iter().map(|r| r.part.clone()).collect()
-        };
-        // What a fold does up to its ingest, and no further.
-        record_next_generation(&d, n);
-        runs::ingest_into(&d.store, &dig, parts, &staged).unwrap();
-        drop((dig, staged));
-        let d = reopen(d, SMALL_RUNS);
-        let r = d.store.runs.as_ref().unwrap();
-        assert!(r.staged(n).is_empty());
-        assert!(r.log().is_empty().unwrap(), "log values dropped");
-        assert!(d.store.state.read().unwrap().runs.is_empty());
-        assert_eq!(d.store.meta.prefix("run/").count(), 0, "records dropped");
-        let left = d.store.keyspace.list_partitions();
-        assert!(!left.iter().any(|p| p.starts_with("drun_")), "{left:?}");
-        small_runs_found(&d, 41);
-    }
-
-    /// A fold killed once its new generation was recorded, before it
-    /// ingested the frozen one's runs and batches: they stand (the
-    /// batches read back at open), the runs' thread writes the frozen
-    /// generation's batches as a run of it and stops, and the next fold
-    /// ingests them all.
-    #[test]
-    fn a_fold_killed_before_its_ingest_leaves_runs_the_next_fold_takes() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = Delta::open_with(dir.path(), SMALL_RUNS).unwrap();
-        (0..20).for_each(|i| small_runs_put(&d, i));
-        settled_runs(&d);
-        let d = reopen(d, LARGE_RUNS);
-        (20..24).for_each(|i| small_runs_put(&d, i));
-        let (n, _, _) = d.store.current();
-        record_next_generation(&d, n);
-        let d = reopen(d, SMALL_RUNS);
-        assert!(!d.store.runs.as_ref().unwrap().staged(n).is_empty());
-        small_runs_found(&d, 24);
-        (24..60).for_each(|i| small_runs_put(&d, i));
-        settled_runs(&d);
-        assert!(d.store.runs.as_ref().unwrap().staged(n).is_empty());
-        small_runs_found(&d, 60);
-        let frozen = d.freeze().unwrap().unwrap();
-        let base = frozen.base_path(".cdx");
-        std::fs::write(&base, "").unwrap();
-        let view = frozen.commit(&[], &base).unwrap();
-        drop(d);
-        let st = view.store.state.read().unwrap();
-        assert!(st.runs.range(..st.floor).next().is_none(), "ingested");
-        drop(st);
-        small_runs_found(&view, 60);
     }
 }

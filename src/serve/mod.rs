@@ -87,9 +87,6 @@ pub struct Options {
     pub no_digest_index: bool,
     /// Memory each collection's writes may hold, in bytes.
     pub write_memory: u64,
-    /// Bytes of digest keys written as one sorted run (by default a
-    /// quarter of `write_memory`).
-    pub digest_run: Option<u64>,
     /// A file holding the bearer token writes must send.
     pub write_token: Option<std::path::PathBuf>,
     /// Collections that take no writes.
@@ -138,7 +135,6 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 },
                 write_memory: opts.write_memory,
                 upkeep: ukvs::engine::live::Upkeep::Compact,
-                digest_run: opts.digest_run.unwrap_or(opts.write_memory / 4),
             },
             &index_names(&specs),
         )?),

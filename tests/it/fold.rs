@@ -524,9 +524,7 @@ fn sigkill_during_concurrent_posts_deletes_and_folds_keeps_every_answered_write(
     let mut folds_answered = 0;
     let started = Instant::now();
     for round in 0..rounds {
-        // Digest runs of a few batches: written, merged and ingested by
-        // the folds as the kills come.
-        let server = start(&["--data", &data_arg, "--digest-run", "20000", &spec]);
+        let server = start(&["--data", &data_arg, &spec]);
         let url = server.url("/crash");
         let mut threads = Vec::new();
         for (w, next) in next.iter_mut().enumerate() {

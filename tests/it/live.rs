@@ -395,8 +395,7 @@ fn sigkill_during_concurrent_posts_and_deletes_keeps_every_answered_write_whole(
     let mut next_batch = [0usize; WRITERS];
     let (rounds, mut rng) = kill_rounds(4, 42);
     for round in 0..rounds {
-        // Digest runs of a few batches, written as the kills come.
-        let server = start(&["--data", &data_arg, "--digest-run", "20000"]);
+        let server = start(&["--data", &data_arg]);
         let base_url = server.url("/crash");
         let mut threads = Vec::new();
         for (w, next) in next_batch.iter_mut().enumerate() {

@@ -188,12 +188,9 @@ fn a_live_collections_digest_lookups_follow_its_posts_and_deletes() {
     );
     util::assert_ok(&util::run(&["digests", "-q", &idx, "-o", &dig], b""));
     let data = dir.path().join("data");
-    // Runs of a few POSTs: written, merged, killed and folded.
     let args = [
         "--data".to_string(),
         data.to_str().unwrap().to_string(),
-        "--digest-run".to_string(),
-        "600".to_string(),
         format!("c={idx}"),
         format!("c=digests:{dig}"),
     ];
