@@ -69,8 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // is about to drop (the next server to open the store runs those
     // of the generation left).
     let delta = Delta::open_with(&dir, Settings::one_job())?;
-    let bases = delta.bases(&args.bases);
-    let Some((report, _view)) = fold::fold(&delta, &bases, args.no_mmap, shape(args.into))
+    let Some((report, _view)) = fold::fold(&delta, &args.bases, args.no_mmap, shape(args.into))
         .with_context(|| format!("folding {name}"))?
     else {
         bail!("a fold of {name} is running already");

@@ -151,20 +151,26 @@ const LINES_PER_BLOCK: usize = 3000;
 const READ_BATCH: usize = 4096;
 const READ_AHEAD: usize = 4;
 
-/// Folds the delta into a new base made of `bases` (the paths the
-/// collection serves, [`Delta::bases`]) and the delta's generations up to
+/// Folds the delta into a new base made of the bases a collection given
+/// `given` serves ([`Delta::bases`]) and the delta's generations up to
 /// now. Gives what it did and a view of the delta that reads what is left
 /// (to serve with the new base); `None` when a fold of this collection is
 /// running already. `shape` says what the new base is.
+///
+/// The bases are read from the store once the fold holds it, not taken
+/// from the caller: a list made before an earlier fold ended (a server
+/// whose catalog was built before it, or kept after it) lacks the base
+/// that fold wrote, which this one's commit retires.
 pub fn fold(
     delta: &Delta,
-    bases: &[PathBuf],
+    given: &[PathBuf],
     no_mmap: bool,
     shape: Shape,
 ) -> Result<Option<(Report, Delta)>, Error> {
     let Some(frozen) = delta.freeze()? else {
         return Ok(None);
     };
+    let bases = &delta.bases(given)[..];
     let index = if bases.is_empty() {
         None
     } else {
@@ -566,6 +572,39 @@ mod tests {
             ),
             line: line.as_bytes().to_vec(),
         })
+    }
+
+    /// A fold given the paths the collection was first given (a server's
+    /// catalog made before an earlier fold ended) folds the base that
+    /// fold wrote, not the paths it superseded: nothing that fold took
+    /// is lost, nothing it hid comes back.
+    #[test]
+    fn a_fold_given_superseded_paths_folds_the_base_an_earlier_fold_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let delta = Delta::open(&dir.path().join("d")).unwrap();
+        let t = "20200101000000";
+        let base = dir.path().join("base.cdx");
+        let first = cdx("a)/", t, "A", "f.warc", "1");
+        let hidden = cdx("b)/", t, "B", "f.warc", "2");
+        std::fs::write(&base, format!("{first}\n{hidden}\n")).unwrap();
+        let given = std::slice::from_ref(&base);
+        let folded = cdx("c)/", t, "C", "f.warc", "3");
+        delta.apply(vec![put(&folded)]).unwrap();
+        delta
+            .apply(vec![Ok::<_, String>(Op::Delete {
+                id: capture_id(b"b)/", t.as_bytes(), b"f.warc", b"2"),
+            })])
+            .unwrap();
+        let (_, view) = fold(&delta, given, false, Shape::AsBases).unwrap().unwrap();
+        let later = cdx("d)/", t, "D", "f.warc", "4");
+        view.apply(vec![put(&later)]).unwrap();
+        // The old view and the paths first given, as a stale catalog has.
+        let (report, view) = fold(&delta, given, false, Shape::AsBases).unwrap().unwrap();
+        assert_eq!((report.lines, report.from_delta), (3, 1));
+        let bases = view.bases(given);
+        assert_eq!(bases.len(), 1, "{bases:?}");
+        let got = std::fs::read_to_string(&bases[0]).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), [first, folded, later]);
     }
 
     #[test]
