@@ -2391,19 +2391,31 @@ impl Entries {
                 None => (Bound::Included(&self.start), end),
                 Some(k) => (Bound::Excluded(&k[..]), end),
             };
+            let mut read = Ok(());
             for kv in self.gen.range::<&[u8], _>(bounds).take(self.chunk) {
-                let kv = kv?;
+                let kv = match kv {
+                    Ok(kv) => kv,
+                    Err(e) => {
+                        read = Err(e);
+                        break;
+                    }
+                };
                 if range.is_past(&kv.0) {
                     self.done = true;
                     break;
                 }
                 self.buf.push_back(kv);
             }
+            // The next chunk starts after what this one took, even when
+            // a read failed part way (else it would take it again).
+            if let Some(last) = self.buf.back() {
+                self.after = Some(last.0.clone());
+            }
+            read?;
             if self.buf.len() < self.chunk {
                 self.done = true;
             }
             self.chunk = (self.chunk * 4).min(4096);
-            self.after = self.buf.back().map(|kv| kv.0.clone());
         }
         Ok(self.buf.front())
     }
@@ -2436,6 +2448,10 @@ struct Streamed {
     iter: Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>>>,
     head: Option<fjall::KvPair>,
     done: bool,
+    /// Why a read failed: the iterator has gone past the entry it could
+    /// not read, so every later read fails too (a fold that went on
+    /// would leave the entry out of its base).
+    failed: Option<String>,
     /// Held so that the generation's files stay while it is read.
     _gen: PartitionHandle,
 }
@@ -2450,15 +2466,23 @@ impl Source for Streamed {
             iter,
             head: None,
             done: false,
+            failed: None,
             _gen: gen.clone(),
         }
     }
 
     fn peek(&mut self, range: &KeyRange) -> fjall::Result<Option<&fjall::KvPair>> {
+        if let Some(why) = &self.failed {
+            return Err(fjall::Error::Io(std::io::Error::other(why.clone())));
+        }
         if self.head.is_none() && !self.done {
-            match self.iter.next().transpose()? {
-                Some(kv) if !range.is_past(&kv.0) => self.head = Some(kv),
-                _ => self.done = true,
+            match self.iter.next().transpose() {
+                Ok(Some(kv)) if !range.is_past(&kv.0) => self.head = Some(kv),
+                Ok(_) => self.done = true,
+                Err(e) => {
+                    self.failed = Some(e.to_string());
+                    return Err(e);
+                }
             }
         }
         Ok(self.head.as_ref())
@@ -2508,11 +2532,15 @@ impl<S: Source> Merged<S> {
         }
         let (b, id) = best?;
         let (_, entry) = self.each[b].pop().expect("peeked");
-        // The same capture in older generations: replaced.
+        // The same capture in older generations: replaced. (Each was
+        // peeked above, so this reads nothing; an error is still given.)
         for i in b + 1..self.each.len() {
-            let same = matches!(self.each[i].peek(&self.range), Ok(Some((k, _))) if *k == id);
-            if same {
-                self.each[i].pop();
+            match self.each[i].peek(&self.range) {
+                Err(e) => return Some(Err(e)),
+                Ok(Some((k, _))) if *k == id => {
+                    self.each[i].pop();
+                }
+                Ok(_) => {}
             }
         }
         Some(Ok((id, entry)))
