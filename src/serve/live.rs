@@ -288,15 +288,19 @@ pub async fn post(
         }
     })
     .await;
+    // A write that failed once the store began to take it may be there
+    // in part until the store reopens (a large batch's first chunks;
+    // replayed whole then) or whole (a commit whose fsync failed): the
+    // answer says so, and that sending it again is safe.
     let n = match applied {
         Ok(Ok(n)) => n,
         Ok(Err(e)) => {
             ukvs::report!("ukvs serve: {name}: write failed: {e}");
-            return http::text(503, "the write failed; nothing of it was kept\n");
+            return http::text(503, WRITE_FAILED);
         }
         Err(e) => {
             ukvs::report!("ukvs serve: {name}: write failed: {e}");
-            return http::text(503, "the write failed; nothing of it was kept\n");
+            return http::text(503, WRITE_FAILED);
         }
     };
     debug_assert_eq!(n, ops);
@@ -761,6 +765,11 @@ async fn on_write_thread<T: Send + 'static>(
         .await
         .map_err(|e| format!("the write's thread stopped: {e}"))
 }
+
+/// The answer to a write the store failed to take: it may have taken
+/// part of it, and a capture sent again replaces itself.
+const WRITE_FAILED: &str =
+    "the write failed and may have been kept in part: send it again (a capture sent again replaces itself)\n";
 
 /// Checks and re-keys `chunk` on a write thread.
 async fn take_chunk(taking: Taking, chunk: Chunk) -> Result<(Taking, Chunk), http::Response> {
