@@ -320,6 +320,11 @@ fn ready(
 ) -> Result<Ready, String> {
     let p = parts(text, shape, value_names)?;
     check_datetime(p.datetime)?;
+    // The id separates its parts with NUL bytes: one inside a part (a
+    // JSON `\u0000`) would make two captures one.
+    if p.filename.contains('\0') || p.offset.contains('\0') {
+        return Err("the filename or offset holds a NUL character".into());
+    }
     if p.url == "-" || p.url.is_empty() {
         return Err("no URL to key the capture with".into());
     }
@@ -412,6 +417,9 @@ mod tests {
         assert!(e(&mut body, b"k 2020 {\"url\": 1").contains("JSON block"));
         assert!(e(&mut body, b"k 2020 {\"mime\": \"x\"}").contains("no URL"));
         assert!(e(&mut body, b"\xff\xfe 2020 {}").contains("UTF-8"));
+        let nul =
+            br#"k 20200101000000 {"url": "http://a/", "filename": "f\u0000g", "offset": "1"}"#;
+        assert!(e(&mut body, nul).contains("NUL"));
         // A CDXJ body: a CDX line in it is refused.
         body.line(b"k 20200101 {\"url\": \"http://a/\"}").unwrap();
         assert!(e(&mut body, b"k 2020 http://a/ m 200 d - - 1 2 f").contains("CDXJ"));
