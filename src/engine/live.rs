@@ -892,24 +892,49 @@ impl Store {
             }
         }
         // Generations outside floor..=current are what a fold left
-        // (folded ones, or a new one it did not record): dropped.
+        // (folded ones, or a new one it did not record): dropped. But
+        // for a folded one fjall is writing out as it opens: what a
+        // partition holds in a sealed journal (any partition's memtable
+        // rotation seals the journal all write to) comes back as a
+        // memtable queued to be written out, and fjall's flush worker
+        // starts on it at once; a partition deleted under that flush
+        // makes the worker panic as it takes the flush off the
+        // partition's queue, which is gone, and poisons the keyspace.
+        // Such a generation is kept below the floor, and dropped as one
+        // a fold left while a view read it (`Store::drop_unread`).
+        let mut leftover: BTreeMap<u64, Vec<PartitionHandle>> = BTreeMap::new();
         for name in keyspace.list_partitions() {
             let n = name
                 .strip_prefix("gen_")
                 .or_else(|| name.strip_prefix("dig_"))
                 .and_then(|n| n.parse::<u64>().ok());
             let kept = dig_base_names.iter().any(|n| *n == *name);
-            if n.is_some_and(|n| n < floor || n > current) && !kept {
+            if let Some(n) = n.filter(|&n| (n < floor || n > current) && !kept) {
                 let h = keyspace
                     .open_partition(&name, dig_options(memtable))
                     .map_err(|e| fail("cannot open a generation", &e))?;
-                keyspace
-                    .delete_partition(h)
-                    .map_err(|e| fail("cannot drop a folded generation", &e))?;
+                leftover.entry(n).or_default().push(h);
             }
         }
         let mut gens = BTreeMap::new();
         let mut digs = BTreeMap::new();
+        for (n, parts) in leftover {
+            let flushing = parts.iter().any(|h| h.tree.sealed_memtable_count() > 0);
+            for h in parts {
+                if n < floor && flushing {
+                    let into = if h.name.starts_with("gen_") {
+                        &mut gens
+                    } else {
+                        &mut digs
+                    };
+                    into.insert(n, h);
+                } else {
+                    keyspace
+                        .delete_partition(h)
+                        .map_err(|e| fail("cannot drop a folded generation", &e))?;
+                }
+            }
+        }
         for n in floor..=current {
             let h = keyspace
                 .open_partition(&gen_name(n), gen_options(memtable))
@@ -1019,7 +1044,12 @@ impl Store {
         let below = lowest.map_or(st.floor, |l| l.min(st.floor));
         let flushing =
             |h: Option<&PartitionHandle>| h.is_some_and(|h| h.tree.sealed_memtable_count() > 0);
-        let unread: Vec<u64> = st.gens.range(..below).map(|(n, _)| *n).collect();
+        let unread: std::collections::BTreeSet<u64> = st
+            .gens
+            .range(..below)
+            .chain(st.digs.range(..below))
+            .map(|(n, _)| *n)
+            .collect();
         let dropped: Vec<u64> = unread
             .iter()
             .copied()
@@ -2653,6 +2683,18 @@ mod tests {
         }
     }
 
+    /// Whether `done` turns true within ten seconds.
+    fn eventually(mut done: impl FnMut() -> bool) -> bool {
+        let start = std::time::Instant::now();
+        while !done() {
+            if start.elapsed() > std::time::Duration::from_secs(10) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        true
+    }
+
     fn all(d: &Delta, key: &str, m: MatchType) -> Vec<String> {
         d.lines(&KeyRange::new(key.as_bytes(), m))
             .unwrap()
@@ -3726,6 +3768,69 @@ mod tests {
         drop(frozen);
         assert!(!dir.path().join("store/partitions/dig_base_17").exists());
         all_found(&d, 51);
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+
+    /// A store left by a crash after a fold, before its generations were
+    /// dropped: what they hold in a sealed journal comes back as
+    /// memtables fjall writes out as it opens. They are dropped once
+    /// written out, not under the flush (which would panic fjall's flush
+    /// worker and fail every later write).
+    #[test]
+    fn a_folded_generation_written_out_as_the_store_opens_is_dropped_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let d = Delta::open(&a).unwrap();
+        let rest = "{\"url\": \"http://example.com/\", \"digest\": \"sha1:AAAA\"}";
+        for chunk in 0..20 {
+            let ops = (0..10_000).map(|i| {
+                let key = format!("com,example)/{chunk}/{i}");
+                Ok::<_, String>(put(&key, "20200101000000", &i.to_string(), rest))
+            });
+            d.apply(ops).unwrap();
+        }
+        let frozen = d.freeze().unwrap().unwrap();
+        let base = frozen.base_path(".cdxj");
+        std::fs::write(&base, "").unwrap();
+        let view = frozen.commit(&[], &base).unwrap();
+        // `d` still reads generation 0: kept. A rotation of the current
+        // generation's memtable seals the journal generation 0 wrote.
+        view.apply(vec![Ok::<_, String>(put("com,b)/", "2020", "1", rest))])
+            .unwrap();
+        let current = view.store.current().0;
+        current.rotate_memtable().unwrap();
+        assert!(eventually(|| current.tree.sealed_memtable_count() == 0));
+        let gen0 = view.store.state.read().unwrap().gens[&0].clone();
+        assert!(gen0.tree.active_memtable_size() > 0);
+        assert_eq!(gen0.tree.sealed_memtable_count(), 0);
+        drop(gen0);
+        // The store as a crash leaves it.
+        copy_dir(&a, &b);
+        drop((view, d));
+        let e = Delta::open(&b).unwrap();
+        // Writes go through, and generation 0 goes once written out.
+        let mut i = 0;
+        assert!(eventually(|| {
+            i += 1;
+            let key = format!("com,c)/{i}");
+            e.apply(vec![Ok::<_, String>(put(&key, "2020", "1", rest))])
+                .unwrap();
+            !e.store.state.read().unwrap().gens.contains_key(&0)
+        }));
+        assert_eq!(e.generations(), vec![1]);
+        assert_eq!(e.counts().unwrap().0, 1 + i);
     }
 
     #[test]
