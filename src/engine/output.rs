@@ -689,9 +689,18 @@ impl OutputDir {
                 .and_then(|f| f.sync_all())
                 .map_err(named)?;
         }
+        // The directory's entries too, before it is put in place, and the
+        // parent's once it is.
+        let sync_dir = |d: &Path| File::open(d).and_then(|d| d.sync_all()).map_err(named);
+        sync_dir(self.tmp.path())?;
+        let parent = match self.target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         let tmp = self.tmp.keep();
         if !self.target.exists() {
-            return fs::rename(&tmp, &self.target).map_err(named);
+            fs::rename(&tmp, &self.target).map_err(named)?;
+            return sync_dir(&parent);
         }
         #[cfg(target_os = "linux")]
         {
@@ -703,6 +712,7 @@ impl OutputDir {
                 rustix::fs::RenameFlags::EXCHANGE,
             );
             if swapped.is_ok() {
+                sync_dir(&parent)?;
                 // `tmp` now holds the old directory.
                 return fs::remove_dir_all(&tmp).map_err(named);
             }
@@ -710,6 +720,7 @@ impl OutputDir {
         let aside = tmp.with_extension("old");
         fs::rename(&self.target, &aside).map_err(named)?;
         fs::rename(&tmp, &self.target).map_err(named)?;
+        sync_dir(&parent)?;
         fs::remove_dir_all(&aside).map_err(named)
     }
 }
