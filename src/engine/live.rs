@@ -120,6 +120,10 @@ const LAYOUT_3: &[u8] = b"ukvs-live 3";
 /// that indexes digests records the partitions and layout 3.
 const LAYOUT_2: &[u8] = b"ukvs-live 2";
 
+/// How long a partition to drop must have been idle first
+/// (`Store::drop_unread`).
+const IDLE_BEFORE_DROP: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Digest partitions of the bases past which a fold merges them into
 /// one: a lookup by digest reads each. A fold that keeps its frozen
 /// generations' partitions writes no digest key; one that merges writes
@@ -477,8 +481,10 @@ struct State {
     /// below the floor given.
     retired: Vec<(u64, PathBuf)>,
     /// Partitions of the bases' digests superseded by a fold, dropped
-    /// once fjall writes none of them out.
+    /// once idle (`Store::drop_unread`).
     retired_digs: Vec<PartitionHandle>,
+    /// When each partition to drop was first seen idle, by name.
+    idle_since: HashMap<String, std::time::Instant>,
 }
 
 /// The stores open in this process, by directory: a store opens once.
@@ -880,7 +886,7 @@ impl Store {
         }
         // Merged partitions of the bases' digests but those recorded are
         // what a fold left (one it superseded, or one it did not
-        // record): dropped once fjall writes none of them out.
+        // record): dropped once idle (`Store::drop_unread`).
         let mut retired_digs = Vec::new();
         for name in keyspace.list_partitions() {
             if name.starts_with(DIG_BASE_2) && !dig_base_names.iter().any(|n| *n == *name) {
@@ -962,6 +968,7 @@ impl Store {
                 dig_bases,
                 retired: Vec::new(),
                 retired_digs,
+                idle_since: HashMap::new(),
             }),
             switch: RwLock::new(()),
             folding: Mutex::new(()),
@@ -1028,13 +1035,20 @@ impl Store {
     }
 
     /// Drops the generations (and superseded bases) below every open
-    /// view's floor and the committed floor. A generation whose memtable
-    /// fjall is writing out is kept for a later call: fjall 2.11 deletes
-    /// a partition's flush queue with it, and its flush worker, finding
-    /// the queue gone when it is done, panics and poisons the keyspace
-    /// (its memory watch may write out a frozen generation's memtable
-    /// during a fold). [`Delta::apply`] calls this again while one is
-    /// kept, and an open drops what is left.
+    /// view's floor and the committed floor, each partition once it has
+    /// been idle (its memtables empty, none being written out) for
+    /// [`IDLE_BEFORE_DROP`]. fjall 2.11 deletes a partition's flush
+    /// queue with it, and its flush worker, finding the queue gone when
+    /// it is done, panics and poisons the keyspace: a partition with a
+    /// memtable may have it written out at any moment (fjall's journal
+    /// watch picks the partitions holding the oldest writes, as frozen
+    /// generations are, and a delete takes milliseconds of fsyncs
+    /// before it removes the queue), and one whose flush has just been
+    /// recorded looks idle a moment before the worker lets go of the
+    /// queue. An idle partition takes no write, so it stays idle. A
+    /// fold's commit has the frozen memtables written out; this runs
+    /// again on [`Delta::apply`] and on a server's measuring thread
+    /// while a partition is kept, and an open drops what is left.
     fn drop_unread(&self) {
         let lowest = {
             let pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
@@ -1042,21 +1056,38 @@ impl Store {
         };
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
         let below = lowest.map_or(st.floor, |l| l.min(st.floor));
-        let flushing =
-            |h: Option<&PartitionHandle>| h.is_some_and(|h| h.tree.sealed_memtable_count() > 0);
+        let now = std::time::Instant::now();
+        let before = std::mem::take(&mut st.idle_since);
+        let mut seen = HashMap::new();
+        let mut droppable = |h: Option<&PartitionHandle>| {
+            let Some(h) = h else { return true };
+            let idle = h.tree.active_memtable_size() == 0 && h.tree.sealed_memtable_count() == 0;
+            if !idle {
+                return false;
+            }
+            let since = *before.get(&*h.name).unwrap_or(&now);
+            seen.insert(h.name.to_string(), since);
+            now.duration_since(since) >= IDLE_BEFORE_DROP
+        };
         let unread: std::collections::BTreeSet<u64> = st
             .gens
             .range(..below)
             .chain(st.digs.range(..below))
             .map(|(n, _)| *n)
             .collect();
-        let dropped: Vec<u64> = unread
-            .iter()
-            .copied()
-            .filter(|n| !flushing(st.gens.get(n)) && !flushing(st.digs.get(n)))
-            .collect();
-        let (flushed, kept): (Vec<_>, Vec<_>) =
-            st.retired_digs.drain(..).partition(|h| !flushing(Some(h)));
+        let mut dropped = Vec::new();
+        for &n in &unread {
+            // Both asked, so that both start their idle time.
+            let gen = droppable(st.gens.get(&n));
+            let dig = droppable(st.digs.get(&n));
+            if gen && dig {
+                dropped.push(n);
+            }
+        }
+        let (flushed, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut st.retired_digs)
+            .into_iter()
+            .partition(|h| droppable(Some(h)));
+        st.idle_since = seen;
         st.retired_digs = kept;
         self.drops_kept.store(
             dropped.len() < unread.len() || !st.retired_digs.is_empty(),
@@ -1152,7 +1183,12 @@ impl Store {
             .spawn(move || loop {
                 std::thread::sleep(std::time::Duration::from_millis(MEASURE_MS));
                 match store.upgrade() {
-                    Some(store) => store.measure(),
+                    Some(store) => {
+                        if store.drops_kept.load(Ordering::Relaxed) {
+                            store.drop_unread();
+                        }
+                        store.measure();
+                    }
                     None => break,
                 }
             });
@@ -2051,17 +2087,18 @@ enum DigPlan {
 }
 
 impl Drop for Frozen<'_> {
-    /// A fold given up: the digest partition it made is dropped.
+    /// A fold given up: the digest partition it made is dropped, at
+    /// once: made by bulk ingest, it has no memtable fjall could be
+    /// writing out.
     fn drop(&mut self) {
         if let Some(Some(DigPlan::Merged(part))) = self.dig_plan.take() {
             let store = &self.delta.store;
-            store
-                .state
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .retired_digs
-                .push(part);
-            store.drop_unread();
+            if let Err(e) = store.keyspace.delete_partition(part) {
+                crate::report!(
+                    "ukvs: {}: cannot drop a digest index a fold left: {e}",
+                    store.dir.display()
+                );
+            }
         }
     }
 }
@@ -2240,6 +2277,16 @@ impl Frozen<'_> {
                 if &p != base {
                     st.retired.push((floor, p));
                 }
+            }
+        }
+        // Written out, the frozen partitions become idle, which they must
+        // be to be dropped (`Store::drop_unread`).
+        for h in self.gens.iter().chain(&self.digs) {
+            if let Err(e) = h.rotate_memtable() {
+                crate::report!(
+                    "ukvs: {}: cannot write out a folded generation: {e}",
+                    store.dir.display()
+                );
             }
         }
         store.pin(floor);
@@ -2965,12 +3012,16 @@ mod tests {
         assert_eq!(d.generations(), vec![0, 1]);
         assert_eq!(view.bases(&given), vec![canonical(&base)]);
         drop(d);
-        // No view reads generation 0 now: dropped.
+        // No view reads generation 0 now: dropped once idle; its files
+        // go once fjall's journals that wrote to it are let go (at the
+        // latest, an open).
         let parts = dir.path().join("store/partitions");
-        assert!(!parts.join("gen_0").exists());
+        let st = || view.store.state.read().unwrap();
+        assert!(eventually(|| !st().gens.contains_key(&0)));
         assert!(parts.join("gen_1").exists());
         drop(view);
         let d = Delta::open(dir.path()).unwrap();
+        assert!(!parts.join("gen_0").exists());
         assert_eq!(d.generations(), vec![1]);
         assert_eq!(d.counts().unwrap(), (1, 2));
         assert_eq!(
@@ -3731,11 +3782,16 @@ mod tests {
             let on_disk = |n: &str| dir.path().join("store/partitions").join(n).exists();
             assert!(want.iter().all(|n| on_disk(n)), "{want:?}");
             if gen == DIG_BASES {
-                assert!(!on_disk(DIG_BASE_2) && !on_disk("dig_7"));
+                // Dropped once idle; their files go once fjall's journals
+                // that wrote to them are let go (at the latest, an open).
+                let st = || d.store.state.read().unwrap();
+                assert!(eventually(|| st().retired_digs.is_empty()));
             }
         }
         drop(d);
         let mut d = Delta::open(dir.path()).unwrap();
+        let on_disk = |n: &str| dir.path().join("store/partitions").join(n).exists();
+        assert!(!on_disk(DIG_BASE_2) && !on_disk("dig_7"));
         assert_eq!(names(&d), vec![dig_base_name(8)]);
         all_found(&d, 27);
         let meta = |d: &Delta, k: &str| d.store.meta.get(k).unwrap().map(|v| v.to_vec());
@@ -3758,6 +3814,8 @@ mod tests {
         }
         drop(d);
         let d = Delta::open(dir.path()).unwrap();
+        let st = || d.store.state.read().unwrap();
+        assert!(eventually(|| st().retired_digs.is_empty()));
         assert!(!dir.path().join("store/partitions/dig_base_16").exists());
         assert_eq!(names(&d).len(), DIG_BASES);
         all_found(&d, 51);
@@ -3801,24 +3859,35 @@ mod tests {
             });
             d.apply(ops).unwrap();
         }
-        let frozen = d.freeze().unwrap().unwrap();
-        let base = frozen.base_path(".cdxj");
-        std::fs::write(&base, "").unwrap();
-        let view = frozen.commit(&[], &base).unwrap();
-        // `d` still reads generation 0: kept. A rotation of the current
-        // generation's memtable seals the journal generation 0 wrote.
-        view.apply(vec![Ok::<_, String>(put("com,b)/", "2020", "1", rest))])
+        // Generation 0 frozen (the fold given up here: its commit is
+        // made below). A rotation of the current generation's memtable
+        // seals the journal generation 0 wrote to.
+        drop(d.freeze().unwrap().unwrap());
+        d.apply(vec![Ok::<_, String>(put("com,b)/", "2020", "1", rest))])
             .unwrap();
-        let current = view.store.current().0;
+        let current = d.store.current().0;
         current.rotate_memtable().unwrap();
         assert!(eventually(|| current.tree.sealed_memtable_count() == 0));
-        let gen0 = view.store.state.read().unwrap().gens[&0].clone();
+        let gen0 = d.store.state.read().unwrap().gens[&0].clone();
         assert!(gen0.tree.active_memtable_size() > 0);
         assert_eq!(gen0.tree.sealed_memtable_count(), 0);
         drop(gen0);
-        // The store as a crash leaves it.
+        // The store as a crash leaves it, with the fold's floor recorded
+        // (by a keyspace that writes nothing out, so that generation 0
+        // stays in the sealed journal alone).
         copy_dir(&a, &b);
-        drop((view, d));
+        drop((current, d));
+        {
+            let ks = fjall::Config::new(b.join(STORE_DIR))
+                .flush_workers(0)
+                .open()
+                .unwrap();
+            let meta = ks
+                .open_partition("meta", PartitionCreateOptions::default())
+                .unwrap();
+            meta.insert("floor", 1u64.to_le_bytes()).unwrap();
+            ks.persist(PersistMode::SyncAll).unwrap();
+        }
         let e = Delta::open(&b).unwrap();
         // Writes go through, and generation 0 goes once written out.
         let mut i = 0;
