@@ -604,7 +604,25 @@ mod tests {
         let bases = view.bases(given);
         assert_eq!(bases.len(), 1, "{bases:?}");
         let got = std::fs::read_to_string(&bases[0]).unwrap();
-        assert_eq!(got.lines().collect::<Vec<_>>(), [first, folded, later]);
+        assert_eq!(got.lines().collect::<Vec<_>>(), [&first, &folded, &later]);
+        // Again with the list of bases this fold left (the base it
+        // wrote), after a fold that superseded it and deleted a line.
+        let stale = bases;
+        view.apply(vec![Ok::<_, String>(Op::Delete {
+            id: capture_id(b"c)/", t.as_bytes(), b"f.warc", b"3"),
+        })])
+        .unwrap();
+        let (_, view) = fold(&delta, given, false, Shape::AsBases).unwrap().unwrap();
+        let last = cdx("e)/", t, "E", "f.warc", "5");
+        view.apply(vec![put(&last)]).unwrap();
+        let (report, view) = fold(&delta, &stale, false, Shape::AsBases)
+            .unwrap()
+            .unwrap();
+        assert_eq!((report.lines, report.from_delta), (3, 1));
+        let bases = view.bases(given);
+        assert_eq!(view.bases(&stale), bases);
+        let got = std::fs::read_to_string(&bases[0]).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), [first, later, last]);
     }
 
     #[test]

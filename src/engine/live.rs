@@ -2220,13 +2220,18 @@ impl Frozen<'_> {
         let store = &self.delta.store;
         let floor = self.upto + 1;
         let old = self.delta.folded();
+        let base = &store.dir.join(base.file_name().unwrap_or_default());
+        // Every path superseded, the bases earlier folds wrote among them:
+        // a list of the bases made before this fold (a server's catalog
+        // kept when its swap failed) then gives this fold's base alone
+        // ([`Delta::bases`]).
         let mut given = old.given.clone();
-        for p in folded.iter().map(|p| canonical(p)) {
-            if !old.bases.contains(&p) && !given.contains(&p) {
+        let superseded = folded.iter().map(|p| canonical(p)).chain(old.bases.clone());
+        for p in superseded {
+            if &p != base && !given.contains(&p) {
                 given.push(p);
             }
         }
-        let base = &store.dir.join(base.file_name().unwrap_or_default());
         let bases = vec![base.clone()];
         let names: Vec<PathBuf> = bases
             .iter()
