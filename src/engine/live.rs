@@ -897,48 +897,36 @@ impl Store {
                 );
             }
         }
-        // Generations outside floor..=current are what a fold left
-        // (folded ones, or a new one it did not record): dropped. But
-        // for a folded one fjall is writing out as it opens: what a
-        // partition holds in a sealed journal (any partition's memtable
-        // rotation seals the journal all write to) comes back as a
-        // memtable queued to be written out, and fjall's flush worker
-        // starts on it at once; a partition deleted under that flush
-        // makes the worker panic as it takes the flush off the
-        // partition's queue, which is gone, and poisons the keyspace.
-        // Such a generation is kept below the floor, and dropped as one
-        // a fold left while a view read it (`Store::drop_unread`).
-        let mut leftover: BTreeMap<u64, Vec<PartitionHandle>> = BTreeMap::new();
+        // Generations outside floor..=current are what a fold left:
+        // folded ones, dropped as those a fold leaves are, once idle
+        // (`Store::drop_unread`): fjall may be writing one out as it
+        // opens (what a partition holds in a sealed journal comes back
+        // as a memtable queued to be written out, and any partition's
+        // memtable rotation seals the journal all write to), and one
+        // deleted under that flush would panic fjall's flush worker. A
+        // new one a fold did not record was never written to: dropped.
+        let mut gens = BTreeMap::new();
+        let mut digs = BTreeMap::new();
         for name in keyspace.list_partitions() {
             let n = name
                 .strip_prefix("gen_")
                 .or_else(|| name.strip_prefix("dig_"))
                 .and_then(|n| n.parse::<u64>().ok());
             let kept = dig_base_names.iter().any(|n| *n == *name);
-            if let Some(n) = n.filter(|&n| (n < floor || n > current) && !kept) {
-                let h = keyspace
-                    .open_partition(&name, dig_options(memtable))
-                    .map_err(|e| fail("cannot open a generation", &e))?;
-                leftover.entry(n).or_default().push(h);
-            }
-        }
-        let mut gens = BTreeMap::new();
-        let mut digs = BTreeMap::new();
-        for (n, parts) in leftover {
-            let flushing = parts.iter().any(|h| h.tree.sealed_memtable_count() > 0);
-            for h in parts {
-                if n < floor && flushing {
-                    let into = if h.name.starts_with("gen_") {
-                        &mut gens
-                    } else {
-                        &mut digs
-                    };
-                    into.insert(n, h);
-                } else {
-                    keyspace
-                        .delete_partition(h)
-                        .map_err(|e| fail("cannot drop a folded generation", &e))?;
-                }
+            let Some(n) = n.filter(|&n| (n < floor || n > current) && !kept) else {
+                continue;
+            };
+            let h = keyspace
+                .open_partition(&name, dig_options(memtable))
+                .map_err(|e| fail("cannot open a generation", &e))?;
+            if n > current {
+                keyspace
+                    .delete_partition(h)
+                    .map_err(|e| fail("cannot drop a generation", &e))?;
+            } else if name.starts_with("gen_") {
+                gens.insert(n, h);
+            } else {
+                digs.insert(n, h);
             }
         }
         for n in floor..=current {
@@ -1045,10 +1033,11 @@ impl Store {
     /// generations are, and a delete takes milliseconds of fsyncs
     /// before it removes the queue), and one whose flush has just been
     /// recorded looks idle a moment before the worker lets go of the
-    /// queue. An idle partition takes no write, so it stays idle. A
-    /// fold's commit has the frozen memtables written out; this runs
-    /// again on [`Delta::apply`] and on a server's measuring thread
-    /// while a partition is kept, and an open drops what is left.
+    /// queue. An idle partition takes no write, so it stays idle. One
+    /// with writes in its memtable has it written out (a fold's commit
+    /// does so for the frozen ones at once); this runs again on
+    /// [`Delta::apply`] and on a server's measuring thread while a
+    /// partition is kept, and on the next open.
     fn drop_unread(&self) {
         let lowest = {
             let pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
@@ -1059,10 +1048,16 @@ impl Store {
         let now = std::time::Instant::now();
         let before = std::mem::take(&mut st.idle_since);
         let mut seen = HashMap::new();
+        // Partitions with writes in their memtable, to write out (after
+        // the lock), so that they become idle.
+        let mut to_write = Vec::new();
         let mut droppable = |h: Option<&PartitionHandle>| {
             let Some(h) = h else { return true };
-            let idle = h.tree.active_memtable_size() == 0 && h.tree.sealed_memtable_count() == 0;
-            if !idle {
+            if h.tree.sealed_memtable_count() > 0 {
+                return false;
+            }
+            if h.tree.active_memtable_size() > 0 {
+                to_write.push(h.clone());
                 return false;
             }
             let since = *before.get(&*h.name).unwrap_or(&now);
@@ -1117,6 +1112,14 @@ impl Store {
         let (gone, kept): (Vec<_>, Vec<_>) = st.retired.drain(..).partition(|(n, _)| *n <= below);
         st.retired = kept;
         drop(st);
+        for h in to_write {
+            if let Err(e) = h.rotate_memtable() {
+                crate::report!(
+                    "ukvs: {}: cannot write out a generation to drop: {e}",
+                    self.dir.display()
+                );
+            }
+        }
         for (_, path) in gone {
             let _ = if path.is_dir() {
                 std::fs::remove_dir_all(&path)
