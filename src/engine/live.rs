@@ -175,8 +175,9 @@ const JOURNAL_BYTES: u64 = 128 << 20;
 /// Memtables fjall writes out each time its flush worker wakes (its
 /// "flush workers", which are a count of memtables a wake takes from the
 /// queue, each written out on a thread of its own, not threads kept).
-/// fjall wakes the worker once per memtable rotation, and queues the
-/// memtables it rebuilds from its journal at open without waking it: at
+/// fjall wakes the worker once per memtable rotation, and at open once
+/// per partition with memtables it rebuilt from its journals, however
+/// many that partition has: at
 /// its default (one a core, 2 here) a store reopened after ingest of ten
 /// million lines kept two of a digest partition's rebuilt memtables
 /// queued for good behind the newer ones, so that the journal they hold
