@@ -689,18 +689,14 @@ impl OutputDir {
                 .and_then(|f| f.sync_all())
                 .map_err(named)?;
         }
-        // The directory's entries too, before it is put in place, and the
-        // parent's once it is.
-        let sync_dir = |d: &Path| File::open(d).and_then(|d| d.sync_all()).map_err(named);
-        sync_dir(self.tmp.path())?;
-        let parent = match self.target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        // The directory's entries too, before it is put in place (its
+        // parent, as a file's, is the caller's to sync: a fold does).
+        File::open(self.tmp.path())
+            .and_then(|d| d.sync_all())
+            .map_err(named)?;
         let tmp = self.tmp.keep();
         if !self.target.exists() {
-            fs::rename(&tmp, &self.target).map_err(named)?;
-            return sync_dir(&parent);
+            return fs::rename(&tmp, &self.target).map_err(named);
         }
         #[cfg(target_os = "linux")]
         {
@@ -712,7 +708,6 @@ impl OutputDir {
                 rustix::fs::RenameFlags::EXCHANGE,
             );
             if swapped.is_ok() {
-                sync_dir(&parent)?;
                 // `tmp` now holds the old directory.
                 return fs::remove_dir_all(&tmp).map_err(named);
             }
@@ -720,7 +715,6 @@ impl OutputDir {
         let aside = tmp.with_extension("old");
         fs::rename(&self.target, &aside).map_err(named)?;
         fs::rename(&tmp, &self.target).map_err(named)?;
-        sync_dir(&parent)?;
         fs::remove_dir_all(&aside).map_err(named)
     }
 }
