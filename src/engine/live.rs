@@ -1035,8 +1035,8 @@ impl Store {
     /// before it removes the queue), and one whose flush has just been
     /// recorded looks idle a moment before the worker lets go of the
     /// queue. An idle partition takes no write, so it stays idle. One
-    /// with writes in its memtable has it written out (a fold's commit
-    /// does so for the frozen ones at once); this runs again on
+    /// with writes in its memtable has it written out first; this runs
+    /// again on
     /// [`Delta::apply`] and on a server's measuring thread while a
     /// partition is kept, and on the next open.
     fn drop_unread(&self) {
@@ -2286,16 +2286,6 @@ impl Frozen<'_> {
                 if &p != base {
                     st.retired.push((floor, p));
                 }
-            }
-        }
-        // Written out, the frozen partitions become idle, which they must
-        // be to be dropped (`Store::drop_unread`).
-        for h in self.gens.iter().chain(&self.digs) {
-            if let Err(e) = h.rotate_memtable() {
-                crate::report!(
-                    "ukvs: {}: cannot write out a folded generation: {e}",
-                    store.dir.display()
-                );
             }
         }
         store.pin(floor);

@@ -294,11 +294,7 @@ pub async fn post(
     // answer says so, and that sending it again is safe.
     let n = match applied {
         Ok(Ok(n)) => n,
-        Ok(Err(e)) => {
-            ukvs::report!("ukvs serve: {name}: write failed: {e}");
-            return http::text(503, WRITE_FAILED);
-        }
-        Err(e) => {
+        Ok(Err(e)) | Err(e) => {
             ukvs::report!("ukvs serve: {name}: write failed: {e}");
             return http::text(503, WRITE_FAILED);
         }
